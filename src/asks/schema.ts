@@ -1,0 +1,158 @@
+import { z } from "zod";
+
+/**
+ * The `ask_user_questions` tool: its input and output, with the seed's limits
+ * (ask-user-questions-design §3.1) plus uniqueness rules a form needs to map answers back.
+ * Pure: no I/O imports (test/boundary.test.ts keeps it so).
+ */
+
+export const ASK_TOOL_NAME = "ask_user_questions";
+
+export const LIMITS = {
+  minQuestions: 1,
+  maxQuestions: 4,
+  maxHeaderChars: 12,
+  minOptions: 2,
+  maxOptions: 4,
+  maxQuestionChars: 500,
+  maxLabelChars: 60,
+  maxDescriptionChars: 500,
+  maxPreviewChars: 4000,
+  maxCustomInputChars: 1000,
+} as const;
+
+const text = (what: string, max: number) =>
+  z
+    .string({ error: `${what} must be a string` })
+    .trim()
+    .min(1, `${what} must not be empty`)
+    .max(max, `${what} must be at most ${max} characters`);
+
+export const optionSchema = z.strictObject({
+  label: text("label", LIMITS.maxLabelChars).describe("Display text, 1-5 words"),
+  description: text("description", LIMITS.maxDescriptionChars).describe(
+    "Explanation of what this option means",
+  ),
+  preview: z
+    .string({ error: "preview must be a string" })
+    .max(LIMITS.maxPreviewChars, `preview must be at most ${LIMITS.maxPreviewChars} characters`)
+    .optional()
+    .describe("Optional preview content (mockups, code, diagrams)"),
+});
+
+export const questionSchema = z
+  .strictObject({
+    question: text("question", LIMITS.maxQuestionChars).describe("The complete question, ending with ?"),
+    header: z
+      .string({ error: "header must be a string" })
+      .trim()
+      .min(1, "header must not be empty")
+      .max(LIMITS.maxHeaderChars, `header must be at most ${LIMITS.maxHeaderChars} characters`)
+      .describe("Very short label, shown as chip/tag"),
+    options: z
+      .array(optionSchema, { error: "options must be an array" })
+      .min(LIMITS.minOptions, `options must have at least ${LIMITS.minOptions} items`)
+      .max(LIMITS.maxOptions, `options must have at most ${LIMITS.maxOptions} items`),
+    multiSelect: z
+      .boolean({ error: "multiSelect is required and must be true or false" })
+      .describe("true = multiple answers allowed"),
+  })
+  .superRefine((question, ctx) => {
+    const seen = new Set<string>();
+    question.options.forEach((option, index) => {
+      if (seen.has(option.label)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["options", index, "label"],
+          message: `option labels must be unique within a question ("${option.label}" appears twice)`,
+        });
+      }
+      seen.add(option.label);
+    });
+  });
+
+export const askInputSchema = z
+  .strictObject({
+    questions: z
+      .array(questionSchema, { error: "questions must be an array" })
+      .min(LIMITS.minQuestions, `questions must have at least ${LIMITS.minQuestions} item`)
+      .max(LIMITS.maxQuestions, `questions must have at most ${LIMITS.maxQuestions} items`),
+    metadata: z.record(z.string(), z.unknown(), { error: "metadata must be an object" }).optional(),
+  })
+  .superRefine((input, ctx) => {
+    const seen = new Set<string>();
+    input.questions.forEach((question, index) => {
+      if (seen.has(question.question)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["questions", index, "question"],
+          message: "question texts must be unique within one call",
+        });
+      }
+      seen.add(question.question);
+    });
+  });
+
+export type AskOption = z.infer<typeof optionSchema>;
+export type AskQuestion = z.infer<typeof questionSchema>;
+export type AskInput = z.infer<typeof askInputSchema>;
+
+export const answerSchema = z.strictObject({
+  question: z.string(),
+  selectedLabels: z.array(z.string()),
+  customInput: z.string().nullable(),
+});
+
+export const askOutputSchema = z.strictObject({ answers: z.array(answerSchema) });
+
+export type AskAnswer = z.infer<typeof answerSchema>;
+export type AskOutput = z.infer<typeof askOutputSchema>;
+
+export const ASK_TOOL_DESCRIPTION = [
+  "Use this tool when you need to ask the user questions during execution. This allows you to gather user",
+  "preferences or requirements, clarify ambiguous instructions, get decisions on implementation choices as you",
+  "work, or offer choices to the user about what direction to take.",
+  "",
+  "Usage notes:",
+  '- Users will always be able to select "Other" to provide custom text input',
+  "- Use multiSelect: true to allow multiple answers to be selected",
+  '- If you recommend a specific option, make it the first in the list and add "(Recommended)" at the end of the label',
+  "- preview supports rendered markdown in a monospace box, multi-line with newlines",
+  "- Previews only render for single-select questions (not multiSelect)",
+  "- When any option has preview, UI switches to side-by-side layout",
+  "- Ask 1-4 questions per call; each header at most 12 characters; 2-4 options per question;",
+  "  question texts unique within a call and option labels unique within a question",
+].join("\n");
+
+/** Parse tool arguments (a JSON string or an already-parsed value) into a valid ask, or say what is wrong. */
+export function parseAskInput(raw: unknown): { ok: true; value: AskInput } | { ok: false; error: string } {
+  let value: unknown = raw;
+  if (typeof raw === "string") {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return { ok: false, error: "Invalid arguments: not valid JSON" };
+    }
+  }
+  const parsed = askInputSchema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, error: `Invalid arguments: ${formatIssues(parsed.error.issues)}` };
+}
+
+/** "questions.0.header: header must be at most 12 characters; ..." — names the field the model must fix. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => {
+      const path = issue.path.map(String).join(".");
+      const message =
+        issue.code === "unrecognized_keys" ? `unknown field(s) ${issue.keys.join(", ")}` : issue.message;
+      return path ? `${path}: ${message}` : message;
+    })
+    .join("; ");
+}
+
+/** JSON Schema handed to a model that calls tools. */
+export function askToolJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(askInputSchema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+}

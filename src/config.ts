@@ -1,0 +1,144 @@
+import { z } from "zod";
+import { ConfigError } from "./errors.ts";
+
+/**
+ * The environment the service reads, validated once at start-up (DESIGN §10).
+ * Only `main.ts` (and the CLI entry points) hand `process.env` to `loadConfig`.
+ */
+
+const intFrom = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, `${name} must be a whole number`)
+    .transform(Number)
+    .pipe(
+      z.number().int().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`),
+    );
+
+const optionalText = z
+  .string()
+  .trim()
+  .transform((value) => (value === "" ? undefined : value))
+  .optional();
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+const envSchema = z.object({
+  PORT: intFrom("PORT", 0, 65_535).default(3000),
+  DATA_DIR: z.string().trim().min(1).default("./data"),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  FEISHU_APP_ID: optionalText,
+  FEISHU_APP_SECRET: optionalText,
+  FEISHU_DOMAIN: z
+    .string()
+    .trim()
+    .refine(
+      (value) => value === "feishu" || value === "lark" || /^https?:\/\/[^\s/]+(:\d+)?\/?$/.test(value),
+      {
+        message: 'FEISHU_DOMAIN accepts "feishu", "lark" or a base URL such as http://127.0.0.1:9999',
+      },
+    )
+    .default("feishu"),
+  FEISHU_TRANSPORT: z.enum(["ws", "webhook"]).default("ws"),
+  FEISHU_ENCRYPT_KEY: optionalText,
+  FEISHU_VERIFICATION_TOKEN: optionalText,
+  AGENT: z.enum(["demo", "openai"]).default("demo"),
+  OPENAI_BASE_URL: optionalText,
+  OPENAI_API_KEY: optionalText,
+  OPENAI_MODEL: optionalText,
+  ASK_TIMEOUT_MS: intFrom("ASK_TIMEOUT_MS", 1_000, 24 * 60 * 60 * 1000).default(900_000),
+  CARD_PATCH_INTERVAL_MS: intFrom("CARD_PATCH_INTERVAL_MS", 200, 60_000).default(1000),
+  DEMO_STEP_MS: intFrom("DEMO_STEP_MS", 0, 60_000).default(500),
+  PUBLIC_URL: optionalText.pipe(z.url({ message: "PUBLIC_URL must be an absolute URL" }).optional()),
+  AUTH_SECRET: optionalText.pipe(z.string().min(16, "AUTH_SECRET must be at least 16 characters").optional()),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  port: number;
+  dataDir: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  mode: "local" | "feishu";
+  feishu: {
+    appId?: string;
+    appSecret?: string;
+    domain: string;
+    transport: "ws" | "webhook";
+    encryptKey?: string;
+    verificationToken?: string;
+  };
+  agent: {
+    kind: "demo" | "openai";
+    demoStepMs: number;
+    openai: { baseUrl?: string; apiKey?: string; model?: string };
+  };
+  askTimeoutMs: number;
+  cardPatchIntervalMs: number;
+  publicUrl: string;
+  /** Absent only in local mode, where main.ts generates and keeps one under DATA_DIR. */
+  authSecret?: string;
+}
+
+/** Parse the environment. A bad value throws one ConfigError naming every bad variable and what it accepts. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = envSchema.safeParse(pickKnown(env));
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? "environment");
+      return `  ${variable}: ${issue.message}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  const mode = e.FEISHU_APP_ID ? "feishu" : "local";
+  if (mode === "feishu") {
+    if (!e.FEISHU_APP_SECRET) problems.push("  FEISHU_APP_SECRET: required when FEISHU_APP_ID is set");
+    if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 16 characters)");
+    if (e.FEISHU_TRANSPORT === "webhook" && !e.FEISHU_ENCRYPT_KEY) {
+      problems.push(
+        "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)",
+      );
+    }
+  }
+  if (e.AGENT === "openai") {
+    if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
+    if (!e.OPENAI_MODEL) problems.push("  OPENAI_MODEL: required with AGENT=openai");
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
+
+  return {
+    port: e.PORT,
+    dataDir: e.DATA_DIR,
+    logLevel: e.LOG_LEVEL,
+    mode,
+    feishu: {
+      appId: e.FEISHU_APP_ID,
+      appSecret: e.FEISHU_APP_SECRET,
+      domain: e.FEISHU_DOMAIN,
+      transport: e.FEISHU_TRANSPORT,
+      encryptKey: e.FEISHU_ENCRYPT_KEY,
+      verificationToken: e.FEISHU_VERIFICATION_TOKEN,
+    },
+    agent: {
+      kind: e.AGENT,
+      demoStepMs: e.DEMO_STEP_MS,
+      openai: { baseUrl: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY, model: e.OPENAI_MODEL },
+    },
+    askTimeoutMs: e.ASK_TIMEOUT_MS,
+    cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,
+    publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    authSecret: e.AUTH_SECRET,
+  };
+}
+
+function pickKnown(env: Record<string, string | undefined>): Record<string, string> {
+  const known: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined) known[key] = value;
+  }
+  return known;
+}

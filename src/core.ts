@@ -1,0 +1,67 @@
+import { randomUUID } from "node:crypto";
+import { AskRegistry } from "./asks/registry.ts";
+import type { Agent } from "./harness/agents/agent.ts";
+import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
+import { SessionRunner } from "./harness/runner.ts";
+import type { Logger } from "./logger.ts";
+import type { Db } from "./store/db.ts";
+import { Store } from "./store/repos.ts";
+import { WsHub } from "./ws/hub.ts";
+
+export interface CoreOptions {
+  db: Db;
+  logger: Logger;
+  agent: Agent;
+  tools: ToolImpl[];
+  askTimeoutMs: number;
+  authSecret: string;
+  now?: () => number;
+  newId?: () => string;
+  heartbeatIntervalMs?: number;
+  /** Surfaces besides the WebSocket hub (the Feishu channel adds its card later with `dispatcher.addSurface`). */
+  surfaces?: AskSurface[];
+}
+
+export interface Core {
+  store: Store;
+  registry: AskRegistry;
+  dispatcher: ToolDispatcher;
+  runner: SessionRunner;
+  hub: WsHub;
+}
+
+/** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
+export function createCore(options: CoreOptions): Core {
+  const now = options.now ?? Date.now;
+  const newId = options.newId ?? randomUUID;
+  const onListenerError = (error: unknown, event: string) =>
+    options.logger.error({ err: error, event }, "event listener failed");
+  const store = new Store(options.db, now);
+  const registry = new AskRegistry({ timeoutMs: options.askTimeoutMs, now, newId, onListenerError });
+  const dispatcher = new ToolDispatcher({
+    registry,
+    tools: options.tools,
+    surfaces: options.surfaces ?? [],
+    logger: options.logger.child({ module: "dispatcher" }),
+  });
+  const runner = new SessionRunner({
+    store,
+    agent: options.agent,
+    dispatcher,
+    registry,
+    now,
+    newId,
+    logger: options.logger.child({ module: "runner" }),
+    onListenerError,
+  });
+  const hub = new WsHub({
+    registry,
+    runner,
+    authSecret: options.authSecret,
+    now,
+    logger: options.logger.child({ module: "ws" }),
+    ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+  });
+  dispatcher.addSurface(hub);
+  return { store, registry, dispatcher, runner, hub };
+}

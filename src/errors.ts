@@ -1,0 +1,59 @@
+/**
+ * One error hierarchy with stable codes. Every class sets `name` so logs and tests can tell them apart.
+ * `code` is what callers switch on; `message` is for people.
+ */
+export type AppErrorCode =
+  | "CONFIG_INVALID"
+  | "INVALID_INPUT"
+  | "NOT_FOUND"
+  | "FORBIDDEN"
+  | "UNAUTHORIZED"
+  | "CONFLICT"
+  | "INTERNAL";
+
+export class AppError extends Error {
+  readonly code: AppErrorCode;
+  readonly status: number;
+
+  constructor(code: AppErrorCode, message: string, options: { cause?: unknown; status?: number } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "AppError";
+    this.code = code;
+    this.status = options.status ?? statusFor(code);
+  }
+}
+
+export class ConfigError extends AppError {
+  constructor(message: string) {
+    super("CONFIG_INVALID", message);
+    this.name = "ConfigError";
+  }
+}
+
+function statusFor(code: AppErrorCode): number {
+  switch (code) {
+    case "INVALID_INPUT":
+      return 400;
+    case "UNAUTHORIZED":
+      return 401;
+    case "FORBIDDEN":
+      return 403;
+    case "NOT_FOUND":
+      return 404;
+    case "CONFLICT":
+      return 409;
+    default:
+      return 500;
+  }
+}
+
+/** A readable one-line description of anything thrown. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return String(error);
+  }
+}

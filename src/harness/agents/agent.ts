@@ -1,0 +1,32 @@
+import type { HistoryMessage, SessionInfo, ToolDefinition } from "../types.ts";
+
+/**
+ * The port every agent implements. An agent reads the input and history, calls tools through
+ * `callTool` (the runner records each call as a step and in history), may stream text, and returns its
+ * final answer. It must stop when `signal` aborts; throwing means the run failed with that message.
+ */
+export interface AgentContext {
+  session: SessionInfo;
+  runId: string;
+  senderId: string;
+  input: string;
+  /** Saved conversation of this session, oldest first (includes this run's input and, on resume, its progress). */
+  history: HistoryMessage[];
+  /** True when the run is being resumed after a restart. */
+  resumed: boolean;
+  /** Tools this session's agent may call, already filtered for the session. */
+  tools: ToolDefinition[];
+  callTool(name: string, args: unknown, options?: { title?: string }): Promise<string>;
+  /** Text of the answer so far, for a live preview; the final text is the return value. */
+  reportText(text: string): void;
+  signal: AbortSignal;
+}
+
+export interface AgentResult {
+  text: string;
+}
+
+export interface Agent {
+  readonly name: string;
+  run(context: AgentContext): Promise<AgentResult>;
+}

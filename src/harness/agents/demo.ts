@@ -1,0 +1,136 @@
+import type { AskAnswer, AskInput } from "../../asks/schema.ts";
+import { ASK_TOOL_NAME, askOutputSchema } from "../../asks/schema.ts";
+import { strings } from "../../strings.ts";
+import { sleep } from "../../util/sleep.ts";
+import type { ToolImpl } from "../dispatcher.ts";
+import type { Agent, AgentContext, AgentResult } from "./agent.ts";
+
+/**
+ * The deterministic demo agent (DESIGN §11): the whole product can be watched without a model.
+ * Commands in the text pick the script: /parallel, /fail, /long, /quick; anything else runs the default.
+ */
+
+export const DEMO_QUESTIONS = {
+  deploy: {
+    question: "新服务要用哪种方式部署?",
+    header: "部署方式",
+    multiSelect: false,
+    options: [
+      {
+        label: "Docker (推荐)",
+        description: "构建镜像,沿用现有的 CI 流水线",
+        preview:
+          '```dockerfile\nFROM node:20-slim\nWORKDIR /app\nCOPY . .\nRUN npm ci --omit=dev\nCMD ["npm", "start"]\n```',
+      },
+      {
+        label: "Kubernetes",
+        description: "部署到集群,自动扩缩容",
+        preview: "```yaml\napiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 2\n```",
+      },
+      {
+        label: "systemd",
+        description: "直接部署在虚拟机上,最简单",
+        preview: "```ini\n[Service]\nExecStart=/usr/bin/npm start\nRestart=always\n```",
+      },
+    ],
+  },
+  features: {
+    question: "需要同时开启哪些功能?",
+    header: "附加功能",
+    multiSelect: true,
+    options: [
+      { label: "暗色模式", description: "界面支持在明暗主题之间切换" },
+      { label: "多语言", description: "中英文界面" },
+      { label: "导出 PDF", description: "把报告导出为 PDF 文件" },
+    ],
+  },
+} as const satisfies Record<string, AskInput["questions"][number]>;
+
+export function createDemoTools(options: { stepMs: number }): ToolImpl[] {
+  const step = (
+    name: string,
+    description: string,
+    summarize: (args: Record<string, unknown>) => string,
+  ): ToolImpl => ({
+    definition: {
+      name,
+      description,
+      parameters: { type: "object", properties: {}, additionalProperties: true },
+    },
+    async execute(args, ctx) {
+      await sleep(options.stepMs, ctx.signal);
+      const record = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {};
+      return JSON.stringify({ summary: summarize(record) });
+    },
+  });
+  return [
+    step("scan_workspace", "Look through the workspace (demo).", () => strings.demo.scanned(42)),
+    step("apply_choice", "Apply one of the user's choices (demo).", (args) =>
+      strings.demo.applied(String(args.choice ?? "")),
+    ),
+    step(
+      "process_chunk",
+      "Process one chunk of work (demo).",
+      (args) => `chunk ${String(args.index ?? "?")} ok`,
+    ),
+  ];
+}
+
+export function createDemoAgent(): Agent {
+  return {
+    name: "demo",
+    async run(ctx: AgentContext): Promise<AgentResult> {
+      const text = ctx.input;
+      if (text.includes("/quick")) {
+        await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
+        return { text: "**完成** 这是 `/quick` 的演示回复:只执行了一步,没有提问。" };
+      }
+      if (text.includes("/long")) {
+        for (let index = 1; index <= 20; index += 1) {
+          await ctx.callTool("process_chunk", { index }, { title: `处理第 ${index}/20 块` });
+        }
+        return { text: "**完成** `/long` 执行了 20 步,没有提问。" };
+      }
+      await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
+      if (text.includes("/fail")) throw new Error(strings.demo.failed);
+
+      const answers = text.includes("/parallel")
+        ? (
+            await Promise.all([
+              ask(ctx, { questions: [DEMO_QUESTIONS.deploy], metadata: { source: "demo", part: 1 } }),
+              ask(ctx, { questions: [DEMO_QUESTIONS.features], metadata: { source: "demo", part: 2 } }),
+            ])
+          ).flat()
+        : await ask(ctx, {
+            questions: [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features],
+            metadata: { source: "demo" },
+          });
+
+      const chosen = answers.flatMap((answer) => [
+        ...answer.selectedLabels,
+        ...(answer.customInput ? [answer.customInput] : []),
+      ]);
+      for (const choice of chosen) {
+        await ctx.callTool("apply_choice", { choice }, { title: `应用: ${choice}` });
+      }
+      return { text: finalReply(answers) };
+    },
+  };
+}
+
+async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
+  const result = askOutputSchema.safeParse(
+    JSON.parse(await ctx.callTool(ASK_TOOL_NAME, input, { title: "等待你的回答" })),
+  );
+  // An error result (timeout, cancel, no surface) carries no answers: carry on with the defaults.
+  return result.success ? result.data.answers : [];
+}
+
+function finalReply(answers: AskAnswer[]): string {
+  if (answers.length === 0) return "**完成** 没有收到你的回答,已按推荐选项(Docker)继续。";
+  const lines = answers.map((answer) => {
+    const parts = [...answer.selectedLabels, ...(answer.customInput ? [`其他: ${answer.customInput}`] : [])];
+    return `- **${answer.question}** ${parts.join("、")}`;
+  });
+  return ["**完成** 已按你的选择执行:", "", ...lines].join("\n");
+}

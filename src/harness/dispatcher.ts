@@ -1,0 +1,128 @@
+import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
+import { ASK_TOOL_NAME, parseAskInput } from "../asks/schema.ts";
+import { ASK_ERRORS } from "../asks/summary.ts";
+import { describeError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import { strings } from "../strings.ts";
+import type { SessionInfo, ToolDefinition } from "./types.ts";
+
+export interface ToolContext {
+  session: SessionInfo;
+  runId: string;
+  senderId: string;
+  signal: AbortSignal;
+  subAgent?: boolean;
+}
+
+export interface ToolImpl {
+  definition: ToolDefinition;
+  execute(args: unknown, ctx: ToolContext): Promise<string>;
+}
+
+/**
+ * A surface that can put a question in front of the run's sender: the WebSocket hub (a connected client)
+ * or the Feishu channel (an active progress card). Surfaces react to registry events to show and
+ * withdraw the question; the dispatcher only asks whether any of them can reach the person now.
+ */
+export interface AskSurface {
+  readonly name: string;
+  canReach(target: { sessionId: string; runId: string; userId: string }): boolean;
+}
+
+export interface DispatcherDeps {
+  registry: AskRegistry;
+  tools: readonly ToolImpl[];
+  surfaces: readonly AskSurface[];
+  logger: Logger;
+}
+
+/**
+ * Runs tool calls. `ask_user_questions` has its own branch, independent of any approval or permission
+ * logic: validate → can a surface reach the sender? → register → wait → result. Every path returns a
+ * JSON string the model can read; nothing here throws at the agent except an abort.
+ */
+export class ToolDispatcher {
+  readonly #deps: DispatcherDeps;
+  readonly #tools: Map<string, ToolImpl>;
+  readonly #surfaces: AskSurface[];
+
+  constructor(deps: DispatcherDeps) {
+    this.#deps = deps;
+    this.#tools = new Map(deps.tools.map((tool) => [tool.definition.name, tool]));
+    this.#surfaces = [...deps.surfaces];
+  }
+
+  /** Channels plug in after construction (the Feishu channel is built after the runner). */
+  addSurface(surface: AskSurface): void {
+    this.#surfaces.push(surface);
+  }
+
+  definitions(): ToolDefinition[] {
+    return [...this.#tools.values()].map((tool) => tool.definition);
+  }
+
+  async dispatch(name: string, args: unknown, ctx: ToolContext): Promise<string> {
+    if (name === ASK_TOOL_NAME) return this.#dispatchAsk(args, ctx);
+    const tool = this.#tools.get(name);
+    if (!tool) return JSON.stringify({ error: `Unknown tool: ${name}` });
+    try {
+      return await tool.execute(args, ctx);
+    } catch (error) {
+      if (ctx.signal.aborted) throw error;
+      this.#deps.logger.warn({ tool: name, err: error }, "tool failed");
+      return JSON.stringify({ error: describeError(error) });
+    }
+  }
+
+  async #dispatchAsk(args: unknown, ctx: ToolContext): Promise<string> {
+    if (ctx.subAgent) return JSON.stringify({ error: "ask_user_questions is not available to sub-agents" });
+    const parsed = parseAskInput(args);
+    if (!parsed.ok) return JSON.stringify({ error: parsed.error });
+
+    const target = { sessionId: ctx.session.id, runId: ctx.runId, userId: ctx.senderId };
+    if (!this.#surfaces.some((surface) => safeCanReach(surface, target, this.#deps.logger))) {
+      return JSON.stringify({ error: strings.askUnavailable });
+    }
+
+    const { registry } = this.#deps;
+    const ask = registry.register({
+      sessionId: ctx.session.id,
+      runId: ctx.runId,
+      answererId: ctx.senderId,
+      questions: parsed.value.questions,
+      ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+    });
+    const onAbort = () => registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    if (ctx.signal.aborted) onAbort();
+    try {
+      return resultFor(await registry.waitForAnswer(ask.requestId));
+    } finally {
+      ctx.signal.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+function resultFor(outcome: AskOutcome): string {
+  switch (outcome.kind) {
+    case "answered":
+      return JSON.stringify({ answers: outcome.answers });
+    case "timeout":
+      return JSON.stringify({ error: ASK_ERRORS.timeout });
+    case "cancelled":
+      return JSON.stringify({ error: outcome.reason });
+  }
+}
+
+function safeCanReach(
+  surface: AskSurface,
+  target: { sessionId: string; runId: string; userId: string },
+  logger: Logger,
+): boolean {
+  try {
+    return surface.canReach(target);
+  } catch (error) {
+    logger.error({ surface: surface.name, err: error }, "ask surface check failed");
+    return false;
+  }
+}

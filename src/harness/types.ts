@@ -1,0 +1,74 @@
+/** The shapes shared by sessions, runs, tools and agents. */
+
+export type Channel = "feishu" | "wechat" | "web";
+export type ChatType = "private" | "group" | "none";
+
+export interface SessionInfo {
+  id: string;
+  channel: Channel;
+  chatType: ChatType;
+  /** Feishu chat id, when the session belongs to a Feishu chat. */
+  chatId?: string;
+  /** Working directory of the agent; Feishu group sessions live under `/feishu-chat/`. */
+  workspace: string;
+  /** Who opened the session (the private chat's user, or the first sender in a group). */
+  ownerId: string;
+  title: string;
+}
+
+export type RunStatus = "running" | "recovering" | "completed" | "failed" | "cancelled";
+
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled"];
+
+export interface Step {
+  id: string;
+  tool: string;
+  title: string;
+  status: "running" | "done" | "failed";
+  summary?: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface RunView {
+  id: string;
+  sessionId: string;
+  /** The person whose message started the run: the only one who may answer its questions or cancel it. */
+  senderId: string;
+  input: string;
+  status: RunStatus;
+  steps: Step[];
+  /** Text streamed so far, then the final answer (markdown). */
+  text?: string;
+  error?: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface QueuedMessage {
+  id: string;
+  sessionId: string;
+  senderId: string;
+  text: string;
+  /** Where the message came from (e.g. the Feishu message id), for the channel that queued it. */
+  source?: Record<string, unknown>;
+  createdAt: number;
+}
+
+export interface HistoryMessage {
+  role: "user" | "assistant" | "tool";
+  content: string;
+  runId?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  toolCallId?: string;
+  toolName?: string;
+  summary?: string;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  /** A tool that only makes sense on one channel. */
+  only?: "feishu" | "wechat";
+}

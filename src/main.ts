@@ -1,0 +1,65 @@
+import path from "node:path";
+import { createApp } from "./app.ts";
+import { resolveAuthSecret } from "./auth/secret.ts";
+import { loadConfig } from "./config.ts";
+import { createCore } from "./core.ts";
+import { ConfigError, describeError } from "./errors.ts";
+import { createDemoAgent, createDemoTools } from "./harness/agents/demo.ts";
+import { createLogger } from "./logger.ts";
+import { openDatabase } from "./store/db.ts";
+
+/** Composition root: config → logger → store → core → HTTP server → listen → resume. */
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.logLevel });
+  if (config.agent.kind === "openai") {
+    logger.fatal("AGENT=openai is not available in this version yet; use AGENT=demo");
+    process.exit(1);
+  }
+  const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
+  const core = createCore({
+    db,
+    logger,
+    agent: createDemoAgent(),
+    tools: createDemoTools({ stepMs: config.agent.demoStepMs }),
+    askTimeoutMs: config.askTimeoutMs,
+    authSecret: resolveAuthSecret(config.authSecret, config.dataDir),
+  });
+  const { server } = createApp({ ...core, logger });
+  await new Promise<void>((resolve) => server.listen(config.port, resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
+  const resumed = core.runner.recover();
+  if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    await core.runner.stop();
+    await core.hub.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    db.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`feishu-progress-bot failed to start: ${describeError(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,84 @@
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+
+export type Db = Database.Database;
+
+/**
+ * Versioned migrations, applied in order inside one transaction each; `PRAGMA user_version` records
+ * the last one applied. Append new migrations; never edit a released one.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE sessions (
+    id          TEXT PRIMARY KEY,
+    channel     TEXT NOT NULL,
+    chat_type   TEXT NOT NULL,
+    chat_id     TEXT,
+    workspace   TEXT NOT NULL,
+    owner_id    TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+  );
+  CREATE TABLE runs (
+    id          TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id),
+    sender_id   TEXT NOT NULL,
+    input       TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    steps_json  TEXT NOT NULL DEFAULT '[]',
+    final_text  TEXT,
+    error       TEXT,
+    started_at  INTEGER NOT NULL,
+    ended_at    INTEGER
+  );
+  CREATE INDEX runs_by_session ON runs(session_id, started_at);
+  CREATE INDEX runs_by_status ON runs(status);
+  CREATE TABLE messages (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id    TEXT NOT NULL REFERENCES sessions(id),
+    run_id        TEXT,
+    role          TEXT NOT NULL,
+    content       TEXT NOT NULL,
+    tool_calls    TEXT,
+    tool_call_id  TEXT,
+    tool_name     TEXT,
+    summary       TEXT,
+    created_at    INTEGER NOT NULL
+  );
+  CREATE INDEX messages_by_session ON messages(session_id, id);
+  CREATE TABLE queued_messages (
+    id          TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id),
+    sender_id   TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    source_json TEXT,
+    seq         REAL NOT NULL,
+    created_at  INTEGER NOT NULL
+  );
+  CREATE INDEX queue_by_session ON queued_messages(session_id, seq);
+  `,
+];
+
+export function openDatabase(file: string): Db {
+  if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  migrate(db);
+  return db;
+}
+
+export function migrate(db: Db): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  for (let version = current; version < MIGRATIONS.length; version += 1) {
+    const sql = MIGRATIONS[version] ?? "";
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${version + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,320 @@
+import { z } from "zod";
+import type {
+  HistoryMessage,
+  QueuedMessage,
+  RunStatus,
+  RunView,
+  SessionInfo,
+  Step,
+} from "../harness/types.ts";
+import type { Db } from "./db.ts";
+
+/**
+ * Repositories over the SQLite file. Rows are parsed back with zod where they hold JSON, so a row written
+ * by an older version or edited by hand is an error with a message, not an undefined at a distance.
+ */
+
+const stepsSchema = z.array(
+  z.object({
+    id: z.string(),
+    tool: z.string(),
+    title: z.string(),
+    status: z.enum(["running", "done", "failed"]),
+    summary: z.string().optional(),
+    startedAt: z.number(),
+    endedAt: z.number().optional(),
+  }),
+);
+
+const toolCallsSchema = z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string() }));
+
+interface SessionRow {
+  id: string;
+  channel: SessionInfo["channel"];
+  chat_type: SessionInfo["chatType"];
+  chat_id: string | null;
+  workspace: string;
+  owner_id: string;
+  title: string;
+}
+
+interface RunRow {
+  id: string;
+  session_id: string;
+  sender_id: string;
+  input: string;
+  status: RunStatus;
+  steps_json: string;
+  final_text: string | null;
+  error: string | null;
+  started_at: number;
+  ended_at: number | null;
+}
+
+interface MessageRow {
+  role: HistoryMessage["role"];
+  content: string;
+  run_id: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  tool_name: string | null;
+  summary: string | null;
+}
+
+interface QueueRow {
+  id: string;
+  session_id: string;
+  sender_id: string;
+  text: string;
+  source_json: string | null;
+  created_at: number;
+}
+
+export class Store {
+  readonly db: Db;
+  readonly #now: () => number;
+
+  constructor(db: Db, now: () => number) {
+    this.db = db;
+    this.#now = now;
+  }
+
+  // sessions ------------------------------------------------------------------------------------------
+
+  upsertSession(session: SessionInfo): void {
+    const now = this.#now();
+    this.db
+      .prepare(
+        `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at)
+         VALUES (@id, @channel, @chatType, @chatId, @workspace, @ownerId, @title, @now, @now)
+         ON CONFLICT(id) DO UPDATE SET updated_at = @now`,
+      )
+      .run({ ...session, chatId: session.chatId ?? null, now });
+  }
+
+  getSession(id: string): SessionInfo | undefined {
+    const row = this.db.prepare("SELECT * FROM sessions WHERE id = ?").get(id) as SessionRow | undefined;
+    if (!row) return undefined;
+    return {
+      id: row.id,
+      channel: row.channel,
+      chatType: row.chat_type,
+      ...(row.chat_id ? { chatId: row.chat_id } : {}),
+      workspace: row.workspace,
+      ownerId: row.owner_id,
+      title: row.title,
+    };
+  }
+
+  // runs ----------------------------------------------------------------------------------------------
+
+  insertRun(run: RunView): void {
+    this.db
+      .prepare(
+        `INSERT INTO runs (id, session_id, sender_id, input, status, steps_json, started_at)
+         VALUES (@id, @sessionId, @senderId, @input, @status, @steps, @startedAt)`,
+      )
+      .run({ ...run, steps: JSON.stringify(run.steps) });
+  }
+
+  saveRun(run: RunView): void {
+    this.db
+      .prepare(
+        `UPDATE runs SET status = @status, steps_json = @steps, final_text = @text, error = @error, ended_at = @endedAt
+         WHERE id = @id`,
+      )
+      .run({
+        id: run.id,
+        status: run.status,
+        steps: JSON.stringify(run.steps),
+        text: run.text ?? null,
+        error: run.error ?? null,
+        endedAt: run.endedAt ?? null,
+      });
+  }
+
+  getRun(id: string): RunView | undefined {
+    const row = this.db.prepare("SELECT * FROM runs WHERE id = ?").get(id) as RunRow | undefined;
+    return row ? runFromRow(row) : undefined;
+  }
+
+  latestRun(sessionId: string): RunView | undefined {
+    const row = this.db
+      .prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1")
+      .get(sessionId) as RunRow | undefined;
+    return row ? runFromRow(row) : undefined;
+  }
+
+  /** Runs a crash left unfinished. */
+  unfinishedRuns(): RunView[] {
+    const rows = this.db
+      .prepare("SELECT * FROM runs WHERE status IN ('running', 'recovering') ORDER BY started_at")
+      .all() as RunRow[];
+    return rows.map(runFromRow);
+  }
+
+  // messages ------------------------------------------------------------------------------------------
+
+  appendMessage(sessionId: string, message: HistoryMessage): void {
+    this.db
+      .prepare(
+        `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, tool_name, summary, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        sessionId,
+        message.runId ?? null,
+        message.role,
+        message.content,
+        message.toolCalls ? JSON.stringify(message.toolCalls) : null,
+        message.toolCallId ?? null,
+        message.toolName ?? null,
+        message.summary ?? null,
+        this.#now(),
+      );
+  }
+
+  /** Appends several messages atomically: a tool call and its result land together or not at all. */
+  appendMessages(sessionId: string, messages: HistoryMessage[]): void {
+    this.db.transaction(() => {
+      for (const message of messages) this.appendMessage(sessionId, message);
+    })();
+  }
+
+  history(sessionId: string, limit = 200): HistoryMessage[] {
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id ASC`,
+      )
+      .all(sessionId, limit) as MessageRow[];
+    return rows.map((row) => ({
+      role: row.role,
+      content: row.content,
+      ...(row.run_id ? { runId: row.run_id } : {}),
+      ...(row.tool_calls ? { toolCalls: toolCallsSchema.parse(JSON.parse(row.tool_calls)) } : {}),
+      ...(row.tool_call_id ? { toolCallId: row.tool_call_id } : {}),
+      ...(row.tool_name ? { toolName: row.tool_name } : {}),
+      ...(row.summary ? { summary: row.summary } : {}),
+    }));
+  }
+
+  // queue ---------------------------------------------------------------------------------------------
+
+  enqueue(message: QueuedMessage): number {
+    const seq =
+      (
+        this.db
+          .prepare("SELECT MAX(seq) AS seq FROM queued_messages WHERE session_id = ?")
+          .get(message.sessionId) as {
+          seq: number | null;
+        }
+      ).seq ?? 0;
+    this.db
+      .prepare(
+        `INSERT INTO queued_messages (id, session_id, sender_id, text, source_json, seq, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        message.id,
+        message.sessionId,
+        message.senderId,
+        message.text,
+        message.source ? JSON.stringify(message.source) : null,
+        seq + 1,
+        message.createdAt,
+      );
+    return this.queuePosition(message.id) ?? 1;
+  }
+
+  queued(sessionId: string): QueuedMessage[] {
+    const rows = this.db
+      .prepare("SELECT * FROM queued_messages WHERE session_id = ? ORDER BY seq")
+      .all(sessionId) as QueueRow[];
+    return rows.map(queuedFromRow);
+  }
+
+  getQueued(id: string): QueuedMessage | undefined {
+    const row = this.db.prepare("SELECT * FROM queued_messages WHERE id = ?").get(id) as QueueRow | undefined;
+    return row ? queuedFromRow(row) : undefined;
+  }
+
+  /** 1-based position in its session's queue. */
+  queuePosition(id: string): number | undefined {
+    const row = this.db
+      .prepare(
+        `SELECT (SELECT COUNT(*) FROM queued_messages q2 WHERE q2.session_id = q.session_id AND q2.seq <= q.seq) AS pos
+         FROM queued_messages q WHERE q.id = ?`,
+      )
+      .get(id) as { pos: number } | undefined;
+    return row?.pos;
+  }
+
+  /** 插队: move a queued message to the front of its session's queue. */
+  moveToFront(id: string): boolean {
+    const row = this.db.prepare("SELECT session_id FROM queued_messages WHERE id = ?").get(id) as
+      | { session_id: string }
+      | undefined;
+    if (!row) return false;
+    const min = (
+      this.db
+        .prepare("SELECT MIN(seq) AS seq FROM queued_messages WHERE session_id = ?")
+        .get(row.session_id) as {
+        seq: number;
+      }
+    ).seq;
+    this.db.prepare("UPDATE queued_messages SET seq = ? WHERE id = ?").run(min - 1, id);
+    return true;
+  }
+
+  removeQueued(id: string): boolean {
+    return this.db.prepare("DELETE FROM queued_messages WHERE id = ?").run(id).changes > 0;
+  }
+
+  /** Takes the next queued message of a session off the queue, atomically. */
+  dequeue(sessionId: string): QueuedMessage | undefined {
+    return this.db.transaction(() => {
+      const row = this.db
+        .prepare("SELECT * FROM queued_messages WHERE session_id = ? ORDER BY seq LIMIT 1")
+        .get(sessionId) as QueueRow | undefined;
+      if (!row) return undefined;
+      this.db.prepare("DELETE FROM queued_messages WHERE id = ?").run(row.id);
+      return queuedFromRow(row);
+    })();
+  }
+
+  sessionsWithQueue(): string[] {
+    return (
+      this.db.prepare("SELECT DISTINCT session_id FROM queued_messages").all() as { session_id: string }[]
+    ).map((row) => row.session_id);
+  }
+}
+
+function runFromRow(row: RunRow): RunView {
+  const steps: Step[] = stepsSchema.parse(JSON.parse(row.steps_json));
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    senderId: row.sender_id,
+    input: row.input,
+    status: row.status,
+    steps,
+    ...(row.final_text !== null ? { text: row.final_text } : {}),
+    ...(row.error !== null ? { error: row.error } : {}),
+    startedAt: row.started_at,
+    ...(row.ended_at !== null ? { endedAt: row.ended_at } : {}),
+  };
+}
+
+function queuedFromRow(row: QueueRow): QueuedMessage {
+  const source = row.source_json
+    ? z.record(z.string(), z.unknown()).parse(JSON.parse(row.source_json))
+    : undefined;
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    senderId: row.sender_id,
+    text: row.text,
+    ...(source ? { source } : {}),
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,329 @@
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { type WebSocket, WebSocketServer } from "ws";
+import { checkAnswers } from "../asks/answers.ts";
+import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
+import { verifyToken } from "../auth/token.ts";
+import { describeError } from "../errors.ts";
+import type { AskSurface } from "../harness/dispatcher.ts";
+import type { SessionRunner } from "../harness/runner.ts";
+import type { Logger } from "../logger.ts";
+import {
+  askFrame,
+  type ClientFrame,
+  type ErrorCode,
+  MAX_FRAME_BYTES,
+  parseClientFrame,
+  type ServerFrame,
+  type SessionSnapshot,
+} from "./protocol.ts";
+
+/** The part of a WebSocket the hub uses; tests and other transports can satisfy it. */
+export interface HubSocket {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  readonly readyState: number;
+}
+
+interface Connection {
+  id: number;
+  userId: string;
+  socket: HubSocket;
+  subscriptions: Set<string>;
+}
+
+export interface HubDeps {
+  registry: AskRegistry;
+  runner: SessionRunner;
+  authSecret: string;
+  now: () => number;
+  logger: Logger;
+  heartbeatIntervalMs?: number;
+}
+
+export const WS_PATH = "/ws";
+const OPEN = 1;
+
+/**
+ * The WebSocket hub (DESIGN §7). Authenticated connections, grouped by user. It is also an ask surface:
+ * a run's sender with a connection open can be asked, every one of their connections gets the question,
+ * and every settle — answer from any surface, timeout, cancel — withdraws it everywhere.
+ * A disconnect never fails an ask; `subscribe` re-sends the pending ones with their original ids.
+ */
+export class WsHub implements AskSurface {
+  readonly name = "websocket";
+  readonly #deps: HubDeps;
+  readonly #byUser = new Map<string, Set<Connection>>();
+  readonly #wss: WebSocketServer;
+  readonly #unsubscribe: (() => void)[] = [];
+  readonly #heartbeat: ReturnType<typeof setInterval>;
+  readonly #alive = new WeakMap<WebSocket, boolean>();
+  #nextId = 1;
+
+  constructor(deps: HubDeps) {
+    this.#deps = deps;
+    // ws closes the socket (1009) above maxPayload; below it, our own 1 MiB check answers with an error frame.
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
+    this.#unsubscribe.push(
+      deps.registry.on("registered", (ask) => this.#sendToUser(ask.answererId, askFrame(ask))),
+      deps.registry.on("settled", ({ ask, outcome }) =>
+        this.#sendToUser(ask.answererId, cancelledFrame(ask, outcome)),
+      ),
+      deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
+      deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
+    );
+    this.#heartbeat = setInterval(() => this.#beat(), deps.heartbeatIntervalMs ?? 30_000);
+    this.#heartbeat.unref();
+  }
+
+  canReach(target: { userId: string }): boolean {
+    return (this.#byUser.get(target.userId)?.size ?? 0) > 0;
+  }
+
+  connectionCount(): number {
+    let count = 0;
+    for (const set of this.#byUser.values()) count += set.size;
+    return count;
+  }
+
+  /** Serves `GET /ws` upgrades on an HTTP server. */
+  attach(server: Server): void {
+    server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on("error", (error) => this.#deps.logger.debug({ err: error }, "upgrade socket error"));
+      const url = new URL(request.url ?? "/", "http://localhost");
+      if (url.pathname !== WS_PATH) return refuse(socket, 404, "Not Found");
+      const token = url.searchParams.get("token") ?? bearer(request.headers.authorization);
+      const check = token
+        ? verifyToken(this.#deps.authSecret, token, this.#deps.now())
+        : { ok: false as const, reason: "no token" };
+      if (!check.ok) {
+        this.#deps.logger.info({ reason: check.reason }, "websocket refused");
+        return refuse(socket, 401, "Unauthorized");
+      }
+      this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, check.userId));
+    });
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#heartbeat);
+    for (const off of this.#unsubscribe) off();
+    for (const client of this.#wss.clients) client.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+  }
+
+  #accept(ws: WebSocket, userId: string): void {
+    const connection: Connection = { id: this.#nextId++, userId, socket: ws, subscriptions: new Set() };
+    let set = this.#byUser.get(userId);
+    if (!set) {
+      set = new Set();
+      this.#byUser.set(userId, set);
+    }
+    set.add(connection);
+    this.#alive.set(ws, true);
+    ws.on("pong", () => this.#alive.set(ws, true));
+    ws.on("message", (data, isBinary) => {
+      if (isBinary)
+        return this.#error(connection, null, "bad_frame", "binary frames are not supported; send JSON text");
+      const text = Array.isArray(data)
+        ? Buffer.concat(data).toString("utf8")
+        : Buffer.from(data as ArrayBuffer).toString("utf8");
+      try {
+        this.#handle(connection, text);
+      } catch (error) {
+        this.#deps.logger.error({ err: error, userId }, "websocket frame handling failed");
+        this.#error(connection, null, "bad_frame", `could not handle frame: ${describeError(error)}`);
+      }
+    });
+    ws.on("error", (error) => this.#deps.logger.debug({ err: error, userId }, "websocket error"));
+    ws.on("close", () => {
+      // A disconnect never fails an ask (resume seed D1): the user may come back and answer.
+      set.delete(connection);
+      if (set.size === 0) this.#byUser.delete(userId);
+    });
+  }
+
+  #handle(connection: Connection, text: string): void {
+    const parsed = parseClientFrame(text);
+    if (!parsed.ok) return this.#error(connection, null, parsed.code, parsed.message);
+    const frame: ClientFrame = parsed.frame;
+    switch (frame.type) {
+      case "ping":
+        return this.#send(connection, { type: "pong", sessionId: frame.sessionId ?? "", data: {} });
+      case "subscribe":
+        return this.#subscribe(connection, frame.sessionId);
+      case "unsubscribe":
+        connection.subscriptions.delete(frame.sessionId);
+        return;
+      case "ask_user_questions_result":
+        return this.#answer(connection, frame.sessionId, frame.data.requestId, frame.data.answers);
+      case "cancel":
+        return this.#cancel(connection, frame.sessionId);
+    }
+  }
+
+  #subscribe(connection: Connection, sessionId: string): void {
+    if (!this.#canView(connection.userId, sessionId)) {
+      return this.#error(connection, sessionId, "forbidden", "you may not view this session");
+    }
+    connection.subscriptions.add(sessionId);
+    const run = this.#deps.runner.currentRun(sessionId);
+    this.#send(connection, {
+      type: "subscribed",
+      sessionId,
+      data: { canAnswer: run?.senderId === connection.userId },
+    });
+    this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
+    for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
+      if (ask.answererId === connection.userId) this.#send(connection, askFrame(ask));
+    }
+  }
+
+  #answer(connection: Connection, sessionId: string, requestId: string, rawAnswers: unknown): void {
+    const ask = this.#deps.registry.get(requestId);
+    if (!ask || ask.sessionId !== sessionId) {
+      return this.#error(
+        connection,
+        sessionId,
+        "stale_request",
+        "this question is no longer waiting for an answer",
+        requestId,
+      );
+    }
+    if (ask.answererId !== connection.userId) {
+      return this.#error(
+        connection,
+        sessionId,
+        "forbidden",
+        "only the person who started the task may answer",
+        requestId,
+      );
+    }
+    const checked = checkAnswers(ask.questions, rawAnswers);
+    if (!checked.ok) return this.#error(connection, sessionId, "invalid_answers", checked.error, requestId);
+    const won = this.#deps.registry.complete(sessionId, requestId, checked.answers, {
+      surface: this.name,
+      userId: connection.userId,
+    });
+    if (!won) {
+      return this.#error(
+        connection,
+        sessionId,
+        "stale_request",
+        "this question is no longer waiting for an answer",
+        requestId,
+      );
+    }
+    this.#send(connection, { type: "ask_user_questions_accepted", sessionId, data: { requestId } });
+  }
+
+  #cancel(connection: Connection, sessionId: string): void {
+    const run = this.#deps.runner.activeRun(sessionId);
+    const result = this.#deps.runner.cancel(sessionId, connection.userId);
+    if (result.ok && run)
+      return this.#send(connection, { type: "cancelled", sessionId, data: { runId: run.id } });
+    if (!result.ok && result.reason === "forbidden") {
+      return this.#error(
+        connection,
+        sessionId,
+        "forbidden",
+        "only the person who started the task may cancel it",
+      );
+    }
+    this.#error(connection, sessionId, "not_running", "no task is running in this session");
+  }
+
+  /** A viewer is the session's owner or someone whose message ran or waits in it. */
+  #canView(userId: string, sessionId: string): boolean {
+    const session = this.#deps.runner.getSession(sessionId);
+    if (!session) return false;
+    if (session.ownerId === userId) return true;
+    if (this.#deps.runner.currentRun(sessionId)?.senderId === userId) return true;
+    return this.#deps.runner.queued(sessionId).some((queued) => queued.senderId === userId);
+  }
+
+  #snapshot(sessionId: string): SessionSnapshot {
+    const active = this.#deps.runner.activeRun(sessionId);
+    const run = active ?? this.#deps.runner.currentRun(sessionId) ?? null;
+    return {
+      active: active !== undefined,
+      run,
+      queued: this.#deps.runner
+        .queued(sessionId)
+        .map(({ id, senderId, text, createdAt }) => ({ id, senderId, text, createdAt })),
+    };
+  }
+
+  #sendToUser(userId: string, frame: ServerFrame): void {
+    for (const connection of this.#byUser.get(userId) ?? []) this.#send(connection, frame);
+  }
+
+  #sendToSubscribers(sessionId: string): void {
+    let snapshot: SessionSnapshot | undefined;
+    for (const set of this.#byUser.values()) {
+      for (const connection of set) {
+        if (!connection.subscriptions.has(sessionId)) continue;
+        snapshot ??= this.#snapshot(sessionId);
+        this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
+      }
+    }
+  }
+
+  #error(
+    connection: Connection,
+    sessionId: string | null,
+    code: ErrorCode,
+    message: string,
+    requestId?: string,
+  ): void {
+    this.#send(connection, {
+      type: "error",
+      sessionId,
+      data: { code, message, ...(requestId ? { requestId } : {}) },
+    });
+  }
+
+  #send(connection: Connection, frame: ServerFrame): void {
+    if (connection.socket.readyState !== OPEN) return;
+    try {
+      connection.socket.send(JSON.stringify(frame));
+    } catch (error) {
+      this.#deps.logger.debug({ err: error, userId: connection.userId }, "websocket send failed");
+    }
+  }
+
+  #beat(): void {
+    for (const ws of this.#wss.clients) {
+      if (this.#alive.get(ws) === false) {
+        ws.terminate();
+        continue;
+      }
+      this.#alive.set(ws, false);
+      ws.ping();
+    }
+  }
+}
+
+function cancelledFrame(ask: PendingAsk, outcome: AskOutcome): ServerFrame {
+  const reason =
+    outcome.kind === "answered"
+      ? `answered via ${outcome.surface}`
+      : outcome.kind === "timeout"
+        ? "timeout"
+        : outcome.reason;
+  return {
+    type: "ask_user_questions_cancelled",
+    sessionId: ask.sessionId,
+    data: { requestId: ask.requestId, reason },
+  };
+}
+
+function bearer(header: string | undefined): string | null {
+  const match = header?.match(/^Bearer\s+(\S+)$/i);
+  return match?.[1] ?? null;
+}
+
+function refuse(socket: Duplex, status: number, text: string): void {
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\n\r\n${text}`,
+  );
+}
