@@ -3,7 +3,7 @@ import { ConfigError } from "./errors.ts";
 
 /**
  * The environment the service reads, validated once at start-up (DESIGN §10).
- * Only `main.ts` (and the CLI entry points) hand `process.env` to `loadConfig`.
+ * Only `main.ts` (and the CLI entry points) hand the real environment to `loadConfig`.
  */
 
 const intFrom = (name: string, min: number, max: number) =>

@@ -1,0 +1,183 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AskRegistry } from "../src/asks/registry.ts";
+import { sampleAsk } from "./fixtures.ts";
+
+const TIMEOUT_MS = 900_000;
+
+function setup() {
+  let id = 0;
+  const listenerErrors: unknown[] = [];
+  const registry = new AskRegistry({
+    timeoutMs: TIMEOUT_MS,
+    now: () => Date.now(),
+    newId: () => `req-${++id}`,
+    onListenerError: (error) => listenerErrors.push(error),
+  });
+  const register = (sessionId = "s1") =>
+    registry.register({
+      sessionId,
+      runId: `run-${sessionId}`,
+      answererId: "ou_a",
+      questions: sampleAsk().questions,
+      metadata: { m: 1 },
+    });
+  return { registry, register, listenerErrors };
+}
+
+const answers = [
+  {
+    question: "Which framework should we use for the new module?",
+    selectedLabels: ["React"],
+    customInput: null,
+  },
+];
+
+describe("AskRegistry", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(new Date("2026-11-30T10:00:00Z"));
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("shows a registered ask with its requestId, questions, metadata and expiry (seed 8.1 #1)", () => {
+    const { registry, register } = setup();
+    const ask = register();
+    const [pending] = registry.getPendingForSession("s1");
+    expect(pending).toMatchObject({
+      requestId: ask.requestId,
+      questions: sampleAsk().questions,
+      metadata: { m: 1 },
+    });
+    expect(pending?.expiresAt).toBe(pending!.createdAt + TIMEOUT_MS);
+  });
+
+  it("keeps the ask visible while it waits, and the wait does not return (seed 8.1 #2)", async () => {
+    const { registry, register } = setup();
+    const ask = register();
+    let settled = false;
+    void registry.waitForAnswer(ask.requestId).then(() => {
+      settled = true;
+    });
+    await vi.advanceTimersByTimeAsync(TIMEOUT_MS - 1);
+    expect(settled).toBe(false);
+    expect(registry.getPendingForSession("s1")).toHaveLength(1);
+  });
+
+  it("removes the ask on complete and hands the answers to the waiter (seed 8.1 #3)", async () => {
+    const { registry, register } = setup();
+    const ask = register();
+    const wait = registry.waitForAnswer(ask.requestId);
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(
+      true,
+    );
+    await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
+    expect(registry.getPendingForSession("s1")).toEqual([]);
+    expect(registry.size).toBe(0);
+  });
+
+  it("fails every ask of a session on failAllForSession (seed 8.1 #4)", async () => {
+    const { registry, register } = setup();
+    const first = registry.waitForAnswer(register().requestId);
+    const second = registry.waitForAnswer(register().requestId);
+    expect(registry.failAllForSession("s1")).toBe(2);
+    await expect(first).resolves.toEqual({ kind: "cancelled", reason: "Session cancelled" });
+    await expect(second).resolves.toEqual({ kind: "cancelled", reason: "Session cancelled" });
+    expect(registry.getPendingForSession("s1")).toEqual([]);
+  });
+
+  it("times out after ASK_TIMEOUT_MS counted from the ask, and removes the entry (seed 8.1 #5)", async () => {
+    const { registry, register } = setup();
+    const ask = register();
+    const wait = registry.waitForAnswer(ask.requestId);
+    await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
+    await expect(wait).resolves.toEqual({ kind: "timeout" });
+    expect(registry.getPendingForSession("s1")).toEqual([]);
+  });
+
+  it("lets exactly one of two surfaces completing at once win", () => {
+    const { registry, register } = setup();
+    const ask = register();
+    const results = [
+      registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+      registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+    ];
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(results[0]).toBe(true);
+  });
+
+  it("returns false for a complete after the timeout", async () => {
+    const { registry, register } = setup();
+    const ask = register();
+    await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(
+      false,
+    );
+  });
+
+  it("refuses a complete that names another session", () => {
+    const { registry, register } = setup();
+    const ask = register("s1");
+    expect(registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(
+      false,
+    );
+    expect(registry.get(ask.requestId)).toBeDefined();
+  });
+
+  it("touches only its own session on failAllForSession", async () => {
+    const { registry, register } = setup();
+    register("s1");
+    const other = register("s2");
+    registry.failAllForSession("s1");
+    expect(registry.getPendingForSession("s2")).toEqual([other]);
+    expect(registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(
+      true,
+    );
+  });
+
+  it("emits registered and exactly one settled event per ask, whatever the way out", async () => {
+    const { registry, register } = setup();
+    const events: string[] = [];
+    registry.on("registered", (ask) => events.push(`registered ${ask.requestId}`));
+    registry.on("settled", ({ ask, outcome }) => events.push(`settled ${ask.requestId} ${outcome.kind}`));
+    const a = register();
+    const b = register();
+    const c = register("s2");
+    registry.complete("s1", a.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    registry.complete("s1", a.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    registry.failAllForSession("s1");
+    await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
+    expect(events).toEqual([
+      `registered ${a.requestId}`,
+      `registered ${b.requestId}`,
+      `registered ${c.requestId}`,
+      `settled ${a.requestId} answered`,
+      `settled ${b.requestId} cancelled`,
+      `settled ${c.requestId} timeout`,
+    ]);
+  });
+
+  it("keeps settling when a listener throws, and reports the error", async () => {
+    const { registry, register, listenerErrors } = setup();
+    registry.on("settled", () => {
+      throw new Error("broken surface");
+    });
+    const ask = register();
+    const wait = registry.waitForAnswer(ask.requestId);
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(true);
+    await expect(wait).resolves.toMatchObject({ kind: "answered" });
+    expect(listenerErrors).toHaveLength(1);
+  });
+
+  it("does not let a cleared timer fire after the ask is answered", async () => {
+    const { registry, register } = setup();
+    const settled: string[] = [];
+    registry.on("settled", ({ outcome }) => settled.push(outcome.kind));
+    const ask = register();
+    registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    await vi.advanceTimersByTimeAsync(TIMEOUT_MS * 2);
+    expect(settled).toEqual(["answered"]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.ts";
+import { ConfigError } from "../src/errors.ts";
+
+function errorOf(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("runs in local mode with the documented defaults when nothing is set", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      dataDir: "./data",
+      logLevel: "info",
+      mode: "local",
+      feishu: { domain: "feishu", transport: "ws" },
+      agent: { kind: "demo", demoStepMs: 500 },
+      askTimeoutMs: 900_000,
+      cardPatchIntervalMs: 1000,
+      publicUrl: "http://localhost:3000",
+    });
+    expect(config.authSecret).toBeUndefined();
+  });
+
+  it("switches to feishu mode with credentials and a secret, and accepts a base URL with a port", () => {
+    const config = loadConfig({
+      FEISHU_APP_ID: "cli_x",
+      FEISHU_APP_SECRET: "s",
+      AUTH_SECRET: "0123456789abcdef",
+      FEISHU_DOMAIN: "http://127.0.0.1:9999",
+      PUBLIC_URL: "https://bot.example.com/",
+    });
+    expect(config.mode).toBe("feishu");
+    expect(config.feishu.domain).toBe("http://127.0.0.1:9999");
+    expect(config.publicUrl).toBe("https://bot.example.com");
+  });
+
+  it.each([
+    [{ PORT: "abc" }, "PORT: PORT must be a whole number"],
+    [{ PORT: "70000" }, "PORT: PORT must be at most 65535"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ FEISHU_DOMAIN: "example" }, 'FEISHU_DOMAIN: FEISHU_DOMAIN accepts "feishu", "lark" or a base URL'],
+    [{ FEISHU_TRANSPORT: "http" }, "FEISHU_TRANSPORT"],
+    [{ ASK_TIMEOUT_MS: "10" }, "ASK_TIMEOUT_MS: ASK_TIMEOUT_MS must be at least 1000"],
+    [{ CARD_PATCH_INTERVAL_MS: "50" }, "CARD_PATCH_INTERVAL_MS must be at least 200"],
+    [{ AGENT: "gpt" }, "AGENT"],
+    [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL must be an absolute URL"],
+    [{ AUTH_SECRET: "short" }, "AUTH_SECRET must be at least 16 characters"],
+    [{ FEISHU_APP_ID: "cli_x" }, "FEISHU_APP_SECRET: required when FEISHU_APP_ID is set"],
+    [{ FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s" }, "AUTH_SECRET: required in feishu mode"],
+    [
+      {
+        FEISHU_APP_ID: "cli_x",
+        FEISHU_APP_SECRET: "s",
+        AUTH_SECRET: "0123456789abcdef",
+        FEISHU_TRANSPORT: "webhook",
+      },
+      "FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook",
+    ],
+    [{ AGENT: "openai" }, "OPENAI_BASE_URL: required with AGENT=openai"],
+  ])("stops on %j with a message naming the variable", (env, message) => {
+    expect(errorOf(env)).toContain(message);
+  });
+
+  it("names every bad variable at once", () => {
+    const message = errorOf({ PORT: "x", DEMO_STEP_MS: "-1" });
+    expect(message).toContain("PORT");
+    expect(message).toContain("DEMO_STEP_MS");
+  });
+
+  it("ignores variables it does not know", () => {
+    expect(loadConfig({ PATH: "/usr/bin", HOME: "/root" }).mode).toBe("local");
+  });
+});

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { AskRegistry } from "../src/asks/registry.ts";
+import { type ToolContext, ToolDispatcher, type ToolImpl } from "../src/harness/dispatcher.ts";
+import { createLogger } from "../src/logger.ts";
+import { sampleAsk } from "./fixtures.ts";
+import { fakeSurface, privateSession } from "./helpers/core.ts";
+
+function setup(options: { reachable?: boolean; tools?: ToolImpl[] } = {}) {
+  let id = 0;
+  const registry = new AskRegistry({
+    timeoutMs: 60_000,
+    now: Date.now,
+    newId: () => `r${++id}`,
+    onListenerError: () => {},
+  });
+  const dispatcher = new ToolDispatcher({
+    registry,
+    tools: options.tools ?? [],
+    surfaces: [fakeSurface(options.reachable ?? true)],
+    logger: createLogger({ level: "silent" }),
+  });
+  const controller = new AbortController();
+  const ctx: ToolContext = {
+    session: privateSession(),
+    runId: "run1",
+    senderId: "ou_a",
+    signal: controller.signal,
+  };
+  return { registry, dispatcher, ctx, controller };
+}
+
+describe("ToolDispatcher", () => {
+  it("returns an error naming the bad field for invalid ask arguments, and registers nothing", async () => {
+    const { dispatcher, registry, ctx } = setup();
+    const result = JSON.parse(
+      await dispatcher.dispatch("ask_user_questions", { questions: [{ question: "?" }] }, ctx),
+    );
+    expect(result.error).toMatch(/^Invalid arguments: questions\.0\.header/);
+    expect(registry.size).toBe(0);
+  });
+
+  it("registers the ask for the run's sender and returns the answers as the tool result", async () => {
+    const { dispatcher, registry, ctx } = setup();
+    const pending = dispatcher.dispatch("ask_user_questions", JSON.stringify(sampleAsk()), ctx);
+    const [ask] = registry.getPendingForSession(ctx.session.id);
+    expect(ask).toMatchObject({ answererId: "ou_a", runId: "run1", metadata: { source: "test" } });
+    const answers = [{ question: "q", selectedLabels: ["React"], customInput: null }];
+    registry.complete(ctx.session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" });
+    expect(JSON.parse(await pending)).toEqual({ answers });
+  });
+
+  it("refuses at once when no surface can reach the sender", async () => {
+    const { dispatcher, registry, ctx } = setup({ reachable: false });
+    expect(await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx)).toBe(
+      '{"error":"当前通道无法向用户提问"}',
+    );
+    expect(registry.size).toBe(0);
+  });
+
+  it("never lets a sub-agent ask", async () => {
+    const { dispatcher, ctx } = setup();
+    const result = JSON.parse(
+      await dispatcher.dispatch("ask_user_questions", sampleAsk(), { ...ctx, subAgent: true }),
+    );
+    expect(result.error).toContain("not available to sub-agents");
+  });
+
+  it("settles the ask as Session cancelled when the run aborts", async () => {
+    const { dispatcher, registry, ctx, controller } = setup();
+    const pending = dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx);
+    controller.abort();
+    expect(JSON.parse(await pending)).toEqual({ error: "Session cancelled" });
+    expect(registry.size).toBe(0);
+  });
+
+  it("turns an unknown tool and a throwing tool into error results", async () => {
+    const throwing: ToolImpl = {
+      definition: { name: "explode", description: "", parameters: {} },
+      execute: async () => {
+        throw new Error("kaboom");
+      },
+    };
+    const { dispatcher, ctx } = setup({ tools: [throwing] });
+    expect(JSON.parse(await dispatcher.dispatch("nope", {}, ctx))).toEqual({ error: "Unknown tool: nope" });
+    expect(JSON.parse(await dispatcher.dispatch("explode", {}, ctx))).toEqual({ error: "kaboom" });
+  });
+});

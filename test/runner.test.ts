@@ -1,0 +1,243 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Agent } from "../src/harness/agents/agent.ts";
+import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
+import type { RunView } from "../src/harness/types.ts";
+import { buildCore, fakeSurface, gatedAgent, privateSession, type TestCore } from "./helpers/core.ts";
+
+const cores: TestCore[] = [];
+function track(core: TestCore): TestCore {
+  cores.push(core);
+  return core;
+}
+afterEach(async () => {
+  for (const core of cores.splice(0)) await core.close();
+});
+
+function demoCore(options: { surfaces?: ReturnType<typeof fakeSurface>[] } = {}) {
+  const core = track(
+    buildCore({ agent: createDemoAgent(), tools: createDemoTools({ stepMs: 0 }), ...options }),
+  );
+  const session = core.runner.ensureSession(privateSession());
+  return { core, session };
+}
+
+async function nextAsks(core: TestCore, sessionId: string, count: number) {
+  while (core.registry.getPendingForSession(sessionId).length < count)
+    await new Promise((r) => setTimeout(r, 1));
+  return core.registry.getPendingForSession(sessionId);
+}
+
+describe("SessionRunner", () => {
+  it("queues messages that arrive while a run is busy and runs them in order afterwards", async () => {
+    const gated = gatedAgent();
+    const core = track(buildCore({ agent: gated.agent }));
+    const session = core.runner.ensureSession(privateSession());
+    const first = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "one" });
+    const second = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "two" });
+    const third = core.runner.submit({ sessionId: session.id, senderId: "ou_b", text: "three" });
+    expect(first.kind).toBe("started");
+    expect(second).toMatchObject({ kind: "queued", position: 1 });
+    expect(third).toMatchObject({ kind: "queued", position: 2 });
+    expect(core.runner.queued(session.id).map((q) => q.text)).toEqual(["two", "three"]);
+
+    (await gated.started(1)) && gated.gates[0]!.resolve("done one");
+    expect((await gated.started(2)).input).toBe("two");
+    gated.gates[1]!.resolve("done two");
+    const ctx3 = await gated.started(3);
+    expect(ctx3).toMatchObject({ input: "three", senderId: "ou_b" });
+    gated.gates[2]!.resolve("done three");
+    await core.runner.idle();
+    expect(core.runner.queued(session.id)).toEqual([]);
+    expect(core.runner.currentRun(session.id)).toMatchObject({
+      status: "completed",
+      text: "done three",
+      senderId: "ou_b",
+    });
+  });
+
+  it("lets only the run's sender cancel; cancel aborts the run and fails its pending asks with Session cancelled", async () => {
+    const { core, session } = demoCore();
+    const started = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "hi" });
+    await nextAsks(core, session.id, 1);
+    expect(core.runner.cancel(session.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    expect(core.runner.cancel(session.id, "ou_a")).toEqual({ ok: true });
+    await core.runner.idle();
+    const run = core.store.getRun(started.kind === "started" ? started.run.id : "")!;
+    expect(run.status).toBe("cancelled");
+    expect(core.registry.getPendingForSession(session.id)).toEqual([]);
+    const toolMessage = core.store.history(session.id).find((m) => m.toolName === "ask_user_questions");
+    expect(toolMessage).toMatchObject({
+      content: JSON.stringify({ error: "Session cancelled" }),
+      summary: "提问已取消",
+    });
+    expect(core.runner.cancel(session.id, "ou_a")).toEqual({ ok: false, reason: "not_running" });
+  });
+
+  it("fails a /fail run with a readable error and retries the same input for its sender only", async () => {
+    const { core, session } = demoCore();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/fail please" });
+    await core.runner.idle();
+    const failed = core.runner.currentRun(session.id)!;
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toContain("无法连接到构建服务");
+    expect(failed.steps.map((s) => [s.tool, s.status])).toEqual([["scan_workspace", "done"]]);
+
+    expect(core.runner.retry(session.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    const retried = core.runner.retry(session.id, "ou_a");
+    expect(retried.ok && retried.result.kind).toBe("started");
+    await core.runner.idle();
+    const again = core.runner.currentRun(session.id)!;
+    expect(again.id).not.toBe(failed.id);
+    expect(again.input).toBe("/fail please");
+    expect(core.runner.retry(session.id, "ou_a").ok).toBe(true);
+    await core.runner.idle();
+  });
+
+  it("does not retry a completed run", async () => {
+    const { core, session } = demoCore();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
+    await core.runner.idle();
+    expect(core.runner.retry(session.id, "ou_a")).toEqual({ ok: false, reason: "not_retryable" });
+  });
+
+  it("moves a queued message to the front (插队) or withdraws it (取消排队), for its sender only", async () => {
+    const gated = gatedAgent();
+    const core = track(buildCore({ agent: gated.agent }));
+    const session = core.runner.ensureSession(privateSession());
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "running" });
+    const a = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "a" });
+    const b = core.runner.submit({ sessionId: session.id, senderId: "ou_b", text: "b" });
+    const c = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "c" });
+    if (a.kind !== "queued" || b.kind !== "queued" || c.kind !== "queued") throw new Error("expected queued");
+    expect(core.runner.promote(c.queued.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    expect(core.runner.promote(c.queued.id, "ou_a")).toEqual({ ok: true, position: 1 });
+    expect(core.runner.queued(session.id).map((q) => q.text)).toEqual(["c", "a", "b"]);
+    expect(core.store.queuePosition(b.queued.id)).toBe(3);
+    expect(core.runner.unqueue(a.queued.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    expect(core.runner.unqueue(a.queued.id, "ou_a")).toEqual({ ok: true });
+    expect(core.runner.unqueue(a.queued.id, "ou_a")).toEqual({ ok: false, reason: "not_found" });
+    expect(core.runner.queued(session.id).map((q) => q.text)).toEqual(["c", "b"]);
+  });
+
+  it("records steps, and tool calls with their results and summaries in history", async () => {
+    const { core, session } = demoCore();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    const [ask] = await nextAsks(core, session.id, 1);
+    expect(ask!.answererId).toBe("ou_a");
+    const answers = [
+      { question: ask!.questions[0]!.question, selectedLabels: ["Docker (推荐)"], customInput: null },
+      { question: ask!.questions[1]!.question, selectedLabels: ["暗色模式", "导出 PDF"], customInput: null },
+    ];
+    expect(
+      core.registry.complete(session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" }),
+    ).toBe(true);
+    await core.runner.idle();
+    const run = core.runner.currentRun(session.id)!;
+    expect(run.status).toBe("completed");
+    expect(run.steps.map((s) => s.tool)).toEqual([
+      "scan_workspace",
+      "ask_user_questions",
+      "apply_choice",
+      "apply_choice",
+      "apply_choice",
+    ]);
+    expect(run.steps[1]).toMatchObject({ status: "done", summary: "回答了 2 个问题" });
+    expect(run.text).toContain("Docker (推荐)");
+    expect(run.text).toContain("暗色模式、导出 PDF");
+    const history = core.store.history(session.id);
+    expect(history[0]).toMatchObject({ role: "user", content: "go" });
+    expect(history.at(-1)).toMatchObject({ role: "assistant", content: run.text });
+    const call = history.find((m) => m.toolCalls?.[0]?.name === "ask_user_questions");
+    const result = history.find((m) => m.toolCallId === call?.toolCalls?.[0]?.id);
+    expect(JSON.parse(result!.content)).toEqual({ answers });
+  });
+
+  it("puts two asks of one /parallel turn up at once; answering one keeps the other", async () => {
+    const { core, session } = demoCore();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/parallel" });
+    const asks = await nextAsks(core, session.id, 2);
+    expect(asks.map((a) => a.questions.length)).toEqual([1, 1]);
+    const [first, second] = asks;
+    core.registry.complete(
+      session.id,
+      first!.requestId,
+      [{ question: first!.questions[0]!.question, selectedLabels: [], customInput: "Nomad" }],
+      { surface: "fake", userId: "ou_a" },
+    );
+    expect(core.registry.getPendingForSession(session.id).map((a) => a.requestId)).toEqual([
+      second!.requestId,
+    ]);
+    core.registry.complete(
+      session.id,
+      second!.requestId,
+      [{ question: second!.questions[0]!.question, selectedLabels: ["多语言"], customInput: null }],
+      { surface: "fake", userId: "ou_a" },
+    );
+    await core.runner.idle();
+    expect(core.runner.currentRun(session.id)!.text).toContain("其他: Nomad");
+  });
+
+  it("runs /long as 20 steps and /quick as one, without questions", async () => {
+    const { core, session } = demoCore();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
+    const updates: RunView[] = [];
+    core.runner.on("run_updated", (run) => updates.push(run));
+    await core.runner.idle();
+    const runs = [...new Map(updates.map((run) => [run.id, run])).values()];
+    expect(runs.map((run) => [run.input, run.status, run.steps.length])).toEqual([
+      ["/long", "completed", 20],
+      ["/quick", "completed", 1],
+    ]);
+  });
+
+  it("answers at once with 当前通道无法向用户提问 when no surface can reach the sender", async () => {
+    const { core, session } = demoCore({ surfaces: [fakeSurface(false)] });
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await core.runner.idle();
+    const run = core.runner.currentRun(session.id)!;
+    expect(run.status).toBe("completed");
+    expect(run.steps[1]).toMatchObject({
+      tool: "ask_user_questions",
+      status: "failed",
+      summary: "当前通道无法向用户提问",
+    });
+    expect(core.registry.size).toBe(0);
+  });
+
+  it("resumes a run a crash interrupted, showing it as recovering first, and still runs the queue once", async () => {
+    const gated = gatedAgent();
+    const crashed = buildCore({ agent: gated.agent });
+    const session = crashed.runner.ensureSession(privateSession());
+    crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "long task" });
+    crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "queued task" });
+    await gated.started(1);
+    // The process dies: nothing is marked finished. A new process opens the same file.
+    const inputs: string[] = [];
+    const statuses: string[] = [];
+    const agent: Agent = {
+      name: "after-restart",
+      async run(ctx) {
+        inputs.push(`${ctx.input}${ctx.resumed ? " (resumed)" : ""}`);
+        await ctx.callTool("noop", {});
+        return { text: `finished ${ctx.input}` };
+      },
+    };
+    const restarted = track(buildCore({ agent, dbFile: crashed.dbFile }));
+    restarted.runner.on("run_updated", (run) => statuses.push(`${run.input}:${run.status}`));
+    const resumed = restarted.runner.recover();
+    expect(resumed.map((run) => run.status)).toEqual(["recovering"]);
+    await restarted.runner.idle();
+    expect(inputs).toEqual(["long task (resumed)", "queued task"]);
+    expect(statuses[0]).toBe("long task:recovering");
+    expect(statuses).toContain("long task:completed");
+    expect(
+      restarted.store
+        .history(session.id)
+        .filter((m) => m.role === "user")
+        .map((m) => m.content),
+    ).toEqual(["long task", "queued task"]);
+    expect(restarted.runner.recover()).toEqual([]);
+    await crashed.close();
+  });
+});
