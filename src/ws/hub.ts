@@ -59,6 +59,8 @@ export class WsHub implements AskSurface {
   readonly #heartbeat: ReturnType<typeof setInterval>;
   readonly #alive = new WeakMap<WebSocket, boolean>();
   #nextId = 1;
+  /** Set only while `registry.complete` runs for an answer from this hub. */
+  #answering: { requestId: string; connection: Connection } | undefined;
 
   constructor(deps: HubDeps) {
     this.#deps = deps;
@@ -66,9 +68,19 @@ export class WsHub implements AskSurface {
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
     this.#unsubscribe.push(
       deps.registry.on("registered", (ask) => this.#sendToUser(ask.answererId, askFrame(ask))),
-      deps.registry.on("settled", ({ ask, outcome }) =>
-        this.#sendToUser(ask.answererId, cancelledFrame(ask, outcome)),
-      ),
+      deps.registry.on("settled", ({ ask, outcome }) => {
+        // The connection whose answer won hears "accepted" before the "cancelled" every connection gets.
+        const winner = this.#answering;
+        if (winner?.requestId === ask.requestId) {
+          const data = { requestId: ask.requestId };
+          this.#send(winner.connection, {
+            type: "ask_user_questions_accepted",
+            sessionId: ask.sessionId,
+            data,
+          });
+        }
+        this.#sendToUser(ask.answererId, cancelledFrame(ask, outcome));
+      }),
       deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
     );
@@ -162,16 +174,14 @@ export class WsHub implements AskSurface {
   }
 
   #subscribe(connection: Connection, sessionId: string): void {
+    // An unknown session is "forbidden" too, so a stranger cannot probe which sessions exist.
     if (!this.#canView(connection.userId, sessionId)) {
       return this.#error(connection, sessionId, "forbidden", "you may not view this session");
     }
     connection.subscriptions.add(sessionId);
-    const run = this.#deps.runner.currentRun(sessionId);
-    this.#send(connection, {
-      type: "subscribed",
-      sessionId,
-      data: { canAnswer: run?.senderId === connection.userId },
-    });
+    const active = this.#deps.runner.activeRun(sessionId);
+    const canAnswer = active?.senderId === connection.userId;
+    this.#send(connection, { type: "subscribed", sessionId, data: { canAnswer } });
     this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
       if (ask.answererId === connection.userId) this.#send(connection, askFrame(ask));
@@ -200,10 +210,16 @@ export class WsHub implements AskSurface {
     }
     const checked = checkAnswers(ask.questions, rawAnswers);
     if (!checked.ok) return this.#error(connection, sessionId, "invalid_answers", checked.error, requestId);
-    const won = this.#deps.registry.complete(sessionId, requestId, checked.answers, {
-      surface: this.name,
-      userId: connection.userId,
-    });
+    this.#answering = { requestId, connection };
+    let won: boolean;
+    try {
+      won = this.#deps.registry.complete(sessionId, requestId, checked.answers, {
+        surface: this.name,
+        userId: connection.userId,
+      });
+    } finally {
+      this.#answering = undefined;
+    }
     if (!won) {
       return this.#error(
         connection,
@@ -213,10 +229,18 @@ export class WsHub implements AskSurface {
         requestId,
       );
     }
-    this.#send(connection, { type: "ask_user_questions_accepted", sessionId, data: { requestId } });
   }
 
   #cancel(connection: Connection, sessionId: string): void {
+    // Strangers learn nothing, not even whether something is running.
+    if (!this.#canView(connection.userId, sessionId)) {
+      return this.#error(
+        connection,
+        sessionId,
+        "forbidden",
+        "only the person who started the task may cancel it",
+      );
+    }
     const run = this.#deps.runner.activeRun(sessionId);
     const result = this.#deps.runner.cancel(sessionId, connection.userId);
     if (result.ok && run)
