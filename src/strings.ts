@@ -11,12 +11,56 @@ export const zh = {
   askInvalidSummary: (detail: string) => `提问参数无效: ${detail}`,
   toolFailedSummary: (detail: string) => `失败: ${detail}`,
   recovering: "任务正在恢复执行",
+  card: {
+    status: {
+      running: "执行中",
+      waiting: "等待回答",
+      recovering: "恢复中",
+      completed: "已完成",
+      failed: "失败",
+      cancelled: "已取消",
+    },
+    untitledTask: "任务",
+    summaryRunning: (steps: number) => (steps > 0 ? `执行中 · 已完成 ${steps} 步` : "执行中"),
+    summaryWaiting: (questions: number) => `等待你回答 ${questions} 个问题`,
+    summaryCompleted: "已完成",
+    summaryFailed: (error: string) => `失败: ${error}`,
+    summaryCancelled: "已取消",
+    stepsHeading: "**步骤**",
+    earlierSteps: (count: number) => `…前面还有 ${count} 步`,
+    noSteps: "正在准备…",
+    askHeading: (index: number, total: number) =>
+      total > 1 ? `**需要你的回答 (${index}/${total})**` : "**需要你的回答**",
+    selectPlaceholder: "请选择",
+    multiSelectPlaceholder: "可多选",
+    otherPlaceholder: "其他(可选)",
+    submit: "提交",
+    previewTitle: "选项预览",
+    previewsOmitted: "(选项预览过长,已省略;请在会话详情中查看)",
+    resultHeading: "**结果**",
+    errorHeading: "**失败原因**",
+    truncated: "…(内容过长,完整内容请在会话详情中查看)",
+    cancelledNote: "任务已取消。",
+    cancelTask: "取消任务",
+    retry: "重试",
+    details: "会话详情",
+    elapsed: (seconds: number) =>
+      seconds < 60 ? `用时 ${seconds} 秒` : `用时 ${Math.floor(seconds / 60)} 分 ${seconds % 60} 秒`,
+    queuedTitle: "消息已排队",
+    queuedBody: (position: number) => `当前有任务在执行,你的消息排在第 ${position} 位,轮到时会自动开始。`,
+    queuedStarted: "已开始执行,请看新的进度卡片。",
+    queuedWithdrawn: "已取消排队,这条消息不会执行。",
+    queuedStatus: { queued: "排队中", started: "已开始", withdrawn: "已取消排队" },
+    promote: "插队",
+    unqueue: "取消排队",
+  },
   demo: {
     scanned: (files: number) => `扫描了 ${files} 个文件`,
     applied: (label: string) => `已应用: ${label}`,
     failed: "演示任务在第一步之后失败:无法连接到构建服务(这是 /fail 命令模拟的错误)",
   },
-} as const;
+};
 
+/** The shape every locale fills in. */
 export type Strings = typeof zh;
 export const strings: Strings = zh;

@@ -4,47 +4,14 @@ import { strings } from "../../strings.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { ToolImpl } from "../dispatcher.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";
+import { DEMO_QUESTIONS } from "./demo-questions.ts";
+
+export { DEMO_QUESTIONS };
 
 /**
  * The deterministic demo agent (DESIGN §11): the whole product can be watched without a model.
  * Commands in the text pick the script: /parallel, /fail, /long, /quick; anything else runs the default.
  */
-
-export const DEMO_QUESTIONS = {
-  deploy: {
-    question: "新服务要用哪种方式部署?",
-    header: "部署方式",
-    multiSelect: false,
-    options: [
-      {
-        label: "Docker (推荐)",
-        description: "构建镜像,沿用现有的 CI 流水线",
-        preview:
-          '```dockerfile\nFROM node:20-slim\nWORKDIR /app\nCOPY . .\nRUN npm ci --omit=dev\nCMD ["npm", "start"]\n```',
-      },
-      {
-        label: "Kubernetes",
-        description: "部署到集群,自动扩缩容",
-        preview: "```yaml\napiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 2\n```",
-      },
-      {
-        label: "systemd",
-        description: "直接部署在虚拟机上,最简单",
-        preview: "```ini\n[Service]\nExecStart=/usr/bin/npm start\nRestart=always\n```",
-      },
-    ],
-  },
-  features: {
-    question: "需要同时开启哪些功能?",
-    header: "附加功能",
-    multiSelect: true,
-    options: [
-      { label: "暗色模式", description: "界面支持在明暗主题之间切换" },
-      { label: "多语言", description: "中英文界面" },
-      { label: "导出 PDF", description: "把报告导出为 PDF 文件" },
-    ],
-  },
-} as const satisfies Record<string, AskInput["questions"][number]>;
 
 export function createDemoTools(options: { stepMs: number }): ToolImpl[] {
   const step = (

@@ -1,0 +1,51 @@
+import { z } from "zod";
+
+/**
+ * The `value` objects our buttons carry, and their parser for card callbacks (DESIGN §6).
+ * Values are flat objects of strings: the SDK only passes object values through (feishu-platform §1.2).
+ */
+const id = z.string().min(1).max(300);
+
+export const askSubmitValue = z.strictObject({
+  kind: z.literal("feishu_ask"),
+  act: z.literal("submit"),
+  sessionId: id,
+  requestId: id,
+  sender: id,
+});
+
+export const progressValue = z.strictObject({
+  kind: z.literal("progress"),
+  act: z.enum(["cancel", "retry"]),
+  sessionId: id,
+  runId: id,
+  sender: id,
+});
+
+export const queueValue = z.strictObject({
+  kind: z.literal("queue"),
+  act: z.enum(["promote", "unqueue"]),
+  sessionId: id,
+  queueId: id,
+  sender: id,
+});
+
+export const actionValueSchema = z.discriminatedUnion("kind", [askSubmitValue, progressValue, queueValue]);
+
+export type AskSubmitValue = z.infer<typeof askSubmitValue>;
+export type ProgressValue = z.infer<typeof progressValue>;
+export type QueueValue = z.infer<typeof queueValue>;
+export type ActionValue = z.infer<typeof actionValueSchema>;
+
+/** An unknown or malformed value is a result, never an exception: the callback answers it with a toast. */
+export function parseActionValue(
+  value: unknown,
+): { ok: true; value: ActionValue } | { ok: false; error: string } {
+  const parsed = actionValueSchema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0];
+  return {
+    ok: false,
+    error: `unsupported action value${issue ? ` (${issue.path.join(".") || "value"}: ${issue.message})` : ""}`,
+  };
+}

@@ -1,0 +1,214 @@
+import { z } from "zod";
+
+/**
+ * A strict model of the Card JSON 2.0 subset this service emits (feishu-platform §1.1–1.2).
+ * 2.0 rejects unknown properties, so every object here is strict: a typo fails our tests, not a send.
+ * Pure: no I/O imports.
+ */
+
+const px = z.string().regex(/^(-?\d{1,3}px)( -?\d{1,3}px){0,3}$|^(small|medium|large|extra_large)$/);
+const elementId = z.string();
+const common = { element_id: elementId.optional(), margin: px.optional() };
+
+export const plainText = z.strictObject({ tag: z.literal("plain_text"), content: z.string() });
+const richTitle = z.strictObject({ tag: z.enum(["plain_text", "markdown"]), content: z.string() });
+
+export const TEMPLATES = [
+  "blue",
+  "wathet",
+  "turquoise",
+  "green",
+  "yellow",
+  "orange",
+  "red",
+  "carmine",
+  "violet",
+  "purple",
+  "indigo",
+  "grey",
+  "default",
+] as const;
+const color = z.enum([...TEMPLATES, "neutral"]);
+
+const callbackBehavior = z.strictObject({
+  type: z.literal("callback"),
+  // The SDK only accepts object values (feishu-platform §1.2 button).
+  value: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+});
+const openUrlBehavior = z.strictObject({ type: z.literal("open_url"), default_url: z.url() });
+
+export const markdownNode = z.strictObject({
+  tag: z.literal("markdown"),
+  content: z.string(),
+  text_size: z.enum(["normal", "heading", "notation"]).optional(),
+  ...common,
+});
+
+export const hrNode = z.strictObject({ tag: z.literal("hr"), ...common });
+
+export const buttonNode = z.strictObject({
+  tag: z.literal("button"),
+  name: z.string().optional(),
+  text: plainText,
+  type: z.enum([
+    "default",
+    "primary",
+    "danger",
+    "text",
+    "primary_text",
+    "danger_text",
+    "primary_filled",
+    "danger_filled",
+    "laser",
+  ]),
+  size: z.enum(["tiny", "small", "medium", "large"]).optional(),
+  width: z.enum(["default", "fill"]).optional(),
+  form_action_type: z.enum(["submit", "reset"]).optional(),
+  behaviors: z.array(z.union([callbackBehavior, openUrlBehavior])).min(1),
+  ...common,
+});
+
+const selectOption = z.strictObject({ text: plainText, value: z.string() });
+
+export const selectNode = z.strictObject({
+  tag: z.literal("select_static"),
+  name: z.string(),
+  required: z.boolean(),
+  placeholder: plainText,
+  width: z.enum(["default", "fill"]).optional(),
+  options: z.array(selectOption).min(1),
+  ...common,
+});
+
+export const multiSelectNode = z.strictObject({
+  tag: z.literal("multi_select_static"),
+  name: z.string(),
+  required: z.boolean(),
+  placeholder: plainText,
+  width: z.enum(["default", "fill"]).optional(),
+  selected_values: z.array(z.string()),
+  options: z.array(selectOption).min(1),
+  ...common,
+});
+
+export const inputNode = z.strictObject({
+  tag: z.literal("input"),
+  name: z.string(),
+  required: z.boolean(),
+  placeholder: plainText,
+  max_length: z.number().int().min(1).max(1000).optional(),
+  width: z.enum(["default", "fill"]).optional(),
+  ...common,
+});
+
+export type CardNode =
+  | z.infer<typeof markdownNode>
+  | z.infer<typeof hrNode>
+  | z.infer<typeof buttonNode>
+  | z.infer<typeof selectNode>
+  | z.infer<typeof multiSelectNode>
+  | z.infer<typeof inputNode>
+  | ColumnSetNode
+  | PanelNode
+  | FormNode;
+
+export interface ColumnNode {
+  tag: "column";
+  width?: "auto" | "weighted";
+  weight?: number;
+  vertical_align?: "top" | "center" | "bottom";
+  elements: CardNode[];
+}
+export interface ColumnSetNode {
+  tag: "column_set";
+  flex_mode?: "none" | "stretch" | "flow" | "bisect" | "trisect";
+  horizontal_spacing?: string;
+  columns: ColumnNode[];
+  element_id?: string;
+  margin?: string;
+}
+export interface PanelNode {
+  tag: "collapsible_panel";
+  expanded: boolean;
+  header: { title: z.infer<typeof richTitle> };
+  border?: { color: z.infer<typeof color>; corner_radius?: string };
+  elements: CardNode[];
+  element_id?: string;
+  margin?: string;
+}
+export interface FormNode {
+  tag: "form";
+  name: string;
+  elements: CardNode[];
+  element_id?: string;
+  margin?: string;
+}
+
+export const cardNode: z.ZodType<CardNode> = z.lazy(() =>
+  z.union([
+    markdownNode,
+    hrNode,
+    buttonNode,
+    selectNode,
+    multiSelectNode,
+    inputNode,
+    columnSetNode,
+    panelNode,
+    formNode,
+  ]),
+);
+
+const columnNode: z.ZodType<ColumnNode> = z.strictObject({
+  tag: z.literal("column"),
+  width: z.enum(["auto", "weighted"]).optional(),
+  weight: z.number().int().min(1).max(5).optional(),
+  vertical_align: z.enum(["top", "center", "bottom"]).optional(),
+  elements: z.array(cardNode),
+});
+
+const columnSetNode: z.ZodType<ColumnSetNode> = z.strictObject({
+  tag: z.literal("column_set"),
+  flex_mode: z.enum(["none", "stretch", "flow", "bisect", "trisect"]).optional(),
+  horizontal_spacing: px.optional(),
+  columns: z.array(columnNode).min(1),
+  ...common,
+});
+
+const panelNode: z.ZodType<PanelNode> = z.strictObject({
+  tag: z.literal("collapsible_panel"),
+  expanded: z.boolean(),
+  header: z.strictObject({ title: richTitle }),
+  border: z.strictObject({ color, corner_radius: px.optional() }).optional(),
+  elements: z.array(cardNode),
+  ...common,
+});
+
+const formNode: z.ZodType<FormNode> = z.strictObject({
+  tag: z.literal("form"),
+  name: z.string().min(1),
+  elements: z.array(cardNode).min(1),
+  ...common,
+});
+
+const textTag = z.strictObject({ tag: z.literal("text_tag"), text: plainText, color });
+
+export const cardSchema = z.strictObject({
+  schema: z.literal("2.0"),
+  config: z.strictObject({
+    update_multi: z.literal(true),
+    width_mode: z.enum(["default", "compact", "fill"]).optional(),
+    summary: z.strictObject({ content: z.string() }).optional(),
+  }),
+  header: z
+    .strictObject({
+      title: plainText,
+      subtitle: plainText.optional(),
+      template: z.enum(TEMPLATES),
+      text_tag_list: z.array(textTag).max(3).optional(),
+    })
+    .optional(),
+  body: z.strictObject({ elements: z.array(cardNode) }),
+});
+
+export type Card = z.infer<typeof cardSchema>;
+export type TextTag = z.infer<typeof textTag>;

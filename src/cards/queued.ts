@@ -1,0 +1,78 @@
+import { strings as defaultStrings, type Strings } from "../strings.ts";
+import type { QueueValue } from "./actions.ts";
+import type { Card, CardNode } from "./model.ts";
+import { escapeMarkdown, truncate } from "./text.ts";
+
+/** The card that answers a message which arrived while a task was running (DESIGN §6 queue). Pure. */
+export interface QueuedView {
+  sessionId: string;
+  queueId: string;
+  senderId: string;
+  text: string;
+  /** 1-based place in the session's queue. */
+  position: number;
+  state: "queued" | "started" | "withdrawn";
+}
+
+export function buildQueuedCard(view: QueuedView, options: { strings?: Strings } = {}): Card {
+  const s = options.strings ?? defaultStrings;
+  const quote = escapeMarkdown(truncate(view.text.trim(), 300)).replace(/\n/g, "\n> ");
+  const status =
+    view.state === "queued"
+      ? s.card.queuedBody(view.position)
+      : view.state === "started"
+        ? s.card.queuedStarted
+        : s.card.queuedWithdrawn;
+  const elements: CardNode[] = [{ tag: "markdown", content: `> ${quote}\n\n${status}` }];
+  if (view.state === "queued") {
+    const value = (act: QueueValue["act"]): QueueValue => ({
+      kind: "queue",
+      act,
+      sessionId: view.sessionId,
+      queueId: view.queueId,
+      sender: view.senderId,
+    });
+    const buttons: CardNode[] = [];
+    // 插队 only means something when another message waits ahead of this one.
+    if (view.position > 1) {
+      buttons.push({
+        tag: "button",
+        text: { tag: "plain_text", content: s.card.promote },
+        type: "primary",
+        behaviors: [{ type: "callback", value: value("promote") }],
+      });
+    }
+    buttons.push({
+      tag: "button",
+      text: { tag: "plain_text", content: s.card.unqueue },
+      type: "default",
+      behaviors: [{ type: "callback", value: value("unqueue") }],
+    });
+    elements.push({
+      tag: "column_set",
+      flex_mode: "flow",
+      horizontal_spacing: "8px",
+      columns: buttons.map((button) => ({ tag: "column", width: "auto", elements: [button] })),
+    });
+  }
+  const template = view.state === "started" ? "blue" : "grey";
+  return {
+    schema: "2.0",
+    config: {
+      update_multi: true,
+      summary: { content: `${s.card.queuedTitle} · ${s.card.queuedStatus[view.state]}` },
+    },
+    header: {
+      title: { tag: "plain_text", content: s.card.queuedTitle },
+      template,
+      text_tag_list: [
+        {
+          tag: "text_tag",
+          text: { tag: "plain_text", content: s.card.queuedStatus[view.state] },
+          color: template,
+        },
+      ],
+    },
+    body: { elements },
+  };
+}
