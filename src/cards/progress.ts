@@ -126,7 +126,7 @@ function render(view: ProgressView, asks: readonly CardAsk[], budget: Budget, s:
   elements.push(...outcome(view, budget, s));
   if (shownAsks.length > 0) {
     elements.push({ tag: "hr" });
-    shownAsks.forEach((ask, i) => elements.push(askForm(view, ask, i, shownAsks.length, budget, s)));
+    elements.push(...shownAsks.map((ask, i) => askForm(view, ask, i, shownAsks.length, budget, s)));
   }
   const actions = actionButtons(view, s);
   if (actions) elements.push(actions);

@@ -80,17 +80,19 @@ export function validateCard(input: unknown): CardCheck {
         count(names, node.name);
         if (!containsSubmit(node.elements))
           problems.push(`${path}: form "${node.name}" has no submit button`);
-        node.elements.forEach((child, i) => visit(child, `${path}.elements.${i}`, depth + 1, true));
+        node.elements.forEach((child, i) => {
+          visit(child, `${path}.elements.${i}`, depth + 1, true);
+        });
         return;
       }
       case "column_set":
-        node.columns.forEach((column, c) =>
-          column.elements.forEach((child, i) => {
+        for (const [c, column] of node.columns.entries()) {
+          for (const [i, child] of column.elements.entries()) {
             if (child.tag === "form")
               problems.push(`${path}.columns.${c}.elements.${i}: a column cannot contain a form`);
             visit(child, `${path}.columns.${c}.elements.${i}`, depth + 1, inForm);
-          }),
-        );
+          }
+        }
         return;
       case "collapsible_panel":
         node.elements.forEach((child, i) => {
@@ -143,7 +145,9 @@ export function validateCard(input: unknown): CardCheck {
     }
   };
 
-  card.body.elements.forEach((node, i) => visit(node, `body.elements.${i}`, 1, false));
+  card.body.elements.forEach((node, i) => {
+    visit(node, `body.elements.${i}`, 1, false);
+  });
   for (const [name, times] of names)
     if (times > 1)
       problems.push(`name "${name}" is used ${times} times; names must be unique across the card`);
