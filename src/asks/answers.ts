@@ -1,3 +1,4 @@
+import { strings } from "../strings.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 import { LIMITS } from "./schema.ts";
 
@@ -9,7 +10,8 @@ import { LIMITS } from "./schema.ts";
  */
 export type AnswersCheck = { ok: true; answers: AskAnswer[] } | { ok: false; error: string };
 
-export const NEED_ANSWER = "请至少选择一项或填写其他";
+/** The reason a question counts as unanswered (strings.needAnswer). */
+export const NEED_ANSWER = strings.needAnswer;
 
 export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): AnswersCheck {
   if (!Array.isArray(raw)) return { ok: false, error: "answers must be an array" };
@@ -34,20 +36,36 @@ export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): A
     const known = new Set(question.options.map((option) => option.label));
     const unknown = labels.find((label) => !known.has(label));
     if (unknown !== undefined) return { ok: false, error: `answers.${index}: "${unknown}" is not an option` };
-    const customInput =
-      custom === null || custom.trim() === "" ? null : custom.trim().slice(0, LIMITS.maxCustomInputChars);
     const unique = [...new Set(labels as string[])];
     if (!question.multiSelect && unique.length > 1) {
       return { ok: false, error: `answers.${index}: "${question.header}" allows one choice` };
     }
-    // Single-select: custom text wins and clears the choice (seed §4.4, DESIGN §6).
-    const selectedLabels = !question.multiSelect && customInput !== null ? [] : unique;
-    if (selectedLabels.length === 0 && customInput === null) {
-      return { ok: false, error: `answers.${index}: ${NEED_ANSWER}` };
-    }
-    answers.push({ question: question.question, selectedLabels, customInput });
+    const normalized = normalizeAnswer(question, unique, custom);
+    if (!normalized) return { ok: false, error: `answers.${index}: ${NEED_ANSWER}` };
+    answers.push(normalized);
   }
   return { ok: true, answers };
+}
+
+/**
+ * The one rule for what an answer is, shared by every surface (WebSocket, card form): blank custom text is
+ * none; in a single-select question non-blank custom text wins and clears the choice (seed §4.4, DESIGN §6);
+ * a question with neither a choice nor text has no answer (null).
+ */
+export function normalizeAnswer(
+  question: AskQuestion,
+  selectedLabels: readonly string[],
+  custom: string | null,
+): AskAnswer | null {
+  const text = custom?.trim() ?? "";
+  const customInput = text === "" ? null : [...text].slice(0, LIMITS.maxCustomInputChars).join("");
+  const labels = question.multiSelect
+    ? selectedLabels
+    : customInput !== null
+      ? []
+      : selectedLabels.slice(0, 1);
+  if (labels.length === 0 && customInput === null) return null;
+  return { question: question.question, selectedLabels: [...labels], customInput };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

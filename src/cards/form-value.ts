@@ -1,5 +1,5 @@
+import { normalizeAnswer } from "../asks/answers.ts";
 import type { AskAnswer, AskQuestion } from "../asks/schema.ts";
-import { LIMITS } from "../asks/schema.ts";
 import { strings } from "../strings.ts";
 
 /**
@@ -27,22 +27,13 @@ export function mapFormValue(
   const fields = collectFields(formValue, formName);
   const answers: AskAnswer[] = [];
   for (const [j, question] of questions.entries()) {
-    const labels = chosenLabels(question, fields.choices.get(j));
-    const custom = customText(fields.customs.get(j));
-    if (question.multiSelect) {
-      if (labels.length === 0 && custom === null)
-        return { ok: false, reason: strings.needAnswer, questionIndex: j };
-      answers.push({ question: question.question, selectedLabels: labels, customInput: custom });
-      continue;
-    }
-    // Single-select: non-blank custom text wins and clears the choice (as on the desktop panel).
-    if (custom !== null) {
-      answers.push({ question: question.question, selectedLabels: [], customInput: custom });
-    } else if (labels.length > 0) {
-      answers.push({ question: question.question, selectedLabels: labels.slice(0, 1), customInput: null });
-    } else {
-      return { ok: false, reason: strings.needAnswer, questionIndex: j };
-    }
+    const answer = normalizeAnswer(
+      question,
+      chosenLabels(question, fields.choices.get(j)),
+      customText(fields.customs.get(j)),
+    );
+    if (!answer) return { ok: false, reason: strings.needAnswer, questionIndex: j };
+    answers.push(answer);
   }
   return { ok: true, answers };
 }
@@ -77,7 +68,5 @@ function chosenLabels(question: AskQuestion, raw: unknown): string[] {
 }
 
 function customText(raw: unknown): string | null {
-  if (typeof raw !== "string") return null;
-  const text = raw.trim();
-  return text === "" ? null : [...text].slice(0, LIMITS.maxCustomInputChars).join("");
+  return typeof raw === "string" ? raw : null;
 }
