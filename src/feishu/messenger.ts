@@ -1,0 +1,78 @@
+import type { Card } from "../cards/model.ts";
+import { AppError } from "../errors.ts";
+
+/**
+ * The narrow port the Feishu channel needs from the Open API. The SDK adapter (lark-messenger.ts)
+ * implements it over HTTP; tests may hand in anything that satisfies it.
+ */
+export interface FeishuMessenger {
+  replyCard(messageId: string, card: Card, options?: { uuid?: string }): Promise<{ messageId: string }>;
+  sendCard(target: MessageTarget, card: Card, options?: { uuid?: string }): Promise<{ messageId: string }>;
+  patchCard(messageId: string, card: Card): Promise<void>;
+  /** A short text message; `mentionOpenIds` are @-mentioned (a PATCH notifies nobody, a new message does). */
+  sendText(target: MessageTarget, text: string, options?: { mentionOpenIds?: string[]; replyTo?: string }): Promise<{ messageId: string }>;
+  recall(messageId: string): Promise<void>;
+  botInfo(): Promise<{ openId: string; name: string }>;
+}
+
+export type MessageTarget = { chatId: string } | { openId: string };
+
+/** Feishu codes the channel acts on (feishu-platform §3.3). */
+export const FEISHU_CODES = {
+  patchRateLimited: 230020,
+  cardTooLarge: 230025,
+  messageTooOld: 230031,
+  messageRecalled: 230011,
+  messageDeleted: 230110,
+  invalidCard: 230099,
+  appRateLimited: 99991400,
+  tokenInvalid: 99991663,
+  tokenMissing: 99991661,
+} as const;
+
+/** An Open API call that failed: the method, Feishu's code (when it sent one), the HTTP status, and how long to wait. */
+export class FeishuApiError extends AppError {
+  readonly method: string;
+  readonly feishuCode: number | undefined;
+  readonly httpStatus: number | undefined;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: {
+    method: string;
+    message: string;
+    feishuCode?: number;
+    httpStatus?: number;
+    retryAfterMs?: number;
+    cause?: unknown;
+  }) {
+    super("INTERNAL", `${init.method} failed: ${init.message}`, { cause: init.cause, status: 502 });
+    this.name = "FeishuApiError";
+    this.method = init.method;
+    this.feishuCode = init.feishuCode;
+    this.httpStatus = init.httpStatus;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+
+  /** 230020 or HTTP 429: slow down and try the latest state again. */
+  get rateLimited(): boolean {
+    return (
+      this.feishuCode === FEISHU_CODES.patchRateLimited ||
+      this.feishuCode === FEISHU_CODES.appRateLimited ||
+      this.httpStatus === 429
+    );
+  }
+
+  /** The message can no longer be updated: older than 14 days, recalled or deleted. */
+  get messageGone(): boolean {
+    return (
+      this.feishuCode === FEISHU_CODES.messageTooOld ||
+      this.feishuCode === FEISHU_CODES.messageRecalled ||
+      this.feishuCode === FEISHU_CODES.messageDeleted
+    );
+  }
+
+  /** No answer, a timeout, or a 5xx: worth a bounded retry. */
+  get transient(): boolean {
+    return this.httpStatus === undefined || this.httpStatus >= 500;
+  }
+}

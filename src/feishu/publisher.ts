@@ -1,0 +1,215 @@
+import type { Card } from "../cards/model.ts";
+import { describeError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import { createMessageLimiter, type Limiter } from "./limits.ts";
+import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+
+/**
+ * One publisher per progress card (DESIGN §5). The card is rendered from the state read when a PATCH is
+ * sent, at most one PATCH is in flight, a burst of changes becomes one PATCH, and after every PATCH the
+ * card is rendered again so the last state always lands.
+ */
+
+export interface CardShape {
+  /** What a reader must see promptly: the status and which forms are open (e.g. "running|req1,req2"). */
+  key: string;
+  /** A form is on the card: a PATCH would wipe half-filled inputs, so step ticks wait. */
+  formOpen: boolean;
+}
+
+export interface PublisherOptions {
+  messageId: string;
+  messenger: Pick<FeishuMessenger, "patchCard">;
+  /** Cheap: the shape of the current state, to decide urgency without rendering. */
+  shape: () => CardShape;
+  render: () => Card;
+  /** Minimum gap between plain progress PATCHes (CARD_PATCH_INTERVAL_MS). */
+  intervalMs: number;
+  /** Minimum gap for urgent PATCHes (state or form changes); the platform allows 5/s per message. */
+  urgentIntervalMs?: number;
+  appLimiter: Limiter;
+  now: () => number;
+  logger: Logger;
+  maxTransientRetries?: number;
+  maxRateLimitRetries?: number;
+  /** The card can no longer be updated (230031 older than 14 days, recalled, deleted). */
+  onGone?: (error: FeishuApiError) => void;
+}
+
+export interface PublisherStats {
+  sent: number;
+  skipped: number;
+  rateLimited: number;
+  failed: number;
+}
+
+export class CardPublisher {
+  readonly #o: Required<Omit<PublisherOptions, "onGone">> & Pick<PublisherOptions, "onGone">;
+  readonly #messageLimiter: Limiter;
+  readonly stats: PublisherStats = { sent: 0, skipped: 0, rateLimited: 0, failed: 0 };
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  #inFlight = false;
+  #holds = 0;
+  #stopped = false;
+  #lastSentJson: string | undefined;
+  #lastSentKey: string | undefined;
+  #lastFailedJson: string | undefined;
+  #lastSentAt = Number.NEGATIVE_INFINITY;
+  #backoffUntil = 0;
+  #transientFailures = 0;
+  #rateFailures = 0;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(options: PublisherOptions) {
+    this.#o = { urgentIntervalMs: 250, maxTransientRetries: 3, maxRateLimitRetries: 8, ...options };
+    this.#messageLimiter = createMessageLimiter(5);
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** The state changed: publish it soon (coalesced with anything already pending). */
+  request(): void {
+    this.#schedule();
+  }
+
+  /**
+   * Holds PATCHes while a card callback for this message is being answered; call the returned function once
+   * the response has been sent. Feishu reverts an update made before or in parallel with the response.
+   */
+  hold(): () => void {
+    this.#holds += 1;
+    this.#clearTimer();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#holds -= 1;
+      this.#schedule();
+    };
+  }
+
+  /** Stops for good: nothing more is sent for this card. */
+  stop(): void {
+    this.#stopped = true;
+    this.#clearTimer();
+    this.#settleIdle();
+  }
+
+  /** Resolves when nothing is scheduled or in flight (shutdown, tests). */
+  idle(): Promise<void> {
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #schedule(): void {
+    if (this.#stopped || this.#inFlight || this.#holds > 0) return;
+    const shape = this.#o.shape();
+    const urgent = shape.key !== this.#lastSentKey;
+    // Form-safe: while a form is open, only a change a reader needs (form added/removed, new status) goes out.
+    if (!urgent && shape.formOpen) {
+      this.#settleIdle();
+      return;
+    }
+    const gap = urgent ? this.#o.urgentIntervalMs : this.#o.intervalMs;
+    const at = Math.max(this.#lastSentAt + gap, this.#backoffUntil, this.#o.now());
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    this.#clearTimer();
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+      void this.#send();
+    }, at - this.#o.now());
+  }
+
+  async #send(): Promise<void> {
+    if (this.#stopped || this.#inFlight || this.#holds > 0) return this.#settleIdle();
+    // Read before patch: render the state as it is now, not as it was when the PATCH was scheduled.
+    const card = this.#o.render();
+    const key = this.#o.shape().key;
+    const json = JSON.stringify(card);
+    if (json === this.#lastSentJson || json === this.#lastFailedJson) {
+      this.stats.skipped += 1;
+      this.#lastSentKey = json === this.#lastSentJson ? key : this.#lastSentKey;
+      return this.#settleIdle();
+    }
+    this.#inFlight = true;
+    try {
+      await this.#o.appLimiter(() => this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card)));
+      this.#lastSentJson = json;
+      this.#lastSentKey = key;
+      this.#lastSentAt = this.#o.now();
+      this.#lastFailedJson = undefined;
+      this.#transientFailures = 0;
+      this.#rateFailures = 0;
+      this.stats.sent += 1;
+    } catch (error) {
+      this.#onError(error, json);
+    } finally {
+      this.#inFlight = false;
+    }
+    // Reconcile: whatever changed while the PATCH was in flight goes out next; the last state always lands.
+    this.#schedule();
+    this.#settleIdle();
+  }
+
+  #onError(error: unknown, json: string): void {
+    const { logger, messageId } = this.#o;
+    if (!(error instanceof FeishuApiError)) {
+      this.stats.failed += 1;
+      this.#lastFailedJson = json;
+      logger.error({ err: error, messageId }, "card patch failed unexpectedly");
+      return;
+    }
+    if (error.messageGone) {
+      logger.warn({ messageId, code: error.feishuCode }, "card can no longer be updated; publishing stopped");
+      this.stop();
+      this.#o.onGone?.(error);
+      return;
+    }
+    if (error.rateLimited) {
+      this.stats.rateLimited += 1;
+      this.#rateFailures += 1;
+      if (this.#rateFailures > this.#o.maxRateLimitRetries) return this.#giveUp(json, error);
+      const waitMs = error.retryAfterMs ?? Math.min(1000 * 2 ** (this.#rateFailures - 1), 30_000);
+      this.#backoffUntil = this.#o.now() + waitMs;
+      logger.info({ messageId, code: error.feishuCode, waitMs }, "card patch rate-limited; retrying the latest state");
+      return;
+    }
+    if (error.transient) {
+      this.#transientFailures += 1;
+      if (this.#transientFailures > this.#o.maxTransientRetries) return this.#giveUp(json, error);
+      this.#backoffUntil = this.#o.now() + 500 * 2 ** (this.#transientFailures - 1);
+      logger.warn({ messageId, err: describeError(error) }, "card patch failed; retrying");
+      return;
+    }
+    this.#giveUp(json, error);
+  }
+
+  /** This exact card will not be tried again; the next different state will. */
+  #giveUp(json: string, error: FeishuApiError): void {
+    this.stats.failed += 1;
+    this.#lastFailedJson = json;
+    this.#transientFailures = 0;
+    this.#rateFailures = 0;
+    this.#o.logger.error({ messageId: this.#o.messageId, code: error.feishuCode, err: describeError(error) }, "card patch given up");
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  #isIdle(): boolean {
+    return this.#timer === undefined && !this.#inFlight;
+  }
+
+  #settleIdle(): void {
+    if (!this.#isIdle()) return;
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+}

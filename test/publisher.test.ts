@@ -1,0 +1,268 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Card } from "../src/cards/model.ts";
+import { FeishuApiError } from "../src/feishu/messenger.ts";
+import { CardPublisher, type CardShape } from "../src/feishu/publisher.ts";
+import { createLogger } from "../src/logger.ts";
+
+/** A card whose body says which state it shows, so each PATCH can be read back. */
+function cardFor(state: { status: string; step: number; forms: string[] }): Card {
+  return {
+    schema: "2.0",
+    config: { update_multi: true },
+    body: {
+      elements: [
+        { tag: "markdown", content: `${state.status} step ${state.step} forms ${state.forms.join(",")}` },
+      ],
+    },
+  };
+}
+
+function setup(options: { patch?: (card: Card) => Promise<void>; intervalMs?: number } = {}) {
+  const state = { status: "running", step: 0, forms: [] as string[] };
+  const patched: { at: number; content: string }[] = [];
+  const gone: FeishuApiError[] = [];
+  const patch =
+    options.patch ??
+    (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    });
+  const publisher = new CardPublisher({
+    messageId: "om_1",
+    messenger: {
+      patchCard: async (_id, card) => {
+        patched.push({ at: Date.now(), content: JSON.stringify(card.body.elements[0]) });
+        await patch(card);
+      },
+    },
+    shape: (): CardShape => ({
+      key: `${state.status}|${state.forms.join(",")}`,
+      formOpen: state.forms.length > 0,
+    }),
+    render: () => cardFor(state),
+    intervalMs: options.intervalMs ?? 1000,
+    appLimiter: (fn) => fn(),
+    now: Date.now,
+    logger: createLogger({ level: "silent" }),
+    onGone: (error) => gone.push(error),
+  });
+  return {
+    state,
+    patched,
+    publisher,
+    gone,
+    contents: () => patched.map((p) => JSON.parse(p.content).content as string),
+  };
+}
+
+const rateLimited = (retryAfterMs?: number) =>
+  new FeishuApiError({
+    method: "patch",
+    message: "rate",
+    feishuCode: 230020,
+    httpStatus: 400,
+    ...(retryAfterMs ? { retryAfterMs } : {}),
+  });
+
+describe("CardPublisher", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(0);
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("turns a burst of changes into one PATCH carrying the latest state", async () => {
+    const { state, publisher, contents } = setup();
+    for (let step = 1; step <= 10; step += 1) {
+      state.step = step;
+      publisher.request();
+    }
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["running step 10 forms "]);
+  });
+
+  it("reads the state when the PATCH is sent, not when it was scheduled", async () => {
+    const { state, publisher, contents } = setup();
+    state.step = 1;
+    publisher.request();
+    state.step = 2; // changed after scheduling, without a new request
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["running step 2 forms "]);
+  });
+
+  it("reconciles after a PATCH: a change made while it was in flight lands next", async () => {
+    const { state, publisher, contents } = setup();
+    state.step = 1;
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(50); // first PATCH in flight (takes 100 ms)
+    state.step = 2;
+    state.status = "completed"; // no request() call: reconciliation alone must catch it
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["running step 1 forms ", "completed step 2 forms "]);
+  });
+
+  it("skips a render identical to the last one sent", async () => {
+    const { state, publisher, patched } = setup();
+    state.step = 1;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    publisher.request();
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(1);
+    expect(publisher.stats.skipped).toBeGreaterThanOrEqual(1);
+  });
+
+  it("spaces plain progress PATCHes by the interval but sends state and form changes sooner", async () => {
+    const { state, publisher, patched } = setup({ patch: async () => {} });
+    state.step = 1;
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(0);
+    state.step = 2;
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(patched).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(patched.map((p) => p.at)).toEqual([0, 1000]);
+    state.forms = ["req1"];
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched.map((p) => p.at)).toEqual([0, 1000, 1250]);
+  });
+
+  it("keeps a form intact: step ticks wait while it is open, and go out with the next form change", async () => {
+    const { state, publisher, contents } = setup({ patch: async () => {} });
+    state.forms = ["req1"];
+    publisher.request();
+    await vi.runAllTimersAsync();
+    for (let step = 1; step <= 5; step += 1) {
+      state.step = step;
+      publisher.request();
+      await vi.advanceTimersByTimeAsync(2000);
+    }
+    expect(contents()).toEqual(["running step 0 forms req1"]);
+    state.forms = [];
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["running step 0 forms req1", "running step 5 forms "]);
+  });
+
+  it("holds PATCHes while a callback is answered and publishes after the response", async () => {
+    const { state, publisher, patched, contents } = setup({ patch: async () => {} });
+    const release = publisher.hold();
+    state.status = "completed";
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(patched).toHaveLength(0);
+    release();
+    release(); // idempotent
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["completed step 0 forms "]);
+  });
+
+  it("backs off on 230020 as long as Feishu says, then lands the latest state", async () => {
+    let failures = 2;
+    const { state, publisher, patched, contents } = setup({
+      patch: async () => {
+        if (failures-- > 0) throw rateLimited(3000);
+      },
+    });
+    state.step = 1;
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(0);
+    state.status = "completed";
+    await vi.runAllTimersAsync();
+    expect(patched.map((p) => p.at)).toEqual([0, 3000, 6000]);
+    expect(contents().at(-1)).toBe("completed step 1 forms ");
+    expect(publisher.stats).toMatchObject({ sent: 1, rateLimited: 2 });
+  });
+
+  it("never retries a rate-limited card without bound", async () => {
+    const { state, publisher, patched } = setup({
+      patch: async () => {
+        throw rateLimited();
+      },
+    });
+    state.step = 1;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(9); // the first try and 8 retries
+    expect(publisher.stats.failed).toBe(1);
+    state.step = 2; // a new state is tried again
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(patched.length).toBeGreaterThan(9);
+  });
+
+  it("stops publishing a card older than 14 days (230031)", async () => {
+    const { state, publisher, patched, gone } = setup({
+      patch: async () => {
+        throw new FeishuApiError({
+          method: "patch",
+          message: "too old",
+          feishuCode: 230031,
+          httpStatus: 400,
+        });
+      },
+    });
+    state.step = 1;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    state.status = "completed";
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(1);
+    expect(publisher.stopped).toBe(true);
+    expect(gone.map((e) => e.feishuCode)).toEqual([230031]);
+  });
+
+  it("retries a 5xx a bounded number of times", async () => {
+    const { state, publisher, patched } = setup({
+      patch: async () => {
+        throw new FeishuApiError({ method: "patch", message: "bad gateway", httpStatus: 502 });
+      },
+    });
+    state.step = 1;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(4);
+    expect(publisher.stats.failed).toBe(1);
+  });
+
+  it("does not resend a card Feishu rejected as invalid, but tries the next state", async () => {
+    let calls = 0;
+    const { state, publisher, patched } = setup({
+      patch: async () => {
+        calls += 1;
+        if (calls === 1)
+          throw new FeishuApiError({
+            method: "patch",
+            message: "bad card",
+            feishuCode: 230099,
+            httpStatus: 400,
+          });
+      },
+    });
+    state.step = 1;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(1);
+    state.step = 2;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(2);
+  });
+
+  it("resolves idle() once everything pending has landed", async () => {
+    const { state, publisher, patched } = setup();
+    state.step = 1;
+    publisher.request();
+    const idle = publisher.idle();
+    await vi.runAllTimersAsync();
+    await idle;
+    expect(patched).toHaveLength(1);
+  });
+});
