@@ -206,6 +206,18 @@ describe("buildProgressCard", () => {
     ).toEqual([]);
   });
 
+  it("strips terminal colours and control characters that tool output brings along", () => {
+    const noisy: ProgressView = {
+      ...view,
+      title: "\u001b[1m构建\u001b[0m",
+      steps: [{ title: "\u001b[31mnpm test\u001b[0m", status: "failed", summary: "exit\u0007 1" }],
+    };
+    const json = JSON.stringify(buildProgressCard(noisy, []));
+    expect(json).toContain("❌ npm test · exit 1");
+    expect(json).toContain('"content":"构建"');
+    expect(json).not.toMatch(/\\u00(1b|07)/);
+  });
+
   it("is a pure function: the same input renders the same card", () => {
     expect(buildProgressCard(view, [ask])).toEqual(buildProgressCard(view, [ask]));
   });

@@ -79,6 +79,7 @@ const LADDER: ((b: Budget) => Budget)[] = [
   (b) => ({ ...b, steps: 0, questionChars: 120 }),
   (b) => ({ ...b, optionList: "labels", questionChars: 60 }),
   (b) => ({ ...b, optionList: "none", optionTextChars: 24, bodyChars: 300 }),
+  (b) => ({ ...b, questionChars: 24, optionTextChars: 12, bodyChars: 100 }),
 ];
 
 export function buildProgressCard(
@@ -234,7 +235,10 @@ function askForm(
       });
     }
     const options = question.options.map((option, k) => ({
-      text: { tag: "plain_text" as const, content: truncate(option.label, budget.optionTextChars) },
+      text: {
+        tag: "plain_text" as const,
+        content: truncate(oneLine(option.label) || `${k + 1}`, budget.optionTextChars),
+      },
       // Index strings, not labels: labels may hold characters a value should not (seed §4.2).
       value: String(k),
     }));
@@ -286,7 +290,7 @@ function askForm(
 }
 
 function questionMarkdown(question: AskQuestion, budget: Budget): string {
-  const head = `**【${escapeMarkdown(question.header)}】** ${escapeMarkdown(truncate(question.question, budget.questionChars))}`;
+  const head = `**【${escapeMarkdown(question.header)}】** ${escapeMarkdown(truncate(oneLine(question.question), budget.questionChars))}`;
   if (budget.optionList === "none") return head;
   const lines = question.options.map((option) => {
     const label = `- **${escapeMarkdown(option.label)}**`;

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { type Card, type CardNode, cardSchema } from "./model.ts";
 
 /**
@@ -49,14 +50,7 @@ const ELEMENT_ID = /^[A-Za-z][A-Za-z0-9_]*$/;
 /** Parses a card against the strict model, then checks the rules a schema cannot express. */
 export function validateCard(input: unknown): CardCheck {
   const parsed = cardSchema.safeParse(input);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      problems: parsed.error.issues
-        .slice(0, 10)
-        .map((issue) => `${issue.path.map(String).join(".")}: ${issue.message}`),
-    };
-  }
+  if (!parsed.success) return { ok: false, problems: explain(input, parsed.error.issues).slice(0, 10) };
   const card = parsed.data;
   const problems: string[] = [];
   const names = new Map<string, number>();
@@ -161,6 +155,40 @@ export function validateCard(input: unknown): CardCheck {
     problems.push(`card has ${components} components; the limit is ${CARD_LIMITS.maxComponents}`);
   }
   return problems.length === 0 ? { ok: true, card } : { ok: false, problems };
+}
+
+/**
+ * A value that matches no member of a union (a component, a button behavior) gets zod's bare
+ * "Invalid input". Explain it with the member its discriminator (`tag` or `type`) picked, so the message
+ * names the field that is wrong, e.g. `…elements.0.required` or `…behaviors.0.value`.
+ */
+function explain(input: unknown, issues: readonly z.core.$ZodIssue[]): string[] {
+  return issues.flatMap((issue) => {
+    const where = issue.path.map(String).join(".");
+    if (issue.code !== "invalid_union") return [`${where}: ${issue.message}`];
+    const node = valueAt(input, issue.path);
+    const picked = issue.errors.filter(
+      (branch) =>
+        !branch.some(
+          (inner) => inner.path.length === 1 && (inner.path[0] === "tag" || inner.path[0] === "type"),
+        ),
+    );
+    if (picked.length === 1 && picked[0]) return explain(node, picked[0]).map((line) => `${where}.${line}`);
+    const tag = typeof node === "object" && node !== null ? (node as { tag?: unknown; type?: unknown }) : {};
+    const kind = tag.tag ?? tag.type;
+    return [
+      `${where}: unsupported ${tag.tag !== undefined ? "component tag" : "kind"} ${JSON.stringify(kind)}`,
+    ];
+  });
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value: unknown = root;
+  for (const key of path) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
 }
 
 function containsSubmit(nodes: readonly CardNode[]): boolean {

@@ -6,14 +6,25 @@
  * into markdown; the agent's own reply keeps its markdown but loses any mention tags.
  */
 
-/** For plain text placed inside markdown: no tags, no HTML entities, no line-start markup surprises. */
+/**
+ * Drops terminal escape sequences and control characters (keeping newlines and tabs). Text pasted from tool
+ * output carries ANSI colours; each control character costs 6 bytes as `\u001b` in the JSON sent.
+ */
+export function clean(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+  return text
+    .replace(/\u001b\[[0-9;?]*[ -/]*[@-~]/g, "")
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "");
+}
+
+/** For plain text placed inside markdown: no tags, no HTML entities, no control characters. */
 export function escapeMarkdown(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return clean(text).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
 }
 
 /** For markdown written by the agent: keep formatting, neutralise mention and person tags. */
 export function sanitizeMarkdown(markdown: string): string {
-  return markdown.replace(/<(\/?)(at|person)\b/gi, "&lt;$1$2");
+  return clean(markdown).replace(/<(\/?)(at|person)\b/gi, "&lt;$1$2");
 }
 
 /** Cuts `text` to at most `max` characters (code points), marking the cut with `suffix`. */
@@ -26,11 +37,11 @@ export function truncate(text: string, max: number, suffix = "…"): string {
 
 /** One line: whitespace runs collapsed, trimmed. */
 export function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
+  return clean(text).replace(/\s+/g, " ").trim();
 }
 
 /** Markdown for a preview: kept as markdown when it brings its own code fence, else shown in a monospace block. */
 export function previewBlock(preview: string): string {
   if (preview.includes("```")) return sanitizeMarkdown(preview);
-  return `\`\`\`\n${preview}\n\`\`\``;
+  return `\`\`\`\n${clean(preview)}\n\`\`\``;
 }
