@@ -11,11 +11,13 @@
  * output carries ANSI colours; each control character costs 6 bytes as `\u001b` in the JSON sent.
  */
 export function clean(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-  return text
-    .replace(/\u001b\[[0-9;?]*[ -/]*[@-~]/g, "")
-    .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "");
+  return text.replace(ANSI_SEQUENCE, "").replace(CONTROL_CHARS, "");
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escapes is the point.
+const ANSI_SEQUENCE = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const CONTROL_CHARS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** For plain text placed inside markdown: no tags, no HTML entities, no control characters. */
 export function escapeMarkdown(text: string): string {
