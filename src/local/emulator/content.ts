@@ -1,0 +1,95 @@
+import { CARD_LIMITS, validateCard } from "../../cards/rules.ts";
+import { CODES, cardContentError, fail } from "./errors.ts";
+
+/**
+ * Content checks for send, reply and PATCH (feishu-platform §1.3, §3.1–3.3). `content` is the JSON string
+ * from the request body; its size is measured the way it travels (as a JSON string value, UTF-8), which
+ * is what `cardSize` measures for a card.
+ */
+
+export const MSG_TYPES = [
+  "text",
+  "post",
+  "image",
+  "file",
+  "audio",
+  "media",
+  "sticker",
+  "interactive",
+  "share_chat",
+  "share_user",
+] as const;
+
+const TEXT_MAX_BYTES = 150 * 1024;
+
+export function contentBytes(content: string): number {
+  return Buffer.byteLength(JSON.stringify(content), "utf8");
+}
+
+/** Throws the platform's error for content that may not be sent as `msgType`. */
+export function checkContent(msgType: string, content: string): void {
+  if (msgType === "interactive") {
+    checkCardContent(content);
+    return;
+  }
+  const limit = msgType === "text" ? TEXT_MAX_BYTES : CARD_LIMITS.maxBytes;
+  const size = contentBytes(content);
+  if (size > limit) throw fail(CODES.contentTooLong, `content is ${size} bytes; the limit is ${limit}`);
+  const parsed = parseJson(content);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw fail(CODES.messageInvalid, "invalid message content: content must be a JSON object string");
+  if (msgType === "text" && typeof (parsed as { text?: unknown }).text !== "string")
+    throw fail(CODES.messageInvalid, 'invalid message content: text content needs a "text" string');
+}
+
+/**
+ * 30 KB (230025), then JSON (230099 / 200621), then — for updates — `update_multi` (§3.2), then the card
+ * rules of `validateCard` (230099).
+ */
+export function checkCardContent(content: string, options: { update?: boolean } = {}): void {
+  const size = contentBytes(content);
+  if (size > CARD_LIMITS.maxBytes)
+    throw fail(CODES.contentTooLong, `card content is ${size} bytes; the limit is ${CARD_LIMITS.maxBytes}`);
+  let card: unknown;
+  try {
+    card = JSON.parse(content);
+  } catch {
+    throw cardContentError("card json parse error: content is not valid JSON");
+  }
+  if (typeof card !== "object" || card === null || Array.isArray(card))
+    throw cardContentError("card json parse error: content is not a JSON object");
+  const type = (card as { type?: unknown }).type;
+  if (type === "template" || type === "card")
+    throw cardContentError(`cards of type "${String(type)}" are not supported by the emulator`);
+  if (options.update && (card as { config?: { update_multi?: unknown } }).config?.update_multi !== true)
+    throw cardContentError("config.update_multi must be true to update a card");
+  const check = validateCard(card);
+  if (!check.ok) throw cardContentError(check.problems[0] ?? "invalid card");
+}
+
+/**
+ * What `GET /im/v1/messages/:id` shows for a card without `card_msg_content_type=user_card_content`:
+ * the platform degrades 2.0 cards to a stub. The exact stub text is the emulator's approximation.
+ */
+export function degradedCardContent(content: string): string {
+  let title: string | null = null;
+  try {
+    const card = JSON.parse(content) as { header?: { title?: { content?: unknown } } };
+    const candidate = card.header?.title?.content;
+    if (typeof candidate === "string") title = candidate;
+  } catch {
+    // Stored content always parsed once; keep the stub title empty if it somehow does not.
+  }
+  return JSON.stringify({
+    title,
+    elements: [[{ tag: "text", text: "请升级至最新版本客户端，以查看内容" }]],
+  });
+}
+
+function parseJson(content: string): unknown {
+  try {
+    return JSON.parse(content);
+  } catch {
+    throw fail(CODES.messageInvalid, "invalid message content: content is not valid JSON");
+  }
+}

@@ -1,0 +1,74 @@
+import { createClock } from "./clock.ts";
+import { FaultQueue } from "./faults.ts";
+import { KeyedWindows, SlidingWindow } from "./limits.ts";
+import { Observer } from "./observer.ts";
+import { MessageStore, TokenStore, UpdateTokenStore, UuidCache } from "./state.ts";
+import type { EmulatorClock, EmulatorOptions } from "./types.ts";
+
+export interface EmulatorConfig {
+  appId: string;
+  appSecret: string;
+  botOpenId: string;
+  botName: string;
+  tenantKey: string;
+  encryptKey: string | undefined;
+  verificationToken: string | undefined;
+  perMessagePatchPerSecond: number;
+  appCallsPerSecond: number;
+  tokenTtlSeconds: number;
+}
+
+/** Everything a request handler or an event builder may read or change. */
+export interface EmulatorContext {
+  config: EmulatorConfig;
+  clock: EmulatorClock;
+  messages: MessageStore;
+  tokens: TokenStore;
+  updateTokens: UpdateTokenStore;
+  uuids: UuidCache;
+  appWindow: SlidingWindow;
+  patchWindows: KeyedWindows;
+  faults: FaultQueue;
+  observer: Observer;
+}
+
+const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
+
+export function resolveConfig(options: EmulatorOptions): EmulatorConfig {
+  const config: EmulatorConfig = {
+    appId: options.appId ?? "cli_0123456789abcdef",
+    appSecret: options.appSecret ?? "emulator-secret",
+    botOpenId: options.botOpenId ?? "ou_bot0000000000000000000000000000",
+    botName: options.botName ?? "Progress Bot",
+    tenantKey: options.tenantKey ?? "tenant_emulator",
+    encryptKey: options.encryptKey,
+    verificationToken: options.verificationToken,
+    perMessagePatchPerSecond: options.perMessagePatchPerSecond ?? 5,
+    appCallsPerSecond: options.appCallsPerSecond ?? 50,
+    tokenTtlSeconds: options.tokenTtlSeconds ?? 7200,
+  };
+  if (!APP_ID.test(config.appId))
+    throw new Error(`appId "${config.appId}" must match ${APP_ID} (the SDK's WSClient refuses others)`);
+  for (const key of ["perMessagePatchPerSecond", "appCallsPerSecond", "tokenTtlSeconds"] as const) {
+    if (!(config[key] > 0)) throw new Error(`${key} must be positive`);
+  }
+  return config;
+}
+
+export function createContext(options: EmulatorOptions): EmulatorContext {
+  const config = resolveConfig(options);
+  return {
+    config,
+    clock: createClock(options.now),
+    messages: new MessageStore(),
+    tokens: new TokenStore(config.tokenTtlSeconds * 1000),
+    updateTokens: new UpdateTokenStore(),
+    uuids: new UuidCache(),
+    appWindow: new SlidingWindow(config.appCallsPerSecond),
+    patchWindows: new KeyedWindows(config.perMessagePatchPerSecond),
+    faults: new FaultQueue(),
+    observer: new Observer(
+      options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
+    ),
+  };
+}

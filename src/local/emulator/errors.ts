@@ -1,0 +1,56 @@
+/**
+ * Feishu error codes the emulator answers with (feishu-platform §3.3, §2.4, §3.4). Business errors travel
+ * as HTTP 400 with `{code, msg}`; rate limits as HTTP 429.
+ */
+export const CODES = {
+  ok: 0,
+  invalidParam: 10003,
+  appSecretInvalid: 10014,
+  rateLimited: 99991400,
+  tokenMissing: 99991661,
+  tokenInvalid: 99991663,
+  tokenMalformed: 99991671,
+  fieldValidation: 99992402,
+  messageInvalid: 230001,
+  messageRecalled: 230011,
+  imRateLimited: 230020,
+  contentTooLong: 230025,
+  messageTooOld: 230031,
+  receiveIdInvalid: 230034,
+  cardContentFailed: 230099,
+  cardParseError: 200621,
+  updateTokenBadFormat: 300020,
+  updateTokenExpired: 300030,
+  updateTokenUsedUp: 300040,
+  updateMessageRecalled: 200000,
+} as const;
+
+/** Thrown by handlers; the server turns it into the platform's error response. */
+export class FeishuError extends Error {
+  readonly httpStatus: number;
+  readonly code: number;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: number,
+    msg: string,
+    options: { httpStatus?: number; headers?: Record<string, string> } = {},
+  ) {
+    super(msg);
+    this.name = "FeishuError";
+    this.code = code;
+    this.httpStatus = options.httpStatus ?? 400;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export const fail = (code: number, msg: string, httpStatus = 400): FeishuError =>
+  new FeishuError(code, msg, { httpStatus });
+
+/** 230099's message carries the card sub-code the way the platform does (`ext=ErrCode: …`). */
+export function cardContentError(problem: string): FeishuError {
+  return fail(
+    CODES.cardContentFailed,
+    `Failed to create card content, ext=ErrCode: ${CODES.cardParseError}; ErrMsg: ${problem}`,
+  );
+}

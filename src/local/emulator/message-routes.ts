@@ -1,0 +1,149 @@
+import type { Response, Router } from "express";
+import { z } from "zod";
+import { checkCardContent, checkContent, degradedCardContent, MSG_TYPES } from "./content.ts";
+import type { EmulatorContext } from "./context.ts";
+import { CODES, fail } from "./errors.ts";
+import { callLocals, ok, parse } from "./http.ts";
+import { p2pChatId } from "./ids.ts";
+import type { MessageView } from "./types.ts";
+import { toWire } from "./wire.ts";
+
+const DAY_MS = 86_400_000;
+const PATCHABLE_FOR_MS = 14 * DAY_MS;
+
+const sendQuery = z.object({
+  receive_id_type: z.enum(["chat_id", "open_id", "user_id", "union_id", "email"]),
+});
+const sendBody = z.object({
+  receive_id: z.string().min(1),
+  msg_type: z.enum(MSG_TYPES),
+  content: z.string(),
+  uuid: z.string().max(50).optional(),
+});
+const replyBody = z.object({
+  msg_type: z.enum(MSG_TYPES),
+  content: z.string(),
+  reply_in_thread: z.boolean().optional(),
+  uuid: z.string().max(50).optional(),
+});
+const patchBody = z.object({ content: z.string() });
+const messageParams = z.object({ message_id: z.string().min(1) });
+
+/** The IM message endpoints (feishu-platform §3.1–3.3). */
+export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
+  const { messages, clock, config } = ctx;
+
+  const answerWith = (res: Response, message: MessageView): void => {
+    callLocals(res).messageId = message.messageId;
+    ok(res, toWire(message, config));
+  };
+
+  /** A uuid seen within the hour answers with the first message instead of sending again. */
+  const replayed = (res: Response, uuid: string | undefined): boolean => {
+    const previous = uuid === undefined ? undefined : ctx.uuids.lookup(uuid, clock.now());
+    const message = previous === undefined ? undefined : messages.get(previous);
+    if (!message) return false;
+    answerWith(res, message);
+    return true;
+  };
+
+  const created = (res: Response, message: MessageView, uuid: string | undefined): void => {
+    if (uuid !== undefined) ctx.uuids.remember(uuid, message.messageId, message.createdAt);
+    ctx.observer.emit("message_created", message);
+    answerWith(res, message);
+  };
+
+  router.post("/open-apis/im/v1/messages", (req, res) => {
+    const { receive_id_type: idType } = parse(sendQuery, req.query);
+    const body = parse(sendBody, req.body);
+    if (replayed(res, body.uuid)) return;
+    const chatId = resolveChat(idType, body.receive_id);
+    checkContent(body.msg_type, body.content);
+    const message = messages.create(
+      {
+        chatId,
+        chatType: messages.chatTypeOf(chatId),
+        msgType: body.msg_type,
+        content: body.content,
+        senderType: "app",
+        senderId: config.appId,
+      },
+      clock.now(),
+    );
+    created(res, message, body.uuid);
+  });
+
+  router.post("/open-apis/im/v1/messages/:message_id/reply", (req, res) => {
+    const { message_id: parentId } = parse(messageParams, req.params);
+    const body = parse(replyBody, req.body);
+    if (replayed(res, body.uuid)) return;
+    const parent = messages.require(parentId);
+    if (parent.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
+    checkContent(body.msg_type, body.content);
+    const message = messages.create(
+      {
+        chatId: parent.chatId,
+        chatType: parent.chatType,
+        msgType: body.msg_type,
+        content: body.content,
+        senderType: "app",
+        senderId: config.appId,
+        parent,
+        replyInThread: body.reply_in_thread ?? false,
+      },
+      clock.now(),
+    );
+    created(res, message, body.uuid);
+  });
+
+  router.patch("/open-apis/im/v1/messages/:message_id", (req, res) => {
+    const { message_id: messageId } = parse(messageParams, req.params);
+    callLocals(res).messageId = messageId;
+    const body = parse(patchBody, req.body);
+    const message = messages.require(messageId);
+    const now = clock.now();
+    if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
+    if (message.senderType !== "app" || message.msgType !== "interactive")
+      throw fail(CODES.messageInvalid, "only interactive messages sent by this app can be patched");
+    if (now - message.createdAt > PATCHABLE_FOR_MS)
+      throw fail(CODES.messageTooOld, "the message was sent more than 14 days ago and cannot be updated");
+    if (!ctx.patchWindows.for(messageId).tryTake(now).ok)
+      throw fail(CODES.imRateLimited, "This operation triggers the frequency limit");
+    checkCardContent(body.content, { update: true });
+    const updated = messages.applyUpdate(messageId, body.content, now);
+    ctx.observer.emit("message_patched", { message: updated, via: "patch" });
+    ok(res, {});
+  });
+
+  router.get("/open-apis/im/v1/messages/:message_id", (req, res) => {
+    const { message_id: messageId } = parse(messageParams, req.params);
+    callLocals(res).messageId = messageId;
+    const message = messages.require(messageId);
+    const fullCard = req.query.card_msg_content_type === "user_card_content";
+    const content = message.recalled
+      ? JSON.stringify({ text: "This message was recalled" })
+      : message.msgType === "interactive" && !fullCard
+        ? degradedCardContent(message.content)
+        : message.content;
+    ok(res, { items: [toWire(message, config, content)] });
+  });
+
+  /** Recall (`DELETE`), for apps that withdraw their own messages. */
+  router.delete("/open-apis/im/v1/messages/:message_id", (req, res) => {
+    const { message_id: messageId } = parse(messageParams, req.params);
+    callLocals(res).messageId = messageId;
+    const message = messages.require(messageId);
+    if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
+    if (message.senderType !== "app")
+      throw fail(CODES.messageInvalid, "only messages sent by this app can be recalled");
+    ctx.observer.emit("message_recalled", messages.recall(messageId, clock.now()));
+    ok(res, {});
+  });
+}
+
+function resolveChat(idType: z.infer<typeof sendQuery>["receive_id_type"], receiveId: string): string {
+  const prefix =
+    idType === "chat_id" ? "oc_" : idType === "open_id" ? "ou_" : idType === "union_id" ? "on_" : "";
+  if (!receiveId.startsWith(prefix)) throw fail(CODES.receiveIdInvalid, `invalid receive_id for ${idType}`);
+  return idType === "chat_id" ? receiveId : p2pChatId(receiveId);
+}

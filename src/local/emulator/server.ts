@@ -1,0 +1,77 @@
+import { createServer, type Server } from "node:http";
+import express from "express";
+import { mountAuthRoutes, mountBotRoutes } from "./auth-routes.ts";
+import { mountCardRoutes } from "./card-routes.ts";
+import type { EmulatorContext } from "./context.ts";
+import {
+  applyFaults,
+  appRateLimit,
+  errorHandler,
+  recordCalls,
+  requireTenantToken,
+  sendJson,
+} from "./http.ts";
+import { mountMessageRoutes } from "./message-routes.ts";
+
+/**
+ * The HTTP side. Order matters and mirrors the platform: record → injected faults → body → token
+ * endpoint (no auth, not rate limited) → tenant token → app rate limit → endpoints.
+ */
+export function createApp(ctx: EmulatorContext): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(recordCalls(ctx));
+  app.use(applyFaults(ctx));
+  app.use(express.json({ limit: "2mb" }));
+
+  const open = express.Router();
+  mountAuthRoutes(open, ctx);
+  app.use(open);
+
+  app.use(requireTenantToken(ctx));
+  app.use(appRateLimit(ctx));
+  const api = express.Router();
+  mountBotRoutes(api, ctx);
+  mountMessageRoutes(api, ctx);
+  mountCardRoutes(api, ctx);
+  app.use(api);
+
+  app.use((req, res) => {
+    sendJson(res, 404, { code: 404, msg: `404 page not found: ${req.method} ${req.path}` });
+  });
+  app.use(errorHandler);
+  return app;
+}
+
+/** Listens on 127.0.0.1 on an ephemeral port. */
+export async function listen(app: express.Express): Promise<{ server: Server; url: string }> {
+  const server = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("emulator: no TCP address");
+  return { server, url: `http://127.0.0.1:${address.port}` };
+}
+
+/**
+ * Stops accepting and drops idle keep-alive sockets (the SDK's axios keeps them). Calls in flight get
+ * `graceMs` to finish before their sockets are cut too.
+ */
+export async function shutdown(server: Server, graceMs = 500): Promise<void> {
+  const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+  cut.unref();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.close((error) => (error ? reject(error) : resolve()));
+      server.closeIdleConnections();
+    });
+  } finally {
+    clearTimeout(cut);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Public types of the Feishu Open API emulator. The emulator is a real HTTP server that speaks the
+ * platform's wire format (feishu-platform §2–§5), so anything that talks HTTP, including the official
+ * SDK pointed at `domain: emulator.url`, can use it.
+ */
+
+export interface EmulatorOptions {
+  /** Must match /^cli_[0-9a-fA-F]{16}$/ for the SDK's WSClient. Default "cli_0123456789abcdef". */
+  appId?: string;
+  /** Default "emulator-secret". */
+  appSecret?: string;
+  /** Default "ou_bot0000000000000000000000000000". */
+  botOpenId?: string;
+  /** Default "Progress Bot". */
+  botName?: string;
+  /** Tenant key stamped on events and senders. Default "tenant_emulator". */
+  tenantKey?: string;
+  /** When set, webhook deliveries are encrypted and signed with it (§2.5). */
+  encryptKey?: string;
+  /** Put in `header.token` of events and callbacks. */
+  verificationToken?: string;
+  /** Base clock in ms (default Date.now). `clock.advance()` adds an offset on top of it. */
+  now?: () => number;
+  /** PATCHes per message in any sliding 1 s window (default 5, §3.2). */
+  perMessagePatchPerSecond?: number;
+  /** Calls per app in any sliding 1 s window, token endpoint excluded (default 50, §3.2). */
+  appCallsPerSecond?: number;
+  /** Lifetime of a tenant_access_token (default 7200, §3.4). */
+  tokenTtlSeconds?: number;
+  /** Called when an `on(...)` listener throws. Default: console.error. */
+  onListenerError?: (error: unknown) => void;
+}
+
+export interface RecordedCall {
+  /** Emulator clock (ms) when the request arrived. */
+  at: number;
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  /** Query parameters as received. */
+  query: Record<string, string>;
+  status: number;
+  /** The Feishu `code` of a JSON response body; undefined for non-JSON bodies. */
+  code: number | undefined;
+  messageId?: string;
+  /** Wall-clock time spent answering. */
+  durationMs: number;
+}
+
+export type SenderType = "app" | "user";
+
+/** A read-only snapshot of a message in the emulator's store. */
+export interface MessageView {
+  messageId: string;
+  chatId: string;
+  chatType: "p2p" | "group";
+  msgType: string;
+  /** The content string exactly as sent (or as last patched). */
+  content: string;
+  /** Emulator clock, ms. */
+  createdAt: number;
+  updatedAt: number;
+  parentId?: string;
+  rootId?: string;
+  threadId?: string;
+  /** Successful PATCHes plus delayed updates through card/update. */
+  patches: number;
+  recalled: boolean;
+  senderType: SenderType;
+  /** appId for the bot, open_id for users. */
+  senderId: string;
+}
+
+export interface MessagesApi {
+  getMessage(messageId: string): MessageView | undefined;
+  /** Oldest first; all chats when chatId is omitted. */
+  listMessages(chatId?: string): MessageView[];
+}
+
+export interface EmulatorEvents {
+  message_created: MessageView;
+  message_patched: { message: MessageView; via: "patch" | "card_update" };
+  message_recalled: MessageView;
+  call: RecordedCall;
+}
+
+export type FaultResponse =
+  | { httpStatus: number; code?: number; msg?: string; headers?: Record<string, string> }
+  | { delayMs: number };
+
+export interface Fault {
+  /** Omitted fields match everything. A string path matches as a prefix. */
+  match?: { method?: string; path?: string | RegExp };
+  /** How many matching calls this fault applies to. */
+  times: number;
+  response: FaultResponse;
+}
+
+export interface FaultHandle {
+  /** Matching calls this fault will still affect. */
+  readonly remaining: number;
+  cancel(): void;
+}
+
+export interface EmulatorClock {
+  now(): number;
+  /** Moves the emulator's time forward (or back, with a negative value). */
+  advance(ms: number): void;
+}
+
+export interface UserMessageInput {
+  /** Default: "oc_p2p_<senderOpenId>" for p2p, "oc_group_emulator" for groups. */
+  chatId?: string;
+  chatType: "p2p" | "group";
+  senderOpenId: string;
+  text: string;
+  /** Adds a mention of the bot, as the first `@_user_N` placeholder. */
+  mentionBot?: boolean;
+  mentions?: { openId: string; name: string }[];
+  messageId?: string;
+  messageType?: "text" | "post" | "image" | "file" | "audio" | "media" | "sticker";
+  /** Makes the message a reply to this one (sets parent_id and root_id). */
+  parentId?: string;
+}
+
+export interface CardActionInput {
+  messageId: string;
+  operatorOpenId: string;
+  value?: Record<string, unknown>;
+  formValue?: Record<string, unknown>;
+  name?: string;
+  /** Default "button" (a form submit also arrives as "button", §2.1). */
+  tag?: string;
+}
+
+export interface WebhookResult {
+  status: number;
+  /** Parsed JSON when the response is JSON, else the text. */
+  body: unknown;
+  durationMs: number;
+}
