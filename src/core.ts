@@ -4,6 +4,7 @@ import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
+import { recordAskAudit } from "./store/audit.ts";
 import type { Db } from "./store/db.ts";
 import { Store } from "./store/repos.ts";
 import { WsHub } from "./ws/hub.ts";
@@ -63,5 +64,6 @@ export function createCore(options: CoreOptions): Core {
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
   });
   dispatcher.addSurface(hub);
+  recordAskAudit(options.db, registry, now);
   return { store, registry, dispatcher, runner, hub };
 }

@@ -11,6 +11,22 @@ export const zh = {
   askInvalidSummary: (detail: string) => `提问参数无效: ${detail}`,
   toolFailedSummary: (detail: string) => `失败: ${detail}`,
   recovering: "任务正在恢复执行",
+  feishu: {
+    onlySender: "仅消息发送者可操作",
+    submitted: "已提交",
+    askExpired: "问题已失效",
+    unknownAction: "操作已失效,请刷新后重试",
+    taskCancelled: "已取消任务",
+    taskNotRunning: "任务已结束",
+    retried: "已重新开始",
+    notRetryable: "当前任务无法重试",
+    promoted: "已插队",
+    unqueued: "已取消排队",
+    queueGone: "这条排队消息已不存在",
+    askPing: (count: number) => `有 ${count} 个问题等你回答,请在上方卡片中作答`,
+    nonText: "暂时只能处理文字消息,请用文字描述你的需求。",
+    emptyText: "请在 @ 我之后写下你的需求。",
+  },
   card: {
     status: {
       running: "执行中",

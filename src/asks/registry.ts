@@ -20,6 +20,8 @@ export interface PendingAsk {
   answererId: string;
   questions: AskQuestion[];
   metadata: Record<string, unknown> | undefined;
+  /** The surfaces that could reach the answerer when the question was asked (for the audit). */
+  surfaces: string[];
   createdAt: number;
   expiresAt: number;
 }
@@ -68,6 +70,7 @@ export class AskRegistry {
     answererId: string;
     questions: AskQuestion[];
     metadata?: Record<string, unknown>;
+    surfaces?: string[];
     timeoutMs?: number;
   }): PendingAsk {
     const createdAt = this.#deps.now();
@@ -79,6 +82,7 @@ export class AskRegistry {
       answererId: input.answererId,
       questions: input.questions,
       metadata: input.metadata,
+      surfaces: input.surfaces ?? [],
       createdAt,
       expiresAt: createdAt + timeoutMs,
     };

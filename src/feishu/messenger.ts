@@ -10,7 +10,11 @@ export interface FeishuMessenger {
   sendCard(target: MessageTarget, card: Card, options?: { uuid?: string }): Promise<{ messageId: string }>;
   patchCard(messageId: string, card: Card): Promise<void>;
   /** A short text message; `mentionOpenIds` are @-mentioned (a PATCH notifies nobody, a new message does). */
-  sendText(target: MessageTarget, text: string, options?: { mentionOpenIds?: string[]; replyTo?: string }): Promise<{ messageId: string }>;
+  sendText(
+    target: MessageTarget,
+    text: string,
+    options?: { mentionOpenIds?: string[]; replyTo?: string },
+  ): Promise<{ messageId: string }>;
   recall(messageId: string): Promise<void>;
   botInfo(): Promise<{ openId: string; name: string }>;
 }

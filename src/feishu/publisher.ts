@@ -138,7 +138,9 @@ export class CardPublisher {
     }
     this.#inFlight = true;
     try {
-      await this.#o.appLimiter(() => this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card)));
+      await this.#o.appLimiter(() =>
+        this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card)),
+      );
       this.#lastSentJson = json;
       this.#lastSentKey = key;
       this.#lastSentAt = this.#o.now();
@@ -176,7 +178,10 @@ export class CardPublisher {
       if (this.#rateFailures > this.#o.maxRateLimitRetries) return this.#giveUp(json, error);
       const waitMs = error.retryAfterMs ?? Math.min(1000 * 2 ** (this.#rateFailures - 1), 30_000);
       this.#backoffUntil = this.#o.now() + waitMs;
-      logger.info({ messageId, code: error.feishuCode, waitMs }, "card patch rate-limited; retrying the latest state");
+      logger.info(
+        { messageId, code: error.feishuCode, waitMs },
+        "card patch rate-limited; retrying the latest state",
+      );
       return;
     }
     if (error.transient) {
@@ -195,7 +200,10 @@ export class CardPublisher {
     this.#lastFailedJson = json;
     this.#transientFailures = 0;
     this.#rateFailures = 0;
-    this.#o.logger.error({ messageId: this.#o.messageId, code: error.feishuCode, err: describeError(error) }, "card patch given up");
+    this.#o.logger.error(
+      { messageId: this.#o.messageId, code: error.feishuCode, err: describeError(error) },
+      "card patch given up",
+    );
   }
 
   #clearTimer(): void {

@@ -80,9 +80,8 @@ export class ToolDispatcher {
     if (!parsed.ok) return JSON.stringify({ error: parsed.error });
 
     const target = { sessionId: ctx.session.id, runId: ctx.runId, userId: ctx.senderId };
-    if (!this.#surfaces.some((surface) => safeCanReach(surface, target, this.#deps.logger))) {
-      return JSON.stringify({ error: strings.askUnavailable });
-    }
+    const reachable = this.#surfaces.filter((surface) => safeCanReach(surface, target, this.#deps.logger));
+    if (reachable.length === 0) return JSON.stringify({ error: strings.askUnavailable });
 
     const { registry } = this.#deps;
     const ask = registry.register({
@@ -90,6 +89,7 @@ export class ToolDispatcher {
       runId: ctx.runId,
       answererId: ctx.senderId,
       questions: parsed.value.questions,
+      surfaces: reachable.map((surface) => surface.name),
       ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
     });
     const onAbort = () => registry.cancel(ask.requestId, ASK_ERRORS.cancelled);

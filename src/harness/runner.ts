@@ -22,6 +22,8 @@ export type ActionResult<T = object> =
   | { ok: false; reason: "forbidden" | "not_running" | "not_found" | "not_retryable" };
 
 export interface RunnerEvents extends Record<string, unknown> {
+  /** A run began: from a message, from the queue (`queueId`), from a retry, or resumed after a restart. */
+  run_started: { run: RunView; source: Record<string, unknown> | undefined; queueId?: string; resumed: boolean };
   run_updated: RunView;
   queue_changed: { sessionId: string; queued: QueuedMessage[] };
 }
@@ -119,7 +121,7 @@ export class SessionRunner {
       this.#emitQueue(session.id);
       return { kind: "queued", queued, position };
     }
-    return { kind: "started", run: this.#start(session, input.senderId, input.text, input.source) };
+    return { kind: "started", run: this.#start(session, input.senderId, input.text, input.source, undefined) };
   }
 
   /** Only the run's sender may cancel it. */
@@ -134,14 +136,14 @@ export class SessionRunner {
   }
 
   /** Re-runs the last input of a failed or cancelled run, as its sender. */
-  retry(sessionId: string, userId: string): ActionResult<{ result: SubmitResult }> {
+  retry(sessionId: string, userId: string, source?: Record<string, unknown>): ActionResult<{ result: SubmitResult }> {
     if (this.#active.has(sessionId)) return { ok: false, reason: "not_retryable" };
     const last = this.#deps.store.latestRun(sessionId);
     if (!last) return { ok: false, reason: "not_found" };
     if (last.senderId !== userId) return { ok: false, reason: "forbidden" };
     if (last.status !== "failed" && last.status !== "cancelled")
       return { ok: false, reason: "not_retryable" };
-    return { ok: true, result: this.submit({ sessionId, senderId: userId, text: last.input }) };
+    return { ok: true, result: this.submit({ sessionId, senderId: userId, text: last.input, ...(source ? { source } : {}) }) };
   }
 
   /** 插队: only the queued message's sender may move it to the front. */
@@ -172,7 +174,9 @@ export class SessionRunner {
       if (!session || this.#active.has(session.id)) continue;
       // Steps that were in flight when the process died did not finish; say so rather than spin forever.
       for (const step of run.steps) if (step.status === "running") step.status = "failed";
-      resumed.push(this.#launch(session, { ...run, status: "recovering" }, true));
+      const launched = this.#launch(session, { ...run, status: "recovering" }, true);
+      this.#events.emit("run_started", { run: snapshot(launched), source: undefined, resumed: true });
+      resumed.push(launched);
     }
     for (const sessionId of this.#deps.store.sessionsWithQueue()) {
       if (!this.#active.has(sessionId)) this.#drain(sessionId);
@@ -194,7 +198,13 @@ export class SessionRunner {
     await Promise.all([...this.#active.values()].map((active) => active.done));
   }
 
-  #start(session: SessionInfo, senderId: string, text: string, source?: Record<string, unknown>): RunView {
+  #start(
+    session: SessionInfo,
+    senderId: string,
+    text: string,
+    source: Record<string, unknown> | undefined,
+    queueId: string | undefined,
+  ): RunView {
     const run: RunView = {
       id: this.#deps.newId(),
       sessionId: session.id,
@@ -206,8 +216,9 @@ export class SessionRunner {
     };
     this.#deps.store.insertRun(run);
     this.#deps.store.appendMessage(session.id, { role: "user", content: text, runId: run.id });
-    if (source) this.#deps.logger.debug({ sessionId: session.id, runId: run.id, source }, "run started");
-    return this.#launch(session, run, false);
+    this.#launch(session, run, false);
+    this.#events.emit("run_started", { run: snapshot(run), source, ...(queueId ? { queueId } : {}), resumed: false });
+    return run;
   }
 
   #launch(session: SessionInfo, run: RunView, resumed: boolean): RunView {
@@ -316,7 +327,7 @@ export class SessionRunner {
     this.#emitQueue(sessionId);
     const session = this.#deps.store.getSession(sessionId);
     if (!session) return;
-    this.#start(session, next.senderId, next.text, next.source);
+    this.#start(session, next.senderId, next.text, next.source, next.id);
   }
 
   #touch(run: RunView): void {

@@ -59,6 +59,50 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX queue_by_session ON queued_messages(session_id, seq);
   `,
+  `
+  -- Feishu redelivers an event for up to 6 hours (15 s, 5 min, 1 h, 6 h): remember message ids for a day.
+  CREATE TABLE inbound_messages (
+    message_id   TEXT PRIMARY KEY,
+    received_at  INTEGER NOT NULL
+  );
+  CREATE INDEX inbound_by_time ON inbound_messages(received_at);
+  -- The progress card of each run: which message to PATCH, in which chat, for whom.
+  CREATE TABLE progress_cards (
+    run_id             TEXT PRIMARY KEY,
+    session_id         TEXT NOT NULL,
+    message_id         TEXT NOT NULL,
+    chat_id            TEXT NOT NULL,
+    sender_id          TEXT NOT NULL,
+    source_message_id  TEXT NOT NULL,
+    created_at         INTEGER NOT NULL,
+    gone               INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX cards_by_message ON progress_cards(message_id);
+  CREATE INDEX cards_by_session ON progress_cards(session_id, created_at);
+  CREATE TABLE queued_cards (
+    queue_id    TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    message_id  TEXT NOT NULL,
+    source_message_id TEXT NOT NULL,
+    chat_id     TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+  );
+  -- One row per ask: when, where it could be answered, and how it ended.
+  CREATE TABLE ask_audit (
+    request_id    TEXT PRIMARY KEY,
+    session_id    TEXT NOT NULL,
+    run_id        TEXT NOT NULL,
+    answerer_id   TEXT NOT NULL,
+    questions     INTEGER NOT NULL,
+    surfaces      TEXT NOT NULL,
+    asked_at      INTEGER NOT NULL,
+    outcome       TEXT,
+    answered_by   TEXT,
+    answered_via  TEXT,
+    settled_at    INTEGER
+  );
+  CREATE INDEX audit_by_session ON ask_audit(session_id, asked_at);
+  `,
 ];
 
 export function openDatabase(file: string): Db {

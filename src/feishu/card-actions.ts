@@ -1,0 +1,174 @@
+import {
+  type AskSubmitValue,
+  type ProgressValue,
+  parseActionValue,
+  type QueueValue,
+} from "../cards/actions.ts";
+import { mapFormValue } from "../cards/form-value.ts";
+import type { Card } from "../cards/model.ts";
+import { oneLine, truncate } from "../cards/text.ts";
+import type { Logger } from "../logger.ts";
+import { strings } from "../strings.ts";
+import type { ActiveCard, FeishuChannel } from "./channel.ts";
+import { parseCardAction } from "./events.ts";
+
+/**
+ * card.action.trigger (DESIGN §6). Answered within 3 s from memory only: never awaits a PATCH or the agent.
+ * While it is answered, the card's PATCHes are held; `afterResponse` releases them once the response is
+ * sent, because Feishu reverts an update made before or in parallel with the response.
+ */
+
+type Toast = { type: "success" | "error" | "info" | "warning"; content: string };
+export interface CallbackResult {
+  response: { toast?: Toast; card?: { type: "raw"; data: Card } };
+  afterResponse?: () => void;
+}
+
+export async function handleCardAction(
+  channel: FeishuChannel,
+  data: Record<string, unknown>,
+  logger: Logger,
+): Promise<CallbackResult> {
+  const action = parseCardAction(data);
+  if (!action.ok) {
+    logger.warn({ error: action.error }, "unsupported card action ignored");
+    return toast("error", strings.feishu.unknownAction);
+  }
+  const value = parseActionValue(action.value.value);
+  if (!value.ok) {
+    logger.info({ error: value.error }, "stale or unknown card action value");
+    return toast("warning", strings.feishu.unknownAction);
+  }
+  const operator = action.value.operatorOpenId;
+  const active = action.value.messageId ? channel.cardByMessage(action.value.messageId) : undefined;
+  const release = active?.publisher?.hold();
+  const result = await route(
+    channel,
+    value.value,
+    operator,
+    action.value.formValue,
+    action.value.name,
+    active,
+  );
+  return { response: result.response, afterResponse: () => release?.() };
+}
+
+async function route(
+  channel: FeishuChannel,
+  value: AskSubmitValue | ProgressValue | QueueValue,
+  operator: string,
+  formValue: unknown,
+  name: string | undefined,
+  active: ActiveCard | undefined,
+): Promise<CallbackResult> {
+  switch (value.kind) {
+    case "feishu_ask":
+      return submitAnswer(channel, value, operator, formValue, name, active);
+    case "progress":
+      return value.act === "cancel"
+        ? cancelRun(channel, value, operator, active)
+        : retryRun(channel, value, operator);
+    case "queue":
+      return queueAction(channel, value, operator);
+  }
+}
+
+function submitAnswer(
+  channel: FeishuChannel,
+  value: AskSubmitValue,
+  operator: string,
+  formValue: unknown,
+  name: string | undefined,
+  active: ActiveCard | undefined,
+): CallbackResult {
+  const { registry } = channel.options;
+  const ask = registry.get(value.requestId);
+  if (!ask || ask.sessionId !== value.sessionId) {
+    // After a restart, or once answered elsewhere: the waiting tool call is gone (seed §4.5).
+    return withCard(toast("warning", strings.feishu.askExpired), active && channel.render(active));
+  }
+  // The registry's answerer is the truth; the button's `sender` is only what the card claimed.
+  if (operator !== ask.answererId) return toast("error", strings.feishu.onlySender);
+  const formName = name?.match(/^(ask\d+)_submit$/)?.[1];
+  const mapped = mapFormValue(ask.questions, formValue, formName);
+  if (!mapped.ok) return withCard(toast("warning", mapped.reason), active && channel.render(active));
+  const won = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
+    surface: "feishu",
+    userId: operator,
+  });
+  // Settling removed the form from the card state synchronously; the response carries the card without it.
+  return withCard(
+    toast(won ? "success" : "warning", won ? strings.feishu.submitted : strings.feishu.askExpired),
+    active && channel.render(active),
+  );
+}
+
+async function cancelRun(
+  channel: FeishuChannel,
+  value: ProgressValue,
+  operator: string,
+  active: ActiveCard | undefined,
+): Promise<CallbackResult> {
+  const { runner } = channel.options;
+  const run = runner.activeRun(value.sessionId);
+  if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
+  const result = runner.cancel(value.sessionId, operator);
+  if (!result.ok)
+    return toast(
+      "error",
+      result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.taskNotRunning,
+    );
+  // The run settles on the next turns of the event loop; answer with the cancelled card, not a stale one.
+  await new Promise((resolve) => setImmediate(resolve));
+  return withCard(toast("success", strings.feishu.taskCancelled), active && channel.render(active));
+}
+
+function retryRun(channel: FeishuChannel, value: ProgressValue, operator: string): CallbackResult {
+  const { runner, store } = channel.options;
+  const row = store.cardForRun(value.runId);
+  const source = row ? { channel: "feishu", messageId: row.sourceMessageId, chatId: row.chatId } : undefined;
+  const last = runner.currentRun(value.sessionId);
+  if (!last || last.id !== value.runId) return toast("info", strings.feishu.notRetryable);
+  const result = runner.retry(value.sessionId, operator, source);
+  if (!result.ok)
+    return toast(
+      "error",
+      result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.notRetryable,
+    );
+  return toast("success", strings.feishu.retried);
+}
+
+function queueAction(channel: FeishuChannel, value: QueueValue, operator: string): CallbackResult {
+  const { runner } = channel.options;
+  const queued = runner.queued(value.sessionId).find((q) => q.id === value.queueId);
+  if (!queued) return toast("info", strings.feishu.queueGone);
+  if (value.act === "promote") {
+    const result = runner.promote(value.queueId, operator);
+    if (!result.ok)
+      return toast(
+        "error",
+        result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
+      );
+    return withCard(
+      toast("success", strings.feishu.promoted),
+      channel.queuedCardFor(value.queueId, "queued", queued.text),
+    );
+  }
+  const result = runner.unqueue(value.queueId, operator);
+  if (!result.ok)
+    return toast(
+      "error",
+      result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
+    );
+  const card = channel.queuedCardFor(value.queueId, "withdrawn", truncate(oneLine(queued.text), 300));
+  channel.forgetQueuedCard(value.queueId);
+  return withCard(toast("success", strings.feishu.unqueued), card);
+}
+
+function toast(type: Toast["type"], content: string): CallbackResult {
+  return { response: { toast: { type, content } } };
+}
+
+function withCard(result: CallbackResult, card: Card | undefined): CallbackResult {
+  return card ? { response: { ...result.response, card: { type: "raw", data: card } } } : result;
+}

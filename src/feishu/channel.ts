@@ -1,0 +1,450 @@
+import path from "node:path";
+import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { Card } from "../cards/model.ts";
+import { buildProgressCard, type ProgressView } from "../cards/progress.ts";
+import { buildQueuedCard } from "../cards/queued.ts";
+import { oneLine, truncate } from "../cards/text.ts";
+import { describeError } from "../errors.ts";
+import type { AskSurface } from "../harness/dispatcher.ts";
+import type { SessionRunner } from "../harness/runner.ts";
+import { feishuPrivateSessionId } from "../harness/tools.ts";
+import type { RunView, SessionInfo } from "../harness/types.ts";
+import type { Logger } from "../logger.ts";
+import type { FeishuStore } from "../store/feishu.ts";
+import { strings } from "../strings.ts";
+import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
+import type { Limiter } from "./limits.ts";
+import type { FeishuMessenger } from "./messenger.ts";
+import { CardPublisher } from "./publisher.ts";
+
+/**
+ * The Feishu channel: messages in, one live progress card per run out, and the run's questions as forms on
+ * that card (seed feishu-card-ask). It is an ask surface: a run with an active card can always be asked.
+ */
+
+export interface FeishuChannelOptions {
+  messenger: FeishuMessenger;
+  runner: SessionRunner;
+  registry: AskRegistry;
+  store: FeishuStore;
+  appLimiter: Limiter;
+  logger: Logger;
+  now: () => number;
+  /** The app id names sessions: `feishu-{appId}-private-{openId}`. */
+  appId: string;
+  dataDir: string;
+  publicUrl: string;
+  cardPatchIntervalMs: number;
+  /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
+  askPing: boolean;
+}
+
+export interface ActiveCard {
+  runId: string;
+  sessionId: string;
+  chatId: string;
+  senderId: string;
+  sourceMessageId: string;
+  messageId: string | undefined;
+  publisher: CardPublisher | undefined;
+  run: RunView;
+  asks: PendingAsk[];
+  pings: Map<string, Promise<string | undefined>>;
+}
+
+export class FeishuChannel implements AskSurface {
+  readonly name = "feishu";
+  readonly #o: FeishuChannelOptions;
+  readonly #log: Logger;
+  readonly #cards = new Map<string, ActiveCard>();
+  readonly #byMessage = new Map<string, ActiveCard>();
+  readonly #off: (() => void)[] = [];
+  readonly #background = new Set<Promise<unknown>>();
+  #botOpenId: string | undefined;
+
+  constructor(options: FeishuChannelOptions) {
+    this.#o = options;
+    this.#log = options.logger.child({ module: "feishu" });
+  }
+
+  get options(): FeishuChannelOptions {
+    return this.#o;
+  }
+
+  async start(): Promise<void> {
+    const bot = await this.#o.messenger.botInfo();
+    this.#botOpenId = bot.openId;
+    const { runner, registry } = this.#o;
+    this.#off.push(
+      runner.on("run_started", (event) => this.#onRunStarted(event)),
+      runner.on("run_updated", (run) => this.#onRunUpdated(run)),
+      runner.on("queue_changed", ({ queued }) => this.#onQueueChanged(queued.map((q) => q.id))),
+      registry.on("registered", (ask) => this.#onAskRegistered(ask)),
+      registry.on("settled", ({ ask }) => this.#onAskSettled(ask)),
+    );
+    this.#log.info({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
+  }
+
+  /** Waits for every card to land what it has (shutdown, tests). */
+  async idle(): Promise<void> {
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+    await Promise.all([...this.#cards.values()].map((card) => card.publisher?.idle()));
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+  }
+
+  close(): void {
+    for (const off of this.#off.splice(0)) off();
+    for (const card of this.#cards.values()) card.publisher?.stop();
+  }
+
+  canReach(target: { runId: string }): boolean {
+    const card = this.#cards.get(target.runId);
+    return card !== undefined && card.publisher?.stopped !== true;
+  }
+
+  activeCard(runId: string): ActiveCard | undefined {
+    return this.#cards.get(runId);
+  }
+
+  cardByMessage(messageId: string): ActiveCard | undefined {
+    return this.#byMessage.get(messageId);
+  }
+
+  // inbound ------------------------------------------------------------------------------------------
+
+  /** im.message.receive_v1. Returns at once (Feishu redelivers what is not acknowledged within 3 s). */
+  handleMessage(data: Record<string, unknown>): void {
+    const parsed = parseMessageEvent(data);
+    if (!parsed.ok) {
+      this.#log.warn({ error: parsed.error }, "unsupported message event ignored");
+      return;
+    }
+    const message = parsed.value;
+    if (message.senderType !== "user") return;
+    if (
+      message.chatType === "group" &&
+      !message.mentions.some((m) => m.openId !== undefined && m.openId === this.#botOpenId)
+    ) {
+      return; // in groups the bot answers only when @-mentioned
+    }
+    // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later.
+    if (!this.#o.store.markInbound(message.messageId)) {
+      this.#log.info({ messageId: message.messageId }, "redelivered message ignored");
+      return;
+    }
+    this.#track(this.#accept(message));
+  }
+
+  async #accept(message: InboundMessage): Promise<void> {
+    if (message.rawText === undefined) {
+      await this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.nonText, {
+        replyTo: message.messageId,
+      });
+      return;
+    }
+    const text = stripMentions(message.rawText, message.mentions);
+    if (text === "") {
+      await this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.emptyText, {
+        replyTo: message.messageId,
+      });
+      return;
+    }
+    const session = this.#o.runner.ensureSession(this.#sessionFor(message));
+    const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
+    const result = this.#o.runner.submit({
+      sessionId: session.id,
+      senderId: message.senderOpenId,
+      text,
+      source,
+    });
+    if (result.kind === "queued") {
+      const card = buildQueuedCard({
+        sessionId: session.id,
+        queueId: result.queued.id,
+        senderId: message.senderOpenId,
+        text,
+        position: result.position,
+        state: "queued",
+      });
+      const sent = await this.#o.appLimiter(() =>
+        this.#o.messenger.replyCard(message.messageId, card, { uuid: `q-${result.queued.id}` }),
+      );
+      this.#o.store.saveQueuedCard({
+        queueId: result.queued.id,
+        sessionId: session.id,
+        messageId: sent.messageId,
+        sourceMessageId: message.messageId,
+        chatId: message.chatId,
+      });
+    }
+  }
+
+  #sessionFor(message: InboundMessage): SessionInfo {
+    const { appId, dataDir } = this.#o;
+    if (message.chatType === "p2p") {
+      return {
+        id: feishuPrivateSessionId(appId, message.senderOpenId),
+        channel: "feishu",
+        chatType: "private",
+        chatId: message.chatId,
+        workspace: path.join(dataDir, "workspaces", "feishu-private", message.senderOpenId),
+        ownerId: message.senderOpenId,
+        title: "飞书私聊",
+      };
+    }
+    return {
+      id: `feishu-${appId}-group-${message.chatId}`,
+      channel: "feishu",
+      chatType: "group",
+      chatId: message.chatId,
+      // Group sessions are recognised by this path (filterToolsForSession): keep "/feishu-chat/".
+      workspace: path.join(dataDir, "workspaces", "feishu-chat", message.chatId),
+      ownerId: message.senderOpenId,
+      title: "飞书群聊",
+    };
+  }
+
+  // cards --------------------------------------------------------------------------------------------
+
+  #onRunStarted(event: {
+    run: RunView;
+    source: Record<string, unknown> | undefined;
+    queueId?: string;
+    resumed: boolean;
+  }): void {
+    const { run } = event;
+    if (event.resumed) {
+      const row = this.#o.store.cardForRun(run.id);
+      if (!row || row.gone) return;
+      const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+      this.#attach(card, row.messageId);
+      return;
+    }
+    if (event.source?.channel !== "feishu") return;
+    const chatId = String(event.source.chatId ?? "");
+    const sourceMessageId = String(event.source.messageId ?? "");
+    const card = this.#newCard(run, { chatId, sourceMessageId });
+    if (event.queueId) this.#track(this.#retireQueuedCard(event.queueId, "started"));
+    this.#track(this.#reply(card));
+  }
+
+  #newCard(run: RunView, where: { chatId: string; sourceMessageId: string }): ActiveCard {
+    const card: ActiveCard = {
+      runId: run.id,
+      sessionId: run.sessionId,
+      chatId: where.chatId,
+      senderId: run.senderId,
+      sourceMessageId: where.sourceMessageId,
+      messageId: undefined,
+      publisher: undefined,
+      run,
+      asks: [],
+      pings: new Map(),
+    };
+    this.#cards.set(run.id, card);
+    return card;
+  }
+
+  async #reply(card: ActiveCard): Promise<void> {
+    try {
+      // The run id as uuid: a retried reply never posts a second card.
+      const sent = await this.#o.appLimiter(() =>
+        this.#o.messenger.replyCard(card.sourceMessageId, this.render(card), { uuid: `run-${card.runId}` }),
+      );
+      this.#o.store.saveCard({
+        runId: card.runId,
+        sessionId: card.sessionId,
+        messageId: sent.messageId,
+        chatId: card.chatId,
+        senderId: card.senderId,
+        sourceMessageId: card.sourceMessageId,
+        createdAt: this.#o.now(),
+      });
+      this.#attach(card, sent.messageId);
+    } catch (error) {
+      this.#log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
+      this.#cards.delete(card.runId);
+      // Nobody can see the questions: let the waiting tool calls return instead of hanging until timeout.
+      for (const ask of card.asks) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);
+    }
+  }
+
+  #attach(card: ActiveCard, messageId: string): void {
+    card.messageId = messageId;
+    this.#byMessage.set(messageId, card);
+    card.publisher = new CardPublisher({
+      messageId,
+      messenger: this.#o.messenger,
+      shape: () => ({
+        key: `${card.run.status}|${card.asks.map((a) => a.requestId).join(",")}`,
+        formOpen: card.run.status === "running" && card.asks.length > 0,
+      }),
+      render: () => this.render(card),
+      intervalMs: this.#o.cardPatchIntervalMs,
+      appLimiter: this.#o.appLimiter,
+      now: this.#o.now,
+      logger: this.#log,
+      onGone: () => {
+        this.#o.store.markCardGone(card.runId);
+        for (const ask of card.asks) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);
+      },
+    });
+    card.publisher.request();
+    if (isTerminal(card.run)) this.#forgetWhenLanded(card);
+  }
+
+  /** The whole card, from the run and its pending asks as they are now. */
+  render(card: ActiveCard): Card {
+    return buildProgressCard(this.#view(card), card.asks);
+  }
+
+  #view(card: ActiveCard): ProgressView {
+    const run = card.run;
+    return {
+      sessionId: run.sessionId,
+      runId: run.id,
+      senderId: run.senderId,
+      title: truncate(oneLine(run.input), 40),
+      status: run.status,
+      steps: run.steps,
+      ...(run.text !== undefined ? { text: run.text } : {}),
+      ...(run.error !== undefined ? { error: run.error } : {}),
+      startedAt: run.startedAt,
+      ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
+      detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}`,
+    };
+  }
+
+  #onRunUpdated(run: RunView): void {
+    const card = this.#cards.get(run.id);
+    if (!card) return;
+    card.run = run;
+    card.publisher?.request();
+    if (isTerminal(run) && card.publisher) this.#forgetWhenLanded(card);
+  }
+
+  #forgetWhenLanded(card: ActiveCard): void {
+    const publisher = card.publisher;
+    if (!publisher) return;
+    this.#track(
+      publisher.idle().then(() => {
+        if (!isTerminal(card.run) || this.#cards.get(card.runId) !== card) return;
+        this.#cards.delete(card.runId);
+        if (card.messageId) this.#byMessage.delete(card.messageId);
+      }),
+    );
+  }
+
+  // asks on the card -----------------------------------------------------------------------------------
+
+  #onAskRegistered(ask: PendingAsk): void {
+    const card = this.#cards.get(ask.runId);
+    if (!card) return;
+    card.asks.push(ask);
+    card.publisher?.request();
+    if (this.#o.askPing) card.pings.set(ask.requestId, this.#ping(card, ask));
+  }
+
+  #onAskSettled(ask: PendingAsk): void {
+    const card = this.#cards.get(ask.runId);
+    if (!card) return;
+    card.asks = card.asks.filter((a) => a.requestId !== ask.requestId);
+    card.publisher?.request();
+    const ping = card.pings.get(ask.requestId);
+    card.pings.delete(ask.requestId);
+    if (ping) this.#track(this.#retirePing(ping));
+  }
+
+  /** A PATCH notifies nobody: one short new message @-mentions the sender (peer-survey I1). */
+  async #ping(card: ActiveCard, ask: PendingAsk): Promise<string | undefined> {
+    try {
+      const sent = await this.#o.appLimiter(() =>
+        this.#o.messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(ask.questions.length), {
+          mentionOpenIds: [card.senderId],
+          replyTo: card.messageId ?? card.sourceMessageId,
+        }),
+      );
+      return sent.messageId;
+    } catch (error) {
+      this.#log.warn({ err: describeError(error), runId: card.runId }, "ask ping failed");
+      return undefined;
+    }
+  }
+
+  async #retirePing(ping: Promise<string | undefined>): Promise<void> {
+    const messageId = await ping;
+    if (!messageId) return;
+    try {
+      await this.#o.appLimiter(() => this.#o.messenger.recall(messageId));
+    } catch (error) {
+      this.#log.info({ err: describeError(error), messageId }, "ask ping could not be recalled");
+    }
+  }
+
+  // queued-message cards -------------------------------------------------------------------------------
+
+  #onQueueChanged(queueIds: string[]): void {
+    queueIds.forEach((queueId, index) => {
+      this.#track(this.#patchQueuedCard(queueId, { position: index + 1, state: "queued" }));
+    });
+  }
+
+  async #retireQueuedCard(queueId: string, state: "started" | "withdrawn"): Promise<void> {
+    await this.#patchQueuedCard(queueId, { position: 1, state });
+    this.#o.store.deleteQueuedCard(queueId);
+  }
+
+  async #patchQueuedCard(
+    queueId: string,
+    view: { position: number; state: "queued" | "started" | "withdrawn" },
+  ): Promise<void> {
+    const row = this.#o.store.queuedCard(queueId);
+    if (!row) return;
+    const queued = this.#o.runner.queued(row.sessionId).find((q) => q.id === queueId);
+    const card = buildQueuedCard({
+      sessionId: row.sessionId,
+      queueId,
+      senderId: queued?.senderId ?? "",
+      text: queued?.text ?? "",
+      ...view,
+    });
+    try {
+      await this.#o.appLimiter(() => this.#o.messenger.patchCard(row.messageId, card));
+    } catch (error) {
+      this.#log.warn({ err: describeError(error), queueId }, "queued card update failed");
+    }
+  }
+
+  queuedCardFor(queueId: string, state: "queued" | "withdrawn", fallbackText: string): Card | undefined {
+    const row = this.#o.store.queuedCard(queueId);
+    if (!row) return undefined;
+    const queue = this.#o.runner.queued(row.sessionId);
+    const index = queue.findIndex((q) => q.id === queueId);
+    const queued = queue[index];
+    return buildQueuedCard({
+      sessionId: row.sessionId,
+      queueId,
+      senderId: queued?.senderId ?? "",
+      text: queued?.text ?? fallbackText,
+      position: Math.max(1, index + 1),
+      state,
+    });
+  }
+
+  forgetQueuedCard(queueId: string): void {
+    this.#o.store.deleteQueuedCard(queueId);
+  }
+
+  /** Background work is tracked so nothing is lost silently and shutdown can wait for it. */
+  #track(work: Promise<unknown>): void {
+    const tracked = work.catch((error: unknown) =>
+      this.#log.error({ err: describeError(error) }, "feishu background work failed"),
+    );
+    this.#background.add(tracked);
+    void tracked.finally(() => this.#background.delete(tracked));
+  }
+}
+
+function isTerminal(run: RunView): boolean {
+  return run.status === "completed" || run.status === "failed" || run.status === "cancelled";
+}

@@ -1,0 +1,83 @@
+import type { AskRegistry } from "../asks/registry.ts";
+import type { Db } from "./db.ts";
+
+export interface AuditRow {
+  requestId: string;
+  sessionId: string;
+  runId: string;
+  answererId: string;
+  questions: number;
+  surfaces: string[];
+  askedAt: number;
+  outcome: "answered" | "timeout" | "cancelled" | null;
+  answeredBy: string | null;
+  answeredVia: string | null;
+  settledAt: number | null;
+}
+
+/** Writes one audit row per ask: asked (with the surfaces that could reach the person), then how it ended. */
+export function recordAskAudit(db: Db, registry: AskRegistry, now: () => number): () => void {
+  const insert = db.prepare(
+    `INSERT OR IGNORE INTO ask_audit (request_id, session_id, run_id, answerer_id, questions, surfaces, asked_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const settle = db.prepare(
+    `UPDATE ask_audit SET outcome = ?, answered_by = ?, answered_via = ?, settled_at = ? WHERE request_id = ?`,
+  );
+  const offRegistered = registry.on("registered", (ask) => {
+    insert.run(
+      ask.requestId,
+      ask.sessionId,
+      ask.runId,
+      ask.answererId,
+      ask.questions.length,
+      JSON.stringify(ask.surfaces),
+      ask.createdAt,
+    );
+  });
+  const offSettled = registry.on("settled", ({ ask, outcome }) => {
+    const answered = outcome.kind === "answered";
+    settle.run(
+      outcome.kind,
+      answered ? outcome.userId : null,
+      answered ? outcome.surface : null,
+      now(),
+      ask.requestId,
+    );
+  });
+  return () => {
+    offRegistered();
+    offSettled();
+  };
+}
+
+export function auditForSession(db: Db, sessionId: string): AuditRow[] {
+  const rows = db
+    .prepare("SELECT * FROM ask_audit WHERE session_id = ? ORDER BY asked_at, rowid")
+    .all(sessionId) as {
+    request_id: string;
+    session_id: string;
+    run_id: string;
+    answerer_id: string;
+    questions: number;
+    surfaces: string;
+    asked_at: number;
+    outcome: AuditRow["outcome"];
+    answered_by: string | null;
+    answered_via: string | null;
+    settled_at: number | null;
+  }[];
+  return rows.map((row) => ({
+    requestId: row.request_id,
+    sessionId: row.session_id,
+    runId: row.run_id,
+    answererId: row.answerer_id,
+    questions: row.questions,
+    surfaces: JSON.parse(row.surfaces) as string[],
+    askedAt: row.asked_at,
+    outcome: row.outcome,
+    answeredBy: row.answered_by,
+    answeredVia: row.answered_via,
+    settledAt: row.settled_at,
+  }));
+}

@@ -1,0 +1,113 @@
+import type { Db } from "./db.ts";
+
+/** What the Feishu channel must not lose on restart: seen message ids, card mappings, queued-message cards. */
+
+export interface ProgressCardRow {
+  runId: string;
+  sessionId: string;
+  messageId: string;
+  chatId: string;
+  senderId: string;
+  sourceMessageId: string;
+  createdAt: number;
+  gone: boolean;
+}
+
+export interface QueuedCardRow {
+  queueId: string;
+  sessionId: string;
+  messageId: string;
+  sourceMessageId: string;
+  chatId: string;
+}
+
+/** Longer than Feishu's redelivery window (retries at 15 s, 5 min, 1 h and 6 h). */
+export const INBOUND_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+export class FeishuStore {
+  readonly #db: Db;
+  readonly #now: () => number;
+  #lastPrune = 0;
+
+  constructor(db: Db, now: () => number) {
+    this.#db = db;
+    this.#now = now;
+  }
+
+  /** True the first time a message id is seen; false for a redelivery. */
+  markInbound(messageId: string): boolean {
+    const now = this.#now();
+    if (now - this.#lastPrune > 60 * 60 * 1000) {
+      this.#lastPrune = now;
+      this.#db.prepare("DELETE FROM inbound_messages WHERE received_at < ?").run(now - INBOUND_RETENTION_MS);
+    }
+    return this.#db.prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)").run(messageId, now).changes === 1;
+  }
+
+  saveCard(row: Omit<ProgressCardRow, "gone">): void {
+    this.#db
+      .prepare(
+        `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+      )
+      .run(row.runId, row.sessionId, row.messageId, row.chatId, row.senderId, row.sourceMessageId, row.createdAt);
+  }
+
+  cardForRun(runId: string): ProgressCardRow | undefined {
+    return toCard(this.#db.prepare("SELECT * FROM progress_cards WHERE run_id = ?").get(runId));
+  }
+
+  cardByMessage(messageId: string): ProgressCardRow | undefined {
+    return toCard(this.#db.prepare("SELECT * FROM progress_cards WHERE message_id = ?").get(messageId));
+  }
+
+  markCardGone(runId: string): void {
+    this.#db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?").run(runId);
+  }
+
+  saveQueuedCard(row: QueuedCardRow): void {
+    this.#db
+      .prepare(
+        `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      )
+      .run(row.queueId, row.sessionId, row.messageId, row.sourceMessageId, row.chatId, this.#now());
+  }
+
+  queuedCard(queueId: string): QueuedCardRow | undefined {
+    const row = this.#db.prepare("SELECT * FROM queued_cards WHERE queue_id = ?").get(queueId) as
+      | { queue_id: string; session_id: string; message_id: string; source_message_id: string; chat_id: string }
+      | undefined;
+    return row
+      ? { queueId: row.queue_id, sessionId: row.session_id, messageId: row.message_id, sourceMessageId: row.source_message_id, chatId: row.chat_id }
+      : undefined;
+  }
+
+  deleteQueuedCard(queueId: string): void {
+    this.#db.prepare("DELETE FROM queued_cards WHERE queue_id = ?").run(queueId);
+  }
+}
+
+function toCard(row: unknown): ProgressCardRow | undefined {
+  if (!row) return undefined;
+  const r = row as {
+    run_id: string;
+    session_id: string;
+    message_id: string;
+    chat_id: string;
+    sender_id: string;
+    source_message_id: string;
+    created_at: number;
+    gone: number;
+  };
+  return {
+    runId: r.run_id,
+    sessionId: r.session_id,
+    messageId: r.message_id,
+    chatId: r.chat_id,
+    senderId: r.sender_id,
+    sourceMessageId: r.source_message_id,
+    createdAt: r.created_at,
+    gone: r.gone === 1,
+  };
+}

@@ -1,0 +1,173 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Card } from "../../src/cards/model.ts";
+import { type Core, createCore } from "../../src/core.ts";
+import { handleCardAction } from "../../src/feishu/card-actions.ts";
+import { FeishuChannel } from "../../src/feishu/channel.ts";
+import { flattenEnvelope } from "../../src/feishu/events.ts";
+import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
+import { createAppLimiter } from "../../src/feishu/limits.ts";
+import type { FeishuMessenger } from "../../src/feishu/messenger.ts";
+import type { Agent } from "../../src/harness/agents/agent.ts";
+import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
+import type { ToolImpl } from "../../src/harness/dispatcher.ts";
+import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
+import { createLogger } from "../../src/logger.ts";
+import { openDatabase } from "../../src/store/db.ts";
+import { FeishuStore } from "../../src/store/feishu.ts";
+
+/**
+ * The Feishu channel end to end: the real SDK over HTTP to the emulator, a real SQLite file, the demo agent.
+ * Events are handed to the channel the way the long connection does (flattened schema 2.0).
+ */
+export interface FeishuRig {
+  emulator: Emulator;
+  core: Core;
+  channel: FeishuChannel;
+  messenger: FeishuMessenger;
+  dbFile: string;
+  dataDir: string;
+  send(input: Parameters<Emulator["userMessage"]>[0]): string;
+  /** Hands an already-built event to the channel again (a redelivery). */
+  deliver(payload: ReturnType<Emulator["userMessage"]>): void;
+  click(
+    input: Parameters<Emulator["cardAction"]>[0],
+  ): Promise<{ toast?: { type: string; content: string }; card?: { data: Card } }>;
+  /** The progress card (the bot's reply carrying a card) to a user message, once it exists. */
+  progressCard(userMessageId: string): Promise<string>;
+  /** The card JSON currently stored for a message in the emulator (after PATCHes). */
+  cardOf(messageId: string): Card;
+  until<T>(probe: () => T | undefined | false, what: string, timeoutMs?: number): Promise<T>;
+  stop(): Promise<void>;
+}
+
+export async function startFeishuRig(
+  options: {
+    agent?: Agent;
+    tools?: ToolImpl[];
+    stepMs?: number;
+    askTimeoutMs?: number;
+    dataDir?: string;
+    emulator?: Emulator;
+    askPing?: boolean;
+    cardPatchIntervalMs?: number;
+    recover?: boolean;
+  } = {},
+): Promise<FeishuRig> {
+  const emulator = options.emulator ?? (await startEmulator());
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-feishu-"));
+  const dbFile = path.join(dataDir, "bot.sqlite");
+  const db = openDatabase(dbFile);
+  const logger = createLogger({ level: "silent" });
+  const core = createCore({
+    db,
+    logger,
+    agent: options.agent ?? createDemoAgent(),
+    tools: options.tools ?? createDemoTools({ stepMs: options.stepMs ?? 5 }),
+    askTimeoutMs: options.askTimeoutMs ?? 60_000,
+    authSecret: "test-secret-0123456789",
+  });
+  const messenger = createLarkMessenger({
+    appId: emulator.appId,
+    appSecret: emulator.appSecret,
+    domain: emulator.url,
+    logger,
+    timeoutMs: 5000,
+  });
+  const channel = new FeishuChannel({
+    messenger,
+    runner: core.runner,
+    registry: core.registry,
+    store: new FeishuStore(db, Date.now),
+    appLimiter: createAppLimiter(),
+    logger,
+    now: Date.now,
+    appId: emulator.appId,
+    dataDir,
+    publicUrl: "http://localhost:3000",
+    cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
+    askPing: options.askPing ?? true,
+  });
+  core.dispatcher.addSurface(channel);
+  await channel.start();
+  if (options.recover) core.runner.recover();
+
+  const until = async <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = probe();
+      if (value !== undefined && value !== false) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+
+  const flatten = (payload: unknown) => {
+    const flat = flattenEnvelope(payload);
+    if (!flat.ok) throw new Error(flat.error);
+    return flat.value.data;
+  };
+
+  return {
+    emulator,
+    core,
+    channel,
+    messenger,
+    dbFile,
+    dataDir,
+    send(input) {
+      const payload = emulator.userMessage(input);
+      channel.handleMessage(flatten(payload));
+      return payload.event.message.message_id;
+    },
+    deliver(payload) {
+      channel.handleMessage(flatten(payload));
+    },
+    async click(input) {
+      const result = await handleCardAction(channel, flatten(emulator.cardAction(input)), logger);
+      // The transport sends the response, then releases the card's PATCHes.
+      setTimeout(() => result.afterResponse?.(), 0);
+      return result.response as { toast?: { type: string; content: string }; card?: { data: Card } };
+    },
+    progressCard(userMessageId) {
+      return until(
+        () =>
+          emulator.messages
+            .listMessages()
+            .find(
+              (m) => m.parentId === userMessageId && m.msgType === "interactive" && m.senderType === "app",
+            )?.messageId,
+        `a card replying to ${userMessageId}`,
+      );
+    },
+    cardOf(messageId) {
+      const message = emulator.messages.getMessage(messageId);
+      if (!message) throw new Error(`no message ${messageId}`);
+      return JSON.parse(message.content) as Card;
+    },
+    until,
+    async stop() {
+      await core.runner.stop();
+      await channel.idle();
+      channel.close();
+      await core.hub.close();
+      db.close();
+      if (!options.emulator) await emulator.close();
+    },
+  };
+}
+
+/** Names of the forms on a card. */
+export function formsOn(card: Card): string[] {
+  return card.body.elements.flatMap((node) => (node.tag === "form" ? [node.name] : []));
+}
+
+/** The request ids carried by the submit buttons of a card's forms, in order. */
+export function requestIdsOn(card: Card): string[] {
+  return [...JSON.stringify(card).matchAll(/"requestId":"([^"]+)"/g)].map((m) => m[1] ?? "");
+}
+
+export function cardText(card: Card): string {
+  return JSON.stringify(card);
+}
