@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { buildCore } from "./helpers/core.ts";
+import { startEmulator } from "../src/local/emulator/index.ts";
 import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 
 const ALICE = "ou_alice000000000000000000000000000";
 const BOB = "ou_bob00000000000000000000000000000";
 
 const rigs: FeishuRig[] = [];
+const closers: (() => Promise<void>)[] = [];
 async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
   const started = await startFeishuRig(options);
   rigs.push(started);
@@ -13,6 +14,7 @@ async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<
 }
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+  for (const close of closers.splice(0)) await close();
 });
 
 /** Sends a message, waits for its progress card and for the form to appear on it. */
@@ -25,6 +27,9 @@ async function askedInPrivate(r: FeishuRig, text = "帮我部署") {
   }, "a form on the card");
   return { userMessageId, cardId, card, requestId: requestIdsOn(card)[0] ?? "" };
 }
+
+/** The completed state: green header (the summary line "已完成 N 步" appears while running too). */
+const isCompleted = (card: { header?: { template: string } }) => card.header?.template === "green";
 
 const submitValue = (r: FeishuRig, requestId: string, sender = ALICE) => {
   const ask = r.core.registry.get(requestId);
@@ -57,7 +62,7 @@ describe("Feishu channel, end to end through the SDK and the emulator", () => {
 
     const final = await r.until(() => {
       const c = r.cardOf(cardId);
-      return cardText(c).includes("已完成") && c;
+      return isCompleted(c) && c;
     }, "the completed card");
     expect(cardText(final)).toContain("Kubernetes");
     expect(cardText(final)).toContain("暗色模式、导出 PDF、其他: RTL");
@@ -140,7 +145,7 @@ describe("Feishu channel, end to end through the SDK and the emulator", () => {
       formValue: { ask0_q0: "0", ask0_q1: ["1"] },
     });
     expect(ok.toast?.content).toBe("已提交");
-    await r.until(() => cardText(r.cardOf(cardId)).includes("已完成"), "completion");
+    await r.until(() => isCompleted(r.cardOf(cardId)), "completion");
     expect(r.emulator.messages.listMessages().filter((m) => m.parentId === ignored)).toEqual([]);
   });
 
@@ -151,7 +156,7 @@ describe("Feishu channel, end to end through the SDK and the emulator", () => {
     r.deliver(payload);
     r.deliver(payload);
     const cardId = await r.progressCard(messageId);
-    await r.until(() => cardText(r.cardOf(cardId)).includes("已完成"), "completion");
+    await r.until(() => isCompleted(r.cardOf(cardId)), "completion");
     await r.channel.idle();
     const cards = r.emulator.messages.listMessages().filter((m) => m.parentId === messageId);
     expect(cards).toHaveLength(1);
@@ -177,9 +182,183 @@ describe("Feishu channel, end to end through the SDK and the emulator", () => {
     const { cardId } = await askedInPrivate(r);
     const final = await r.until(() => {
       const c = r.cardOf(cardId);
-      return cardText(c).includes("已完成") && c;
+      return isCompleted(c) && c;
     }, "the run to finish after the timeout");
     expect(formsOn(final)).toEqual([]);
     expect(cardText(final)).toContain("没有收到你的回答");
+  });
+});
+
+describe("Feishu channel under platform faults, restarts and other surfaces", () => {
+  it("lands the final state through a 230020 storm, with a bounded number of calls", async () => {
+    const r = await rig({ cardPatchIntervalMs: 200 });
+    const userMessageId = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/long" });
+    const cardId = await r.progressCard(userMessageId);
+    r.emulator.injectFault({
+      match: { method: "PATCH", path: "/open-apis/im/v1/messages/" },
+      times: 4,
+      response: { httpStatus: 400, code: 230020, msg: "rate limited" },
+    });
+    const final = await r.until(
+      () => {
+        const c = r.cardOf(cardId);
+        return isCompleted(c) && c;
+      },
+      "the completed card",
+      20_000,
+    );
+    expect(cardText(final), cardText(final)).toContain("`/long` 执行了 20 步");
+    const patches = r.emulator.callsTo("PATCH", `/open-apis/im/v1/messages/${cardId}`);
+    expect(patches.filter((c) => c.code === 230020)).toHaveLength(4);
+    // 20 steps at 5 ms each plus back-off: far fewer PATCHes than state changes, and no unbounded loop.
+    expect(patches.length).toBeLessThan(30);
+  });
+
+  it("stops publishing a card older than 14 days (230031)", async () => {
+    const r = await rig({ stepMs: 50 });
+    const userMessageId = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/long" });
+    const cardId = await r.progressCard(userMessageId);
+    await r.until(
+      () => r.emulator.callsTo("PATCH", `/open-apis/im/v1/messages/${cardId}`).length > 0,
+      "a first PATCH",
+    );
+    r.emulator.clock.advance(15 * 24 * 60 * 60 * 1000);
+    await r.core.runner.idle();
+    await r.channel.idle();
+    const patches = r.emulator.callsTo("PATCH", `/open-apis/im/v1/messages/${cardId}`);
+    expect(patches.filter((c) => c.code === 230031)).toHaveLength(1);
+    expect(patches.at(-1)?.code).toBe(230031);
+    expect(
+      r.channel.activeCard(r.core.runner.currentRun(`feishu-${r.emulator.appId}-private-${ALICE}`)!.id),
+    ).toBeUndefined();
+  });
+
+  it("withdraws the form from the card when another surface answers first; a later submit gets 问题已失效", async () => {
+    const r = await rig();
+    const { cardId, requestId } = await askedInPrivate(r);
+    const ask = r.core.registry.get(requestId)!;
+    const value = submitValue(r, requestId);
+    const answers = ask.questions.map((q) => ({
+      question: q.question,
+      selectedLabels: [q.options[0]!.label],
+      customInput: null,
+    }));
+    expect(
+      r.core.registry.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
+    ).toBe(true);
+    await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "the form to leave the card");
+    const late = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value,
+      name: "ask0_submit",
+      formValue: { ask0_q0: "1", ask0_q1: ["1"] },
+    });
+    expect(late.toast).toEqual({ type: "warning", content: "问题已失效" });
+    expect(formsOn(late.card!.data)).toEqual([]);
+  });
+
+  it("cancels the task for its sender only, and retries it with a new card", async () => {
+    const r = await rig();
+    const { cardId, userMessageId } = await askedInPrivate(r);
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    const run = r.core.runner.activeRun(sessionId)!;
+    const cancel = { kind: "progress", act: "cancel", sessionId, runId: run.id, sender: ALICE };
+    expect((await r.click({ messageId: cardId, operatorOpenId: BOB, value: cancel })).toast?.content).toBe(
+      "仅消息发送者可操作",
+    );
+    const cancelled = await r.click({ messageId: cardId, operatorOpenId: ALICE, value: cancel });
+    expect(cancelled.toast).toEqual({ type: "success", content: "已取消任务" });
+    expect(cardText(cancelled.card!.data)).toContain("已取消");
+    expect(formsOn(cancelled.card!.data)).toEqual([]);
+    await r.until(() => cardText(r.cardOf(cardId)).includes("任务已取消"), "the cancelled card");
+
+    const retry = { ...cancel, act: "retry" };
+    expect((await r.click({ messageId: cardId, operatorOpenId: ALICE, value: retry })).toast?.content).toBe(
+      "已重新开始",
+    );
+    await r.until(
+      () =>
+        r.emulator.messages
+          .listMessages()
+          .filter((m) => m.parentId === userMessageId && m.msgType === "interactive").length === 2,
+      "a second progress card for the retry",
+    );
+  });
+
+  it("queues a message while a task runs, with 插队 and 取消排队 for its sender", async () => {
+    const r = await rig({ stepMs: 40 });
+    const first = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/long" });
+    await r.progressCard(first);
+    const second = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick second" });
+    const third = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick third" });
+    const secondCard = await r.progressCard(second);
+    const thirdCard = await r.progressCard(third);
+    expect(cardText(r.cardOf(thirdCard))).toContain("排在第 2 位");
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    const [q2, q3] = r.core.runner.queued(sessionId);
+    const promote = { kind: "queue", act: "promote", sessionId, queueId: q3!.id, sender: ALICE };
+    expect(
+      (await r.click({ messageId: thirdCard, operatorOpenId: BOB, value: promote })).toast?.content,
+    ).toBe("仅消息发送者可操作");
+    const promoted = await r.click({ messageId: thirdCard, operatorOpenId: ALICE, value: promote });
+    expect(promoted.toast?.content).toBe("已插队");
+    expect(cardText(promoted.card!.data)).toContain("排在第 1 位");
+    const withdraw = { kind: "queue", act: "unqueue", sessionId, queueId: q2!.id, sender: ALICE };
+    const withdrawn = await r.click({ messageId: secondCard, operatorOpenId: ALICE, value: withdraw });
+    expect(withdrawn.toast?.content).toBe("已取消排队");
+    await r.core.runner.idle();
+    await r.channel.idle();
+    const inputs = r.core.store
+      .history(sessionId)
+      .filter((m) => m.role === "user")
+      .map((m) => m.content);
+    expect(inputs).toEqual(["/long", "/quick third"]);
+    expect(cardText(r.cardOf(thirdCard))).toContain("已开始执行");
+  });
+
+  it("after a restart mid-ask, shows the recovery card without the form and answers the old form with 问题已失效", async () => {
+    const emulator = await startEmulator();
+    closers.push(() => emulator.close());
+    const first = await startFeishuRig({ emulator });
+    const payload = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+    const userMessageId = payload.event.message.message_id;
+    first.deliver(payload);
+    const cardId = await first.progressCard(userMessageId);
+    const card = await first.until(() => {
+      const c = first.cardOf(cardId);
+      return formsOn(c).length > 0 && c;
+    }, "a form");
+    const submit = submitValue(first, requestIdsOn(card)[0]!);
+    const seen: string[] = [];
+    emulator.on("message_patched", ({ message }) => {
+      if (message.messageId === cardId) seen.push(message.content);
+    });
+    await first.stop(); // the process goes away while the question waits; Feishu (the emulator) stays
+
+    const second = await rig({ emulator, dataDir: first.dataDir, recover: true });
+    await second.until(
+      () => seen.some((content) => content.includes("任务正在恢复执行")),
+      "the recovery PATCH",
+    );
+    const recovering = JSON.parse(seen.find((content) => content.includes("任务正在恢复执行"))!);
+    expect(formsOn(recovering)).toEqual([]);
+    const stale = await second.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: submit,
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0", ask0_q1: ["0"] },
+    });
+    expect(stale.toast).toEqual({ type: "warning", content: "问题已失效" });
+    // Feishu redelivers the original message after the restart: it must not start a second run.
+    second.deliver(payload);
+    await second.channel.idle();
+    const cards = emulator.messages
+      .listMessages()
+      .filter((m) => m.parentId === userMessageId && m.msgType === "interactive");
+    expect(cards).toHaveLength(1);
+    const sessionId = `feishu-${emulator.appId}-private-${ALICE}`;
+    expect(second.core.store.history(sessionId).filter((m) => m.role === "user")).toHaveLength(1);
   });
 });

@@ -14,7 +14,7 @@ import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
 import type { Limiter } from "./limits.ts";
-import type { FeishuMessenger } from "./messenger.ts";
+import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
 
 /**
@@ -217,7 +217,7 @@ export class FeishuChannel implements AskSurface {
       const row = this.#o.store.cardForRun(run.id);
       if (!row || row.gone) return;
       const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
-      this.#attach(card, row.messageId);
+      this.#track(this.#recover(card, row.messageId));
       return;
     }
     if (event.source?.channel !== "feishu") return;
@@ -226,6 +226,25 @@ export class FeishuChannel implements AskSurface {
     const card = this.#newCard(run, { chatId, sourceMessageId });
     if (event.queueId) this.#track(this.#retireQueuedCard(event.queueId, "started"));
     this.#track(this.#reply(card));
+  }
+
+  /**
+   * The first PATCH after a restart shows 任务正在恢复执行 without forms, whatever the resumed run does next:
+   * it wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
+   */
+  async #recover(card: ActiveCard, messageId: string): Promise<void> {
+    const recovering = buildProgressCard(this.#view({ ...card.run, status: "recovering" }), []);
+    try {
+      await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
+    } catch (error) {
+      if (error instanceof FeishuApiError && error.messageGone) {
+        this.#o.store.markCardGone(card.runId);
+        this.#cards.delete(card.runId);
+        return;
+      }
+      this.#log.warn({ err: describeError(error), runId: card.runId }, "recovery card could not be sent");
+    }
+    this.#attach(card, messageId);
   }
 
   #newCard(run: RunView, where: { chatId: string; sourceMessageId: string }): ActiveCard {
@@ -295,11 +314,10 @@ export class FeishuChannel implements AskSurface {
 
   /** The whole card, from the run and its pending asks as they are now. */
   render(card: ActiveCard): Card {
-    return buildProgressCard(this.#view(card), card.asks);
+    return buildProgressCard(this.#view(card.run), card.asks);
   }
 
-  #view(card: ActiveCard): ProgressView {
-    const run = card.run;
+  #view(run: RunView): ProgressView {
     return {
       sessionId: run.sessionId,
       runId: run.id,

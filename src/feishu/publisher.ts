@@ -2,7 +2,7 @@ import type { Card } from "../cards/model.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { createMessageLimiter, type Limiter } from "./limits.ts";
-import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 
 /**
  * One publisher per progress card (DESIGN §5). The card is rendered from the state read when a PATCH is
@@ -176,7 +176,10 @@ export class CardPublisher {
       this.stats.rateLimited += 1;
       this.#rateFailures += 1;
       if (this.#rateFailures > this.#o.maxRateLimitRetries) return this.#giveUp(json, error);
-      const waitMs = error.retryAfterMs ?? Math.min(1000 * 2 ** (this.#rateFailures - 1), 30_000);
+      // 230020 is the per-message window (5/s): a second is enough. An app-wide 429 without a reset header
+      // backs off exponentially.
+      const perMessage = error.feishuCode === FEISHU_CODES.patchRateLimited;
+      const waitMs = error.retryAfterMs ?? (perMessage ? 1000 : Math.min(1000 * 2 ** (this.#rateFailures - 1), 30_000));
       this.#backoffUntil = this.#o.now() + waitMs;
       logger.info(
         { messageId, code: error.feishuCode, waitMs },
