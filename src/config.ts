@@ -51,6 +51,10 @@ const envSchema = z.object({
   CARD_PATCH_INTERVAL_MS: intFrom("CARD_PATCH_INTERVAL_MS", 200, 60_000).default(1000),
   DEMO_STEP_MS: intFrom("DEMO_STEP_MS", 0, 60_000).default(500),
   PUBLIC_URL: optionalText.pipe(z.url({ message: "PUBLIC_URL must be an absolute URL" }).optional()),
+  FEISHU_ASK_PING: z
+    .enum(["on", "off", "true", "false", "1", "0"], { message: "FEISHU_ASK_PING accepts on or off" })
+    .transform((value) => value === "on" || value === "true" || value === "1")
+    .default(true),
   AUTH_SECRET: optionalText.pipe(z.string().min(16, "AUTH_SECRET must be at least 16 characters").optional()),
 });
 
@@ -68,6 +72,8 @@ export interface Config {
     transport: "ws" | "webhook";
     encryptKey?: string;
     verificationToken?: string;
+    /** Send a short @-mention message when a form appears on a card (a PATCH notifies nobody). */
+    askPing: boolean;
   };
   agent: {
     kind: "demo" | "openai";
@@ -121,6 +127,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       transport: e.FEISHU_TRANSPORT,
       encryptKey: e.FEISHU_ENCRYPT_KEY,
       verificationToken: e.FEISHU_VERIFICATION_TOKEN,
+      askPing: e.FEISHU_ASK_PING,
     },
     agent: {
       kind: e.AGENT,

@@ -53,6 +53,7 @@ describe("loadConfig", () => {
     [{ AGENT: "gpt" }, "AGENT"],
     [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL must be an absolute URL"],
     [{ AUTH_SECRET: "short" }, "AUTH_SECRET must be at least 16 characters"],
+    [{ FEISHU_ASK_PING: "sometimes" }, "FEISHU_ASK_PING accepts on or off"],
     [{ FEISHU_APP_ID: "cli_x" }, "FEISHU_APP_SECRET: required when FEISHU_APP_ID is set"],
     [{ FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s" }, "AUTH_SECRET: required in feishu mode"],
     [
@@ -73,6 +74,11 @@ describe("loadConfig", () => {
     const message = errorOf({ PORT: "x", DEMO_STEP_MS: "-1" });
     expect(message).toContain("PORT");
     expect(message).toContain("DEMO_STEP_MS");
+  });
+
+  it("turns the ask ping off with FEISHU_ASK_PING=off", () => {
+    expect(loadConfig({}).feishu.askPing).toBe(true);
+    expect(loadConfig({ FEISHU_ASK_PING: "off" }).feishu.askPing).toBe(false);
   });
 
   it("ignores variables it does not know", () => {
