@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator } from "../src/local/emulator/index.ts";
+import { auditForSession } from "../src/store/audit.ts";
 import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 
 const ALICE = "ou_alice000000000000000000000000000";
@@ -256,6 +257,50 @@ describe("Feishu channel under platform faults, restarts and other surfaces", ()
     });
     expect(late.toast).toEqual({ type: "warning", content: "问题已失效" });
     expect(formsOn(late.card!.data)).toEqual([]);
+  });
+
+  it("tells WebSocket clients the question is gone when the card answers it first", async () => {
+    const r = await rig({ withServer: true });
+    const desktop = await r.connect(ALICE);
+    const { cardId, requestId } = await askedInPrivate(r);
+    await r.until(
+      () => desktop.frames.some((f) => f.type === "ask_user_questions"),
+      "the ask on the desktop",
+    );
+    const response = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: submitValue(r, requestId),
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0", ask0_q1: ["1"] },
+    });
+    expect(response.toast?.content).toBe("已提交");
+    const cancelled = await r.until(
+      () => desktop.frames.find((f) => f.type === "ask_user_questions_cancelled"),
+      "ask_user_questions_cancelled on the desktop",
+    );
+    expect(cancelled.data).toEqual({ requestId, reason: "answered via feishu" });
+    const audit = auditForSession(
+      r.core.store.db,
+      r.core.registry.get(requestId)?.sessionId ?? `feishu-${r.emulator.appId}-private-${ALICE}`,
+    );
+    expect(audit).toMatchObject([
+      {
+        requestId,
+        surfaces: ["websocket", "feishu"],
+        outcome: "answered",
+        answeredBy: ALICE,
+        answeredVia: "feishu",
+      },
+    ]);
+  });
+
+  it("sends no ping when FEISHU_ASK_PING is off", async () => {
+    const r = await rig({ askPing: false });
+    await askedInPrivate(r);
+    await r.channel.idle();
+    const fromBot = r.emulator.messages.listMessages().filter((m) => m.senderType === "app");
+    expect(fromBot.map((m) => m.msgType)).toEqual(["interactive"]);
   });
 
   it("cancels the task for its sender only, and retries it with a new card", async () => {

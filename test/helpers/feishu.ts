@@ -1,6 +1,10 @@
 import fs from "node:fs";
+import type { Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { WebSocket } from "ws";
+import { createApp } from "../../src/app.ts";
+import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
 import { handleCardAction } from "../../src/feishu/card-actions.ts";
@@ -28,6 +32,14 @@ export interface FeishuRig {
   messenger: FeishuMessenger;
   dbFile: string;
   dataDir: string;
+  /** http://127.0.0.1:PORT when started withServer. */
+  httpUrl: string;
+  /** A WebSocket client for a user, connected to the hub (withServer). */
+  connect(userId: string): Promise<{
+    frames: { type: string; data: Record<string, unknown> }[];
+    send(frame: unknown): void;
+    close(): void;
+  }>;
   send(input: Parameters<Emulator["userMessage"]>[0]): string;
   /** Hands an already-built event to the channel again (a redelivery). */
   deliver(payload: ReturnType<Emulator["userMessage"]>): void;
@@ -53,6 +65,8 @@ export async function startFeishuRig(
     askPing?: boolean;
     cardPatchIntervalMs?: number;
     recover?: boolean;
+    /** Also serve HTTP (WebSocket hub) on an ephemeral port. */
+    withServer?: boolean;
   } = {},
 ): Promise<FeishuRig> {
   const emulator = options.emulator ?? (await startEmulator());
@@ -91,6 +105,14 @@ export async function startFeishuRig(
   });
   core.dispatcher.addSurface(channel);
   await channel.start();
+  let server: Server | undefined;
+  let httpUrl = "";
+  if (options.withServer) {
+    server = createApp({ ...core, logger }).server;
+    await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+    const address = server.address();
+    httpUrl = typeof address === "object" && address ? `http://127.0.0.1:${address.port}` : "";
+  }
   if (options.recover) core.runner.recover();
 
   const until = async <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> => {
@@ -103,6 +125,7 @@ export async function startFeishuRig(
     }
   };
 
+  const sockets: WebSocket[] = [];
   const flatten = (payload: unknown) => {
     const flat = flattenEnvelope(payload);
     if (!flat.ok) throw new Error(flat.error);
@@ -116,6 +139,19 @@ export async function startFeishuRig(
     messenger,
     dbFile,
     dataDir,
+    httpUrl,
+    async connect(userId) {
+      const token = signToken("test-secret-0123456789", userId, Date.now() + 60_000);
+      const ws = new WebSocket(`${httpUrl.replace("http", "ws")}/ws?token=${token}`);
+      const frames: { type: string; data: Record<string, unknown> }[] = [];
+      ws.on("message", (data) => frames.push(JSON.parse(String(data))));
+      await new Promise((resolve, reject) => {
+        ws.once("open", resolve);
+        ws.once("error", reject);
+      });
+      sockets.push(ws);
+      return { frames, send: (frame) => ws.send(JSON.stringify(frame)), close: () => ws.close() };
+    },
     send(input) {
       const payload = emulator.userMessage(input);
       channel.handleMessage(flatten(payload));
@@ -148,10 +184,12 @@ export async function startFeishuRig(
     },
     until,
     async stop() {
+      for (const ws of sockets) ws.terminate();
       await core.runner.stop();
       await channel.idle();
       channel.close();
       await core.hub.close();
+      if (server) await new Promise((resolve) => server?.close(resolve));
       db.close();
       if (!options.emulator) await emulator.close();
     },
