@@ -4,6 +4,7 @@ import { resolveAuthSecret } from "./auth/secret.ts";
 import { loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
+import { startFeishu } from "./feishu/index.ts";
 import { createDemoAgent, createDemoTools } from "./harness/agents/demo.ts";
 import { createLogger } from "./logger.ts";
 import { openDatabase } from "./store/db.ts";
@@ -34,7 +35,10 @@ async function main(): Promise<void> {
     askTimeoutMs: config.askTimeoutMs,
     authSecret: resolveAuthSecret(config.authSecret, config.dataDir),
   });
-  const { server } = createApp({ ...core, logger });
+  // Feishu mode: the channel is an ask surface and brings its transport (and, for webhooks, a route).
+  const feishu =
+    config.mode === "feishu" ? await startFeishu({ config, core, logger, now: Date.now }) : undefined;
+  const { server } = createApp({ ...core, logger, routes: feishu?.routes ?? [] });
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
@@ -48,6 +52,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, "shutting down");
     await core.runner.stop();
+    await feishu?.close();
     await core.hub.close();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));

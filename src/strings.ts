@@ -16,6 +16,7 @@ export const zh = {
     submitted: "已提交",
     askExpired: "问题已失效",
     unknownAction: "操作已失效,请刷新后重试",
+    callbackTimeout: "处理超时,请稍后重试",
     taskCancelled: "已取消任务",
     taskNotRunning: "任务已结束",
     retried: "已重新开始",

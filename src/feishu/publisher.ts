@@ -179,7 +179,8 @@ export class CardPublisher {
       // 230020 is the per-message window (5/s): a second is enough. An app-wide 429 without a reset header
       // backs off exponentially.
       const perMessage = error.feishuCode === FEISHU_CODES.patchRateLimited;
-      const waitMs = error.retryAfterMs ?? (perMessage ? 1000 : Math.min(1000 * 2 ** (this.#rateFailures - 1), 30_000));
+      const waitMs =
+        error.retryAfterMs ?? (perMessage ? 1000 : Math.min(1000 * 2 ** (this.#rateFailures - 1), 30_000));
       this.#backoffUntil = this.#o.now() + waitMs;
       logger.info(
         { messageId, code: error.feishuCode, waitMs },

@@ -1,0 +1,96 @@
+import * as lark from "@larksuiteoapi/node-sdk";
+import { ConfigError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import { resolveDomain, sdkLogger } from "./lark-messenger.ts";
+import {
+  answerCardAction,
+  DEFAULT_CALLBACK_BUDGET_MS,
+  deliverMessage,
+  type FeishuEventHandlers,
+} from "./transport.ts";
+
+/**
+ * Feishu's long-connection transport (feishu-platform §2.5, §4.4): the SDK's WSClient pulls events and
+ * callbacks over a WebSocket and sends each handler's return value back in the same frame. No crypto here:
+ * the connection authenticates once with the app secret and payloads arrive in plaintext.
+ */
+
+/**
+ * WSClient sends the return value right after the handler resolves (`invoke` → `sendMessage`), with no hook
+ * for "sent". Follow-ups wait this long so a PATCH cannot overtake the answer (§2.3: it would revert).
+ */
+export const AFTER_RESPONSE_DELAY_MS = 50;
+
+/** WSClient.start() only logs and returns for other app ids (§4.4); we fail loudly instead. */
+const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
+
+type Flat = Record<string, unknown>;
+
+export function createEventDispatcher(
+  handlers: FeishuEventHandlers,
+  logger: Logger,
+  options: { callbackBudgetMs?: number } = {},
+): lark.EventDispatcher {
+  const log = logger.child({ module: "feishu-long-connection" });
+  // No encryptKey: WSClient invokes with needCheck:false and the frames are not encrypted.
+  const dispatcher = new lark.EventDispatcher({
+    logger: sdkLogger(logger),
+    loggerLevel: lark.LoggerLevel.warn,
+  });
+  // card.action.trigger is not in the SDK's generated handler typings (§4.3), hence the type argument.
+  return dispatcher.register<{ "card.action.trigger": (data: Flat) => Promise<Flat> }>({
+    // Return at once: the SDK acks the frame only after the handler resolves, and a late ack is redelivered (§5).
+    "im.message.receive_v1": (data: Flat) => {
+      deliverMessage(handlers, data, log);
+    },
+    "card.action.trigger": async (data: Flat) => {
+      const answer = await answerCardAction(handlers, data, {
+        budgetMs: options.callbackBudgetMs ?? DEFAULT_CALLBACK_BUDGET_MS,
+        logger: log,
+      });
+      setTimeout(answer.sent, AFTER_RESPONSE_DELAY_MS);
+      // Never undefined: WSClient would send a frame with no data, which may count as a malformed answer.
+      return answer.response;
+    },
+  });
+}
+
+export interface LongConnectionOptions {
+  appId: string;
+  appSecret: string;
+  /** "feishu", "lark" or a base URL. */
+  domain: string;
+  handlers: FeishuEventHandlers;
+  logger: Logger;
+  callbackBudgetMs?: number;
+}
+
+export function startLongConnection(options: LongConnectionOptions): { close(): void } {
+  if (!APP_ID.test(options.appId)) {
+    throw new ConfigError(
+      `FEISHU_APP_ID must look like cli_ followed by 16 hex digits for the long connection`,
+    );
+  }
+  const log = options.logger.child({ module: "feishu-long-connection" });
+  const client = new lark.WSClient({
+    appId: options.appId,
+    appSecret: options.appSecret,
+    domain: resolveDomain(options.domain),
+    logger: sdkLogger(options.logger),
+    // LoggerLevel.fatal (0) would be ignored as falsy (§4.1); info keeps connect/reconnect lines.
+    loggerLevel: lark.LoggerLevel.info,
+    handshakeTimeoutMs: 15_000,
+    onReady: () => log.info("long connection ready"),
+    // Called when the SDK gives up (bad credentials or retries exhausted): the bot hears nothing from now on.
+    onError: (error) => log.error({ err: error }, "long connection failed"),
+    onReconnecting: () => log.warn("long connection lost; reconnecting"),
+    onReconnected: () => log.info("long connection restored"),
+  });
+  const dispatcher = createEventDispatcher(options.handlers, options.logger, {
+    ...(options.callbackBudgetMs === undefined ? {} : { callbackBudgetMs: options.callbackBudgetMs }),
+  });
+  client
+    .start({ eventDispatcher: dispatcher })
+    .catch((error: unknown) => log.error({ err: error }, "long connection failed to start"));
+  return { close: () => client.close({ force: true }) };
+}

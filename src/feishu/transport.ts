@@ -1,0 +1,133 @@
+import type { Logger } from "../logger.ts";
+import { strings } from "../strings.ts";
+
+/**
+ * What both Feishu transports (webhook and long connection) hand inbound traffic to, plus the rules they
+ * share: a message is acknowledged at once, a card callback is answered within a budget and its
+ * follow-ups run only after the answer has gone out (feishu-platform §2.3).
+ */
+export interface FeishuEventHandlers {
+  /** im.message.receive_v1, flattened like the SDK does ({...header, ...event}). Must return at once (acknowledge fast); the handler does its work in the background. */
+  onMessage(data: Record<string, unknown>): void;
+  /** card.action.trigger, flattened. Resolves with the callback response body ({toast}, {toast, card:{type:"raw", data}} or {}) and a function to call once the response has been SENT (PATCHes wait for it: Feishu reverts an update made before or in parallel with the response). */
+  onCardAction(
+    data: Record<string, unknown>,
+  ): Promise<{ response: Record<string, unknown>; afterResponse?: () => void }>;
+}
+
+/** The toast sent when a callback handler fails or overruns its budget (to move to strings.ts). */
+export const CALLBACK_TIMEOUT_TOAST = strings.feishu.callbackTimeout;
+
+/** Feishu waits 3 s for a callback answer and never retries (§2.3); keep the rest for the network. */
+export const DEFAULT_CALLBACK_BUDGET_MS = 2500;
+
+export function timeoutResponse(): Record<string, unknown> {
+  return { toast: { type: "error", content: CALLBACK_TIMEOUT_TOAST } };
+}
+
+/**
+ * Hands a message event over without waiting: Feishu redelivers an event that is not acknowledged within
+ * 3 s (§5). A throw is logged, never propagated, so one bad event cannot fail the acknowledgement.
+ */
+export function deliverMessage(
+  handlers: FeishuEventHandlers,
+  data: Record<string, unknown>,
+  log: Logger,
+): void {
+  runLogged(() => handlers.onMessage(data), log, "message handler failed");
+}
+
+export interface AnsweredCardAction {
+  /** The body to send: the handler's when it answered in time with a JSON object, else the timeout toast. */
+  response: Record<string, unknown>;
+  /** Call once the response has been sent. Runs the handler's afterResponse, at most once. */
+  sent(): void;
+}
+
+/**
+ * Runs onCardAction, but never past `budgetMs`. When the handler overruns and finishes later, its
+ * afterResponse still runs (once the timeout answer was sent), since its state change already happened.
+ */
+export async function answerCardAction(
+  handlers: FeishuEventHandlers,
+  data: Record<string, unknown>,
+  options: { budgetMs: number; logger: Logger },
+): Promise<AnsweredCardAction> {
+  const { budgetMs, logger: log } = options;
+  let responseSent = false;
+  let followUp: (() => void) | undefined;
+  const runFollowUp = () => {
+    if (!responseSent || !followUp) return;
+    const run = followUp;
+    followUp = undefined;
+    runLogged(run, log, "card afterResponse failed");
+  };
+  const answer = (response: Record<string, unknown>): AnsweredCardAction => ({
+    response,
+    sent: () => {
+      responseSent = true;
+      runFollowUp();
+    },
+  });
+
+  const outcome = settle(() => handlers.onCardAction(data));
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<"expired">((resolve) => {
+    timer = setTimeout(resolve, budgetMs, "expired");
+  });
+  const first = await Promise.race([outcome, expired]);
+  clearTimeout(timer);
+
+  if (first === "expired") {
+    log.warn({ budgetMs }, "card handler overran its budget; answered with the timeout toast");
+    void outcome.then((late) => {
+      if (!late.ok) return log.error({ err: late.error }, "card handler failed after its budget");
+      followUp = late.value?.afterResponse;
+      runFollowUp();
+    });
+    return answer(timeoutResponse());
+  }
+  if (!first.ok) {
+    log.error({ err: first.error }, "card handler failed");
+    return answer(timeoutResponse());
+  }
+  followUp = first.value?.afterResponse;
+  const body = first.value?.response;
+  if (body === undefined || body === null) return answer({}); // "no update" is `{}`, never an empty body
+  if (isJsonObject(body)) return answer(body);
+  // A malformed body is error 200672 on the client (§2.3); the toast at least says something.
+  log.error("card handler returned a response that is not a JSON object");
+  return answer(timeoutResponse());
+}
+
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** Never rejects, and turns a synchronous throw into a failure too. */
+function settle<T>(run: () => Promise<T>): Promise<Settled<T>> {
+  return Promise.resolve()
+    .then(run)
+    .then(
+      (value): Settled<T> => ({ ok: true, value }),
+      (error: unknown): Settled<T> => ({ ok: false, error }),
+    );
+}
+
+/** Runs a `void` callback; an async one still type-checks as `void`, so its rejection is caught too. */
+function runLogged(run: () => void, log: Logger, message: string): void {
+  try {
+    const result: unknown = run();
+    if (result instanceof Promise) result.catch((error: unknown) => log.error({ err: error }, message));
+  } catch (error) {
+    log.error({ err: error }, message);
+  }
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
+  }
+}

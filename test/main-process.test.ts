@@ -1,0 +1,141 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
+
+/** The real entry point (`npm start`) as a child process, in feishu mode against the emulator over webhooks. */
+
+const ALICE = "ou_alice000000000000000000000000000";
+const ENCRYPT_KEY = "test-encrypt-key-123";
+const running: { child: ChildProcess; emulator: Emulator }[] = [];
+
+afterEach(async () => {
+  for (const { child, emulator } of running.splice(0)) {
+    child.kill("SIGKILL");
+    await emulator.close();
+  }
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
+}
+
+async function startBot(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  const deadline = Date.now() + 20_000;
+  while (!output.includes('"msg":"listening"')) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bot did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, output: () => output };
+}
+
+async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("npm start in feishu mode (webhook transport)", () => {
+  it("serves the webhook: a signed message gets a progress card, a card submit is answered, a forged request gets 401", async () => {
+    const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
+    const port = await freePort();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-main-"));
+    const bot = await startBot({
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      FEISHU_APP_ID: emulator.appId,
+      FEISHU_APP_SECRET: emulator.appSecret,
+      FEISHU_DOMAIN: emulator.url,
+      FEISHU_TRANSPORT: "webhook",
+      FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
+      AUTH_SECRET: "main-process-test-secret",
+      DEMO_STEP_MS: "10",
+      CARD_PATCH_INTERVAL_MS: "200",
+    });
+    running.push({ child: bot.child, emulator });
+    const hook = `http://127.0.0.1:${port}/feishu/events`;
+
+    const message = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+    const delivered = await emulator.deliverWebhook(hook, message);
+    expect(delivered).toMatchObject({ status: 200, body: {} });
+    const messageId = message.event.message.message_id;
+    const cardId = await until(
+      () =>
+        emulator.messages.listMessages().find((m) => m.parentId === messageId && m.msgType === "interactive")
+          ?.messageId,
+      "the progress card",
+    );
+    const withForm = await until(() => {
+      const content = emulator.messages.getMessage(cardId)?.content ?? "";
+      return content.includes('"tag":"form"') && content;
+    }, "the form on the card");
+    const requestId = /"requestId":"([^"]+)"/.exec(withForm)?.[1] ?? "";
+    const sessionId = /"sessionId":"([^"]+)"/.exec(withForm)?.[1] ?? "";
+
+    const click = emulator.cardAction({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      name: "ask0_submit",
+      value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
+      formValue: { ask0_q0: "0", ask0_q1: ["2"] },
+    });
+    const answered = await emulator.deliverWebhook(hook, click);
+    expect(answered.status).toBe(200);
+    expect(answered.body).toMatchObject({ toast: { type: "success", content: "已提交" } });
+    expect(answered.durationMs).toBeLessThan(3000);
+    await until(
+      () => emulator.messages.getMessage(cardId)?.content.includes('"template":"green"'),
+      "the completed card",
+    );
+
+    const forged = await fetch(hook, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(message),
+    });
+    expect(forged.status).toBe(401);
+    expect(bot.output()).toContain("webhook request refused");
+  });
+
+  it("refuses to start in webhook mode without an encrypt key, naming the variable", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        FEISHU_APP_ID: "cli_0123456789abcdef",
+        FEISHU_APP_SECRET: "x",
+        AUTH_SECRET: "0123456789abcdef0123",
+        FEISHU_TRANSPORT: "webhook",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr?.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain("FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook");
+  });
+});
