@@ -2,6 +2,7 @@ import fs from "node:fs";
 import type { Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
+import type { Express } from "express";
 import { WebSocket } from "ws";
 import { createApp } from "../../src/app.ts";
 import { signToken } from "../../src/auth/token.ts";
@@ -9,10 +10,12 @@ import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
 import { handleCardAction } from "../../src/feishu/card-actions.ts";
 import { FeishuChannel } from "../../src/feishu/channel.ts";
-import { flattenEnvelope } from "../../src/feishu/events.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
 import { createAppLimiter } from "../../src/feishu/limits.ts";
+import { createEventDispatcher } from "../../src/feishu/long-connection.ts";
 import type { FeishuMessenger } from "../../src/feishu/messenger.ts";
+import type { FeishuEventHandlers } from "../../src/feishu/transport.ts";
+import { mountFeishuWebhook } from "../../src/feishu/webhook.ts";
 import type { Agent } from "../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
@@ -21,9 +24,11 @@ import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { FeishuStore } from "../../src/store/feishu.ts";
 
+export const WEBHOOK_KEY = "rig-encrypt-key";
+
 /**
  * The Feishu channel end to end: the real SDK over HTTP to the emulator, a real SQLite file, the demo agent.
- * Events are handed to the channel the way the long connection does (flattened schema 2.0).
+ * Events reach the bot through the transport under test: the long connection's dispatcher or signed webhooks.
  */
 export interface FeishuRig {
   emulator: Emulator;
@@ -40,9 +45,10 @@ export interface FeishuRig {
     send(frame: unknown): void;
     close(): void;
   }>;
-  send(input: Parameters<Emulator["userMessage"]>[0]): string;
-  /** Hands an already-built event to the channel again (a redelivery). */
-  deliver(payload: ReturnType<Emulator["userMessage"]>): void;
+  /** Delivers a user's message the way the transport under test does; resolves once it was acknowledged. */
+  send(input: Parameters<Emulator["userMessage"]>[0]): Promise<string>;
+  /** Delivers an already-built event again (a redelivery). */
+  deliver(payload: ReturnType<Emulator["userMessage"]>): Promise<void>;
   click(
     input: Parameters<Emulator["cardAction"]>[0],
   ): Promise<{ toast?: { type: string; content: string }; card?: { data: Card } }>;
@@ -65,11 +71,14 @@ export async function startFeishuRig(
     askPing?: boolean;
     cardPatchIntervalMs?: number;
     recover?: boolean;
-    /** Also serve HTTP (WebSocket hub) on an ephemeral port. */
+    /** Also serve HTTP (WebSocket hub) on an ephemeral port; implied by the webhook transport. */
     withServer?: boolean;
+    /** How events reach the bot: the long connection's dispatcher (default) or signed webhooks over HTTP. */
+    transport?: "ws" | "webhook";
   } = {},
 ): Promise<FeishuRig> {
-  const emulator = options.emulator ?? (await startEmulator());
+  const transport = options.transport ?? "ws";
+  const emulator = options.emulator ?? (await startEmulator({ encryptKey: WEBHOOK_KEY }));
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-feishu-"));
   const dbFile = path.join(dataDir, "bot.sqlite");
   const db = openDatabase(dbFile);
@@ -107,8 +116,17 @@ export async function startFeishuRig(
   await channel.start();
   let server: Server | undefined;
   let httpUrl = "";
-  if (options.withServer) {
-    server = createApp({ ...core, logger }).server;
+  const handlers: FeishuEventHandlers = {
+    onMessage: (data) => channel.handleMessage(data),
+    onCardAction: (data) => handleCardAction(channel, data, logger),
+  };
+  const dispatcher = createEventDispatcher(handlers, logger);
+  if (options.withServer || transport === "webhook") {
+    const routes = [
+      (app: Express) =>
+        mountFeishuWebhook(app, { encryptKey: WEBHOOK_KEY, handlers, logger, now: emulator.clock.now }),
+    ];
+    server = createApp({ ...core, logger, routes }).server;
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
     const address = server.address();
     httpUrl = typeof address === "object" && address ? `http://127.0.0.1:${address.port}` : "";
@@ -126,10 +144,14 @@ export async function startFeishuRig(
   };
 
   const sockets: WebSocket[] = [];
-  const flatten = (payload: unknown) => {
-    const flat = flattenEnvelope(payload);
-    if (!flat.ok) throw new Error(flat.error);
-    return flat.value.data;
+  const deliverEvent = async (payload: unknown): Promise<unknown> => {
+    if (transport === "webhook") {
+      const result = await emulator.deliverWebhook(`${httpUrl}/feishu/events`, payload);
+      if (result.status !== 200)
+        throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
+      return result.body;
+    }
+    return dispatcher.invoke(payload, { needCheck: false });
   };
 
   return {
@@ -152,19 +174,19 @@ export async function startFeishuRig(
       sockets.push(ws);
       return { frames, send: (frame) => ws.send(JSON.stringify(frame)), close: () => ws.close() };
     },
-    send(input) {
+    async send(input) {
       const payload = emulator.userMessage(input);
-      channel.handleMessage(flatten(payload));
+      await deliverEvent(payload);
       return payload.event.message.message_id;
     },
-    deliver(payload) {
-      channel.handleMessage(flatten(payload));
+    async deliver(payload) {
+      await deliverEvent(payload);
     },
     async click(input) {
-      const result = await handleCardAction(channel, flatten(emulator.cardAction(input)), logger);
-      // The transport sends the response, then releases the card's PATCHes.
-      setTimeout(() => result.afterResponse?.(), 0);
-      return result.response as { toast?: { type: string; content: string }; card?: { data: Card } };
+      return (await deliverEvent(emulator.cardAction(input))) as {
+        toast?: { type: string; content: string };
+        card?: { data: Card };
+      };
     },
     progressCard(userMessageId) {
       return until(
