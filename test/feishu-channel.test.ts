@@ -191,6 +191,26 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
       ).toHaveLength(1);
     });
 
+    it("answers an unknown or stale action value with a toast, never an exception", async () => {
+      const r = await rig();
+      const { cardId } = await askedInPrivate(r);
+      for (const value of [
+        { kind: "nope" },
+        { kind: "feishu_ask", act: "submit" },
+        { kind: "queue", act: "promote", sessionId: "s", queueId: "gone", sender: ALICE },
+      ]) {
+        const response = await r.click({ messageId: cardId, operatorOpenId: ALICE, value });
+        expect(response.toast?.type).toMatch(/warning|info/);
+      }
+      // A submit for a question this process never asked (a stale card, a forged request id).
+      const stale = await r.click({
+        messageId: cardId,
+        operatorOpenId: ALICE,
+        value: { kind: "feishu_ask", act: "submit", sessionId: "s", requestId: "never-asked", sender: ALICE },
+      });
+      expect(stale.toast?.content).toBe("问题已失效");
+    });
+
     it("answers a non-text message politely", async () => {
       const r = await rig();
       const messageId = await r.send({
