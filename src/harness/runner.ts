@@ -23,7 +23,12 @@ export type ActionResult<T = object> =
 
 export interface RunnerEvents extends Record<string, unknown> {
   /** A run began: from a message, from the queue (`queueId`), from a retry, or resumed after a restart. */
-  run_started: { run: RunView; source: Record<string, unknown> | undefined; queueId?: string; resumed: boolean };
+  run_started: {
+    run: RunView;
+    source: Record<string, unknown> | undefined;
+    queueId?: string;
+    resumed: boolean;
+  };
   run_updated: RunView;
   queue_changed: { sessionId: string; queued: QueuedMessage[] };
 }
@@ -121,7 +126,10 @@ export class SessionRunner {
       this.#emitQueue(session.id);
       return { kind: "queued", queued, position };
     }
-    return { kind: "started", run: this.#start(session, input.senderId, input.text, input.source, undefined) };
+    return {
+      kind: "started",
+      run: this.#start(session, input.senderId, input.text, input.source, undefined),
+    };
   }
 
   /** Only the run's sender may cancel it. */
@@ -136,14 +144,21 @@ export class SessionRunner {
   }
 
   /** Re-runs the last input of a failed or cancelled run, as its sender. */
-  retry(sessionId: string, userId: string, source?: Record<string, unknown>): ActionResult<{ result: SubmitResult }> {
+  retry(
+    sessionId: string,
+    userId: string,
+    source?: Record<string, unknown>,
+  ): ActionResult<{ result: SubmitResult }> {
     if (this.#active.has(sessionId)) return { ok: false, reason: "not_retryable" };
     const last = this.#deps.store.latestRun(sessionId);
     if (!last) return { ok: false, reason: "not_found" };
     if (last.senderId !== userId) return { ok: false, reason: "forbidden" };
     if (last.status !== "failed" && last.status !== "cancelled")
       return { ok: false, reason: "not_retryable" };
-    return { ok: true, result: this.submit({ sessionId, senderId: userId, text: last.input, ...(source ? { source } : {}) }) };
+    return {
+      ok: true,
+      result: this.submit({ sessionId, senderId: userId, text: last.input, ...(source ? { source } : {}) }),
+    };
   }
 
   /** 插队: only the queued message's sender may move it to the front. */
@@ -217,7 +232,12 @@ export class SessionRunner {
     this.#deps.store.insertRun(run);
     this.#deps.store.appendMessage(session.id, { role: "user", content: text, runId: run.id });
     this.#launch(session, run, false);
-    this.#events.emit("run_started", { run: snapshot(run), source, ...(queueId ? { queueId } : {}), resumed: false });
+    this.#events.emit("run_started", {
+      run: snapshot(run),
+      source,
+      ...(queueId ? { queueId } : {}),
+      resumed: false,
+    });
     return run;
   }
 

@@ -41,7 +41,11 @@ export class FeishuStore {
       this.#lastPrune = now;
       this.#db.prepare("DELETE FROM inbound_messages WHERE received_at < ?").run(now - INBOUND_RETENTION_MS);
     }
-    return this.#db.prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)").run(messageId, now).changes === 1;
+    return (
+      this.#db
+        .prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)")
+        .run(messageId, now).changes === 1
+    );
   }
 
   saveCard(row: Omit<ProgressCardRow, "gone">): void {
@@ -50,7 +54,15 @@ export class FeishuStore {
         `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone)
          VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
       )
-      .run(row.runId, row.sessionId, row.messageId, row.chatId, row.senderId, row.sourceMessageId, row.createdAt);
+      .run(
+        row.runId,
+        row.sessionId,
+        row.messageId,
+        row.chatId,
+        row.senderId,
+        row.sourceMessageId,
+        row.createdAt,
+      );
   }
 
   cardForRun(runId: string): ProgressCardRow | undefined {
@@ -76,10 +88,22 @@ export class FeishuStore {
 
   queuedCard(queueId: string): QueuedCardRow | undefined {
     const row = this.#db.prepare("SELECT * FROM queued_cards WHERE queue_id = ?").get(queueId) as
-      | { queue_id: string; session_id: string; message_id: string; source_message_id: string; chat_id: string }
+      | {
+          queue_id: string;
+          session_id: string;
+          message_id: string;
+          source_message_id: string;
+          chat_id: string;
+        }
       | undefined;
     return row
-      ? { queueId: row.queue_id, sessionId: row.session_id, messageId: row.message_id, sourceMessageId: row.source_message_id, chatId: row.chat_id }
+      ? {
+          queueId: row.queue_id,
+          sessionId: row.session_id,
+          messageId: row.message_id,
+          sourceMessageId: row.source_message_id,
+          chatId: row.chat_id,
+        }
       : undefined;
   }
 
