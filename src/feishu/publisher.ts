@@ -138,8 +138,11 @@ export class CardPublisher {
     }
     this.#inFlight = true;
     try {
-      await this.#o.appLimiter(() =>
-        this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card)),
+      // Terminal states and form changes overtake plain progress in the app-wide queue.
+      const urgent = key !== this.#lastSentKey;
+      await this.#o.appLimiter(
+        () => this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card)),
+        { urgent },
       );
       this.#lastSentJson = json;
       this.#lastSentKey = key;

@@ -1,0 +1,49 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createAppLimiter } from "../src/feishu/limits.ts";
+
+describe("createAppLimiter", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(0);
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("never starts more than 50 calls in any second, and runs them all", async () => {
+    const limiter = createAppLimiter();
+    const starts: number[] = [];
+    const done = Array.from({ length: 120 }, () => limiter(async () => void starts.push(Date.now())));
+    await vi.runAllTimersAsync();
+    await Promise.all(done);
+    expect(starts).toHaveLength(120);
+    for (const t of starts)
+      expect(starts.filter((s) => s > t - 1000 && s <= t).length).toBeLessThanOrEqual(50);
+    expect(starts.at(-1)).toBe(2000);
+  });
+
+  it("lets urgent work overtake queued plain progress", async () => {
+    const limiter = createAppLimiter({ perSecond: 2 });
+    const order: string[] = [];
+    const jobs = ["p1", "p2", "p3", "p4"].map((name) => limiter(async () => void order.push(name)));
+    jobs.push(limiter(async () => void order.push("terminal"), { urgent: true }));
+    await vi.runAllTimersAsync();
+    await Promise.all(jobs);
+    expect(order).toEqual(["p1", "p2", "terminal", "p3", "p4"]);
+  });
+
+  it("keeps to the per-minute budget", async () => {
+    const limiter = createAppLimiter({ perSecond: 50, perMinute: 100 });
+    const starts: number[] = [];
+    const jobs = Array.from({ length: 150 }, () => limiter(async () => void starts.push(Date.now())));
+    await vi.runAllTimersAsync();
+    await Promise.all(jobs);
+    expect(starts.filter((t) => t < 60_000)).toHaveLength(100);
+    expect(starts[100]).toBe(60_000);
+  });
+
+  it("passes a rejection through to its caller", async () => {
+    const limiter = createAppLimiter();
+    await expect(limiter(async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+  });
+});
