@@ -322,6 +322,29 @@ describe("WsHub", () => {
     });
   });
 
+  describe("viewers", () => {
+    it("shows a pending ask read-only to another viewer of the session, who cannot answer it", async () => {
+      const server = await start();
+      // A group session Alice opened; Bob's message is the run, so only Bob may answer.
+      const session = server.createSession(ALICE, { chatType: "group", workspace: "/w/feishu-chat/oc_1" });
+      const alice = await server.connect(ALICE);
+      alice.send({ type: "subscribe", sessionId: session.id });
+      expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false });
+      const bob = await server.connect(BOB);
+      startRun(server.core, session, BOB);
+      const seenByBob = await bob.next("ask_user_questions");
+      const seenByAlice = await alice.next("ask_user_questions");
+      expect(seenByAlice.data.requestId).toBe(seenByBob.data.requestId);
+      alice.send({
+        type: "ask_user_questions_result",
+        sessionId: session.id,
+        data: { requestId: seenByAlice.data.requestId, answers: [] },
+      });
+      expect((await alice.next("error")).data.code).toBe("forbidden");
+      expect(server.core.registry.get(seenByAlice.data.requestId)).toBeDefined();
+    });
+  });
+
   describe("strangers", () => {
     it("refuses to let a stranger subscribe to someone else's private session", async () => {
       const server = await start();

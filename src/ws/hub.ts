@@ -8,6 +8,7 @@ import { describeError } from "../errors.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
+import { readCookie, sameOrigin } from "../web/cookie.ts";
 import {
   askFrame,
   type ClientFrame,
@@ -67,7 +68,7 @@ export class WsHub implements AskSurface {
     // ws closes the socket (1009) above maxPayload; below it, our own 1 MiB check answers with an error frame.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
     this.#unsubscribe.push(
-      deps.registry.on("registered", (ask) => this.#sendToUser(ask.answererId, askFrame(ask))),
+      deps.registry.on("registered", (ask) => this.#sendAround(ask, askFrame(ask))),
       deps.registry.on("settled", ({ ask, outcome }) => {
         // The connection whose answer won hears "accepted" before the "cancelled" every connection gets.
         const winner = this.#answering;
@@ -79,7 +80,7 @@ export class WsHub implements AskSurface {
             data,
           });
         }
-        this.#sendToUser(ask.answererId, cancelledFrame(ask, outcome));
+        this.#sendAround(ask, cancelledFrame(ask, outcome));
       }),
       deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
@@ -98,18 +99,27 @@ export class WsHub implements AskSurface {
     return count;
   }
 
-  /** Serves `GET /ws` upgrades on an HTTP server. */
+  /**
+   * Serves `GET /ws` upgrades on an HTTP server. The token comes as `?token=`, `Authorization: Bearer`, or —
+   * from the session page — the HttpOnly `fpb_session` cookie (web/cookie.ts), accepted from our own origin only.
+   */
   attach(server: Server): void {
     server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on("error", (error) => this.#deps.logger.debug({ err: error }, "upgrade socket error"));
       const url = new URL(request.url ?? "/", "http://localhost");
       if (url.pathname !== WS_PATH) return refuse(socket, 404, "Not Found");
-      const token = url.searchParams.get("token") ?? bearer(request.headers.authorization);
+      const { token, via } = credential(request, url);
+      // A browser attaches the sign-in cookie to an upgrade that any page may start (cross-site WebSocket
+      // hijacking); a cookie counts only when the page that opened the socket is our own.
+      if (via === "cookie" && !sameOrigin(request.headers.origin, request.headers.host)) {
+        this.#deps.logger.info({ origin: request.headers.origin }, "websocket refused: foreign origin");
+        return refuse(socket, 403, "Forbidden");
+      }
       const check = token
         ? verifyToken(this.#deps.authSecret, token, this.#deps.now())
         : { ok: false as const, reason: "no token" };
       if (!check.ok) {
-        this.#deps.logger.info({ reason: check.reason }, "websocket refused");
+        this.#deps.logger.info({ reason: check.reason, via }, "websocket refused");
         return refuse(socket, 401, "Unauthorized");
       }
       this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, check.userId));
@@ -184,7 +194,8 @@ export class WsHub implements AskSurface {
     this.#send(connection, { type: "subscribed", sessionId, data: { canAnswer } });
     this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
-      if (ask.answererId === connection.userId) this.#send(connection, askFrame(ask));
+      // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
+      this.#send(connection, askFrame(ask));
     }
   }
 
@@ -277,6 +288,19 @@ export class WsHub implements AskSurface {
     };
   }
 
+  /**
+   * Every connection of the answerer (subscribed or not, like the seed's send(userId)), and every other
+   * connection subscribed to the session, which may view it read-only.
+   */
+  #sendAround(ask: PendingAsk, frame: ServerFrame): void {
+    this.#sendToUser(ask.answererId, frame);
+    for (const [userId, set] of this.#byUser) {
+      if (userId === ask.answererId) continue;
+      for (const connection of set)
+        if (connection.subscriptions.has(ask.sessionId)) this.#send(connection, frame);
+    }
+  }
+
   #sendToUser(userId: string, frame: ServerFrame): void {
     for (const connection of this.#byUser.get(userId) ?? []) this.#send(connection, frame);
   }
@@ -339,6 +363,20 @@ function cancelledFrame(ask: PendingAsk, outcome: AskOutcome): ServerFrame {
     sessionId: ask.sessionId,
     data: { requestId: ask.requestId, reason },
   };
+}
+
+/** The token an upgrade carries: `?token=`, else `Authorization: Bearer`, else the sign-in cookie. */
+function credential(
+  request: IncomingMessage,
+  url: URL,
+): { token: string | null; via: "query" | "bearer" | "cookie" | "none" } {
+  const query = url.searchParams.get("token");
+  if (query) return { token: query, via: "query" };
+  const header = bearer(request.headers.authorization);
+  if (header) return { token: header, via: "bearer" };
+  const cookie = readCookie(request.headers.cookie);
+  if (cookie) return { token: cookie, via: "cookie" };
+  return { token: null, via: "none" };
 }
 
 function bearer(header: string | undefined): string | null {

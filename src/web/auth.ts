@@ -1,0 +1,181 @@
+import type express from "express";
+import type { Request, Response } from "express";
+import { DEFAULT_TOKEN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
+import type { Logger } from "../logger.ts";
+import { readCookie, SESSION_COOKIE, sameOrigin, sessionCookie } from "./cookie.ts";
+
+/**
+ * Sign-in for browser viewers (DESIGN §7). A link on a shared card never carries a token, so a viewer signs in
+ * once — with a personal link the bot sends in a private chat (`/auth/link`), or in local mode as one of the
+ * emulator's users (`/auth/local`) — and from then on the browser sends the `fpb_session` cookie: with page
+ * requests and with the WebSocket upgrade. The cookie holds a signed user token (auth/token.ts).
+ */
+
+export interface LocalUser {
+  openId: string;
+  name: string;
+}
+
+export interface AuthOptions {
+  authSecret: string;
+  now: () => number;
+  logger: Logger;
+  /** Present only in local mode: the users one may sign in as without Feishu. */
+  localUsers?: LocalUser[];
+}
+
+/** How a signed-out page can sign in: the local users to pick from, or "use the bot's personal link". */
+export type SignInOptions = { mode: "local"; users: LocalUser[] } | { mode: "feishu" };
+
+const MAX_NEXT_CHARS = 2000;
+
+export function mountAuth(app: express.Express, options: AuthOptions): void {
+  const log = options.logger.child({ module: "web-auth" });
+
+  app.get("/auth/link", (req, res) => {
+    const token = queryParam(req, "token");
+    const check = token
+      ? verifyToken(options.authSecret, token, options.now())
+      : { ok: false as const, reason: "no token" };
+    if (!check.ok) {
+      log.info({ reason: check.reason }, "sign-in link refused");
+      const expired = check.reason === "token expired";
+      return sendMessagePage(res, 401, {
+        title: expired ? "登录链接已过期" : "登录链接无效",
+        body: "请在与机器人的私聊中重新获取个人链接后再打开。",
+      });
+    }
+    log.info({ userId: check.userId }, "signed in with a personal link");
+    signIn(req, res, token ?? "", check.expiresAt - options.now());
+  });
+
+  if (options.localUsers) {
+    const users = options.localUsers;
+    app.get("/auth/local", (req, res) => {
+      const openId = queryParam(req, "user");
+      const user = users.find((candidate) => candidate.openId === openId);
+      if (!user) {
+        return sendMessagePage(res, 400, {
+          title: "没有这个用户",
+          body: `可选的本地用户: ${users.map((candidate) => candidate.name).join("、") || "无"}`,
+        });
+      }
+      log.info({ userId: user.openId }, "signed in as a local user");
+      const token = signToken(options.authSecret, user.openId, options.now() + DEFAULT_TOKEN_TTL_MS);
+      signIn(req, res, token, DEFAULT_TOKEN_TTL_MS);
+    });
+  }
+
+  app.post("/auth/logout", (req, res) => {
+    // SameSite=Lax already keeps the cookie off cross-site POSTs; this also stops a foreign page signing you out.
+    if (!sameOrigin(req.headers.origin, req.headers.host)) {
+      res.status(403).json({ error: { code: "FORBIDDEN", message: "cross-site sign-out refused" } });
+      return;
+    }
+    res.setHeader("Set-Cookie", clearCookie(req));
+    res.setHeader("Cache-Control", "no-store");
+    res.status(204).end();
+  });
+
+  app.get("/auth/me", (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    const userId = viewerOf(req, options);
+    if (!userId) {
+      // A stale or forged cookie is dropped so the browser stops sending it.
+      if (readCookie(req.headers.cookie)) res.setHeader("Set-Cookie", clearCookie(req));
+      res.status(401).json({
+        error: { code: "UNAUTHORIZED", message: "not signed in" },
+        signIn: signInOptions(options),
+      });
+      return;
+    }
+    const name = options.localUsers?.find((user) => user.openId === userId)?.name;
+    res.json({ userId, ...(name ? { name } : {}) });
+  });
+}
+
+/** The signed-in user of a request (from the `fpb_session` cookie), or undefined. */
+export function viewerOf(req: Request, options: Pick<AuthOptions, "authSecret" | "now">): string | undefined {
+  const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+  if (!token) return undefined;
+  const check = verifyToken(options.authSecret, token, options.now());
+  return check.ok ? check.userId : undefined;
+}
+
+export function signInOptions(options: Pick<AuthOptions, "localUsers">): SignInOptions {
+  return options.localUsers ? { mode: "local", users: options.localUsers } : { mode: "feishu" };
+}
+
+/**
+ * Where to go after signing in: a path on this site only. Anything else — absolute URLs, protocol-relative
+ * `//host`, `/\host` (which browsers read as `//host`), control characters — goes to `/` (open redirects).
+ */
+export function safeNext(next: string | undefined): string {
+  if (!next || next.length > MAX_NEXT_CHARS) return "/";
+  if (!next.startsWith("/") || next.startsWith("//")) return "/";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this rejects
+  if (/[\\\u0000-\u001f\u007f]/.test(next)) return "/";
+  const base = "http://next.invalid";
+  try {
+    const url = new URL(next, base);
+    return url.origin === base ? next : "/";
+  } catch {
+    return "/";
+  }
+}
+
+function signIn(req: Request, res: Response, token: string, ttlMs: number): void {
+  res.setHeader(
+    "Set-Cookie",
+    sessionCookie(token, { maxAgeSeconds: Math.ceil(ttlMs / 1000), secure: isHttps(req) }),
+  );
+  // The link carried a token: keep it out of caches and out of the Referer of the next request.
+  res.setHeader("Cache-Control", "no-store");
+  res.setHeader("Referrer-Policy", "no-referrer");
+  res.redirect(303, safeNext(queryParam(req, "next")));
+}
+
+function clearCookie(req: Request): string {
+  return sessionCookie("", { maxAgeSeconds: 0, secure: isHttps(req) });
+}
+
+/**
+ * Secure when the browser talks https to us, directly or through a proxy that says so. Trusting the header
+ * here is harmless: a wrong "https" only makes the browser keep the cookie off plain http.
+ */
+function isHttps(req: Request): boolean {
+  const forwarded = req.headers["x-forwarded-proto"];
+  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim().toLowerCase();
+  return req.secure || first === "https";
+}
+
+function queryParam(req: Request, name: string): string | undefined {
+  const value: unknown = req.query[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+/** A small self-contained page for sign-in outcomes (no scripts, the page's own stylesheet). */
+function sendMessagePage(res: Response, status: number, page: { title: string; body: string }): void {
+  res.status(status);
+  res.setHeader("Cache-Control", "no-store");
+  res.setHeader("Referrer-Policy", "no-referrer");
+  res.setHeader("Content-Security-Policy", "default-src 'none'; style-src 'self'; frame-ancestors 'none'");
+  res
+    .type("html")
+    .send(
+      [
+        "<!doctype html>",
+        '<html lang="zh-CN"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        `<title>${escapeHtml(page.title)}</title>`,
+        '<link rel="stylesheet" href="/web/session.css"></head>',
+        '<body><main class="page"><section class="notice" data-testid="auth-message">',
+        `<h1>${escapeHtml(page.title)}</h1><p>${escapeHtml(page.body)}</p>`,
+        "</section></main></body></html>",
+      ].join(""),
+    );
+}

@@ -1,0 +1,448 @@
+import { createAskPanel } from "./question-panel.js";
+
+/**
+ * The session page: who is looking (`/auth/me`), the session's title (`/api/sessions/:id`), then everything
+ * live over `/ws` — the browser sends the HttpOnly sign-in cookie with the upgrade, so no token ever sits in
+ * a URL or in this script. Subscribing re-sends the pending questions with their original requestIds, which
+ * is how a refresh or a reconnect gets its panels back (seed ask-user-questions-resume §4).
+ */
+
+const STATUS_TEXT = {
+  running: "执行中",
+  waiting: "等待回答",
+  recovering: "恢复中",
+  completed: "已完成",
+  failed: "失败",
+  cancelled: "已取消",
+  none: "暂无任务",
+};
+const STEP_ICON = { done: "✅", failed: "❌", running: "⏳" };
+const ASK_TOOL = "ask_user_questions";
+const RECONNECT_MIN_MS = 500;
+const RECONNECT_MAX_MS = 15_000;
+const NOTICE_MS = 4_000;
+
+const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
+const SECTIONS = ["loading", "sign-in-prompt", "forbidden", "page-error", "session"];
+
+const page = {
+  sessionId: sessionIdFromPath(location.pathname),
+  title: "会话",
+  me: null,
+  canAnswer: false,
+  snapshot: null,
+  /** requestId → panel, in arrival order. */
+  panels: new Map(),
+  /** requestIds whose answer was in flight when the socket dropped: confirmed or re-opened after resync. */
+  unconfirmed: new Set(),
+  /** Set between `subscribe` and the pong that follows it: the asks the hub re-sent. */
+  resync: null,
+  resyncCount: 0,
+  ws: null,
+  attempts: 0,
+  reconnectTimer: undefined,
+  stopped: false,
+};
+
+function sessionIdFromPath(pathname) {
+  const match = /^\/sessions\/([^/]+)\/?$/.exec(pathname);
+  if (!match) return null;
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    return null;
+  }
+}
+
+function show(name) {
+  for (const section of SECTIONS) byTestId(section).hidden = section !== name;
+}
+
+function showPageError(text) {
+  byTestId("page-error").textContent = text;
+  show("page-error");
+}
+
+async function getJson(url) {
+  const response = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  return { status: response.status, ok: response.ok, body };
+}
+
+async function boot() {
+  if (!page.sessionId) return showPageError("链接无效:缺少会话编号。");
+  let me;
+  try {
+    me = await getJson("/auth/me");
+  } catch {
+    return showPageError("无法连接服务器,请稍后刷新重试。");
+  }
+  if (me.status === 401) return showSignIn(me.body?.signIn);
+  if (!me.ok || typeof me.body?.userId !== "string") return showPageError("加载失败,请稍后刷新重试。");
+  page.me = me.body.userId;
+  showViewer(me.body);
+
+  let info;
+  try {
+    info = await getJson(`/api/sessions/${encodeURIComponent(page.sessionId)}`);
+  } catch {
+    return showPageError("无法连接服务器,请稍后刷新重试。");
+  }
+  if (info.status === 401) return signedOut();
+  if (info.status === 403) return showForbidden();
+  if (!info.ok) return showPageError("加载失败,请稍后刷新重试。");
+  page.title = info.body?.title || "会话";
+  byTestId("session-title").textContent = page.title;
+  document.title = `${page.title} · 会话详情`;
+  connect();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Signed out, forbidden, signed in
+
+async function signedOut() {
+  page.stopped = true;
+  page.ws?.close();
+  try {
+    const me = await getJson("/auth/me");
+    showSignIn(me.body?.signIn);
+  } catch {
+    showSignIn(undefined);
+  }
+}
+
+function showSignIn(signIn) {
+  page.stopped = true;
+  byTestId("viewer").hidden = true;
+  const list = byTestId("sign-in-local");
+  list.replaceChildren();
+  const local = signIn?.mode === "local" && Array.isArray(signIn.users);
+  if (local) {
+    const next = location.pathname;
+    for (const user of signIn.users) {
+      const link = document.createElement("a");
+      link.href = `/auth/local?user=${encodeURIComponent(user.openId)}&next=${encodeURIComponent(next)}`;
+      link.textContent = `以 ${user.name} 身份登录`;
+      link.dataset.testid = "sign-in-local-user";
+      link.dataset.user = user.openId;
+      const item = document.createElement("li");
+      item.append(link);
+      list.append(item);
+    }
+  }
+  list.hidden = !local;
+  byTestId("sign-in-feishu").hidden = local;
+  show("sign-in-prompt");
+}
+
+function showForbidden() {
+  page.stopped = true;
+  clearTimeout(page.reconnectTimer);
+  page.ws?.close();
+  show("forbidden");
+}
+
+function showViewer(me) {
+  byTestId("viewer-name").textContent = me.name ? `${me.name} (${me.userId})` : me.userId;
+  byTestId("viewer").hidden = false;
+}
+
+byTestId("sign-out").addEventListener("click", async () => {
+  try {
+    await fetch("/auth/logout", { method: "POST", credentials: "same-origin" });
+  } finally {
+    location.reload();
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// The socket
+
+function connect() {
+  clearTimeout(page.reconnectTimer);
+  if (page.stopped) return;
+  const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`;
+  let ws;
+  try {
+    ws = new WebSocket(url);
+  } catch {
+    return scheduleReconnect();
+  }
+  page.ws = ws;
+  let opened = false;
+  ws.addEventListener("open", () => {
+    opened = true;
+    subscribe();
+  });
+  ws.addEventListener("message", (event) => {
+    let frame;
+    try {
+      frame = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    if (frame && typeof frame === "object") handle(frame);
+  });
+  ws.addEventListener("close", () => {
+    if (page.ws !== ws) return;
+    page.ws = null;
+    page.resync = null;
+    for (const [requestId, panel] of page.panels) if (panel.busy) page.unconfirmed.add(requestId);
+    if (page.stopped) return;
+    byTestId("connection").hidden = false;
+    // A refused upgrade looks like any other drop; if the sign-in has lapsed, say so instead of retrying.
+    if (!opened) {
+      getJson("/auth/me")
+        .then((me) => (me.status === 401 ? signedOut() : scheduleReconnect()))
+        .catch(() => scheduleReconnect());
+      return;
+    }
+    scheduleReconnect();
+  });
+}
+
+function scheduleReconnect() {
+  if (page.stopped) return;
+  const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** page.attempts);
+  page.attempts += 1;
+  clearTimeout(page.reconnectTimer);
+  page.reconnectTimer = setTimeout(connect, base * (0.7 + Math.random() * 0.6));
+}
+
+addEventListener("online", () => {
+  if (!page.ws && !page.stopped) connect();
+});
+
+function send(frame) {
+  if (page.ws?.readyState !== WebSocket.OPEN) return false;
+  page.ws.send(JSON.stringify(frame));
+  return true;
+}
+
+/**
+ * Subscribing re-sends every pending ask; the hub answers one connection's frames in order, so the pong to
+ * the ping sent right after marks the end of that list — panels not re-sent by then were settled meanwhile.
+ */
+function subscribe() {
+  page.resyncCount += 1;
+  page.resync = { marker: `resync-${page.resyncCount}`, seen: new Set() };
+  send({ type: "subscribe", sessionId: page.sessionId });
+  send({ type: "ping", sessionId: page.resync.marker });
+}
+
+function handle(frame) {
+  const data = frame.data ?? {};
+  switch (frame.type) {
+    case "subscribed":
+      if (frame.sessionId !== page.sessionId) return;
+      page.attempts = 0;
+      byTestId("connection").hidden = true;
+      show("session");
+      return setCanAnswer(data.canAnswer === true);
+    case "session_snapshot":
+      if (frame.sessionId === page.sessionId) onSnapshot(data);
+      return;
+    case "ask_user_questions":
+      if (frame.sessionId === page.sessionId) onAsk(data);
+      return;
+    case "ask_user_questions_accepted":
+      if (removePanel(data.requestId)) notice("回答已提交");
+      return;
+    case "ask_user_questions_cancelled":
+      if (removePanel(data.requestId)) notice(cancelledText(data.reason));
+      return;
+    case "pong":
+      if (page.resync && frame.sessionId === page.resync.marker) finishResync();
+      return;
+    case "error":
+      return onError(frame);
+    default:
+      return;
+  }
+}
+
+function finishResync() {
+  const { seen } = page.resync;
+  page.resync = null;
+  for (const requestId of [...page.panels.keys()]) if (!seen.has(requestId)) removePanel(requestId);
+  for (const requestId of page.unconfirmed) {
+    const panel = page.panels.get(requestId);
+    if (!panel) continue;
+    panel.setBusy(false);
+    panel.showError("连接中断,回答没有送达,请重新提交。");
+  }
+  page.unconfirmed.clear();
+  renderStatus();
+}
+
+function onError(frame) {
+  const { code, message, requestId } = frame.data ?? {};
+  const panel = requestId ? page.panels.get(requestId) : undefined;
+  if (panel) {
+    if (code === "stale_request") return panel.markStale("问题已失效(可能已在其他地方回答或已超时)。");
+    panel.setBusy(false);
+    if (code === "forbidden") {
+      panel.setCanAnswer(false);
+      return panel.showError("仅任务发起人可以回答。");
+    }
+    return panel.showError(code === "invalid_answers" ? `回答无效:${message}` : String(message ?? code));
+  }
+  if (code === "forbidden" && frame.sessionId === page.sessionId && !requestId) showForbidden();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Asks
+
+function onAsk(ask) {
+  if (typeof ask.requestId !== "string" || !Array.isArray(ask.questions)) return;
+  page.resync?.seen.add(ask.requestId);
+  // A re-sent ask keeps its panel, and with it whatever the viewer has already filled in.
+  if (page.panels.has(ask.requestId)) return;
+  const panel = createAskPanel(document, ask, {
+    canAnswer: page.canAnswer,
+    onSubmit: (answers) => {
+      panel.showError(null);
+      const sent = send({
+        type: "ask_user_questions_result",
+        sessionId: page.sessionId,
+        data: { requestId: ask.requestId, answers },
+      });
+      if (!sent) return panel.showError("连接已断开,正在重新连接,请稍后再提交。");
+      panel.setBusy(true);
+    },
+  });
+  page.panels.set(ask.requestId, panel);
+  byTestId("asks").append(panel.element);
+  relabel();
+}
+
+function removePanel(requestId) {
+  const panel = page.panels.get(requestId);
+  if (!panel) return false;
+  panel.element.remove();
+  page.panels.delete(requestId);
+  page.unconfirmed.delete(requestId);
+  relabel();
+  return true;
+}
+
+function relabel() {
+  const total = page.panels.size;
+  let index = 0;
+  for (const panel of page.panels.values()) panel.setHeading(++index, total);
+  renderStatus();
+}
+
+function setCanAnswer(value) {
+  page.canAnswer = value;
+  for (const panel of page.panels.values()) panel.setCanAnswer(value);
+}
+
+function cancelledText(reason) {
+  if (typeof reason === "string" && reason.startsWith("answered")) return "问题已在其他地方回答";
+  if (reason === "timeout") return "问题已超时";
+  return "问题已取消";
+}
+
+function notice(text) {
+  const note = document.createElement("p");
+  note.className = "ask-notice";
+  note.dataset.testid = "ask-notice";
+  note.textContent = text;
+  byTestId("asks").before(note);
+  setTimeout(() => note.remove(), NOTICE_MS);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The run
+
+function onSnapshot(snapshot) {
+  page.snapshot = snapshot;
+  const run = snapshot.run;
+  // Only the active run's sender may answer; this follows a new run started by someone else.
+  setCanAnswer(Boolean(snapshot.active && run && run.senderId === page.me));
+  // No ask outlives its run; the cancelled frames follow, this just does not wait for them.
+  if (!snapshot.active) for (const requestId of [...page.panels.keys()]) removePanel(requestId);
+  renderRun(run);
+  renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : []);
+  renderStatus();
+}
+
+function statusKey(snapshot) {
+  const run = snapshot?.run;
+  if (!run) return "none";
+  if (run.status !== "running") return run.status;
+  const asking = (run.steps ?? []).some((step) => step.tool === ASK_TOOL && step.status === "running");
+  return page.panels.size > 0 || asking ? "waiting" : "running";
+}
+
+function renderStatus() {
+  const key = statusKey(page.snapshot);
+  const status = byTestId("status");
+  status.textContent = STATUS_TEXT[key] ?? key;
+  status.dataset.status = key;
+  byTestId("waiting-for-sender").hidden = !(key === "waiting" && page.panels.size === 0);
+  document.title = `${STATUS_TEXT[key] ?? key} · ${page.title}`;
+}
+
+function renderRun(run) {
+  byTestId("task-title").textContent = run ? oneLine(run.input, 120) : "这个会话还没有任务。";
+  const steps = Array.isArray(run?.steps) ? run.steps : [];
+  const list = byTestId("steps");
+  list.replaceChildren(...steps.map(stepItem));
+  const empty = byTestId("no-steps");
+  empty.hidden = !run || steps.length > 0;
+  empty.textContent = run?.status === "running" || run?.status === "recovering" ? "正在准备…" : "暂无步骤";
+
+  const text = typeof run?.text === "string" ? run.text : "";
+  byTestId("result").hidden = text === "";
+  byTestId("result-text").textContent = text;
+  const error = run?.status === "failed" ? String(run.error ?? "") : "";
+  byTestId("run-error").hidden = error === "";
+  byTestId("run-error-text").textContent = error;
+}
+
+function stepItem(step) {
+  const item = document.createElement("li");
+  item.className = `step step-${step.status}`;
+  item.dataset.testid = "step";
+  item.dataset.status = step.status;
+  const icon = document.createElement("span");
+  icon.className = "step-icon";
+  icon.textContent = STEP_ICON[step.status] ?? "•";
+  const title = document.createElement("span");
+  title.className = "step-title";
+  title.textContent = oneLine(step.title ?? step.tool ?? "", 120);
+  item.append(icon, title);
+  if (step.summary) {
+    const summary = document.createElement("span");
+    summary.className = "step-summary";
+    summary.textContent = oneLine(step.summary, 200);
+    item.append(summary);
+  }
+  return item;
+}
+
+function renderQueue(queued) {
+  byTestId("queue").hidden = queued.length === 0;
+  byTestId("queue-list").replaceChildren(
+    ...queued.map((message) => {
+      const item = document.createElement("li");
+      item.dataset.testid = "queued-message";
+      item.textContent = oneLine(message.text ?? "", 120);
+      return item;
+    }),
+  );
+}
+
+function oneLine(text, max) {
+  const flat = String(text).replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+boot();

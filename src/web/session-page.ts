@@ -1,0 +1,112 @@
+import fs from "node:fs";
+import type express from "express";
+import type { Response } from "express";
+import type { SessionRunner } from "../harness/runner.ts";
+import type { Logger } from "../logger.ts";
+import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
+
+/**
+ * The session page (`GET /sessions/:id`, the 会话详情 link on every progress card) and its assets.
+ * The HTML is the same static file for every session and every viewer: it holds no session content, so a
+ * signed-out viewer (or one who may not view the session) learns nothing from it. The content arrives over
+ * the WebSocket, which checks who may see what; `/api/sessions/:id` adds the title under the same rule.
+ */
+
+export interface SessionPageOptions {
+  runner: SessionRunner;
+  authSecret: string;
+  now: () => number;
+  logger: Logger;
+  /** Present only in local mode: the users one may sign in as without Feishu. */
+  localUsers?: LocalUser[];
+}
+
+interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+/** Files under `/web/`; nothing else in public/ is served. */
+const ASSETS: Record<string, string> = {
+  "session.js": "text/javascript; charset=utf-8",
+  "question-panel.js": "text/javascript; charset=utf-8",
+  "session.css": "text/css; charset=utf-8",
+};
+
+/**
+ * Scripts and styles from this origin only; the socket goes back to this origin (CSP3 `'self'` covers
+ * ws:/wss: on the same host); no framing (clickjacking an answer form).
+ */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+export function mountSessionPages(app: express.Express, options: SessionPageOptions): void {
+  mountAuth(app, options);
+  const publicDir = new URL("./public/", import.meta.url);
+  const read = (file: string, type: string): Asset => ({
+    body: fs.readFileSync(new URL(file, publicDir)),
+    type,
+  });
+  const page = read("session.html", "text/html; charset=utf-8");
+  const assets = new Map(Object.entries(ASSETS).map(([file, type]) => [file, read(file, type)]));
+
+  app.get("/sessions/:id", (_req, res) => {
+    res.setHeader("Content-Security-Policy", PAGE_CSP);
+    res.setHeader("Referrer-Policy", "no-referrer");
+    sendAsset(res, page);
+  });
+
+  app.get("/web/:file", (req, res, next) => {
+    const asset = assets.get(req.params.file);
+    if (!asset) return next();
+    sendAsset(res, asset);
+  });
+
+  app.get("/api/sessions/:id", (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    const userId = viewerOf(req, options);
+    if (!userId) {
+      res.status(401).json({ error: { code: "UNAUTHORIZED", message: "not signed in" } });
+      return;
+    }
+    const sessionId = req.params.id;
+    const session = options.runner.getSession(sessionId);
+    // Unknown and not-yours answer alike, so nobody can probe which sessions exist (as the hub does).
+    if (!session || !canViewSession(options.runner, userId, sessionId)) {
+      res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
+      return;
+    }
+    res.json({ id: session.id, title: session.title, channel: session.channel, chatType: session.chatType });
+  });
+}
+
+/**
+ * The hub's viewing rule (ws/hub.ts `#canView`): the session's owner, the sender of its current run, or the
+ * sender of a message queued in it.
+ */
+export function canViewSession(
+  runner: Pick<SessionRunner, "getSession" | "currentRun" | "queued">,
+  userId: string,
+  sessionId: string,
+): boolean {
+  const session = runner.getSession(sessionId);
+  if (!session) return false;
+  if (session.ownerId === userId) return true;
+  if (runner.currentRun(sessionId)?.senderId === userId) return true;
+  return runner.queued(sessionId).some((queued) => queued.senderId === userId);
+}
+
+function sendAsset(res: Response, asset: Asset): void {
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  // Small files: revalidate every time (express adds an ETag), so an upgrade never mixes old and new scripts.
+  res.setHeader("Cache-Control", "no-cache");
+  res.type(asset.type).send(asset.body);
+}

@@ -1,0 +1,628 @@
+import fs from "node:fs";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { createApp } from "../src/app.ts";
+import { checkAnswers } from "../src/asks/answers.ts";
+import type { AskQuestion } from "../src/asks/schema.ts";
+import { signToken } from "../src/auth/token.ts";
+import { type Core, createCore } from "../src/core.ts";
+import { createLogger } from "../src/logger.ts";
+import { type Db, openDatabase } from "../src/store/db.ts";
+import { type LocalUser, safeNext } from "../src/web/auth.ts";
+import { readCookie, SESSION_COOKIE } from "../src/web/cookie.ts";
+import {
+  canSubmit,
+  collectAnswers,
+  emptyState,
+  hasPreview,
+  type PanelQuestion,
+  previewFor,
+  type QuestionState,
+  selectOption,
+  typeOther,
+  unfence,
+} from "../src/web/public/question-panel.js";
+import { mountSessionPages } from "../src/web/session-page.ts";
+import { sampleAsk } from "./fixtures.ts";
+import {
+  createScriptedAskAgent,
+  createSession,
+  DEFAULT_ASK,
+  type ScriptedAskAgent,
+  startRun,
+  TestClient,
+  waitForRun,
+} from "./helpers/harness.ts";
+
+const ALICE = "ou_alice";
+const BOB = "ou_bob";
+const LOCAL_USERS: LocalUser[] = [
+  { openId: ALICE, name: "Alice" },
+  { openId: BOB, name: "Bob" },
+];
+const HOUR_MS = 60 * 60 * 1000;
+
+interface PageServer {
+  base: string;
+  port: number;
+  core: Core;
+  agent: ScriptedAskAgent;
+  secret: string;
+  /** The clock the pages read; tokens for the pages are signed against it. */
+  now: number;
+  tokenFor(userId: string, ttlMs?: number): string;
+  /** Opens a WebSocket with the given headers (and nothing in the URL); resolves once open. */
+  connect(headers: Record<string, string>): Promise<TestClient>;
+  /** Tries an upgrade that must be refused; resolves with the HTTP status. */
+  refusedStatus(headers: Record<string, string>): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const servers: PageServer[] = [];
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+});
+
+/** The real core and app on 127.0.0.1:0, with the session pages mounted through `createApp({routes})`. */
+async function startPageServer(options: { localUsers?: LocalUser[] } = {}): Promise<PageServer> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-page-"));
+  const db: Db = openDatabase(path.join(dir, "bot.sqlite"));
+  const logger = createLogger({ level: "silent" });
+  const secret = `page-secret-${path.basename(dir)}`;
+  const agent = createScriptedAskAgent();
+  const core = createCore({ db, logger, agent, tools: [], askTimeoutMs: 60_000, authSecret: secret });
+  const clock = Date.now();
+  const { server } = createApp({
+    ...core,
+    logger,
+    routes: [
+      (app) =>
+        mountSessionPages(app, {
+          runner: core.runner,
+          authSecret: secret,
+          now: () => clock,
+          logger,
+          ...(options.localUsers ? { localUsers: options.localUsers } : {}),
+        }),
+    ],
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const sockets = new Set<WebSocket>();
+  const open = (headers: Record<string, string>) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers });
+    sockets.add(ws);
+    ws.once("close", () => sockets.delete(ws));
+    return ws;
+  };
+  const page: PageServer = {
+    base: `http://127.0.0.1:${port}`,
+    port,
+    core,
+    agent,
+    secret,
+    now: clock,
+    tokenFor: (userId, ttlMs = HOUR_MS) => signToken(secret, userId, clock + ttlMs),
+    async connect(headers) {
+      const ws = open(headers);
+      const client = new TestClient(ws);
+      await new Promise<void>((resolve, reject) => {
+        ws.once("open", () => resolve());
+        ws.once("unexpected-response", (_req, res) =>
+          reject(new Error(`upgrade refused with HTTP ${res.statusCode}`)),
+        );
+        ws.once("error", reject);
+      });
+      return client;
+    },
+    refusedStatus(headers) {
+      const ws = open(headers);
+      return new Promise<number>((resolve, reject) => {
+        ws.once("open", () => {
+          ws.terminate();
+          reject(new Error("the upgrade was accepted"));
+        });
+        ws.once("unexpected-response", (req, res) => {
+          res.resume();
+          req.destroy();
+          resolve(res.statusCode ?? 0);
+        });
+        ws.on("error", () => undefined);
+      });
+    },
+    async stop() {
+      for (const ws of sockets) ws.terminate();
+      await core.runner.stop();
+      await core.hub.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  servers.push(page);
+  return page;
+}
+
+function get(server: PageServer, url: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${server.base}${url}`, { headers, redirect: "manual" });
+}
+
+/** The `fpb_session` Set-Cookie header of a response, split into its value and attributes. */
+function sessionSetCookie(response: Response): { value: string; attributes: Map<string, string> } | null {
+  const header = response.headers.getSetCookie().find((line) => line.startsWith(`${SESSION_COOKIE}=`));
+  if (!header) return null;
+  const [pair = "", ...rest] = header.split(";").map((part) => part.trim());
+  const attributes = new Map(
+    rest.map((part) => {
+      const [name = "", value = ""] = part.split("=");
+      return [name.toLowerCase(), value] as const;
+    }),
+  );
+  return { value: pair.slice(SESSION_COOKIE.length + 1), attributes };
+}
+
+const cookieFor = (token: string) => `${SESSION_COOKIE}=${token}`;
+
+describe("the session page and its assets", () => {
+  it("serves the same static page for any session id, with a strict CSP and no session content", async () => {
+    const server = await startPageServer();
+    const session = createSession(server.core, ALICE, { title: "Secret roadmap" });
+    const signedOut = await get(server, `/sessions/${encodeURIComponent(session.id)}`);
+    const other = await get(server, "/sessions/does-not-exist");
+
+    expect(signedOut.status).toBe(200);
+    expect(signedOut.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(signedOut.headers.get("x-content-type-options")).toBe("nosniff");
+    const csp = signedOut.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    const html = await signedOut.text();
+    expect(html).toBe(await other.text());
+    expect(html).not.toContain("Secret roadmap");
+    expect(html).not.toContain(session.id);
+  });
+
+  it("serves the scripts and the stylesheet with their content types, and nothing else from public/", async () => {
+    const server = await startPageServer();
+    const expected = {
+      "/web/session.js": "text/javascript; charset=utf-8",
+      "/web/question-panel.js": "text/javascript; charset=utf-8",
+      "/web/session.css": "text/css; charset=utf-8",
+    };
+    for (const [url, type] of Object.entries(expected)) {
+      const response = await get(server, url);
+      expect(response.status, url).toBe(200);
+      expect(response.headers.get("content-type"), url).toBe(type);
+      expect((await response.text()).length, url).toBeGreaterThan(100);
+    }
+    for (const url of ["/web/question-panel.d.ts", "/web/session.html", "/web/..%2Fsession-page.ts"]) {
+      expect((await get(server, url)).status, url).toBe(404);
+    }
+  });
+
+  it("references only local assets: every src/href is a same-site path that is served, imports are relative", async () => {
+    const server = await startPageServer();
+    const html = await (await get(server, "/sessions/x")).text();
+    const refs = [...html.matchAll(/\b(?:src|href)="([^"]*)"/g)].map((match) => match[1] ?? "");
+    expect(refs).toEqual(expect.arrayContaining(["/web/session.css", "/web/session.js"]));
+    for (const ref of refs) {
+      if (ref === "data:,") continue; // the empty favicon, so the browser does not ask for one
+      expect(ref, ref).toMatch(/^\/(?!\/)/);
+      expect((await get(server, ref)).status, ref).toBe(200);
+    }
+    for (const file of ["session.js", "question-panel.js", "session.css"]) {
+      const text = await (await get(server, `/web/${file}`)).text();
+      expect(text, file).not.toMatch(/https?:\/\/|url\(/);
+      const imports = [...text.matchAll(/\bfrom\s+"([^"]+)"|import\(\s*"([^"]+)"/g)].map((m) => m[1] ?? m[2]);
+      for (const spec of imports) expect(spec, `${file} imports ${spec}`).toMatch(/^\.\/[\w-]+\.js$/);
+    }
+    expect(html).not.toMatch(/https?:\/\//);
+  });
+});
+
+describe("sign-in", () => {
+  describe("GET /auth/link (the personal link)", () => {
+    it("sets an HttpOnly, SameSite=Lax cookie for the token's lifetime and redirects to next", async () => {
+      const server = await startPageServer();
+      const token = server.tokenFor(ALICE, 2 * HOUR_MS);
+      const response = await get(
+        server,
+        `/auth/link?token=${encodeURIComponent(token)}&next=${encodeURIComponent("/sessions/web-1?x=1")}`,
+      );
+      expect(response.status).toBe(303);
+      expect(response.headers.get("location")).toBe("/sessions/web-1?x=1");
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      expect(response.headers.get("referrer-policy")).toBe("no-referrer");
+      const cookie = sessionSetCookie(response);
+      expect(cookie?.value).toBe(token);
+      expect(cookie?.attributes.get("path")).toBe("/");
+      expect(cookie?.attributes.get("max-age")).toBe(String((2 * HOUR_MS) / 1000));
+      expect(cookie?.attributes.has("httponly")).toBe(true);
+      expect(cookie?.attributes.get("samesite")).toBe("Lax");
+      expect(cookie?.attributes.has("secure")).toBe(false);
+    });
+
+    it("marks the cookie Secure when the request came over https (through a proxy)", async () => {
+      const server = await startPageServer();
+      const token = server.tokenFor(ALICE);
+      const response = await get(server, `/auth/link?token=${token}&next=/`, {
+        "x-forwarded-proto": "https",
+      });
+      expect(sessionSetCookie(response)?.attributes.has("secure")).toBe(true);
+    });
+
+    it("refuses a missing, forged, malformed or expired token with a 401 page and no cookie", async () => {
+      const server = await startPageServer();
+      const forged = signToken("another-secret", ALICE, server.now + HOUR_MS);
+      const expired = server.tokenFor(ALICE, -1);
+      const cases: [string, string][] = [
+        ["", "登录链接无效"],
+        [`?token=${forged}`, "登录链接无效"],
+        ["?token=not-a-token", "登录链接无效"],
+        [`?token=${expired}`, "登录链接已过期"],
+      ];
+      for (const [query, title] of cases) {
+        const url = query ? `/auth/link${query}&next=/sessions/x` : "/auth/link?next=/sessions/x";
+        const response = await get(server, url);
+        expect(response.status, query).toBe(401);
+        expect(response.headers.get("content-type"), query).toMatch(/^text\/html/);
+        expect(await response.text(), query).toContain(title);
+        expect(sessionSetCookie(response), query).toBeNull();
+      }
+    });
+
+    it("never redirects off the site: absolute, protocol-relative and backslash targets go to /", async () => {
+      const server = await startPageServer();
+      const token = server.tokenFor(ALICE);
+      for (const next of [
+        "//evil.com",
+        "https://evil.com",
+        "/\\evil.com",
+        "\\\\evil.com",
+        "javascript:alert(1)",
+        "evil.com",
+        "/\r\nSet-Cookie: x=1",
+      ]) {
+        const response = await get(server, `/auth/link?token=${token}&next=${encodeURIComponent(next)}`);
+        expect(response.status, next).toBe(303);
+        expect(response.headers.get("location"), next).toBe("/");
+      }
+      expect((await get(server, `/auth/link?token=${token}`)).headers.get("location")).toBe("/");
+      // Percent signs are just characters of a path here.
+      const escaped = await get(server, `/auth/link?token=${token}&next=${encodeURIComponent("/a%0d%0ab")}`);
+      expect(escaped.headers.get("location")).toBe("/a%0d%0ab");
+    });
+  });
+
+  describe("safeNext", () => {
+    it("keeps same-site paths and turns everything else into /", () => {
+      expect(safeNext("/sessions/a%2Fb?x=1#top")).toBe("/sessions/a%2Fb?x=1#top");
+      expect(safeNext("/")).toBe("/");
+      for (const bad of [undefined, "", "//evil.com", "///evil.com", "/\\evil.com", "https://evil.com"]) {
+        expect(safeNext(bad), String(bad)).toBe("/");
+      }
+      expect(safeNext("/a\nb")).toBe("/");
+      expect(safeNext(`/${"a".repeat(3000)}`)).toBe("/");
+    });
+  });
+
+  describe("GET /auth/local (local mode)", () => {
+    it("signs in as one of the local users and redirects to next", async () => {
+      const server = await startPageServer({ localUsers: LOCAL_USERS });
+      const response = await get(server, `/auth/local?user=${BOB}&next=/sessions/web-9`);
+      expect(response.status).toBe(303);
+      expect(response.headers.get("location")).toBe("/sessions/web-9");
+      const cookie = sessionSetCookie(response);
+      expect(cookie?.attributes.has("httponly")).toBe(true);
+      const me = await get(server, "/auth/me", { cookie: cookieFor(cookie?.value ?? "") });
+      expect(await me.json()).toEqual({ userId: BOB, name: "Bob" });
+    });
+
+    it("answers 400 for a user who is not in the list", async () => {
+      const server = await startPageServer({ localUsers: LOCAL_USERS });
+      const response = await get(server, "/auth/local?user=ou_mallory&next=/");
+      expect(response.status).toBe(400);
+      expect(sessionSetCookie(response)).toBeNull();
+      expect((await get(server, "/auth/local")).status).toBe(400);
+    });
+
+    it("does not exist in feishu mode (no local users)", async () => {
+      const server = await startPageServer();
+      const response = await get(server, `/auth/local?user=${ALICE}&next=/`);
+      expect(response.status).toBe(404);
+      expect(sessionSetCookie(response)).toBeNull();
+    });
+  });
+
+  describe("GET /auth/me and POST /auth/logout", () => {
+    it("answers 401 with how to sign in, then the user once the cookie is there", async () => {
+      const feishu = await startPageServer();
+      const signedOut = await get(feishu, "/auth/me");
+      expect(signedOut.status).toBe(401);
+      expect(await signedOut.json()).toMatchObject({ signIn: { mode: "feishu" } });
+
+      const local = await startPageServer({ localUsers: LOCAL_USERS });
+      expect(await (await get(local, "/auth/me")).json()).toMatchObject({
+        signIn: { mode: "local", users: LOCAL_USERS },
+      });
+      const me = await get(feishu, "/auth/me", { cookie: `a=b; ${cookieFor(feishu.tokenFor(ALICE))}` });
+      expect(me.status).toBe(200);
+      expect(me.headers.get("cache-control")).toBe("no-store");
+      expect(await me.json()).toEqual({ userId: ALICE });
+    });
+
+    it("refuses an expired cookie and tells the browser to drop it", async () => {
+      const server = await startPageServer();
+      const response = await get(server, "/auth/me", { cookie: cookieFor(server.tokenFor(ALICE, -1)) });
+      expect(response.status).toBe(401);
+      expect(sessionSetCookie(response)?.attributes.get("max-age")).toBe("0");
+    });
+
+    it("signs out by clearing the cookie, but not when another site posts the form", async () => {
+      const server = await startPageServer();
+      const cookie = cookieFor(server.tokenFor(ALICE));
+      const out = await fetch(`${server.base}/auth/logout`, { method: "POST", headers: { cookie } });
+      expect(out.status).toBe(204);
+      const cleared = sessionSetCookie(out);
+      expect(cleared?.value).toBe("");
+      expect(cleared?.attributes.get("max-age")).toBe("0");
+      expect(cleared?.attributes.get("path")).toBe("/");
+
+      const foreign = await fetch(`${server.base}/auth/logout`, {
+        method: "POST",
+        headers: { cookie, origin: "https://evil.com" },
+      });
+      expect(foreign.status).toBe(403);
+      expect(sessionSetCookie(foreign)).toBeNull();
+    });
+  });
+});
+
+describe("GET /api/sessions/:id", () => {
+  it("gives the title to someone who may view the session, and the same 403 for unknown and not-yours", async () => {
+    const server = await startPageServer();
+    const session = createSession(server.core, ALICE, { title: "飞书私聊" });
+    const url = `/api/sessions/${encodeURIComponent(session.id)}`;
+    expect((await get(server, url)).status).toBe(401);
+    const own = await get(server, url, { cookie: cookieFor(server.tokenFor(ALICE)) });
+    expect(await own.json()).toMatchObject({ id: session.id, title: "飞书私聊" });
+    const stranger = await get(server, url, { cookie: cookieFor(server.tokenFor(BOB)) });
+    const unknown = await get(server, "/api/sessions/nope", { cookie: cookieFor(server.tokenFor(BOB)) });
+    expect([stranger.status, unknown.status]).toEqual([403, 403]);
+    expect(await stranger.json()).toEqual(await unknown.json());
+  });
+});
+
+describe("the WebSocket with the sign-in cookie", () => {
+  it("authenticates an upgrade that carries only the cookie, as the cookie's user", async () => {
+    const server = await startPageServer();
+    const session = createSession(server.core, ALICE);
+    const alice = await server.connect({
+      cookie: `theme=dark; ${cookieFor(server.tokenFor(ALICE))}`,
+      origin: server.base,
+    });
+    alice.send({ type: "subscribe", sessionId: session.id });
+    expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false });
+
+    const run = startRun(server.core, session, ALICE);
+    const ask = await alice.next("ask_user_questions");
+    expect(server.core.registry.get(ask.data.requestId)?.answererId).toBe(ALICE);
+    expect(server.core.hub.canReach({ userId: ALICE })).toBe(true);
+
+    // A browser that signed in as Bob cannot see Alice's private session.
+    const bob = await server.connect({ cookie: cookieFor(server.tokenFor(BOB)), origin: server.base });
+    bob.send({ type: "subscribe", sessionId: session.id });
+    expect((await bob.next("error")).data.code).toBe("forbidden");
+
+    // The panel's answers are what the hub accepts.
+    const questions = ask.data.questions as PanelQuestion[];
+    let states = emptyState(questions);
+    states = [
+      selectOption(questions[0]!, states[0]!, "React"),
+      typeOther(questions[1]!, selectOption(questions[1]!, states[1]!, "i18n"), "  Offline mode "),
+    ];
+    alice.send({
+      type: "ask_user_questions_result",
+      sessionId: session.id,
+      data: { requestId: ask.data.requestId, answers: collectAnswers(questions, states) },
+    });
+    await alice.next("ask_user_questions_accepted");
+    const finished = await waitForRun(server.core, run.id);
+    expect(JSON.parse(finished.text ?? "{}")).toEqual({
+      answers: [
+        { question: questions[0]!.question, selectedLabels: ["React"], customInput: null },
+        { question: questions[1]!.question, selectedLabels: ["i18n"], customInput: "Offline mode" },
+      ],
+    });
+  });
+
+  it("works with the cookie /auth/local sets, and a refresh gets the pending ask back with its requestId", async () => {
+    const server = await startPageServer({ localUsers: LOCAL_USERS });
+    const session = createSession(server.core, ALICE);
+    const signIn = await get(server, `/auth/local?user=${ALICE}&next=/`);
+    const cookie = cookieFor(sessionSetCookie(signIn)?.value ?? "");
+    const first = await server.connect({ cookie, origin: server.base });
+    startRun(server.core, session, ALICE);
+    const ask = await first.next("ask_user_questions");
+    await first.close();
+
+    const again = await server.connect({ cookie, origin: server.base });
+    again.send({ type: "subscribe", sessionId: session.id });
+    expect((await again.next("subscribed")).data).toEqual({ canAnswer: true });
+    expect((await again.next("ask_user_questions")).data.requestId).toBe(ask.data.requestId);
+  });
+
+  it("refuses a cookie sent from another site's page (403) and a bad cookie (401); tokens still work", async () => {
+    const server = await startPageServer();
+    const cookie = cookieFor(server.tokenFor(ALICE));
+    expect(await server.refusedStatus({ cookie, origin: "https://evil.com" })).toBe(403);
+    expect(
+      await server.refusedStatus({ cookie: cookieFor(server.tokenFor(ALICE, -1)), origin: server.base }),
+    ).toBe(401);
+    expect(await server.refusedStatus({ cookie: "fpb_session=garbage" })).toBe(401);
+    expect(await server.refusedStatus({ origin: server.base })).toBe(401);
+    // An explicit token is not a browser's ambient credential: no origin rule for it.
+    const bearer = await server.connect({
+      authorization: `Bearer ${server.tokenFor(BOB)}`,
+      origin: "https://app",
+    });
+    await bearer.sync();
+    expect(server.core.hub.canReach({ userId: BOB })).toBe(true);
+  });
+
+  it("reads the cookie header the way browsers send it", () => {
+    expect(readCookie(`a=1; ${SESSION_COOKIE}=v1.x.y; b=2`)).toBe("v1.x.y");
+    expect(readCookie(`${SESSION_COOKIE}="v1.x.y"`)).toBe("v1.x.y");
+    expect(readCookie(`x${SESSION_COOKIE}=nope`)).toBeNull();
+    expect(readCookie(`${SESSION_COOKIE}=`)).toBeNull();
+    expect(readCookie(undefined)).toBeNull();
+  });
+});
+
+describe("QuestionPanel logic", () => {
+  const ask = sampleAsk();
+  const single = ask.questions[0]! as PanelQuestion; // Framework: single-select, first option has a preview
+  const multi = ask.questions[1]! as PanelQuestion; // Features: multi-select
+  const questions = [single, multi];
+
+  const answered = (states: QuestionState[]) => canSubmit(questions, states);
+
+  describe("Submit", () => {
+    it("is enabled only when every question has a choice or non-blank 其他", () => {
+      const empty = emptyState(questions);
+      expect(answered(empty)).toBe(false);
+      const oneDone = [selectOption(single, empty[0]!, "React"), empty[1]!];
+      expect(answered(oneDone)).toBe(false);
+      expect(answered([oneDone[0]!, typeOther(multi, empty[1]!, "   ")])).toBe(false);
+      expect(answered([oneDone[0]!, typeOther(multi, empty[1]!, "Offline")])).toBe(true);
+      expect(answered([typeOther(single, empty[0]!, "Svelte"), selectOption(multi, empty[1]!, "i18n")])).toBe(
+        true,
+      );
+    });
+
+    it("stays disabled for a viewer who may not answer, and while an answer is on its way", () => {
+      const states = [selectOption(single, emptyState([single])[0]!, "React")];
+      expect(canSubmit([single], states)).toBe(true);
+      expect(canSubmit([single], states, { canAnswer: false })).toBe(false);
+      expect(canSubmit([single], states, { busy: true })).toBe(false);
+      expect(canSubmit([], [])).toBe(false);
+      expect(canSubmit([single], [])).toBe(false);
+    });
+
+    it("goes off again when a multi-select choice is unticked and nothing else is left", () => {
+      let state = selectOption(multi, emptyState([multi])[0]!, "i18n");
+      expect(canSubmit([multi], [state])).toBe(true);
+      state = selectOption(multi, state, "i18n", false);
+      expect(canSubmit([multi], [state])).toBe(false);
+    });
+  });
+
+  describe("single-select", () => {
+    it("choosing an option replaces the choice and clears 其他", () => {
+      let state = typeOther(single, emptyState([single])[0]!, "Svelte");
+      state = selectOption(single, state, "Vue 3 (Recommended)");
+      expect(state).toEqual({ selected: ["Vue 3 (Recommended)"], other: "" });
+      state = selectOption(single, state, "React");
+      expect(state.selected).toEqual(["React"]);
+    });
+
+    it("typing non-blank text in 其他 clears the choice; blank text does not", () => {
+      const chosen = selectOption(single, emptyState([single])[0]!, "React");
+      expect(typeOther(single, chosen, "  ")).toEqual({ selected: ["React"], other: "  " });
+      expect(typeOther(single, chosen, "Svelte")).toEqual({ selected: [], other: "Svelte" });
+    });
+
+    it("collects either the choice or the custom text, never both", () => {
+      const chosen = selectOption(single, emptyState([single])[0]!, "React");
+      expect(collectAnswers([single], [chosen])).toEqual([
+        { question: single.question, selectedLabels: ["React"], customInput: null },
+      ]);
+      // Even a state built by hand with both keeps only the text, as the server would.
+      expect(collectAnswers([single], [{ selected: ["React"], other: " Svelte " }])).toEqual([
+        { question: single.question, selectedLabels: [], customInput: "Svelte" },
+      ]);
+    });
+
+    it("ignores labels that are not options", () => {
+      const state = emptyState([single])[0]!;
+      expect(selectOption(single, state, "Angular")).toBe(state);
+    });
+  });
+
+  describe("multi-select", () => {
+    it("toggles choices, keeps them in option order, and keeps 其他 alongside", () => {
+      let state = emptyState([multi])[0]!;
+      state = selectOption(multi, state, "PDF export");
+      state = selectOption(multi, state, "Dark mode");
+      state = typeOther(multi, state, "Offline");
+      state = selectOption(multi, state, "Dark mode"); // ticking twice changes nothing
+      expect(state).toEqual({ selected: ["Dark mode", "PDF export"], other: "Offline" });
+      expect(collectAnswers([multi], [state])).toEqual([
+        { question: multi.question, selectedLabels: ["Dark mode", "PDF export"], customInput: "Offline" },
+      ]);
+      state = selectOption(multi, state, "PDF export", false);
+      expect(collectAnswers([multi], [state])[0]?.selectedLabels).toEqual(["Dark mode"]);
+    });
+
+    it("sends blank 其他 as null", () => {
+      const state = typeOther(multi, selectOption(multi, emptyState([multi])[0]!, "i18n"), "   ");
+      expect(collectAnswers([multi], [state])[0]?.customInput).toBeNull();
+    });
+  });
+
+  it("collects answers the server accepts unchanged, for every way of answering", () => {
+    const asked = DEFAULT_ASK.questions as AskQuestion[];
+    const ways: QuestionState[][] = [
+      [
+        selectOption(single, emptyState([single])[0]!, "React"),
+        selectOption(multi, emptyState([multi])[0]!, "i18n"),
+      ],
+      [typeOther(single, emptyState([single])[0]!, "Svelte"), typeOther(multi, emptyState([multi])[0]!, "x")],
+      [
+        typeOther(single, selectOption(single, emptyState([single])[0]!, "React"), "Solid"),
+        typeOther(multi, selectOption(multi, emptyState([multi])[0]!, "Dark mode"), "y"),
+      ],
+    ];
+    for (const states of ways) {
+      expect(canSubmit(questions, states)).toBe(true);
+      const answers = collectAnswers(questions, states);
+      expect(checkAnswers(asked, answers)).toEqual({ ok: true, answers });
+    }
+  });
+
+  describe("previews", () => {
+    it("lay out side by side only for single-select questions with a preview", () => {
+      expect(hasPreview(single)).toBe(true);
+      expect(hasPreview(multi)).toBe(false);
+      const multiWithPreview = { ...multi, options: multi.options.map((o) => ({ ...o, preview: "x" })) };
+      expect(hasPreview(multiWithPreview)).toBe(false);
+      expect(previewFor(multiWithPreview, { selected: ["i18n"], other: "" })).toEqual({
+        label: null,
+        text: null,
+      });
+    });
+
+    it("follow the hovered option, else the chosen one, and show code without its fence", () => {
+      const none = emptyState([single])[0]!;
+      expect(previewFor(single, none)).toEqual({ label: null, text: null });
+      const vue = selectOption(single, none, "Vue 3 (Recommended)");
+      expect(previewFor(single, vue)).toEqual({ label: "Vue 3 (Recommended)", text: "createApp()" });
+      expect(previewFor(single, vue, "React")).toEqual({ label: "React", text: null });
+      expect(previewFor(single, none, "Vue 3 (Recommended)").text).toBe("createApp()");
+    });
+
+    it("unfence leaves anything but a single fenced block as it is", () => {
+      expect(unfence("```ts\na\nb\n```")).toBe("a\nb");
+      expect(unfence("~~~\n<b>x</b>\n~~~\n")).toBe("<b>x</b>");
+      expect(unfence("plain\n```\ncode\n```")).toBe("plain\n```\ncode\n```");
+    });
+  });
+});
