@@ -9,6 +9,7 @@ export type AppErrorCode =
   | "FORBIDDEN"
   | "UNAUTHORIZED"
   | "CONFLICT"
+  | "MODEL_FAILED"
   | "INTERNAL";
 
 export class AppError extends Error {
@@ -27,6 +28,18 @@ export class ConfigError extends AppError {
   constructor(message: string) {
     super("CONFIG_INVALID", message);
     this.name = "ConfigError";
+  }
+}
+
+/** A model request that failed for good (after any retries); `message` says what to check. */
+export class ModelError extends AppError {
+  /** The model service's HTTP status, when it answered at all. */
+  readonly upstreamStatus: number | undefined;
+
+  constructor(message: string, options: { cause?: unknown; upstreamStatus?: number } = {}) {
+    super("MODEL_FAILED", message, { cause: options.cause, status: 502 });
+    this.name = "ModelError";
+    this.upstreamStatus = options.upstreamStatus;
   }
 }
 

@@ -5,7 +5,7 @@ import { loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { startFeishu } from "./feishu/index.ts";
-import { createDemoAgent, createDemoTools } from "./harness/agents/demo.ts";
+import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { createLogger } from "./logger.ts";
 import { openDatabase } from "./store/db.ts";
 
@@ -22,16 +22,11 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({ level: config.logLevel });
-  if (config.agent.kind === "openai") {
-    logger.fatal("AGENT=openai is not available in this version yet; use AGENT=demo");
-    process.exit(1);
-  }
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const core = createCore({
     db,
     logger,
-    agent: createDemoAgent(),
-    tools: createDemoTools({ stepMs: config.agent.demoStepMs }),
+    ...createAgentFromConfig(config, logger),
     askTimeoutMs: config.askTimeoutMs,
     authSecret: resolveAuthSecret(config.authSecret, config.dataDir),
   });

@@ -71,6 +71,28 @@ export const zh = {
     promote: "插队",
     unqueue: "取消排队",
   },
+  /** Why a run on a real model failed: each names what the operator can check or change. */
+  model: {
+    unauthorized: "模型服务返回 401: 检查 OPENAI_API_KEY",
+    forbidden: (model: string) => `模型服务返回 403: 检查 OPENAI_API_KEY 是否有权使用模型 ${model}`,
+    notFound: (model: string) =>
+      `模型服务返回 404: 检查 OPENAI_MODEL(当前为 ${model})是否存在,以及 OPENAI_BASE_URL 是否指向 API 根路径(通常以 /v1 结尾)`,
+    rejected: (status: number, detail: string) =>
+      `模型服务拒绝了请求 (${status}): ${detail}(若提示不支持 tools,请换一个支持工具调用的模型)`,
+    rateLimited: (retries: number) =>
+      `模型服务限流 (429),重试 ${retries} 次后仍失败: 稍后再试,或提高该密钥的速率限额`,
+    serverError: (status: number, retries: number) =>
+      `模型服务出错 (${status}),重试 ${retries} 次后仍失败: 稍后再试`,
+    timedOut: (seconds: number, retries: number) =>
+      `模型服务 ${seconds} 秒内没有响应,重试 ${retries} 次后仍失败: 检查 OPENAI_BASE_URL 是否可达,或稍后再试`,
+    unreachable: (baseUrl: string, reason: string) =>
+      `无法连接模型服务 ${baseUrl} (${reason}): 检查 OPENAI_BASE_URL`,
+    other: (detail: string) => `调用模型失败: ${detail}`,
+    tooManySteps: (steps: number) => `模型连续 ${steps} 轮调用工具仍未给出答复,已停止`,
+    emptyAnswer: "(模型没有返回文字)",
+    askTitle: "等待你的回答",
+    delegateTitle: (task: string) => `委派: ${task || "子任务"}`,
+  },
   demo: {
     scanned: (files: number) => `扫描了 ${files} 个文件`,
     applied: (label: string) => `已应用: ${label}`,

@@ -240,4 +240,48 @@ describe("SessionRunner", () => {
     expect(restarted.runner.recover()).toEqual([]);
     await crashed.close();
   });
+  it("saves a turn of several calls as one assistant message with every result, once all have returned", async () => {
+    const turns: string[][] = [];
+    const agent: Agent = {
+      name: "two-calls",
+      async run(ctx) {
+        turns.push(
+          await ctx.callTools(
+            [
+              { name: "scan_workspace", args: {}, title: "扫描" },
+              { name: "apply_choice", args: '{"choice": "A"', title: "应用" },
+            ],
+            { text: "两件事一起做" },
+          ),
+        );
+        return { text: "done" };
+      },
+    };
+    const core = track(buildCore({ agent, tools: createDemoTools({ stepMs: 0 }) }));
+    const session = core.runner.ensureSession(privateSession());
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await core.runner.idle();
+    const history = core.store.history(session.id);
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    const turn = history[1]!;
+    expect(turn.content).toBe("两件事一起做");
+    // A model's raw argument text is kept as written, even when it is not JSON.
+    expect(turn.toolCalls?.map((c) => [c.name, c.arguments])).toEqual([
+      ["scan_workspace", "{}"],
+      ["apply_choice", '{"choice": "A"'],
+    ]);
+    expect(history.slice(2, 4).map((m) => m.toolCallId)).toEqual(turn.toolCalls?.map((c) => c.id));
+    expect(turns[0]).toHaveLength(2);
+    expect(core.runner.currentRun(session.id)!.steps.map((s) => s.title)).toEqual(["扫描", "应用"]);
+  });
+
+  it("saves nothing of a turn a shutdown interrupts, so the resumed agent makes it again", async () => {
+    const { core, session } = demoCore();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await nextAsks(core, session.id, 1);
+    await core.runner.stop();
+    const history = core.store.history(session.id);
+    expect(history.map((m) => m.toolCalls?.[0]?.name ?? m.role)).toEqual(["user", "scan_workspace", "tool"]);
+    expect(core.store.unfinishedRuns()).toHaveLength(1);
+  });
 });

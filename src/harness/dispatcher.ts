@@ -11,12 +11,21 @@ export interface ToolContext {
   runId: string;
   senderId: string;
   signal: AbortSignal;
+  /** Set on calls a sub-agent makes: `ask_user_questions` is refused, only the session's agent may ask. */
   subAgent?: boolean;
+  /** How many sub-agents deep the call is (0 or absent: the session's own agent); bounds `delegate`. */
+  depth?: number;
+}
+
+/** What a tool may use to run tools itself (a sub-agent's calls go through the same dispatcher). */
+export interface ToolHost {
+  definitions(): ToolDefinition[];
+  dispatch(name: string, args: unknown, ctx: ToolContext): Promise<string>;
 }
 
 export interface ToolImpl {
   definition: ToolDefinition;
-  execute(args: unknown, ctx: ToolContext): Promise<string>;
+  execute(args: unknown, ctx: ToolContext, host: ToolHost): Promise<string>;
 }
 
 /**
@@ -41,7 +50,7 @@ export interface DispatcherDeps {
  * logic: validate → can a surface reach the sender? → register → wait → result. Every path returns a
  * JSON string the model can read; nothing here throws at the agent except an abort.
  */
-export class ToolDispatcher {
+export class ToolDispatcher implements ToolHost {
   readonly #deps: DispatcherDeps;
   readonly #tools: Map<string, ToolImpl>;
   readonly #surfaces: AskSurface[];
@@ -66,7 +75,7 @@ export class ToolDispatcher {
     const tool = this.#tools.get(name);
     if (!tool) return JSON.stringify({ error: `Unknown tool: ${name}` });
     try {
-      return await tool.execute(args, ctx);
+      return await tool.execute(args, ctx, this);
     } catch (error) {
       if (ctx.signal.aborted) throw error;
       this.#deps.logger.warn({ tool: name, err: error }, "tool failed");

@@ -5,10 +5,10 @@ import type { Logger } from "../logger.ts";
 import type { Store } from "../store/repos.ts";
 import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
-import type { Agent, AgentContext } from "./agents/agent.ts";
+import type { Agent, AgentContext, ToolCallRequest } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";
-import type { QueuedMessage, RunView, SessionInfo, Step } from "./types.ts";
+import type { HistoryMessage, QueuedMessage, RunView, SessionInfo, Step } from "./types.ts";
 
 /** Steps kept per run: enough for any card (which shows far fewer) without growing without bound. */
 export const MAX_STEPS_KEPT = 200;
@@ -287,7 +287,8 @@ export class SessionRunner {
   }
 
   #context(session: SessionInfo, run: RunView, signal: AbortSignal, resumed: boolean): AgentContext {
-    const { dispatcher, store, newId, now } = this.#deps;
+    const { dispatcher, store } = this.#deps;
+    const callTools = this.#turnRunner(session, run, signal);
     const tools = filterToolsForSession([askToolDefinition(), ...dispatcher.definitions()], session);
     return {
       session,
@@ -303,41 +304,81 @@ export class SessionRunner {
         this.#events.emit("run_updated", snapshot(run));
       },
       callTool: async (name, args, options) => {
-        if (signal.aborted) throw abortReason(signal);
-        const step: Step = {
-          id: newId(),
-          tool: name,
-          title: options?.title ?? name,
-          status: "running",
-          startedAt: now(),
-        };
-        run.steps.push(step);
-        if (run.steps.length > MAX_STEPS_KEPT) run.steps.splice(0, run.steps.length - MAX_STEPS_KEPT);
-        if (run.status === "recovering") run.status = "running";
-        this.#touch(run);
-        const result = await dispatcher.dispatch(name, args, {
-          session,
-          runId: run.id,
-          senderId: run.senderId,
-          signal,
-        });
-        const summary = summarizeToolResult(name, result);
-        step.status = hasError(result) ? "failed" : "done";
-        step.summary = summary;
-        step.endedAt = now();
-        const callId = newId();
-        store.appendMessages(session.id, [
-          {
-            role: "assistant",
-            content: "",
-            runId: run.id,
-            toolCalls: [{ id: callId, name, arguments: JSON.stringify(args ?? {}) }],
-          },
-          { role: "tool", content: result, runId: run.id, toolCallId: callId, toolName: name, summary },
+        const [result] = await callTools([
+          { name, args, ...(options?.title ? { title: options.title } : {}) },
         ]);
-        this.#touch(run);
-        return result;
+        return result ?? "";
       },
+      callTools,
+    };
+  }
+
+  /**
+   * Runs one assistant turn: its calls together, each a step; then saves the turn — the assistant message
+   * with every call, then every result — in one transaction, only once all have returned (seed resume-design
+   * D6). A turn a shutdown interrupts is not saved at all, so history never holds a call without its result
+   * and a resumed model simply makes the turn again.
+   */
+  #turnRunner(session: SessionInfo, run: RunView, signal: AbortSignal): AgentContext["callTools"] {
+    const { dispatcher, store, newId, now } = this.#deps;
+    const runOne = async (call: ToolCallRequest) => {
+      const step: Step = {
+        id: newId(),
+        tool: call.name,
+        title: call.title ?? call.name,
+        status: "running",
+        startedAt: now(),
+      };
+      run.steps.push(step);
+      if (run.steps.length > MAX_STEPS_KEPT) run.steps.splice(0, run.steps.length - MAX_STEPS_KEPT);
+      if (run.status === "recovering") run.status = "running";
+      this.#touch(run);
+      const result = await dispatcher.dispatch(call.name, call.args, {
+        session,
+        runId: run.id,
+        senderId: run.senderId,
+        signal,
+      });
+      const summary = summarizeToolResult(call.name, result);
+      step.status = hasError(result) ? "failed" : "done";
+      step.summary = summary;
+      step.endedAt = now();
+      this.#touch(run);
+      return { call, result, summary, id: newId() };
+    };
+    return async (calls, options) => {
+      if (signal.aborted) throw abortReason(signal);
+      if (calls.length === 0) return [];
+      // Wait for every call (none is left running unseen), then fail the turn if any call threw.
+      const settled = await Promise.allSettled(calls.map(runOne));
+      const turn = settled.map((entry) => {
+        if (entry.status === "rejected") throw entry.reason;
+        return entry.value;
+      });
+      if (signal.reason instanceof ShutdownError) throw signal.reason;
+      store.appendMessages(session.id, [
+        {
+          role: "assistant",
+          content: options?.text ?? "",
+          runId: run.id,
+          toolCalls: turn.map(({ id, call }) => ({
+            id,
+            name: call.name,
+            arguments: argumentsText(call.args),
+          })),
+        },
+        ...turn.map(
+          ({ id, call, result, summary }): HistoryMessage => ({
+            role: "tool",
+            content: result,
+            runId: run.id,
+            toolCallId: id,
+            toolName: call.name,
+            summary,
+          }),
+        ),
+      ]);
+      return turn.map(({ result }) => result);
     };
   }
 
@@ -368,6 +409,11 @@ export class SessionRunner {
 
 function snapshot(run: RunView): RunView {
   return { ...run, steps: run.steps.map((step) => ({ ...step })) };
+}
+
+/** A model's raw argument text is kept as written (even when it is not JSON: the model should see its own call). */
+function argumentsText(args: unknown): string {
+  return typeof args === "string" ? args : JSON.stringify(args ?? {});
 }
 
 function hasError(result: string): boolean {

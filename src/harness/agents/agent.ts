@@ -2,9 +2,18 @@ import type { HistoryMessage, SessionInfo, ToolDefinition } from "../types.ts";
 
 /**
  * The port every agent implements. An agent reads the input and history, calls tools through
- * `callTool` (the runner records each call as a step and in history), may stream text, and returns its
- * final answer. It must stop when `signal` aborts; throwing means the run failed with that message.
+ * `callTool` / `callTools` (the runner records each call as a step and in history), may stream text, and
+ * returns its final answer. It must stop when `signal` aborts; throwing means the run failed with that message.
  */
+
+/** One tool call of an assistant turn. `args` may be the model's raw text when it is not valid JSON. */
+export interface ToolCallRequest {
+  name: string;
+  args: unknown;
+  /** The step's title on the card (default: the tool's name). */
+  title?: string;
+}
+
 export interface AgentContext {
   session: SessionInfo;
   runId: string;
@@ -16,7 +25,14 @@ export interface AgentContext {
   resumed: boolean;
   /** Tools this session's agent may call, already filtered for the session. */
   tools: ToolDefinition[];
+  /** A turn of one call: `callTools([{ name, args, title }])`. */
   callTool(name: string, args: unknown, options?: { title?: string }): Promise<string>;
+  /**
+   * One assistant turn: the calls run together; the turn (its `text`, every call, every result) is saved
+   * only after all of them returned, so an interrupted turn leaves nothing half-saved. Results keep the
+   * calls' order.
+   */
+  callTools(calls: ToolCallRequest[], options?: { text?: string }): Promise<string[]>;
   /** Text of the answer so far, for a live preview; the final text is the return value. */
   reportText(text: string): void;
   signal: AbortSignal;

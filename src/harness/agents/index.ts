@@ -1,0 +1,28 @@
+import type { Config } from "../../config.ts";
+import { ConfigError } from "../../errors.ts";
+import type { Logger } from "../../logger.ts";
+import type { ToolImpl } from "../dispatcher.ts";
+import type { Agent } from "./agent.ts";
+import { createDemoAgent, createDemoTools } from "./demo.ts";
+import { createOpenAIAgent } from "./openai.ts";
+import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
+
+/**
+ * The agent `AGENT` names, with the tools its dispatcher serves. Operators add their own tools to the
+ * registry here (see tool-registry.ts); `ask_user_questions` is built in and never registered.
+ */
+export function createAgentFromConfig(
+  config: Pick<Config, "agent">,
+  logger: Logger,
+): { agent: Agent; tools: ToolImpl[] } {
+  const { agent } = config;
+  if (agent.kind === "demo")
+    return { agent: createDemoAgent(), tools: createDemoTools({ stepMs: agent.demoStepMs }) };
+  const { baseUrl, apiKey, model } = agent.openai;
+  // loadConfig already insists on both; this keeps a hand-built Config honest too.
+  if (!baseUrl || !model) throw new ConfigError("AGENT=openai needs OPENAI_BASE_URL and OPENAI_MODEL");
+  const registry = new ToolRegistry().register(currentTimeTool());
+  // Registers `delegate` on the registry (it needs this agent's model), so list the tools after it.
+  const openai = createOpenAIAgent({ baseUrl, apiKey, model, tools: registry, logger });
+  return { agent: openai, tools: registry.list() };
+}
