@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { Express } from "express";
 import { createApp } from "./app.ts";
 import { resolveAuthSecret } from "./auth/secret.ts";
 import { loadConfig } from "./config.ts";
@@ -6,8 +7,11 @@ import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { startFeishu } from "./feishu/index.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
+import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import { startLocalFeishu } from "./local/index.ts";
 import { createLogger } from "./logger.ts";
 import { openDatabase } from "./store/db.ts";
+import { mountSessionPages } from "./web/session-page.ts";
 
 /** Composition root: config → logger → store → core → HTTP server → listen → resume. */
 async function main(): Promise<void> {
@@ -23,21 +27,50 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ level: config.logLevel });
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
+  const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   const core = createCore({
     db,
     logger,
     ...createAgentFromConfig(config, logger),
     askTimeoutMs: config.askTimeoutMs,
-    authSecret: resolveAuthSecret(config.authSecret, config.dataDir),
+    authSecret,
   });
-  // Feishu mode: the channel is an ask surface and brings its transport (and, for webhooks, a route).
-  const feishu =
-    config.mode === "feishu" ? await startFeishu({ config, core, logger, now: Date.now }) : undefined;
-  const { server } = createApp({ ...core, logger, routes: feishu?.routes ?? [] });
+  // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
+  const local = config.mode === "local" ? await startLocalFeishu(config) : undefined;
+  const feishuConfig = local?.config ?? config;
+  const feishu = await startFeishu({ config: feishuConfig, core, logger, now: Date.now });
+  let port = config.port;
+  const routes = [
+    ...feishu.routes,
+    (app: Express) =>
+      mountSessionPages(app, {
+        runner: core.runner,
+        authSecret,
+        now: Date.now,
+        logger,
+        ...(local ? { localUsers: LOCAL_USERS } : {}),
+      }),
+    ...(local
+      ? [
+          (app: Express) =>
+            mountConsole(app, {
+              emulator: local.emulator,
+              botWebhookUrl: () => `http://127.0.0.1:${port}/feishu/events`,
+              logger,
+            }),
+        ]
+      : []),
+  ];
+  const { server } = createApp({ ...core, logger, routes });
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
   const address = server.address();
-  const port = typeof address === "object" && address ? address.port : config.port;
+  port = typeof address === "object" && address ? address.port : config.port;
   logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
+  if (local) {
+    process.stdout.write(
+      `\n  Local mode: open http://localhost:${port}/console to talk to the bot as Alice, Bob or Carol.\n\n`,
+    );
+  }
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
 
@@ -47,7 +80,8 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, "shutting down");
     await core.runner.stop();
-    await feishu?.close();
+    await feishu.close();
+    await local?.emulator.close();
     await core.hub.close();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -23,6 +23,9 @@ export const CODES = {
   updateTokenExpired: 300030,
   updateTokenUsedUp: 300040,
   updateMessageRecalled: 200000,
+  /** Client-side errors of a callback response (§2.3): a bad card, a 1.0 card answering a 2.0 card. */
+  callbackCardInvalid: 200673,
+  callbackCardVersion: 200830,
 } as const;
 
 /** Thrown by handlers; the server turns it into the platform's error response. */

@@ -1,3 +1,4 @@
+import { applyCallbackCard } from "./callback-card.ts";
 import { createContext } from "./context.ts";
 import { type UrlVerification, urlVerification } from "./crypto.ts";
 import {
@@ -8,6 +9,7 @@ import {
 } from "./events.ts";
 import { createApp, listen, shutdown } from "./server.ts";
 import type {
+  CallbackCardResult,
   CardActionInput,
   EmulatorClock,
   EmulatorEvents,
@@ -57,6 +59,12 @@ export interface Emulator {
   userMessage(input: UserMessageInput): MessageReceiveEvent;
   /** A click on one of the bot's cards: a `card.action.trigger` payload with a fresh update token. */
   cardAction(input: CardActionInput): CardActionEvent;
+  /**
+   * Applies the card of a callback response to the clicked message, as Feishu does when the answer carries
+   * `card: {type: "raw", data}` (§2.3). Listeners get `message_patched` with `via: "callback"`. Not an Open API
+   * call: not recorded, not rate limited, not counted in `patches`. A card the client would refuse is not applied.
+   */
+  applyCallbackCard(messageId: string, card: unknown): CallbackCardResult;
   /** The URL check payload, carrying this emulator's verification token. */
   urlVerification(challenge: string): UrlVerification;
   /** POSTs a payload like Feishu does: encrypted and signed when `encryptKey` is set. */
@@ -104,6 +112,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     expireTokens: () => ctx.tokens.expireAll(),
     userMessage: (input) => userMessageEvent(ctx, input).payload,
     cardAction: (input) => cardActionEvent(ctx, input),
+    applyCallbackCard: (messageId, card) => applyCallbackCard(ctx, messageId, card),
     urlVerification: (challenge) => urlVerification(challenge, config.verificationToken ?? ""),
     deliverWebhook: (targetUrl, payload, deliveryOptions = {}) =>
       deliverWebhook(targetUrl, payload, {

@@ -72,11 +72,17 @@ export class MessageStore {
       .map((message) => ({ ...message }));
   }
 
-  applyUpdate(messageId: string, content: string, now: number): MessageView {
+  /** Replaces a card's content. `countAsPatch: false` for updates that are no API call (a callback's card). */
+  applyUpdate(
+    messageId: string,
+    content: string,
+    now: number,
+    options: { countAsPatch?: boolean } = {},
+  ): MessageView {
     const message = this.#mutable(messageId);
     message.content = content;
     message.updatedAt = now;
-    message.patches += 1;
+    if (options.countAsPatch ?? true) message.patches += 1;
     return { ...message };
   }
 

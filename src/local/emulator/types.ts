@@ -79,7 +79,8 @@ export interface MessagesApi {
 
 export interface EmulatorEvents {
   message_created: MessageView;
-  message_patched: { message: MessageView; via: "patch" | "card_update" };
+  /** `callback`: the card of a callback response, applied through `applyCallbackCard`. */
+  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" };
   message_recalled: MessageView;
   call: RecordedCall;
 }
@@ -132,6 +133,12 @@ export interface CardActionInput {
   /** Default "button" (a form submit also arrives as "button", §2.1). */
   tag?: string;
 }
+
+/** What became of a callback response's card (see `Emulator.applyCallbackCard`). */
+export type CallbackCardResult =
+  | { ok: true; message: MessageView }
+  /** `code` is the error the Feishu client shows: 200830 (not a 2.0 card), 200673 (a bad card), 230011 (recalled). */
+  | { ok: false; code: number; reason: string };
 
 export interface WebhookResult {
   status: number;

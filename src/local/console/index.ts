@@ -1,0 +1,49 @@
+import type express from "express";
+import type { Logger } from "../../logger.ts";
+import type { Emulator } from "../emulator/index.ts";
+import { consoleApi } from "./api.ts";
+import { createConsoleContext } from "./context.ts";
+import { ConsoleFeed } from "./feed.ts";
+import { mountStatic } from "./static.ts";
+import { callEntry } from "./view.ts";
+
+export { composeText } from "./compose.ts";
+export { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, type LocalUser, localChats } from "./users.ts";
+export type { CallbackEntry, CallEntry, ConsoleEvent, ConsoleMessage, EventEntry, LogEntry } from "./view.ts";
+
+export interface ConsoleOptions {
+  emulator: Emulator;
+  /** Where the bot's webhook listens, e.g. http://127.0.0.1:3000/feishu/events (a getter: the port is known only after listen). */
+  botWebhookUrl: () => string;
+  logger: Logger;
+}
+
+/**
+ * The local console (local mode): a Feishu-like chat page at /console where three local users talk to the bot
+ * through the emulator, see its cards live, answer their forms, and watch every Open API call and callback.
+ * Routes: `GET /` → /console, `GET /console`, `GET /console/assets/:file`, JSON under `/console/api/`.
+ */
+export function mountConsole(app: express.Express, options: ConsoleOptions): void {
+  const logger = options.logger.child({ module: "console" });
+  const feed = new ConsoleFeed();
+  const ctx = createConsoleContext({ ...options, logger, feed });
+  const { emulator } = options;
+
+  for (const call of emulator.calls) feed.log(callEntry(call));
+  emulator.on("call", (call) => feed.log(callEntry(call)));
+  emulator.on("message_created", (message) => {
+    feed.bump(message.messageId);
+    feed.publish({ type: "message", change: "created", message: ctx.view(message) });
+  });
+  emulator.on("message_patched", ({ message, via }) => {
+    feed.bump(message.messageId);
+    feed.publish({ type: "message", change: "patched", via, message: ctx.view(message) });
+  });
+  emulator.on("message_recalled", (message) => {
+    feed.bump(message.messageId);
+    feed.publish({ type: "message", change: "recalled", message: ctx.view(message) });
+  });
+
+  mountStatic(app);
+  app.use("/console/api", consoleApi(ctx));
+}

@@ -1,0 +1,142 @@
+import { h } from "./dom.js";
+
+/**
+ * The input at the bottom of a chat: Enter sends (not while an IME is composing), Shift+Enter breaks the
+ * line, "@机器人" inserts the bot mention, examples fill the input, and a reply target can be set.
+ */
+
+export const BOT_MENTION = "@机器人";
+export const EXAMPLES = [
+  { text: "帮我给新服务选一个部署方案", title: "一步、两个问题的表单、然后按回答执行" },
+  { text: "/parallel 同时问我两件事", title: "同一张卡片上两个表单" },
+  { text: "/fail 试试失败", title: "第一步之后失败" },
+  { text: "/long 跑一个长任务", title: "20 步,没有提问:看节流与合并" },
+  { text: "/quick", title: "一步就结束" },
+];
+
+/** Inserts `insert` at the caret, with a space before it when needed; returns the new value and caret. */
+export function insertAtCaret(value, start, end, insert) {
+  const before = value.slice(0, start);
+  const pad = before !== "" && !/\s$/.test(before) ? " " : "";
+  const next = `${before}${pad}${insert}${value.slice(end)}`;
+  return { value: next, caret: before.length + pad.length + insert.length };
+}
+
+export function createComposer(elements, handlers) {
+  const { input, send, mention, hint, replyTarget } = elements;
+  let replyTo;
+  let busy = false;
+
+  const autosize = () => {
+    input.style.height = "auto";
+    input.style.height = `${Math.min(input.scrollHeight, 160)}px`;
+  };
+  const insert = (text) => {
+    const next = insertAtCaret(
+      input.value,
+      input.selectionStart ?? input.value.length,
+      input.selectionEnd ?? input.value.length,
+      text,
+    );
+    input.value = next.value;
+    input.setSelectionRange(next.caret, next.caret);
+    input.focus();
+    autosize();
+  };
+  const submit = async () => {
+    if (busy || input.disabled || input.value.trim() === "") return;
+    busy = true;
+    send.disabled = true;
+    try {
+      const sent = await handlers.onSend(input.value, replyTo?.messageId);
+      if (sent) {
+        input.value = "";
+        setReplyTo(undefined);
+        autosize();
+      }
+    } finally {
+      busy = false;
+      send.disabled = input.disabled;
+      input.focus();
+    }
+  };
+  const setReplyTo = (message) => {
+    replyTo = message;
+    replyTarget.hidden = !message;
+    if (!message) return replyTarget.replaceChildren();
+    replyTarget.replaceChildren(
+      h("span", { class: "reply-label", text: `回复 ${message.sender.name}: ${handlers.preview(message)}` }),
+      h("button", {
+        type: "button",
+        class: "reply-cancel",
+        "aria-label": "取消回复",
+        text: "×",
+        onclick: () => setReplyTo(undefined),
+      }),
+    );
+    input.focus();
+  };
+
+  input.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    void submit();
+  });
+  input.addEventListener("input", autosize);
+  send.addEventListener("click", () => void submit());
+  mention.addEventListener("click", () => insert(`${BOT_MENTION} `));
+
+  return {
+    setReplyTo,
+    /** Shows how to talk in this chat; `canWrite` false makes the input read-only with the reason. */
+    configure({ group, canWrite, ownerName, botName, onSwitchToOwner }) {
+      input.disabled = !canWrite;
+      send.disabled = !canWrite;
+      mention.hidden = !group || !canWrite;
+      if (!canWrite) setReplyTo(undefined);
+      input.placeholder = !canWrite
+        ? `这是 ${ownerName} 的单聊,只有 ${ownerName} 能发言`
+        : group
+          ? `发消息到群里,${BOT_MENTION} 让机器人处理(Enter 发送,Shift+Enter 换行)`
+          : `发给 ${botName}(Enter 发送,Shift+Enter 换行)`;
+      hint.replaceChildren(
+        ...(canWrite
+          ? [
+              group
+                ? h(
+                    "span",
+                    { class: "hint-text" },
+                    "群里要 ",
+                    h("b", { text: BOT_MENTION }),
+                    " 它才会回应。试试:",
+                  )
+                : h("span", { class: "hint-text", text: "直接说任务。试试:" }),
+              ...EXAMPLES.map((example) =>
+                h("button", {
+                  type: "button",
+                  class: "example",
+                  "data-testid": "example",
+                  title: example.title,
+                  text: example.text,
+                  onclick: () => {
+                    input.value = group ? `${BOT_MENTION} ${example.text}` : example.text;
+                    input.focus();
+                    autosize();
+                  },
+                }),
+              ),
+            ]
+          : [
+              h("span", { class: "hint-text", text: `你正在以访客身份查看 ${ownerName} 的单聊。` }),
+              h("button", {
+                type: "button",
+                class: "example",
+                "data-testid": "switch-to-owner",
+                text: `切换为 ${ownerName}`,
+                onclick: onSwitchToOwner,
+              }),
+            ]),
+      );
+    },
+  };
+}

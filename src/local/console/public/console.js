@@ -1,0 +1,377 @@
+import { formatTime, messagePreview, renderMessage } from "./chat.js";
+import { createComposer } from "./composer.js";
+import { h } from "./dom.js";
+import { createLogPanel } from "./log.js";
+
+/**
+ * The local console: a Feishu-like chat over the emulator. State comes from /console/api (loaded on every
+ * (re)connect of the event stream) and stays live through the stream; the newest revision of a message wins.
+ */
+
+const $ = (testid) => document.querySelector(`[data-testid="${testid}"]`);
+const TOAST_MS = 3000;
+const TOAST_ICONS = { success: "✓", error: "✕", warning: "!", info: "i" };
+
+const state = {
+  bot: { openId: "", name: "机器人" },
+  users: [],
+  chats: [],
+  userId: "",
+  chatId: "",
+  messages: new Map(),
+  unread: new Map(),
+};
+
+const els = {
+  chatList: $("chat-list"),
+  switcher: $("user-switcher"),
+  title: $("chat-title"),
+  members: $("chat-members"),
+  list: $("message-list"),
+  toasts: $("toasts"),
+  conn: $("connection-status"),
+};
+
+const composer = createComposer(
+  {
+    input: $("composer-input"),
+    send: $("composer-send"),
+    mention: $("mention-bot"),
+    hint: $("composer-hint"),
+    replyTarget: $("reply-target"),
+  },
+  { onSend: sendMessage, preview: messagePreview },
+);
+
+const log = createLogPanel({
+  list: $("call-log"),
+  stats: $("log-stats"),
+  filter: $("log-filter"),
+  clearButton: $("log-clear"),
+  onSelectMessage: jumpTo,
+});
+
+async function api(path, body) {
+  try {
+    const response = await fetch(
+      `/console/api/${path}`,
+      body === undefined
+        ? undefined
+        : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+    );
+    const json = await response.json().catch(() => ({}));
+    return { ok: response.ok, status: response.status, body: json };
+  } catch (error) {
+    return { ok: false, status: 0, body: { error: { message: `无法连接控制台: ${error.message}` } } };
+  }
+}
+
+function toast(type, content, durationMs = TOAST_MS) {
+  const kind = TOAST_ICONS[type] ? type : "info";
+  const element = h(
+    "div",
+    {
+      class: `toast toast-${kind}`,
+      "data-testid": "toast",
+      "data-type": kind,
+      role: kind === "error" ? "alert" : "status",
+    },
+    h("span", { class: "toast-icon", "aria-hidden": "true", text: TOAST_ICONS[kind] }),
+    h("span", { class: "toast-text", text: content }),
+  );
+  els.toasts.append(element);
+  while (els.toasts.childElementCount > 4) els.toasts.firstElementChild.remove();
+  setTimeout(() => {
+    element.classList.add("is-leaving");
+    setTimeout(() => element.remove(), 250);
+  }, durationMs);
+}
+
+const currentChat = () => state.chats.find((chat) => chat.chatId === state.chatId);
+const userName = (openId) => state.users.find((user) => user.openId === openId)?.name ?? openId;
+const privateChatOf = (openId) => state.chats.find((chat) => chat.type === "p2p" && chat.ownerId === openId);
+const canWrite = (chat) => chat.type === "group" || chat.ownerId === state.userId;
+const messagesOf = (chatId) =>
+  [...state.messages.values()].filter((m) => m.chatId === chatId).sort((a, b) => a.createdAt - b.createdAt);
+
+function saveLocation() {
+  history.replaceState(
+    null,
+    "",
+    `#user=${encodeURIComponent(state.userId)}&chat=${encodeURIComponent(state.chatId)}`,
+  );
+}
+
+function renderSwitcher() {
+  els.switcher.replaceChildren(
+    h("span", { class: "switcher-label", text: "你是:" }),
+    ...state.users.map((user) =>
+      h("button", {
+        type: "button",
+        class: ["switcher-option", user.openId === state.userId && "is-active"],
+        "data-testid": "user-option",
+        "data-user-id": user.openId,
+        "aria-pressed": String(user.openId === state.userId),
+        text: user.name,
+        onclick: () => setUser(user.openId),
+      }),
+    ),
+  );
+}
+
+function chatLabel(chat) {
+  if (chat.type === "group") return { name: chat.name, tag: "群聊" };
+  if (chat.ownerId === state.userId) return { name: state.bot.name, tag: "单聊" };
+  return { name: `${userName(chat.ownerId)} 与 ${state.bot.name}`, tag: "只读" };
+}
+
+function renderChatList() {
+  const item = (chat) => {
+    const last = messagesOf(chat.chatId).at(-1);
+    const label = chatLabel(chat);
+    const unread = state.unread.get(chat.chatId) ?? 0;
+    const preview = last
+      ? `${chat.type === "group" ? `${last.sender.name}: ` : ""}${messagePreview(last)}`
+      : "暂无消息";
+    return h(
+      "li",
+      {
+        class: ["chat-item", chat.chatId === state.chatId && "is-active"],
+        "data-testid": "chat-item",
+        "data-chat-id": chat.chatId,
+        "data-active": String(chat.chatId === state.chatId),
+      },
+      h(
+        "button",
+        { type: "button", class: "chat-button", onclick: () => selectChat(chat.chatId) },
+        h("div", {
+          class: `avatar ${chat.type === "group" ? "avatar-group" : "avatar-bot"}`,
+          text: chat.type === "group" ? "群" : "🤖",
+        }),
+        h(
+          "div",
+          { class: "chat-text" },
+          h(
+            "div",
+            { class: "chat-row" },
+            h("span", { class: "chat-name", text: label.name }),
+            h("span", { class: "chat-tag", text: label.tag }),
+            h("span", { class: "chat-time", text: last ? formatTime(last.createdAt) : "" }),
+          ),
+          h(
+            "div",
+            { class: "chat-row" },
+            h("span", { class: "chat-preview", text: preview }),
+            unread > 0
+              ? h("span", { class: "chat-unread", "data-testid": "chat-unread", text: String(unread) })
+              : null,
+          ),
+        ),
+      ),
+    );
+  };
+  const mine = state.chats.filter((chat) => chat.type === "group" || chat.ownerId === state.userId);
+  const others = state.chats.filter((chat) => chat.type === "p2p" && chat.ownerId !== state.userId);
+  els.chatList.replaceChildren(
+    ...mine.map(item),
+    others.length > 0 ? h("li", { class: "chat-section", text: "其他成员的单聊" }) : null,
+    ...others.map(item),
+  );
+}
+
+const messageView = () => ({
+  users: state.users,
+  currentUserId: state.userId,
+  lookup: (messageId) => state.messages.get(messageId),
+  onAction: sendAction,
+  onNotice: (text) => toast("warning", text),
+  onReply: (message) =>
+    canWrite(currentChat()) ? composer.setReplyTo(message) : toast("info", "你不能在这个会话里发言"),
+  onJump: jumpTo,
+});
+
+const nearBottom = () => els.list.scrollHeight - els.list.scrollTop - els.list.clientHeight < 120;
+const toBottom = () => {
+  els.list.scrollTop = els.list.scrollHeight;
+};
+
+function renderChat() {
+  const chat = currentChat();
+  if (!chat) return;
+  const label = chatLabel(chat);
+  els.title.textContent = label.name;
+  els.members.textContent =
+    chat.type === "group"
+      ? `${chat.memberIds.map(userName).join("、")}、${state.bot.name}(机器人)`
+      : `${userName(chat.ownerId)} 与 ${state.bot.name} 的单聊`;
+  const messages = messagesOf(chat.chatId);
+  const view = messageView();
+  els.list.replaceChildren(
+    ...(messages.length > 0
+      ? messages.map((message) => renderMessage(message, view))
+      : [
+          h("div", {
+            class: "empty",
+            "data-testid": "empty-chat",
+            text: "还没有消息。在下面输入框里给机器人派个任务吧。",
+          }),
+        ]),
+  );
+  configureComposer(chat);
+  toBottom();
+}
+
+function configureComposer(chat) {
+  composer.configure({
+    group: chat.type === "group",
+    canWrite: canWrite(chat),
+    ownerName: userName(chat.ownerId),
+    botName: state.bot.name,
+    onSwitchToOwner: () => setUser(chat.ownerId),
+  });
+}
+
+/** Puts a new or changed message on screen, keeping the reader at the bottom if they were there. */
+function showMessage(message, change) {
+  if (message.chatId !== state.chatId) return;
+  const stick = nearBottom() || message.sender.id === state.userId;
+  const element = renderMessage(message, messageView());
+  const existing = els.list.querySelector(`[data-message-id="${CSS.escape(message.messageId)}"]`);
+  if (existing) existing.replaceWith(element);
+  else {
+    els.list.querySelector('[data-testid="empty-chat"]')?.remove();
+    els.list.append(element);
+  }
+  for (const quote of els.list.querySelectorAll(`[data-parent-id="${CSS.escape(message.messageId)}"]`))
+    quote.textContent = `回复 ${message.sender.name}: ${messagePreview(message)}`;
+  if (stick || change === "created") toBottom();
+}
+
+function upsert(message) {
+  const known = state.messages.get(message.messageId);
+  if (known && known.rev >= message.rev) return false;
+  state.messages.set(message.messageId, message);
+  return true;
+}
+
+function selectChat(chatId) {
+  if (!state.chats.some((chat) => chat.chatId === chatId)) return;
+  state.chatId = chatId;
+  state.unread.delete(chatId);
+  composer.setReplyTo(undefined);
+  saveLocation();
+  renderChatList();
+  renderChat();
+}
+
+function setUser(openId) {
+  if (!state.users.some((user) => user.openId === openId)) return;
+  state.userId = openId;
+  renderSwitcher();
+  const chat = currentChat();
+  if (chat?.type === "p2p") return selectChat(privateChatOf(openId)?.chatId ?? state.chatId);
+  saveLocation();
+  renderChatList();
+  for (const row of els.list.querySelectorAll('[data-testid="message"]'))
+    row.classList.toggle("msg-own", row.dataset.senderId === openId);
+  if (chat) configureComposer(chat);
+}
+
+function jumpTo(messageId) {
+  const message = state.messages.get(messageId);
+  if (!message) return;
+  if (message.chatId !== state.chatId) selectChat(message.chatId);
+  const element = els.list.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`);
+  if (!element) return;
+  element.scrollIntoView({ block: "center", behavior: "smooth" });
+  element.classList.remove("is-flash");
+  void element.offsetWidth;
+  element.classList.add("is-flash");
+}
+
+async function sendMessage(text, replyTo) {
+  const result = await api("messages", {
+    chatId: state.chatId,
+    userId: state.userId,
+    text,
+    ...(replyTo ? { replyTo } : {}),
+  });
+  if (result.ok) return true;
+  if (result.body.messageId) {
+    toast("error", `消息已发出,但没能投递给机器人: ${result.body.error ?? result.status}`);
+    return true;
+  }
+  toast("error", result.body.error?.message ?? `发送失败(HTTP ${result.status})`);
+  return false;
+}
+
+async function sendAction(messageId, action) {
+  const result = await api("actions", { messageId, userId: state.userId, ...action });
+  if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败(HTTP ${result.status})`);
+  if (result.body.toast) toast(result.body.toast.type, result.body.toast.content);
+  return result.body;
+}
+
+function onEvent(event) {
+  if (event.type === "log") return log.push(event.entry);
+  if (event.type !== "message" || !upsert(event.message)) return;
+  const { message } = event;
+  if (event.change === "created" && message.chatId !== state.chatId)
+    state.unread.set(message.chatId, (state.unread.get(message.chatId) ?? 0) + 1);
+  showMessage(message, event.change);
+  renderChatList();
+}
+
+async function resync() {
+  const [messages, calls] = await Promise.all([api("messages"), api("calls")]);
+  if (!messages.ok || !calls.ok) return toast("error", "加载会话失败,稍后自动重试");
+  for (const message of messages.body.messages) upsert(message);
+  log.addAll(calls.body.entries);
+  renderChatList();
+  renderChat();
+  return undefined;
+}
+
+function connect() {
+  const source = new EventSource("/console/api/events");
+  const status = (value, text) => {
+    els.conn.dataset.state = value;
+    els.conn.textContent = text;
+  };
+  source.addEventListener("open", () => {
+    status("open", "已连接");
+    void resync();
+  });
+  source.addEventListener("error", () => status("retrying", "连接断开,正在重连…"));
+  source.addEventListener("message", (event) => {
+    try {
+      onEvent(JSON.parse(event.data));
+    } catch (error) {
+      console.error("console: bad event", error);
+    }
+  });
+}
+
+async function start() {
+  const chats = await api("chats");
+  if (!chats.ok) {
+    els.conn.dataset.state = "retrying";
+    els.conn.textContent = "无法加载控制台,3 秒后重试…";
+    setTimeout(start, 3000);
+    return;
+  }
+  Object.assign(state, { bot: chats.body.bot, users: chats.body.users, chats: chats.body.chats });
+  const params = new URLSearchParams(location.hash.slice(1));
+  const user = state.users.find((u) => u.openId === params.get("user")) ?? state.users[0];
+  state.userId = user.openId;
+  const chat =
+    state.chats.find((c) => c.chatId === params.get("chat")) ?? privateChatOf(user.openId) ?? state.chats[0];
+  state.chatId = chat.chatId;
+  saveLocation();
+  renderSwitcher();
+  renderChatList();
+  renderChat();
+  connect();
+}
+
+void start();

@@ -1,0 +1,206 @@
+import { h } from "./dom.js";
+
+/**
+ * The "API 调用日志" panel: every Open API call the bot made, every event delivered to it and every card
+ * callback, newest first, so throttling (Δ between PATCHes of one card) and coalescing can be watched.
+ */
+
+const MAX_SHOWN = 600;
+const FILTERS = {
+  all: () => true,
+  api: (entry) => entry.kind === "call",
+  patch: (entry) => entry.kind === "call" && entry.method === "PATCH",
+  interactions: (entry) => entry.kind !== "call",
+  errors: (entry) => isError(entry),
+};
+
+export function isError(entry) {
+  if (entry.kind === "call") return entry.status >= 400 || (entry.code !== undefined && entry.code !== 0);
+  if (entry.kind === "event") return entry.error !== undefined || entry.status !== 200;
+  return entry.error !== undefined || entry.toast?.type === "error";
+}
+
+/** `/open-apis/im/v1/messages/om_0123…/reply` → `im/v1/messages/om_…cdef/reply`. */
+export function shortPath(path) {
+  return path.replace(/^\/open-apis\//, "").replace(/\b(om|oc|ou)_[0-9a-zA-Z_]{9,}/g, (id) => shortId(id));
+}
+
+export function shortId(id) {
+  return id.length > 12 ? `${id.slice(0, 3)}…${id.slice(-4)}` : id;
+}
+
+export function formatClock(ms) {
+  const date = new Date(ms);
+  const pad = (n, width = 2) => String(n).padStart(width, "0");
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
+}
+
+const ms = (value) => `${Math.round(value)} ms`;
+const CARD_OUTCOME = {
+  applied: "卡片已按响应更新",
+  superseded: "响应卡片已被之后的更新取代",
+  rejected: "响应卡片被拒绝",
+  none: "",
+};
+
+export function createLogPanel({ list, stats, filter, clearButton, onSelectMessage }) {
+  const entries = [];
+  const seen = new Set();
+  /** The previous PATCH of each message, for the gap between updates. */
+  const lastPatch = new Map();
+  const gaps = new Map();
+  let clearedAfter = 0;
+
+  const matches = (entry) => (FILTERS[filter.value] ?? FILTERS.all)(entry);
+  const visible = () => entries.filter((e) => e.seq > clearedAfter && matches(e));
+
+  const render = () => {
+    const shown = visible().slice(-MAX_SHOWN).reverse();
+    list.replaceChildren(...shown.map((entry) => renderEntry(entry, gaps.get(entry.seq), onSelectMessage)));
+    renderStats();
+  };
+
+  const renderStats = () => {
+    const counted = entries.filter((e) => e.seq > clearedAfter);
+    const calls = counted.filter((e) => e.kind === "call");
+    const patches = calls.filter((e) => e.method === "PATCH").length;
+    const limited = calls.filter((e) => e.code === 230020 || e.status === 429).length;
+    const callbacks = counted.filter((e) => e.kind === "callback").length;
+    const errors = counted.filter(isError).length;
+    stats.replaceChildren(
+      stat("调用", calls.length),
+      stat("PATCH", patches),
+      stat("限流", limited, limited > 0),
+      stat("回调", callbacks),
+      stat("错误", errors, errors > 0),
+    );
+  };
+
+  const add = (entry) => {
+    if (seen.has(entry.seq)) return false;
+    seen.add(entry.seq);
+    entries.push(entry);
+    entries.sort((a, b) => a.seq - b.seq);
+    if (entry.kind === "call" && entry.method === "PATCH" && entry.messageId) {
+      const previous = lastPatch.get(entry.messageId);
+      if (previous !== undefined) gaps.set(entry.seq, entry.at - previous);
+      lastPatch.set(entry.messageId, entry.at);
+    }
+    return true;
+  };
+
+  filter.addEventListener("change", render);
+  clearButton.addEventListener("click", () => {
+    clearedAfter = entries.at(-1)?.seq ?? clearedAfter;
+    render();
+  });
+
+  return {
+    /** Adds entries (duplicates by seq are ignored) and redraws. */
+    addAll(batch) {
+      for (const entry of batch) add(entry);
+      render();
+    },
+    /** One live entry: put on top without redrawing the rest. */
+    push(entry) {
+      if (!add(entry)) return;
+      if (entry.seq > clearedAfter && matches(entry)) {
+        list.prepend(renderEntry(entry, gaps.get(entry.seq), onSelectMessage));
+        while (list.childElementCount > MAX_SHOWN) list.lastElementChild.remove();
+      }
+      renderStats();
+    },
+  };
+}
+
+function stat(label, count, alert = false) {
+  return h(
+    "span",
+    { class: ["log-stat", alert && "is-alert"] },
+    `${label} `,
+    h("b", { text: String(count) }),
+  );
+}
+
+function renderEntry(entry, gapMs, onSelectMessage) {
+  const item = h("li", {
+    class: ["log-entry", `log-${entry.kind}`, isError(entry) && "is-error"],
+    "data-testid": "log-entry",
+    "data-kind": entry.kind,
+    "data-seq": String(entry.seq),
+    ...(entry.kind === "call" ? { "data-method": entry.method, "data-code": String(entry.code ?? "") } : {}),
+    ...(entry.messageId ? { "data-message-id": entry.messageId, title: entry.messageId } : {}),
+  });
+  if (entry.messageId) {
+    item.classList.add("is-linked");
+    item.addEventListener("click", () => onSelectMessage(entry.messageId));
+  }
+  item.append(h("time", { class: "log-time", text: formatClock(entry.at) }));
+  if (entry.kind === "call") item.append(...callLine(entry, gapMs));
+  else if (entry.kind === "event") item.append(...eventLine(entry));
+  else item.append(...callbackLine(entry));
+  return item;
+}
+
+function callLine(entry, gapMs) {
+  const codeClass = entry.code === undefined || entry.code === 0 ? "log-code" : "log-code is-bad";
+  return [
+    h("span", { class: `log-method log-method-${entry.method.toLowerCase()}`, text: entry.method }),
+    h("span", { class: "log-path", text: shortPath(entry.path) }),
+    h(
+      "span",
+      { class: "log-result" },
+      h("span", {
+        class: entry.status >= 400 ? "log-status is-bad" : "log-status",
+        text: String(entry.status),
+      }),
+      entry.code === undefined ? null : h("span", { class: codeClass, text: `code ${entry.code}` }),
+      h("span", { class: "log-ms", text: ms(entry.durationMs) }),
+      gapMs === undefined
+        ? null
+        : h("span", {
+            class: "log-gap",
+            title: "距离这张卡片上一次 PATCH",
+            text: `Δ${(gapMs / 1000).toFixed(2)}s`,
+          }),
+    ),
+  ];
+}
+
+function eventLine(entry) {
+  return [
+    h("span", { class: "log-method log-method-event", text: "事件" }),
+    h("span", { class: "log-path", text: `${entry.eventType} · ${shortId(entry.messageId)}` }),
+    h(
+      "span",
+      { class: "log-result" },
+      h("span", {
+        class: entry.error ? "log-status is-bad" : "log-status",
+        text: entry.error ? `失败: ${entry.error}` : String(entry.status ?? ""),
+      }),
+      h("span", { class: "log-ms", text: ms(entry.durationMs) }),
+    ),
+  ];
+}
+
+function callbackLine(entry) {
+  const what = entry.label ? `「${entry.label}」` : entry.name ? `「${entry.name}」` : "卡片";
+  const fields = entry.formValue ? Object.keys(entry.formValue).length : 0;
+  return [
+    h("span", { class: "log-method log-method-callback", text: "回调" }),
+    h("span", {
+      class: "log-path",
+      text: `${entry.operatorName} 点击${what}${fields > 0 ? ` · 表单 ${fields} 项` : ""}`,
+    }),
+    h(
+      "span",
+      { class: "log-result" },
+      entry.toast
+        ? h("span", { class: `log-toast log-toast-${entry.toast.type}`, text: entry.toast.content })
+        : h("span", { class: "log-toast", text: "无提示" }),
+      CARD_OUTCOME[entry.card] ? h("span", { class: "log-note", text: CARD_OUTCOME[entry.card] }) : null,
+      entry.error ? h("span", { class: "log-code is-bad", text: entry.error }) : null,
+      h("span", { class: "log-ms", title: "回调响应时间", text: ms(entry.durationMs) }),
+    ),
+  ];
+}

@@ -1,0 +1,39 @@
+import { checkCardContent } from "./content.ts";
+import type { EmulatorContext } from "./context.ts";
+import { CODES, FeishuError } from "./errors.ts";
+import type { CallbackCardResult } from "./types.ts";
+
+/**
+ * The card of a callback response (`{"card":{"type":"raw","data":…}}`, feishu-platform §2.3), applied to the
+ * clicked message the way the platform applies it when the answer arrives. It is no Open API call: it is not
+ * recorded, takes no rate-limit slot and does not count in `patches`. What the client would refuse is not
+ * applied: a card that is not 2.0 answering a 2.0 card (200830), or one breaking the card rules (200673).
+ */
+export function applyCallbackCard(
+  ctx: EmulatorContext,
+  messageId: string,
+  card: unknown,
+): CallbackCardResult {
+  const message = ctx.messages.get(messageId);
+  if (!message) throw new Error(`applyCallbackCard: unknown message ${messageId}`);
+  if (message.msgType !== "interactive" || message.senderType !== "app")
+    throw new Error(`applyCallbackCard: ${messageId} is not a card sent by the app`);
+  if (message.recalled) return { ok: false, code: CODES.messageRecalled, reason: "the message was recalled" };
+  if (typeof card !== "object" || card === null || (card as { schema?: unknown }).schema !== "2.0") {
+    return {
+      ok: false,
+      code: CODES.callbackCardVersion,
+      reason: 'a 2.0 card must be answered with a 2.0 card ("schema":"2.0")',
+    };
+  }
+  const content = JSON.stringify(card);
+  try {
+    checkCardContent(content, { update: true });
+  } catch (error) {
+    if (!(error instanceof FeishuError)) throw error;
+    return { ok: false, code: CODES.callbackCardInvalid, reason: error.message };
+  }
+  const updated = ctx.messages.applyUpdate(messageId, content, ctx.clock.now(), { countAsPatch: false });
+  ctx.observer.emit("message_patched", { message: updated, via: "callback" });
+  return { ok: true, message: updated };
+}
