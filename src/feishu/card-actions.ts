@@ -6,7 +6,6 @@ import {
 } from "../cards/actions.ts";
 import { mapFormValue } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
-import { oneLine, truncate } from "../cards/text.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
 import type { ActiveCard, FeishuChannel } from "./channel.ts";
@@ -151,7 +150,7 @@ function queueAction(channel: FeishuChannel, value: QueueValue, operator: string
       );
     return withCard(
       toast("success", strings.feishu.promoted),
-      channel.queuedCardFor(value.queueId, "queued", queued.text),
+      channel.queuedCards.cardFor(value.queueId, "queued", queued),
     );
   }
   const result = runner.unqueue(value.queueId, operator);
@@ -160,8 +159,8 @@ function queueAction(channel: FeishuChannel, value: QueueValue, operator: string
       "error",
       result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
     );
-  const card = channel.queuedCardFor(value.queueId, "withdrawn", truncate(oneLine(queued.text), 300));
-  channel.forgetQueuedCard(value.queueId);
+  const card = channel.queuedCards.cardFor(value.queueId, "withdrawn", queued);
+  channel.queuedCards.forget(value.queueId);
   return withCard(toast("success", strings.feishu.unqueued), card);
 }
 

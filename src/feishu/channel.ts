@@ -2,7 +2,6 @@ import path from "node:path";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
 import { buildProgressCard, type ProgressView } from "../cards/progress.ts";
-import { buildQueuedCard } from "../cards/queued.ts";
 import { oneLine, truncate } from "../cards/text.ts";
 import { describeError } from "../errors.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
@@ -16,6 +15,7 @@ import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.
 import type { Limiter } from "./limits.ts";
 import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
+import { QueuedCards } from "./queued-cards.ts";
 
 /**
  * The Feishu channel: messages in, one live progress card per run out, and the run's questions as forms on
@@ -61,10 +61,12 @@ export class FeishuChannel implements AskSurface {
   readonly #off: (() => void)[] = [];
   readonly #background = new Set<Promise<unknown>>();
   #botOpenId: string | undefined;
+  readonly queuedCards: QueuedCards;
 
   constructor(options: FeishuChannelOptions) {
     this.#o = options;
     this.#log = options.logger.child({ module: "feishu" });
+    this.queuedCards = new QueuedCards({ ...options, logger: this.#log });
   }
 
   get options(): FeishuChannelOptions {
@@ -78,7 +80,7 @@ export class FeishuChannel implements AskSurface {
     this.#off.push(
       runner.on("run_started", (event) => this.#onRunStarted(event)),
       runner.on("run_updated", (run) => this.#onRunUpdated(run)),
-      runner.on("queue_changed", ({ queued }) => this.#onQueueChanged(queued.map((q) => q.id))),
+      runner.on("queue_changed", ({ queued }) => this.#track(this.queuedCards.reorder(queued))),
       registry.on("registered", (ask) => this.#onAskRegistered(ask)),
       registry.on("settled", ({ ask }) => this.#onAskSettled(ask)),
     );
@@ -158,21 +160,7 @@ export class FeishuChannel implements AskSurface {
       source,
     });
     if (result.kind === "queued") {
-      const card = buildQueuedCard({
-        sessionId: session.id,
-        queueId: result.queued.id,
-        senderId: message.senderOpenId,
-        text,
-        position: result.position,
-        state: "queued",
-      });
-      const sent = await this.#o.appLimiter(() =>
-        this.#o.messenger.replyCard(message.messageId, card, { uuid: `q-${result.queued.id}` }),
-      );
-      this.#o.store.saveQueuedCard({
-        queueId: result.queued.id,
-        sessionId: session.id,
-        messageId: sent.messageId,
+      await this.queuedCards.post(result.queued, result.position, {
         sourceMessageId: message.messageId,
         chatId: message.chatId,
       });
@@ -224,7 +212,15 @@ export class FeishuChannel implements AskSurface {
     const chatId = String(event.source.chatId ?? "");
     const sourceMessageId = String(event.source.messageId ?? "");
     const card = this.#newCard(run, { chatId, sourceMessageId });
-    if (event.queueId) this.#track(this.#retireQueuedCard(event.queueId, "started"));
+    if (event.queueId) {
+      this.#track(
+        this.queuedCards.started(event.queueId, {
+          senderId: run.senderId,
+          text: run.input,
+          sessionId: run.sessionId,
+        }),
+      );
+    }
     this.#track(this.#reply(card));
   }
 
@@ -397,60 +393,6 @@ export class FeishuChannel implements AskSurface {
     } catch (error) {
       this.#log.info({ err: describeError(error), messageId }, "ask ping could not be recalled");
     }
-  }
-
-  // queued-message cards -------------------------------------------------------------------------------
-
-  #onQueueChanged(queueIds: string[]): void {
-    queueIds.forEach((queueId, index) => {
-      this.#track(this.#patchQueuedCard(queueId, { position: index + 1, state: "queued" }));
-    });
-  }
-
-  async #retireQueuedCard(queueId: string, state: "started" | "withdrawn"): Promise<void> {
-    await this.#patchQueuedCard(queueId, { position: 1, state });
-    this.#o.store.deleteQueuedCard(queueId);
-  }
-
-  async #patchQueuedCard(
-    queueId: string,
-    view: { position: number; state: "queued" | "started" | "withdrawn" },
-  ): Promise<void> {
-    const row = this.#o.store.queuedCard(queueId);
-    if (!row) return;
-    const queued = this.#o.runner.queued(row.sessionId).find((q) => q.id === queueId);
-    const card = buildQueuedCard({
-      sessionId: row.sessionId,
-      queueId,
-      senderId: queued?.senderId ?? "",
-      text: queued?.text ?? "",
-      ...view,
-    });
-    try {
-      await this.#o.appLimiter(() => this.#o.messenger.patchCard(row.messageId, card));
-    } catch (error) {
-      this.#log.warn({ err: describeError(error), queueId }, "queued card update failed");
-    }
-  }
-
-  queuedCardFor(queueId: string, state: "queued" | "withdrawn", fallbackText: string): Card | undefined {
-    const row = this.#o.store.queuedCard(queueId);
-    if (!row) return undefined;
-    const queue = this.#o.runner.queued(row.sessionId);
-    const index = queue.findIndex((q) => q.id === queueId);
-    const queued = queue[index];
-    return buildQueuedCard({
-      sessionId: row.sessionId,
-      queueId,
-      senderId: queued?.senderId ?? "",
-      text: queued?.text ?? fallbackText,
-      position: Math.max(1, index + 1),
-      state,
-    });
-  }
-
-  forgetQueuedCard(queueId: string): void {
-    this.#o.store.deleteQueuedCard(queueId);
   }
 
   /** Background work is tracked so nothing is lost silently and shutdown can wait for it. */

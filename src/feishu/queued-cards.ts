@@ -1,0 +1,120 @@
+import type { Card } from "../cards/model.ts";
+import { buildQueuedCard } from "../cards/queued.ts";
+import { describeError } from "../errors.ts";
+import type { SessionRunner } from "../harness/runner.ts";
+import type { QueuedMessage } from "../harness/types.ts";
+import type { Logger } from "../logger.ts";
+import type { FeishuStore } from "../store/feishu.ts";
+import type { Limiter } from "./limits.ts";
+import type { FeishuMessenger } from "./messenger.ts";
+
+/**
+ * The cards that answer messages which arrived while a task was running: posted when a message queues,
+ * updated as its place in line changes, and retired when it starts or is withdrawn. The mapping lives in
+ * SQLite so a restart keeps updating them.
+ */
+export class QueuedCards {
+  readonly #o: {
+    store: FeishuStore;
+    runner: SessionRunner;
+    messenger: FeishuMessenger;
+    appLimiter: Limiter;
+    logger: Logger;
+  };
+
+  constructor(options: {
+    store: FeishuStore;
+    runner: SessionRunner;
+    messenger: FeishuMessenger;
+    appLimiter: Limiter;
+    logger: Logger;
+  }) {
+    this.#o = options;
+  }
+
+  /** Replies to the queued message with its card and remembers which message to update. */
+  async post(
+    queued: QueuedMessage,
+    position: number,
+    where: { sourceMessageId: string; chatId: string },
+  ): Promise<void> {
+    const card = buildQueuedCard({
+      sessionId: queued.sessionId,
+      queueId: queued.id,
+      senderId: queued.senderId,
+      text: queued.text,
+      position,
+      state: "queued",
+    });
+    const sent = await this.#o.appLimiter(() =>
+      this.#o.messenger.replyCard(where.sourceMessageId, card, { uuid: `q-${queued.id}` }),
+    );
+    this.#o.store.saveQueuedCard({
+      queueId: queued.id,
+      sessionId: queued.sessionId,
+      messageId: sent.messageId,
+      sourceMessageId: where.sourceMessageId,
+      chatId: where.chatId,
+    });
+  }
+
+  /** The queue changed: every waiting message's card shows its new place. */
+  async reorder(queue: readonly QueuedMessage[]): Promise<void> {
+    await Promise.all(queue.map((queued, index) => this.#patch(queued.id, queued, index + 1, "queued")));
+  }
+
+  /** The message's run started: its card says so and is no longer tracked. */
+  async started(
+    queueId: string,
+    message: { senderId: string; text: string; sessionId: string },
+  ): Promise<void> {
+    await this.#patch(queueId, { ...message, id: queueId }, 1, "started");
+    this.#o.store.deleteQueuedCard(queueId);
+  }
+
+  /** The card a callback answers with, for a message still in line (or just withdrawn). */
+  cardFor(
+    queueId: string,
+    state: "queued" | "withdrawn",
+    message: { senderId: string; text: string },
+  ): Card | undefined {
+    const row = this.#o.store.queuedCard(queueId);
+    if (!row) return undefined;
+    const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
+    return buildQueuedCard({
+      sessionId: row.sessionId,
+      queueId,
+      senderId: message.senderId,
+      text: message.text,
+      position: Math.max(1, index + 1),
+      state,
+    });
+  }
+
+  forget(queueId: string): void {
+    this.#o.store.deleteQueuedCard(queueId);
+  }
+
+  async #patch(
+    queueId: string,
+    message: { senderId: string; text: string; sessionId: string; id: string },
+    position: number,
+    state: "queued" | "started",
+  ): Promise<void> {
+    const row = this.#o.store.queuedCard(queueId);
+    if (!row) return;
+    const card = buildQueuedCard({
+      sessionId: row.sessionId,
+      queueId,
+      senderId: message.senderId,
+      text: message.text,
+      position,
+      state,
+    });
+    try {
+      await this.#o.appLimiter(() => this.#o.messenger.patchCard(row.messageId, card));
+    } catch (error) {
+      this.#o.logger.warn({ err: describeError(error), queueId }, "queued card update failed");
+    }
+  }
+}
