@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import type express from "express";
 import type { Response } from "express";
+import { canViewSession } from "../harness/access.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
@@ -86,22 +87,6 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     }
     res.json({ id: session.id, title: session.title, channel: session.channel, chatType: session.chatType });
   });
-}
-
-/**
- * The hub's viewing rule (ws/hub.ts `#canView`): the session's owner, the sender of its current run, or the
- * sender of a message queued in it.
- */
-export function canViewSession(
-  runner: Pick<SessionRunner, "getSession" | "currentRun" | "queued">,
-  userId: string,
-  sessionId: string,
-): boolean {
-  const session = runner.getSession(sessionId);
-  if (!session) return false;
-  if (session.ownerId === userId) return true;
-  if (runner.currentRun(sessionId)?.senderId === userId) return true;
-  return runner.queued(sessionId).some((queued) => queued.senderId === userId);
 }
 
 function sendAsset(res: Response, asset: Asset): void {

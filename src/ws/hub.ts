@@ -5,6 +5,7 @@ import { checkAnswers } from "../asks/answers.ts";
 import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
 import { verifyToken } from "../auth/token.ts";
 import { describeError } from "../errors.ts";
+import { canViewSession } from "../harness/access.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
@@ -267,13 +268,8 @@ export class WsHub implements AskSurface {
     this.#error(connection, sessionId, "not_running", "no task is running in this session");
   }
 
-  /** A viewer is the session's owner or someone whose message ran or waits in it. */
   #canView(userId: string, sessionId: string): boolean {
-    const session = this.#deps.runner.getSession(sessionId);
-    if (!session) return false;
-    if (session.ownerId === userId) return true;
-    if (this.#deps.runner.currentRun(sessionId)?.senderId === userId) return true;
-    return this.#deps.runner.queued(sessionId).some((queued) => queued.senderId === userId);
+    return canViewSession(this.#deps.runner, userId, sessionId);
   }
 
   #snapshot(sessionId: string): SessionSnapshot {
