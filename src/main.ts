@@ -1,30 +1,23 @@
+import type { Server } from "node:http";
 import path from "node:path";
 import type { Express } from "express";
 import { createApp } from "./app.ts";
 import { resolveAuthSecret } from "./auth/secret.ts";
-import { loadConfig } from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
-import { startFeishu } from "./feishu/index.ts";
+import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger } from "./logger.ts";
 import { openDatabase } from "./store/db.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
-/** Composition root: config → logger → store → core → HTTP server → listen → resume. */
+/** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>;
-  try {
-    config = loadConfig(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  const config = configOrExit();
   const logger = createLogger({ level: config.logLevel });
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
@@ -35,13 +28,47 @@ async function main(): Promise<void> {
     askTimeoutMs: config.askTimeoutMs,
     authSecret,
   });
+
+  // Whatever has started so far is stopped on the way out; shutdown may come at any point.
+  const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server } = {};
+  let stopping = false;
+  const shutdown = async (reason: string, exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, "shutting down");
+    await core.runner.stop();
+    await started.feishu?.close();
+    await started.emulator?.close();
+    await core.hub.close();
+    started.server?.closeAllConnections();
+    await new Promise<void>((resolve) =>
+      started.server ? started.server.close(() => resolve()) : resolve(),
+    );
+    db.close();
+    process.exit(exitCode);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT", 0));
+  process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
+  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
+
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
   const local = config.mode === "local" ? await startLocalFeishu(config) : undefined;
-  const feishuConfig = local?.config ?? config;
-  const feishu = await startFeishu({ config: feishuConfig, core, logger, now: Date.now });
+  started.emulator = local?.emulator;
+  started.feishu = await startFeishu({
+    config: local?.config ?? config,
+    core,
+    logger,
+    now: Date.now,
+    // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
+    onFatal: (error) => {
+      logger.fatal({ err: describeError(error) }, "feishu long connection lost for good");
+      void shutdown("long connection lost", 1);
+    },
+  });
+
   let port = config.port;
   const routes = [
-    ...feishu.routes,
+    ...started.feishu.routes,
     (app: Express) =>
       mountSessionPages(app, {
         runner: core.runner,
@@ -50,47 +77,39 @@ async function main(): Promise<void> {
         logger,
         ...(local ? { localUsers: LOCAL_USERS } : {}),
       }),
-    ...(local
-      ? [
-          (app: Express) =>
-            mountConsole(app, {
-              emulator: local.emulator,
-              botWebhookUrl: () => `http://127.0.0.1:${port}/feishu/events`,
-              logger,
-            }),
-        ]
-      : []),
   ];
+  if (local) {
+    const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
+    routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
+  }
   const { server } = createApp({ ...core, logger, routes });
+  started.server = server;
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
   const address = server.address();
   port = typeof address === "object" && address ? address.port : config.port;
   logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
-  if (local) {
-    process.stdout.write(
-      `\n  Local mode: open http://localhost:${port}/console to talk to the bot as Alice, Bob or Carol.\n\n`,
-    );
-  }
+  if (local) announceConsole(port);
+
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
+}
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    await core.runner.stop();
-    await feishu.close();
-    await local?.emulator.close();
-    await core.hub.close();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    db.close();
-    process.exit(0);
-  };
-  process.on("SIGINT", () => void shutdown("SIGINT"));
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
+function configOrExit(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+function announceConsole(port: number): void {
+  process.stdout.write(
+    `\n  Local mode: open http://localhost:${port}/console to talk to the bot as Alice, Bob or Carol.\n\n`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -27,6 +27,8 @@ export async function startFeishu(options: {
   core: Core;
   logger: Logger;
   now: () => number;
+  /** The long connection was lost for good (bad credentials, retries exhausted). */
+  onFatal?: (error: unknown) => void;
 }): Promise<FeishuRuntime> {
   const { config, core, logger, now } = options;
   const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing } = config.feishu;
@@ -67,7 +69,14 @@ export async function startFeishu(options: {
       }),
     );
   } else {
-    connection = startLongConnection({ appId, appSecret, domain, handlers, logger });
+    connection = startLongConnection({
+      appId,
+      appSecret,
+      domain,
+      handlers,
+      logger,
+      ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+    });
   }
   return {
     channel,

@@ -63,6 +63,8 @@ export interface LongConnectionOptions {
   handlers: FeishuEventHandlers;
   logger: Logger;
   callbackBudgetMs?: number;
+  /** The SDK gave up for good; without this the bot would silently hear nothing more. */
+  onFatal?: (error: unknown) => void;
 }
 
 export function startLongConnection(options: LongConnectionOptions): { close(): void } {
@@ -82,7 +84,10 @@ export function startLongConnection(options: LongConnectionOptions): { close(): 
     handshakeTimeoutMs: 15_000,
     onReady: () => log.info("long connection ready"),
     // Called when the SDK gives up (bad credentials or retries exhausted): the bot hears nothing from now on.
-    onError: (error) => log.error({ err: error }, "long connection failed"),
+    onError: (error) => {
+      log.error({ err: error }, "long connection failed");
+      options.onFatal?.(error);
+    },
     onReconnecting: () => log.warn("long connection lost; reconnecting"),
     onReconnected: () => log.info("long connection restored"),
   });
