@@ -272,9 +272,11 @@ function setUser(openId) {
   if (chat?.type === "p2p") return selectChat(privateChatOf(openId)?.chatId ?? state.chatId);
   saveLocation();
   renderChatList();
-  for (const row of els.list.querySelectorAll('[data-testid="message"]'))
-    row.classList.toggle("msg-own", row.dataset.senderId === openId);
-  if (chat) configureComposer(chat);
+  if (!chat) return;
+  // Another person's client: cards as the bot sent them, never the previous user's unsent form input.
+  const scrollTop = els.list.scrollTop;
+  renderChat();
+  els.list.scrollTop = scrollTop;
 }
 
 function jumpTo(messageId) {
