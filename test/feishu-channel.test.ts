@@ -408,8 +408,8 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
         .map((m) => m.content);
       expect(inputs).toEqual(["/long", "/quick third"]);
       expect(cardText(r.cardOf(thirdCard))).toContain("已开始执行");
-    // The started card still quotes the message it answers.
-    expect(cardText(r.cardOf(thirdCard))).toContain("/quick third");
+      // The started card still quotes the message it answers.
+      expect(cardText(r.cardOf(thirdCard))).toContain("/quick third");
     });
 
     it("after a restart mid-ask, shows the recovery card without the form and answers the old form with 问题已失效", async () => {
