@@ -458,3 +458,26 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
     });
   });
 });
+
+describe("Feishu channel, first reply under faults", () => {
+  it("retries the progress card's reply after a 429 and a 5xx, so the task still gets its card", async () => {
+    const r = await startFeishuRig();
+    rigs.push(r);
+    r.emulator.injectFault({
+      match: { method: "POST", path: /\/reply$/ },
+      times: 1,
+      response: { httpStatus: 429, code: 99991400, headers: { "x-ogw-ratelimit-reset": "1" } },
+    });
+    r.emulator.injectFault({
+      match: { method: "POST", path: /\/reply$/ },
+      times: 1,
+      response: { httpStatus: 502 },
+    });
+    const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
+    const cardId = await r.progressCard(userMessageId);
+    await r.until(() => isCompleted(r.cardOf(cardId)), "the completed card");
+    expect(r.emulator.messages.listMessages().filter((m) => m.parentId === userMessageId)).toHaveLength(1);
+    const replies = r.emulator.callsTo("POST", /\/reply$/).map((call) => call.status);
+    expect(replies.slice(0, 3)).toEqual([429, 502, 200]);
+  });
+});

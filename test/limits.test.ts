@@ -22,6 +22,32 @@ describe("createAppLimiter", () => {
     expect(starts.at(-1)).toBe(2000);
   });
 
+  it("counts a slow call until a second after it settles (Feishu counts calls when they arrive)", async () => {
+    const limiter = createAppLimiter();
+    const starts: number[] = [];
+    const slow = () =>
+      limiter(async () => {
+        starts.push(Date.now());
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      });
+    const jobs = Array.from({ length: 60 }, slow);
+    await vi.runAllTimersAsync();
+    await Promise.all(jobs);
+    expect(starts.slice(0, 50).every((t) => t === 0)).toBe(true);
+    expect(starts[50]).toBe(1500);
+  });
+
+  it("survives a job that throws synchronously", async () => {
+    const limiter = createAppLimiter({ perSecond: 1 });
+    const broken = limiter((() => {
+      throw new Error("sync");
+    }) as () => Promise<void>);
+    await expect(broken).rejects.toThrow("sync");
+    const next = limiter(async () => "ok");
+    await vi.runAllTimersAsync();
+    await expect(next).resolves.toBe("ok");
+  });
+
   it("lets urgent work overtake queued plain progress", async () => {
     const limiter = createAppLimiter({ perSecond: 2 });
     const order: string[] = [];

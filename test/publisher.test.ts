@@ -17,7 +17,13 @@ function cardFor(state: { status: string; step: number; forms: string[] }): Card
   };
 }
 
-function setup(options: { patch?: (card: Card) => Promise<void>; intervalMs?: number } = {}) {
+function setup(
+  options: {
+    patch?: (card: Card) => Promise<void>;
+    intervalMs?: number;
+    appLimiter?: Parameters<typeof gateLimiter>[0];
+  } = {},
+) {
   const state = { status: "running", step: 0, forms: [] as string[] };
   const patched: { at: number; content: string }[] = [];
   const gone: FeishuApiError[] = [];
@@ -40,7 +46,7 @@ function setup(options: { patch?: (card: Card) => Promise<void>; intervalMs?: nu
     }),
     render: () => cardFor(state),
     intervalMs: options.intervalMs ?? 1000,
-    appLimiter: (fn) => fn(),
+    appLimiter: options.appLimiter ? gateLimiter(options.appLimiter) : (fn) => fn(),
     now: Date.now,
     logger: createLogger({ level: "silent" }),
     onGone: (error) => gone.push(error),
@@ -52,6 +58,22 @@ function setup(options: { patch?: (card: Card) => Promise<void>; intervalMs?: nu
     gone,
     contents: () => patched.map((p) => JSON.parse(p.content).content as string),
   };
+}
+
+/** An app-wide queue the test opens by hand: the job runs when `gate.open()` is called. */
+function gateLimiter(gate: { wait: Promise<void> }) {
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    await gate.wait;
+    return fn();
+  };
+}
+
+function manualGate() {
+  let open!: () => void;
+  const wait = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { wait, open };
 }
 
 const rateLimited = (retryAfterMs?: number) =>
@@ -254,6 +276,35 @@ describe("CardPublisher", () => {
     publisher.request();
     await vi.runAllTimersAsync();
     expect(patched).toHaveLength(2);
+  });
+
+  it("renders when the app-wide budget lets the PATCH go, not when it joined the queue", async () => {
+    const gate = manualGate();
+    const { state, publisher, contents } = setup({ patch: async () => {}, appLimiter: gate });
+    state.step = 1;
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(0); // queued behind other cards
+    state.step = 7;
+    state.status = "completed";
+    gate.open();
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["completed step 7 forms "]);
+  });
+
+  it("drops a queued PATCH when a callback starts before its turn, and publishes after the response", async () => {
+    const gate = manualGate();
+    const { state, publisher, patched, contents } = setup({ patch: async () => {}, appLimiter: gate });
+    state.step = 1;
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(0);
+    const release = publisher.hold(); // a card callback arrives while the PATCH waits in the queue
+    gate.open();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(patched).toHaveLength(0); // Feishu would revert an update sent before the response
+    state.status = "completed";
+    release();
+    await vi.runAllTimersAsync();
+    expect(contents()).toEqual(["completed step 1 forms "]);
   });
 
   it("resolves idle() once everything pending has landed", async () => {

@@ -262,9 +262,15 @@ export class FeishuChannel implements AskSurface {
 
   async #reply(card: ActiveCard): Promise<void> {
     try {
-      // The run id as uuid: a retried reply never posts a second card.
-      const sent = await this.#o.appLimiter(() =>
-        this.#o.messenger.replyCard(card.sourceMessageId, this.render(card), { uuid: `run-${card.runId}` }),
+      // The run id as uuid: a retried reply never posts a second card, so retrying is safe.
+      const sent = await withRetries(() =>
+        this.#o.appLimiter(
+          () =>
+            this.#o.messenger.replyCard(card.sourceMessageId, this.render(card), {
+              uuid: `run-${card.runId}`,
+            }),
+          { urgent: true },
+        ),
       );
       this.#o.store.saveCard({
         runId: card.runId,
@@ -402,6 +408,23 @@ export class FeishuChannel implements AskSurface {
     );
     this.#background.add(tracked);
     void tracked.finally(() => this.#background.delete(tracked));
+  }
+}
+
+/**
+ * A task without its card cannot show progress or ask anything: a rate-limited or failed reply is retried a
+ * few times (honouring Feishu's reset header) before the task is given up as unreachable.
+ */
+async function withRetries<T>(send: () => Promise<T>, attempts = 4): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await send();
+    } catch (error) {
+      const retryable = error instanceof FeishuApiError && (error.rateLimited || error.transient);
+      if (!retryable || attempt >= attempts) throw error;
+      const waitMs = error.retryAfterMs ?? 500 * 2 ** (attempt - 1);
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
   }
 }
 

@@ -19,36 +19,61 @@ export function createAppLimiter(
   const perSecond = options.perSecond ?? 50;
   const perMinute = options.perMinute ?? 1000;
   const now = options.now ?? Date.now;
-  const started: number[] = [];
+  // A call holds its slot from when it starts until 1 s (or 1 min) after it settles: Feishu counts a call when
+  // it arrives, which may be well after it started, so counting starts alone let a window overfill (429s).
+  let inFlight = 0;
+  const settled: number[] = [];
   const urgent: Job[] = [];
   const normal: Job[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const waitMs = (t: number): number => {
-    while (started.length > 0 && (started[0] ?? 0) <= t - 60_000) started.shift();
-    if (started.length >= perMinute) return (started[0] ?? t) + 60_000 - t;
-    const inLastSecond = started.length - firstAfter(started, t - 1000);
-    if (inLastSecond >= perSecond) return (started[started.length - perSecond] ?? t) + 1000 - t;
-    return 0;
+    while (settled.length > 0 && (settled[0] ?? 0) <= t - 60_000) settled.shift();
+    if (inFlight + settled.length >= perMinute)
+      return settled.length > 0 ? (settled[0] ?? t) + 60_000 - t : 50;
+    const inLastSecond = inFlight + settled.length - firstAfter(settled, t - 1000);
+    if (inLastSecond < perSecond) return 0;
+    // The oldest settled call still counted in this second frees a slot when it leaves the window.
+    const index = firstAfter(settled, t - 1000);
+    return index < settled.length ? (settled[index] ?? t) + 1000 - t : 50;
   };
 
   const pump = (): void => {
     timer = undefined;
     while (urgent.length > 0 || normal.length > 0) {
-      const t = now();
-      const wait = waitMs(t);
+      const wait = waitMs(now());
       if (wait > 0) {
         timer = setTimeout(pump, wait);
         return;
       }
-      started.push(t);
+      inFlight += 1;
       (urgent.shift() ?? normal.shift())?.run();
     }
   };
 
+  const release = (): void => {
+    inFlight -= 1;
+    settled.push(now());
+    if (timer === undefined && (urgent.length > 0 || normal.length > 0)) pump();
+  };
+
   const limiter = (<T>(fn: () => Promise<T>, opts?: { urgent?: boolean }): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      (opts?.urgent ? urgent : normal).push({ run: () => fn().then(resolve, reject) });
+      (opts?.urgent ? urgent : normal).push({
+        run: () =>
+          Promise.resolve()
+            .then(fn)
+            .then(
+              (value) => {
+                release();
+                resolve(value);
+              },
+              (error: unknown) => {
+                release();
+                reject(error);
+              },
+            ),
+      });
       if (timer === undefined) pump();
     })) as Limiter & { pending(): number };
   limiter.pending = () => urgent.length + normal.length;

@@ -127,34 +127,44 @@ export class CardPublisher {
 
   async #send(): Promise<void> {
     if (this.#stopped || this.#inFlight || this.#holds > 0) return this.#settleIdle();
-    // Read before patch: render the state as it is now, not as it was when the PATCH was scheduled.
-    const card = this.#o.render();
-    const key = this.#o.shape().key;
-    const json = JSON.stringify(card);
-    if (json === this.#lastSentJson || json === this.#lastFailedJson) {
-      this.stats.skipped += 1;
-      this.#lastSentKey = json === this.#lastSentJson ? key : this.#lastSentKey;
-      return this.#settleIdle();
-    }
+    // Terminal states and form changes overtake plain progress in the app-wide queue.
+    const urgent = this.#o.shape().key !== this.#lastSentKey;
     this.#inFlight = true;
+    let json: string | undefined;
     try {
-      // Terminal states and form changes overtake plain progress in the app-wide queue.
-      const urgent = key !== this.#lastSentKey;
-      await this.#o.appLimiter(
-        () => this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card)),
+      const sent = await this.#o.appLimiter(
+        async () => {
+          // Read before patch, at the moment the budget allows it: under load a card can wait seconds in the
+          // app-wide queue, and what goes out must be its state now. A callback that began meanwhile holds it.
+          if (this.#stopped || this.#holds > 0) return false;
+          const card = this.#o.render();
+          const key = this.#o.shape().key;
+          json = JSON.stringify(card);
+          if (json === this.#lastSentJson || json === this.#lastFailedJson) {
+            this.stats.skipped += 1;
+            if (json === this.#lastSentJson) this.#lastSentKey = key;
+            return false;
+          }
+          await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
+          this.#lastSentJson = json;
+          this.#lastSentKey = key;
+          return true;
+        },
         { urgent },
       );
-      this.#lastSentJson = json;
-      this.#lastSentKey = key;
-      this.#lastSentAt = this.#o.now();
-      this.#lastFailedJson = undefined;
-      this.#transientFailures = 0;
-      this.#rateFailures = 0;
-      this.stats.sent += 1;
-    } catch (error) {
-      this.#onError(error, json);
-    } finally {
+      if (sent) {
+        this.#lastSentAt = this.#o.now();
+        this.#lastFailedJson = undefined;
+        this.#transientFailures = 0;
+        this.#rateFailures = 0;
+        this.stats.sent += 1;
+      }
       this.#inFlight = false;
+      // Skipped (no-op, held, stopped): nothing to reconcile; a release or the next change schedules again.
+      if (!sent) return this.#settleIdle();
+    } catch (error) {
+      this.#inFlight = false;
+      this.#onError(error, json ?? "");
     }
     // Reconcile: whatever changed while the PATCH was in flight goes out next; the last state always lands.
     this.#schedule();
