@@ -1,0 +1,209 @@
+import fs from "node:fs";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { createApp } from "../src/app.ts";
+import type { PendingAsk } from "../src/asks/registry.ts";
+import type { AskQuestion } from "../src/asks/schema.ts";
+import { signToken } from "../src/auth/token.ts";
+import type { SessionInfo } from "../src/harness/types.ts";
+import { sampleAsk } from "../test/fixtures.ts";
+import { buildCore, type TestCore } from "../test/helpers/core.ts";
+import { createSession } from "../test/helpers/harness.ts";
+import {
+  type BenchOptions,
+  clock,
+  fmtBytes,
+  fmtInt,
+  fmtMs,
+  heapUsed,
+  percentile,
+  printTable,
+  silentLogger,
+} from "./common.ts";
+import { startTsWorker } from "./worker.ts";
+import type { WsRequest, WsResponse } from "./ws-clients-worker.ts";
+
+/**
+ * Benchmark 4: one process holding many pending asks and WebSocket connections. The core is the real one
+ * (registry, SQLite audit, hub); the clients run in a worker thread, so the heap figures are the server's.
+ */
+
+const AUTH_SECRET = "test-secret-0123456789"; // the one buildCore signs with
+const ASKS_PER_SESSION = 2;
+
+export interface ScaleResult {
+  asks: number;
+  connections: number;
+  heapPerAsk: number;
+  registerPerSecond: number;
+  completePerSecond: number;
+  registerPerSecondConnected: number;
+  completePerSecondConnected: number;
+  heapPerConnection: number;
+  rssPerConnection: number;
+  connectMs: number;
+  resendOneP50: number;
+  resendOneP99: number;
+  stormMs: number;
+  stormP50: number;
+  stormP99: number;
+}
+
+export async function runScale(options: BenchOptions): Promise<ScaleResult> {
+  const connections = options.quick ? 1000 : 5000;
+  const asks = connections * ASKS_PER_SESSION;
+  const core = buildCore({ agent: { name: "idle", run: () => new Promise(() => undefined) } });
+  const sessions = Array.from({ length: connections }, (_, i) =>
+    createSession(core, `ou_user${String(i).padStart(27, "0")}`),
+  );
+  const { server, url } = await listen(core);
+  const clients = startTsWorker<WsRequest, WsResponse>(new URL("./ws-clients-worker.ts", import.meta.url));
+  try {
+    // Pending asks, nobody connected: the registry, its timers and promises, one audit row each.
+    const before = heapUsed();
+    const questions = sessions.flatMap(() =>
+      Array.from({ length: ASKS_PER_SESSION }, () => freshQuestions()),
+    );
+    let started = clock();
+    let pending = registerAll(core, sessions, questions);
+    const registerPerSecond = asks / ((clock() - started) / 1000);
+    const heapPerAsk = (heapUsed() - before) / asks;
+    started = clock();
+    completeAll(core, pending);
+    const completePerSecond = asks / ((clock() - started) / 1000);
+
+    // Every session's owner connects and subscribes; each connection gets its session's pending asks.
+    pending = registerAll(core, sessions, questions);
+    const heapBefore = heapUsed();
+    const rssBefore = process.memoryUsage().rss;
+    const connected = await clients.call({
+      op: "connect",
+      url,
+      asksPerClient: ASKS_PER_SESSION,
+      clients: sessions.map((s) => ({
+        token: signToken(AUTH_SECRET, s.ownerId, Date.now() + 3_600_000),
+        sessionId: s.id,
+      })),
+    });
+    const heapPerConnection = (heapUsed() - heapBefore) / connections;
+    const rssPerConnection = (process.memoryUsage().rss - rssBefore) / connections;
+
+    // One client drops and comes back (200 times, one after another), then all of them at once.
+    const one = await clients.call({ op: "reconnect", indices: sample(connections, 200), concurrency: 1 });
+    const storm = await clients.call({
+      op: "reconnect",
+      indices: sessions.map((_, i) => i),
+      concurrency: connections,
+    });
+
+    // The same asks settled and asked again while every owner is connected: each event is fanned out.
+    started = clock();
+    completeAll(core, pending);
+    const completePerSecondConnected = asks / ((clock() - started) / 1000);
+    started = clock();
+    pending = registerAll(core, sessions, questions);
+    const registerPerSecondConnected = asks / ((clock() - started) / 1000);
+    completeAll(core, pending);
+
+    const result: ScaleResult = {
+      asks,
+      connections,
+      heapPerAsk,
+      registerPerSecond,
+      completePerSecond,
+      registerPerSecondConnected,
+      completePerSecondConnected,
+      heapPerConnection,
+      rssPerConnection,
+      connectMs: connected.ms,
+      resendOneP50: percentile(one.subscribeToAsksMs, 50),
+      resendOneP99: percentile(one.subscribeToAsksMs, 99),
+      stormMs: storm.ms,
+      stormP50: percentile(storm.reconnectToAsksMs, 50),
+      stormP99: percentile(storm.reconnectToAsksMs, 99),
+    };
+    printScale(result);
+    return result;
+  } finally {
+    await clients.call({ op: "close" }).catch(() => undefined);
+    await clients.close();
+    await core.close();
+    await new Promise((resolve) => server.close(resolve));
+    fs.rmSync(path.dirname(core.dbFile), { recursive: true, force: true });
+  }
+}
+
+async function listen(core: TestCore) {
+  const { server } = createApp({
+    registry: core.registry,
+    runner: core.runner,
+    hub: core.hub,
+    logger: silentLogger,
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/ws` };
+}
+
+/** Each ask holds its own copy of the questions, as the tool's parsed arguments do. */
+function freshQuestions(): AskQuestion[] {
+  return structuredClone(sampleAsk().questions) as AskQuestion[];
+}
+
+function registerAll(core: TestCore, sessions: SessionInfo[], questions: AskQuestion[][]): PendingAsk[] {
+  return questions.map((qs, i) => {
+    const session = sessions[Math.floor(i / ASKS_PER_SESSION)]!;
+    const ask = core.registry.register({
+      sessionId: session.id,
+      runId: `run-${session.id}`,
+      answererId: session.ownerId,
+      questions: qs,
+      metadata: { source: "bench" },
+      surfaces: ["websocket"],
+    });
+    // The tool call waits on it, as the dispatcher does.
+    void core.registry.waitForAnswer(ask.requestId);
+    return ask;
+  });
+}
+
+function completeAll(core: TestCore, asks: PendingAsk[]): void {
+  for (const ask of asks) {
+    const answers = ask.questions.map((q) => ({
+      question: q.question,
+      selectedLabels: [q.options[0]?.label ?? ""],
+      customInput: null,
+    }));
+    core.registry.complete(ask.sessionId, ask.requestId, answers, {
+      surface: "websocket",
+      userId: ask.answererId,
+    });
+  }
+}
+
+function sample(size: number, count: number): number[] {
+  const step = Math.max(1, Math.floor(size / count));
+  return Array.from({ length: Math.min(count, size) }, (_, i) => i * step);
+}
+
+function printScale(r: ScaleResult): void {
+  const rate = (n: number) => `${fmtInt(n)}/s`;
+  printTable(
+    `4. One process: ${fmtInt(r.asks)} pending asks, ${fmtInt(r.connections)} WebSocket connections`,
+    ["measure", "value"],
+    [
+      ["heap per pending ask (questions included)", fmtBytes(r.heapPerAsk)],
+      ["register, nobody connected", rate(r.registerPerSecond)],
+      ["complete, nobody connected", rate(r.completePerSecond)],
+      [`register, ${fmtInt(r.connections)} owners connected`, rate(r.registerPerSecondConnected)],
+      [`complete, ${fmtInt(r.connections)} owners connected`, rate(r.completePerSecondConnected)],
+      ["server heap per connection (subscribed)", fmtBytes(r.heapPerConnection)],
+      ["process RSS per connection (server and clients)", fmtBytes(r.rssPerConnection)],
+      [`connect + subscribe all ${fmtInt(r.connections)} (200 at a time)`, fmtMs(r.connectMs)],
+      ["one client reconnects: subscribe → its asks, p50", fmtMs(r.resendOneP50)],
+      ["one client reconnects: subscribe → its asks, p99", fmtMs(r.resendOneP99)],
+      [`all ${fmtInt(r.connections)} reconnect at once: until the last has its asks`, fmtMs(r.stormMs)],
+      ["… per client, connect → its asks, p50", fmtMs(r.stormP50)],
+      ["… per client, connect → its asks, p99", fmtMs(r.stormP99)],
+    ],
+  );
+}
