@@ -307,6 +307,23 @@ describe("CardPublisher", () => {
     expect(contents()).toEqual(["completed step 1 forms "]);
   });
 
+  it("does not count a change waiting for a callback's response as landed", async () => {
+    const { state, publisher, patched } = setup({ patch: async () => {} });
+    const release = publisher.hold();
+    state.status = "completed";
+    publisher.request();
+    let idle = false;
+    void publisher.idle().then(() => {
+      idle = true;
+    });
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(idle).toBe(false);
+    release();
+    await vi.runAllTimersAsync();
+    expect(idle).toBe(true);
+    expect(patched).toHaveLength(1);
+  });
+
   it("resolves idle() once everything pending has landed", async () => {
     const { state, publisher, patched } = setup();
     state.step = 1;

@@ -60,6 +60,7 @@ export class CardPublisher {
   #transientFailures = 0;
   #rateFailures = 0;
   #idleWaiters: (() => void)[] = [];
+  #wantedWhileHeld = false;
 
   constructor(options: PublisherOptions) {
     this.#o = { urgentIntervalMs: 250, maxTransientRetries: 3, maxRateLimitRetries: 8, ...options };
@@ -87,6 +88,7 @@ export class CardPublisher {
       if (released) return;
       released = true;
       this.#holds -= 1;
+      if (this.#holds === 0) this.#wantedWhileHeld = false;
       this.#schedule();
     };
   }
@@ -105,6 +107,7 @@ export class CardPublisher {
   }
 
   #schedule(): void {
+    if (this.#holds > 0) this.#wantedWhileHeld = true;
     if (this.#stopped || this.#inFlight || this.#holds > 0) return;
     const shape = this.#o.shape();
     const urgent = shape.key !== this.#lastSentKey;
@@ -136,6 +139,7 @@ export class CardPublisher {
         async () => {
           // Read before patch, at the moment the budget allows it: under load a card can wait seconds in the
           // app-wide queue, and what goes out must be its state now. A callback that began meanwhile holds it.
+          if (this.#holds > 0) this.#wantedWhileHeld = true;
           if (this.#stopped || this.#holds > 0) return false;
           const card = this.#o.render();
           const key = this.#o.shape().key;
@@ -230,6 +234,9 @@ export class CardPublisher {
   }
 
   #isIdle(): boolean {
+    // A change that waits for a callback's response to go out is still pending: shutdown and the channel
+    // must not treat the card as landed before it is sent.
+    if (this.#holds > 0 && this.#wantedWhileHeld && !this.#stopped) return false;
     return this.#timer === undefined && !this.#inFlight;
   }
 
