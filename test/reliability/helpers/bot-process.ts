@@ -1,0 +1,144 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import type { Card } from "../../../src/cards/model.ts";
+import type { Emulator } from "../../../src/local/emulator/index.ts";
+import { AUTH_SECRET, ENCRYPT_KEY } from "./stack.ts";
+
+/**
+ * The real entry point (`npm start` = `tsx src/main.ts`) as a child process in feishu webhook mode against an
+ * emulator the test owns, on a DATA_DIR the test owns, so it can be killed with SIGKILL and started again.
+ */
+
+export interface BotProcess {
+  child: ChildProcess;
+  port: number;
+  hookUrl: string;
+  output(): string;
+  /** Sends SIGKILL and resolves once the process is gone. */
+  kill(): Promise<void>;
+  /** Sends SIGTERM (graceful shutdown) and resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
+}
+
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "fpb-crash-"));
+}
+
+export interface BotOptions {
+  emulator: Emulator;
+  dataDir: string;
+  /** Where the bot sends Open API calls (default the emulator). */
+  apiUrl?: string;
+  env?: Record<string, string>;
+  /** Extra node flags (e.g. --expose-gc). */
+  nodeArgs?: string[];
+  /** Modules imported after tsx and before the entry point (e.g. a probe that reports memory). */
+  preload?: string[];
+}
+
+export async function startBot(options: BotOptions): Promise<BotProcess> {
+  const port = await freePort();
+  const preload = (options.preload ?? []).flatMap((file) => ["--import", file]);
+  const args = [...(options.nodeArgs ?? []), "--import", "tsx", ...preload, "src/main.ts"];
+  const child = spawn(process.execPath, args, {
+    env: {
+      PATH: process.env.PATH ?? "",
+      LOG_LEVEL: "info",
+      PORT: String(port),
+      DATA_DIR: options.dataDir,
+      FEISHU_APP_ID: options.emulator.appId,
+      FEISHU_APP_SECRET: options.emulator.appSecret,
+      FEISHU_DOMAIN: options.apiUrl ?? options.emulator.url,
+      FEISHU_TRANSPORT: "webhook",
+      FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
+      AUTH_SECRET,
+      DEMO_STEP_MS: "20",
+      CARD_PATCH_INTERVAL_MS: "200",
+      FEISHU_ASK_PING: "off",
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  // Keep the tail only: a long run logs a lot.
+  const keep = (chunk: Buffer) => {
+    output = (output + String(chunk)).slice(-400_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // Ready when /healthz answers (independent of LOG_LEVEL).
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the bot exited while starting:\n${output}`);
+    const healthy = await fetch(`http://127.0.0.1:${port}/healthz`, {
+      signal: AbortSignal.timeout(1000),
+    }).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (healthy) break;
+    if (Date.now() > deadline) throw new Error(`the bot did not start within 30 s:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    child,
+    port,
+    hookUrl: `http://127.0.0.1:${port}/feishu/events`,
+    output: () => output,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+/** What SQLite says about the file: `ok` from integrity_check, no foreign-key violations. */
+export function checkDatabase(dataDir: string): { integrity: string; foreignKeyViolations: number } {
+  const db = new Database(path.join(dataDir, "bot.sqlite"), { fileMustExist: true });
+  try {
+    const integrity = db.pragma("integrity_check", { simple: true }) as string;
+    const violations = db.pragma("foreign_key_check") as unknown[];
+    return { integrity, foreignKeyViolations: violations.length };
+  } finally {
+    db.close();
+  }
+}
+
+/** Reads the bot's SQLite file while the bot may be running (WAL allows a second reader). */
+export function query<T>(dataDir: string, sql: string, ...params: unknown[]): T[] {
+  const db = new Database(path.join(dataDir, "bot.sqlite"), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+/** The interactive replies the bot posted to a user's message, oldest first. */
+export function cardsReplyingTo(emulator: Emulator, messageId: string): string[] {
+  return emulator.messages
+    .listMessages()
+    .filter((m) => m.parentId === messageId && m.msgType === "interactive" && m.senderType === "app")
+    .map((m) => m.messageId);
+}
+
+export function cardOf(emulator: Emulator, messageId: string): Card {
+  return JSON.parse(emulator.messages.getMessage(messageId)?.content ?? "{}") as Card;
+}

@@ -1,0 +1,315 @@
+import fs from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import type { Express } from "express";
+import { WebSocket } from "ws";
+import { createApp } from "../../../src/app.ts";
+import { signToken } from "../../../src/auth/token.ts";
+import type { Card } from "../../../src/cards/model.ts";
+import { type Core, createCore } from "../../../src/core.ts";
+import { handleCardAction } from "../../../src/feishu/card-actions.ts";
+import { FeishuChannel } from "../../../src/feishu/channel.ts";
+import { createLarkMessenger } from "../../../src/feishu/lark-messenger.ts";
+import { createAppLimiter, type Limiter } from "../../../src/feishu/limits.ts";
+import type { FeishuEventHandlers } from "../../../src/feishu/transport.ts";
+import { mountFeishuWebhook } from "../../../src/feishu/webhook.ts";
+import type { Agent } from "../../../src/harness/agents/agent.ts";
+import { createDemoAgent, createDemoTools } from "../../../src/harness/agents/demo.ts";
+import type { ToolImpl } from "../../../src/harness/dispatcher.ts";
+import {
+  type CardActionInput,
+  type Emulator,
+  type EmulatorOptions,
+  startEmulator,
+  type UserMessageInput,
+  type WebhookResult,
+} from "../../../src/local/emulator/index.ts";
+import { createLogger } from "../../../src/logger.ts";
+import { type Db, openDatabase } from "../../../src/store/db.ts";
+import { FeishuStore } from "../../../src/store/feishu.ts";
+import { mountSessionPages } from "../../../src/web/session-page.ts";
+import { TestClient } from "../../helpers/harness.ts";
+import { until } from "./env.ts";
+
+/**
+ * The whole service in this process, wired as `src/feishu/index.ts` and `src/main.ts` wire it: the real
+ * core on a real SQLite file, the real Lark SDK over HTTP to the emulator, the webhook (events and card
+ * callbacks), the WebSocket hub and the session pages on one HTTP server on 127.0.0.1. Only the knobs a
+ * test needs differ (messenger timeout, patch interval, step pace), never the code paths.
+ */
+
+export const ALICE = "ou_alice000000000000000000000000000";
+export const BOB = "ou_bob00000000000000000000000000000";
+export const CAROL = "ou_carol0000000000000000000000000000";
+export const ENCRYPT_KEY = "reliability-encrypt-key";
+export const AUTH_SECRET = "reliability-auth-secret-0123456789";
+export const GROUP_CHAT = "oc_group_reliability";
+
+export interface StackOptions {
+  emulator?: Emulator;
+  emulatorOptions?: EmulatorOptions;
+  dataDir?: string;
+  agent?: Agent;
+  tools?: ToolImpl[];
+  /** Pace of the demo agent's steps (DEMO_STEP_MS); default 5. */
+  stepMs?: number;
+  askTimeoutMs?: number;
+  /** Where the SDK sends Open API calls (default: the emulator; a test may put a slow path in between). */
+  apiUrl?: string;
+  /** The SDK's per-request timeout; default 10 s as in production. */
+  messengerTimeoutMs?: number;
+  cardPatchIntervalMs?: number;
+  askPing?: boolean;
+  verificationToken?: string;
+  recover?: boolean;
+  /** Callback budget of the webhook (default 2500 ms as in production). */
+  callbackBudgetMs?: number;
+  /** The app-wide limiter (default: the production one); a test may stand in a congested budget. */
+  appLimiter?: Limiter;
+}
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface Stack {
+  emulator: Emulator;
+  core: Core;
+  channel: FeishuChannel;
+  handlers: FeishuEventHandlers;
+  db: Db;
+  dbFile: string;
+  dataDir: string;
+  /** http://127.0.0.1:PORT */
+  httpUrl: string;
+  hookUrl: string;
+  /** Every log line at warn or above, parsed. */
+  logs: LogLine[];
+  /** Log lines at error or above (an exception that was caught at a boundary, a failed handler…). */
+  errors(): LogLine[];
+  /** A user's message delivered as a signed webhook; resolves once acknowledged. */
+  say(input: UserMessageInput): Promise<{ messageId: string; result: WebhookResult }>;
+  deliver(payload: unknown): Promise<WebhookResult>;
+  /** A card click delivered as a signed webhook; resolves with Feishu's view of the answer. */
+  click(input: CardActionInput): Promise<CallbackBody & { status: number; durationMs: number }>;
+  progressCard(userMessageId: string, waitMs?: number): Promise<string>;
+  cardOf(messageId: string): Card;
+  tokenFor(userId: string, ttlMs?: number): string;
+  connect(userId: string): Promise<TestClient>;
+  /**
+   * Tries an upgrade with exactly these credentials: resolves with the open client, or with the HTTP status
+   * the server refused it with.
+   */
+  upgrade(credentials: { token?: string; cookie?: string; origin?: string }): Promise<TestClient | number>;
+  privateSessionId(userId: string): string;
+  groupSessionId(chatId?: string): string;
+  stop(): Promise<void>;
+}
+
+export interface CallbackBody {
+  toast?: { type: string; content: string };
+  card?: { type: string; data: Card };
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const emulator =
+    options.emulator ??
+    (await startEmulator({
+      encryptKey: ENCRYPT_KEY,
+      ...(options.verificationToken ? { verificationToken: options.verificationToken } : {}),
+      ...options.emulatorOptions,
+    }));
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-rel-"));
+  const dbFile = path.join(dataDir, "bot.sqlite");
+  const db = openDatabase(dbFile);
+  const logs: LogLine[] = [];
+  const logger = createLogger({
+    level: "warn",
+    destination: {
+      write: (line: string) => {
+        logs.push(JSON.parse(line) as LogLine);
+      },
+    },
+  });
+  const core = createCore({
+    db,
+    logger,
+    agent: options.agent ?? createDemoAgent(),
+    tools: options.tools ?? createDemoTools({ stepMs: options.stepMs ?? 5 }),
+    askTimeoutMs: options.askTimeoutMs ?? 15 * 60_000,
+    authSecret: AUTH_SECRET,
+  });
+  const messenger = createLarkMessenger({
+    appId: emulator.appId,
+    appSecret: emulator.appSecret,
+    domain: options.apiUrl ?? emulator.url,
+    logger,
+    timeoutMs: options.messengerTimeoutMs ?? 10_000,
+  });
+  const channel = new FeishuChannel({
+    messenger,
+    runner: core.runner,
+    registry: core.registry,
+    store: new FeishuStore(db, Date.now),
+    appLimiter: options.appLimiter ?? createAppLimiter(),
+    logger,
+    now: Date.now,
+    appId: emulator.appId,
+    dataDir,
+    publicUrl: "http://localhost:3000",
+    cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
+    askPing: options.askPing ?? true,
+  });
+  core.dispatcher.addSurface(channel);
+  await channel.start();
+  const handlers: FeishuEventHandlers = {
+    onMessage: (data) => channel.handleMessage(data),
+    onCardAction: (data) => handleCardAction(channel, data, logger),
+  };
+  const routes = [
+    (app: Express) =>
+      mountFeishuWebhook(app, {
+        encryptKey: ENCRYPT_KEY,
+        ...(options.verificationToken ? { verificationToken: options.verificationToken } : {}),
+        handlers,
+        logger,
+        // The emulator stamps deliveries with its own clock (which tests move); the webhook reads the same.
+        now: emulator.clock.now,
+        ...(options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {}),
+      }),
+    (app: Express) =>
+      mountSessionPages(app, { runner: core.runner, authSecret: AUTH_SECRET, now: Date.now, logger }),
+  ];
+  const server: Server = createApp({ ...core, logger, routes }).server;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const hookUrl = `${httpUrl}/feishu/events`;
+  if (options.recover) core.runner.recover();
+  const clients: TestClient[] = [];
+
+  const deliver = (payload: unknown) => emulator.deliverWebhook(hookUrl, payload, { timeoutMs: 10_000 });
+  const tokenFor = (userId: string, ttlMs = 60 * 60_000) =>
+    signToken(AUTH_SECRET, userId, Date.now() + ttlMs);
+
+  return {
+    emulator,
+    core,
+    channel,
+    handlers,
+    db,
+    dbFile,
+    dataDir,
+    httpUrl,
+    hookUrl,
+    logs,
+    errors: () => logs.filter((line) => line.level >= 50),
+    async say(input) {
+      const payload = emulator.userMessage(input);
+      const result = await deliver(payload);
+      if (result.status !== 200)
+        throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
+      return { messageId: payload.event.message.message_id, result };
+    },
+    deliver,
+    async click(input) {
+      const result = await deliver(emulator.cardAction(input));
+      const body = (
+        typeof result.body === "object" && result.body !== null ? result.body : {}
+      ) as CallbackBody;
+      return { ...body, status: result.status, durationMs: result.durationMs };
+    },
+    progressCard(userMessageId, waitMs = 10_000) {
+      return until(
+        () =>
+          emulator.messages
+            .listMessages()
+            .find(
+              (m) => m.parentId === userMessageId && m.msgType === "interactive" && m.senderType === "app",
+            )?.messageId,
+        `a card replying to ${userMessageId}`,
+        waitMs,
+      );
+    },
+    cardOf(messageId) {
+      const message = emulator.messages.getMessage(messageId);
+      if (!message) throw new Error(`no message ${messageId}`);
+      return JSON.parse(message.content) as Card;
+    },
+    tokenFor,
+    async connect(userId) {
+      const ws = new WebSocket(`${httpUrl.replace("http", "ws")}/ws?token=${tokenFor(userId)}`);
+      const client = new TestClient(ws);
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("websocket did not open")), 5000);
+        ws.once("open", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        ws.once("unexpected-response", (_req, res) =>
+          reject(new Error(`upgrade refused: ${res.statusCode}`)),
+        );
+      });
+      clients.push(client);
+      return client;
+    },
+    upgrade(credentials) {
+      const url = new URL(`${httpUrl.replace("http", "ws")}/ws`);
+      if (credentials.token !== undefined) url.searchParams.set("token", credentials.token);
+      const headers: Record<string, string> = {};
+      if (credentials.cookie) headers.cookie = credentials.cookie;
+      if (credentials.origin) headers.origin = credentials.origin;
+      const ws = new WebSocket(url, { headers });
+      return new Promise<TestClient | number>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("upgrade neither opened nor was refused")), 5000);
+        ws.once("open", () => {
+          clearTimeout(timer);
+          const client = new TestClient(ws);
+          clients.push(client);
+          resolve(client);
+        });
+        ws.once("unexpected-response", (req, res) => {
+          clearTimeout(timer);
+          res.resume();
+          req.destroy();
+          resolve(res.statusCode ?? 0);
+        });
+        ws.on("error", () => undefined);
+      });
+    },
+    privateSessionId: (userId) => `feishu-${emulator.appId}-private-${userId}`,
+    groupSessionId: (chatId = GROUP_CHAT) => `feishu-${emulator.appId}-group-${chatId}`,
+    async stop() {
+      for (const client of clients) client.ws.terminate();
+      await core.runner.stop();
+      await channel.idle();
+      channel.close();
+      await core.hub.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      db.close();
+      if (!options.emulator) await emulator.close();
+    },
+  };
+}
+
+/** Names of the forms on a card. */
+export function formsOn(card: Card): string[] {
+  return card.body.elements.flatMap((node) => (node.tag === "form" ? [node.name] : []));
+}
+
+/** The request ids carried by the submit buttons of a card's forms, in order. */
+export function requestIdsOn(card: Card): string[] {
+  return [...JSON.stringify(card).matchAll(/"requestId":"([^"]+)"/g)].map((m) => m[1] ?? "");
+}
+
+/** The completed state: the green header. */
+export const isCompleted = (card: Card) => card.header?.template === "green";
+
+/** The value the submit button of an ask's form carries. */
+export function submitValue(sessionId: string, requestId: string, sender: string) {
+  return { kind: "feishu_ask", act: "submit", sessionId, requestId, sender };
+}
