@@ -333,4 +333,91 @@ describe("CardPublisher", () => {
     await idle;
     expect(patched).toHaveLength(1);
   });
+
+  describe("a PATCH that got no answer", () => {
+    const timedOut = () => new FeishuApiError({ method: "patch", message: "timeout of 10000ms exceeded" });
+
+    it("sends the latest state once more a request timeout after a later PATCH landed", async () => {
+      let calls = 0;
+      const { state, publisher, patched, contents } = setup({
+        patch: async () => {
+          calls += 1;
+          if (calls === 1) throw timedOut();
+        },
+      });
+      state.step = 1;
+      publisher.request();
+      await vi.advanceTimersByTimeAsync(10);
+      // The platform may still apply "step 1" at any moment; meanwhile the run finished.
+      state.status = "completed";
+      publisher.request();
+      let idle = false;
+      void publisher.idle().then(() => {
+        idle = true;
+      });
+      await vi.advanceTimersByTimeAsync(2000);
+      expect(contents()).toEqual(["running step 1 forms ", "completed step 1 forms "]);
+      expect(idle).toBe(false);
+      await vi.runAllTimersAsync();
+      expect(contents()).toEqual([
+        "running step 1 forms ",
+        "completed step 1 forms ",
+        "completed step 1 forms ",
+      ]);
+      expect(patched[2]!.at - patched[1]!.at).toBeGreaterThanOrEqual(10_000);
+      expect(patched[2]!.at - patched[1]!.at).toBeLessThan(10_300);
+      expect(idle).toBe(true);
+    });
+
+    it("sends the confirmation even over an open form, which a late PATCH could have removed", async () => {
+      let calls = 0;
+      const { state, publisher, contents } = setup({
+        patch: async () => {
+          calls += 1;
+          if (calls === 1) throw timedOut();
+        },
+      });
+      state.step = 1;
+      publisher.request();
+      await vi.advanceTimersByTimeAsync(10);
+      state.forms = ["req1"];
+      publisher.request();
+      await vi.runAllTimersAsync();
+      expect(contents()).toEqual([
+        "running step 1 forms ",
+        "running step 1 forms req1",
+        "running step 1 forms req1",
+      ]);
+    });
+
+    it("needs no confirmation when the card that landed is the one left without an answer", async () => {
+      let calls = 0;
+      const { state, publisher, patched } = setup({
+        patch: async () => {
+          calls += 1;
+          if (calls === 1) throw timedOut();
+        },
+      });
+      state.step = 1;
+      publisher.request();
+      await vi.runAllTimersAsync();
+      expect(patched).toHaveLength(2);
+    });
+
+    it("does not confirm a card that failed with an answer (a 5xx was not applied later)", async () => {
+      let calls = 0;
+      const { state, publisher, patched } = setup({
+        patch: async () => {
+          calls += 1;
+          if (calls === 1) throw new FeishuApiError({ method: "patch", message: "bad", httpStatus: 502 });
+        },
+      });
+      state.step = 1;
+      publisher.request();
+      await vi.advanceTimersByTimeAsync(10);
+      state.status = "completed";
+      await vi.runAllTimersAsync();
+      expect(patched).toHaveLength(2);
+    });
+  });
 });

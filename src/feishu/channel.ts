@@ -13,7 +13,7 @@ import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
 import type { Limiter } from "./limits.ts";
-import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
 import { QueuedCards } from "./queued-cards.ts";
 
@@ -37,6 +37,8 @@ export interface FeishuChannelOptions {
   cardPatchIntervalMs: number;
   /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
   askPing: boolean;
+  /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
+  requestTimeoutMs?: number;
 }
 
 export interface ActiveCard {
@@ -302,6 +304,7 @@ export class FeishuChannel implements AskSurface {
       }),
       render: () => this.render(card),
       intervalMs: this.#o.cardPatchIntervalMs,
+      confirmAfterMs: this.#o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       appLimiter: this.#o.appLimiter,
       now: this.#o.now,
       logger: this.#log,

@@ -3,7 +3,13 @@ import { z } from "zod";
 import type { Card } from "../cards/model.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { FEISHU_CODES, FeishuApiError, type FeishuMessenger, type MessageTarget } from "./messenger.ts";
+import {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  FEISHU_CODES,
+  FeishuApiError,
+  type FeishuMessenger,
+  type MessageTarget,
+} from "./messenger.ts";
 
 /**
  * The Feishu messenger over the official SDK. Every call has a timeout (the SDK's axios has none), every
@@ -46,7 +52,7 @@ export function createLarkClient(options: LarkMessengerOptions): {
     // The default instance's interceptor unwraps `resp.data`; the SDK's own typing of it is looser than its port.
     httpInstance: withTimeout(
       lark.defaultHttpInstance as unknown as lark.HttpInstance,
-      options.timeoutMs ?? 10_000,
+      options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     ),
   });
   return { client, cache };

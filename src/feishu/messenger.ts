@@ -19,6 +19,9 @@ export interface FeishuMessenger {
   botInfo(): Promise<{ openId: string; name: string }>;
 }
 
+/** An Open API call gives up after this long unless told otherwise. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
 export type MessageTarget = { chatId: string } | { openId: string };
 
 /** Feishu codes the channel acts on (feishu-platform §3.3). */

@@ -32,6 +32,12 @@ export interface PublisherOptions {
   logger: Logger;
   maxTransientRetries?: number;
   maxRateLimitRetries?: number;
+  /**
+   * A PATCH that got no answer (timeout, connection lost) may still be applied by the platform afterwards, on
+   * top of a newer state. So once a later PATCH has landed, the latest state is sent once more this long after
+   * it: the request timeout is the right value (default 10 s).
+   */
+  confirmAfterMs?: number;
   /** The card can no longer be updated (230031 older than 14 days, recalled, deleted). */
   onGone?: (error: FeishuApiError) => void;
 }
@@ -61,9 +67,20 @@ export class CardPublisher {
   #rateFailures = 0;
   #idleWaiters: (() => void)[] = [];
   #wantedWhileHeld = false;
+  /** Cards sent without an answer since the last PATCH that landed: the platform may still apply them. */
+  #unanswered: string[] = [];
+  #confirmTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The next PATCH goes out even if it renders what was last sent, and even over an open form. */
+  #confirming = false;
 
   constructor(options: PublisherOptions) {
-    this.#o = { urgentIntervalMs: 250, maxTransientRetries: 3, maxRateLimitRetries: 8, ...options };
+    this.#o = {
+      urgentIntervalMs: 250,
+      maxTransientRetries: 3,
+      maxRateLimitRetries: 8,
+      confirmAfterMs: 10_000,
+      ...options,
+    };
     this.#messageLimiter = createMessageLimiter(5);
   }
 
@@ -97,6 +114,7 @@ export class CardPublisher {
   stop(): void {
     this.#stopped = true;
     this.#clearTimer();
+    this.#clearConfirm();
     this.#settleIdle();
   }
 
@@ -110,7 +128,7 @@ export class CardPublisher {
     if (this.#holds > 0) this.#wantedWhileHeld = true;
     if (this.#stopped || this.#inFlight || this.#holds > 0) return;
     const shape = this.#o.shape();
-    const urgent = shape.key !== this.#lastSentKey;
+    const urgent = shape.key !== this.#lastSentKey || this.#confirming;
     // Form-safe: while a form is open, only a change a reader needs (form added/removed, new status) goes out.
     if (!urgent && shape.formOpen) {
       this.#settleIdle();
@@ -131,7 +149,7 @@ export class CardPublisher {
   async #send(): Promise<void> {
     if (this.#stopped || this.#inFlight || this.#holds > 0) return this.#settleIdle();
     // Terminal states and form changes overtake plain progress in the app-wide queue.
-    const urgent = this.#o.shape().key !== this.#lastSentKey;
+    const urgent = this.#o.shape().key !== this.#lastSentKey || this.#confirming;
     this.#inFlight = true;
     let json: string | undefined;
     try {
@@ -144,7 +162,7 @@ export class CardPublisher {
           const card = this.#o.render();
           const key = this.#o.shape().key;
           json = JSON.stringify(card);
-          if (json === this.#lastSentJson || json === this.#lastFailedJson) {
+          if (!this.#confirming && (json === this.#lastSentJson || json === this.#lastFailedJson)) {
             this.stats.skipped += 1;
             if (json === this.#lastSentJson) this.#lastSentKey = key;
             return false;
@@ -152,6 +170,11 @@ export class CardPublisher {
           await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
           this.#lastSentJson = json;
           this.#lastSentKey = key;
+          this.#confirming = false;
+          // An earlier PATCH that got no answer may still land on top of this one: send the latest state once
+          // more after it can no longer arrive (unless everything unanswered was this very card).
+          if (this.#unanswered.some((sentJson) => sentJson !== json)) this.#scheduleConfirm();
+          this.#unanswered = [];
           return true;
         },
         { urgent },
@@ -180,6 +203,7 @@ export class CardPublisher {
     if (!(error instanceof FeishuApiError)) {
       this.stats.failed += 1;
       this.#lastFailedJson = json;
+      this.#confirming = false;
       logger.error({ err: error, messageId }, "card patch failed unexpectedly");
       return;
     }
@@ -206,6 +230,11 @@ export class CardPublisher {
       return;
     }
     if (error.transient) {
+      if (error.httpStatus === undefined && json) {
+        // No answer: the platform may have applied this card, or may still. What is on the card is unknown.
+        this.#unanswered.push(json);
+        this.#lastSentJson = undefined;
+      }
       this.#transientFailures += 1;
       if (this.#transientFailures > this.#o.maxTransientRetries) return this.#giveUp(json, error);
       this.#backoffUntil = this.#o.now() + 500 * 2 ** (this.#transientFailures - 1);
@@ -219,12 +248,28 @@ export class CardPublisher {
   #giveUp(json: string, error: FeishuApiError): void {
     this.stats.failed += 1;
     this.#lastFailedJson = json;
+    this.#confirming = false;
     this.#transientFailures = 0;
     this.#rateFailures = 0;
     this.#o.logger.error(
       { messageId: this.#o.messageId, code: error.feishuCode, err: describeError(error) },
       "card patch given up",
     );
+  }
+
+  #scheduleConfirm(): void {
+    this.#clearConfirm();
+    this.#confirmTimer = setTimeout(() => {
+      this.#confirmTimer = undefined;
+      this.#confirming = true;
+      this.#schedule();
+      this.#settleIdle();
+    }, this.#o.confirmAfterMs);
+  }
+
+  #clearConfirm(): void {
+    if (this.#confirmTimer !== undefined) clearTimeout(this.#confirmTimer);
+    this.#confirmTimer = undefined;
   }
 
   #clearTimer(): void {
@@ -237,7 +282,8 @@ export class CardPublisher {
     // A change that waits for a callback's response to go out is still pending: shutdown and the channel
     // must not treat the card as landed before it is sent.
     if (this.#holds > 0 && this.#wantedWhileHeld && !this.#stopped) return false;
-    return this.#timer === undefined && !this.#inFlight;
+    if (this.#confirming && !this.#stopped) return false;
+    return this.#timer === undefined && this.#confirmTimer === undefined && !this.#inFlight;
   }
 
   #settleIdle(): void {

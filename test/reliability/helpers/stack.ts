@@ -163,6 +163,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     publicUrl: "http://localhost:3000",
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
+    requestTimeoutMs: options.messengerTimeoutMs ?? 10_000,
   });
   core.dispatcher.addSurface(channel);
   await channel.start();
