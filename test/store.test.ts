@@ -2,6 +2,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { MIGRATIONS, openDatabase } from "../src/store/db.ts";
+import { Store } from "../src/store/repos.ts";
 import { tempDir } from "./helpers/core.ts";
 
 describe("SQLite store", () => {
@@ -28,5 +29,36 @@ describe("SQLite store", () => {
     const raw = new Database(file);
     expect(raw.pragma("integrity_check", { simple: true })).toBe("ok");
     raw.close();
+  });
+
+  it("upgrades a file from an earlier version in place: old runs keep their rows, new runs keep their source", () => {
+    const file = path.join(tempDir(), "bot.sqlite");
+    const old = new Database(file);
+    for (const sql of MIGRATIONS.slice(0, 2)) old.exec(sql);
+    old.pragma("user_version = 2");
+    old.prepare("INSERT INTO sessions VALUES ('s', 'feishu', 'p2p', 'oc_1', '/w', 'u', 't', 1, 1)").run();
+    old
+      .prepare(
+        "INSERT INTO runs (id, session_id, sender_id, input, status, started_at) VALUES ('r0', 's', 'u', 'hi', 'running', 1)",
+      )
+      .run();
+    old.close();
+    const db = openDatabase(file);
+    expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    const store = new Store(db, () => 2);
+    expect(store.getRun("r0")?.input).toBe("hi");
+    expect(store.runSource("r0")).toBeUndefined();
+    const run = {
+      id: "r1",
+      sessionId: "s",
+      senderId: "u",
+      input: "go",
+      status: "running" as const,
+      steps: [],
+      startedAt: 2,
+    };
+    store.insertRun(run, { channel: "feishu", chatId: "oc_1", messageId: "om_1" });
+    expect(store.runSource("r1")).toEqual({ channel: "feishu", chatId: "oc_1", messageId: "om_1" });
+    db.close();
   });
 });

@@ -205,10 +205,16 @@ export class FeishuChannel implements AskSurface {
     const { run } = event;
     if (event.resumed) {
       const row = this.#o.store.cardForRun(run.id);
-      if (!row || row.gone) return;
-      const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
-      this.#track(this.#recover(card, row.messageId));
-      return;
+      if (row) {
+        if (row.gone) return;
+        const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+        this.#track(this.#recover(card, row.messageId));
+        return;
+      }
+      // The process died before the card was recorded (its reply may have reached Feishu or not): reply
+      // again. The same uuid gives back the card Feishu created, if it did, within the hour.
+      if (event.source?.channel !== "feishu") return;
+      this.#log.info({ runId: run.id }, "resumed run had no card recorded; replying again");
     }
     if (event.source?.channel !== "feishu") return;
     const chatId = String(event.source.chatId ?? "");

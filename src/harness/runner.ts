@@ -190,7 +190,8 @@ export class SessionRunner {
       // Steps that were in flight when the process died did not finish; say so rather than spin forever.
       for (const step of run.steps) if (step.status === "running") step.status = "failed";
       const launched = this.#launch(session, { ...run, status: "recovering" }, true);
-      this.#events.emit("run_started", { run: snapshot(launched), source: undefined, resumed: true });
+      const source = this.#deps.store.runSource(run.id);
+      this.#events.emit("run_started", { run: snapshot(launched), source, resumed: true });
       resumed.push(launched);
     }
     for (const sessionId of this.#deps.store.sessionsWithQueue()) {
@@ -229,7 +230,7 @@ export class SessionRunner {
       steps: [],
       startedAt: this.#deps.now(),
     };
-    this.#deps.store.insertRun(run);
+    this.#deps.store.insertRun(run, source);
     this.#deps.store.appendMessage(session.id, { role: "user", content: text, runId: run.id });
     this.#launch(session, run, false);
     this.#events.emit("run_started", {

@@ -103,6 +103,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX audit_by_session ON ask_audit(session_id, asked_at);
   `,
+  `
+  -- Where a run's message came from (channel, chat, message), so a run resumed after a crash can find its
+  -- chat again even if its card was never recorded.
+  ALTER TABLE runs ADD COLUMN source_json TEXT;
+  `,
 ];
 
 export function openDatabase(file: string): Db {

@@ -108,13 +108,21 @@ export class Store {
 
   // runs ----------------------------------------------------------------------------------------------
 
-  insertRun(run: RunView): void {
+  insertRun(run: RunView, source?: Record<string, unknown>): void {
     this.db
       .prepare(
-        `INSERT INTO runs (id, session_id, sender_id, input, status, steps_json, started_at)
-         VALUES (@id, @sessionId, @senderId, @input, @status, @steps, @startedAt)`,
+        `INSERT INTO runs (id, session_id, sender_id, input, status, steps_json, started_at, source_json)
+         VALUES (@id, @sessionId, @senderId, @input, @status, @steps, @startedAt, @source)`,
       )
-      .run({ ...run, steps: JSON.stringify(run.steps) });
+      .run({ ...run, steps: JSON.stringify(run.steps), source: source ? JSON.stringify(source) : null });
+  }
+
+  /** Where the run's message came from, as the channel gave it (undefined if it gave nothing). */
+  runSource(id: string): Record<string, unknown> | undefined {
+    const row = this.db.prepare("SELECT source_json FROM runs WHERE id = ?").get(id) as
+      | { source_json: string | null }
+      | undefined;
+    return row?.source_json ? parseSource(row.source_json) : undefined;
   }
 
   saveRun(run: RunView): void {
@@ -305,10 +313,12 @@ function runFromRow(row: RunRow): RunView {
   };
 }
 
+function parseSource(json: string): Record<string, unknown> {
+  return z.record(z.string(), z.unknown()).parse(JSON.parse(json));
+}
+
 function queuedFromRow(row: QueueRow): QueuedMessage {
-  const source = row.source_json
-    ? z.record(z.string(), z.unknown()).parse(JSON.parse(row.source_json))
-    : undefined;
+  const source = row.source_json ? parseSource(row.source_json) : undefined;
   return {
     id: row.id,
     sessionId: row.session_id,

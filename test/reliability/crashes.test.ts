@@ -224,12 +224,10 @@ describe("kill -9 mid-run with messages queued", () => {
 });
 
 describe("kill -9 while the card's first reply is on its way", () => {
-  // BUG (src/feishu/channel.ts, FeishuChannel.#onRunStarted, resumed branch): a run whose progress card was
-  // being posted when the process died has no progress_cards row, so the restart resumes it with no card at
-  // all: its question is refused (当前通道无法向用户提问) and its final answer is shown to nobody, while the card
-  // Feishu did create (the reply had reached it) stays at 执行中 forever. The reply's uuid (run-<runId>) would
-  // give the same message back if the resumed run replied again.
-  it.fails(
+  // Found by this suite: a run whose card was being posted when the process died used to resume with no
+  // card at all (its question refused, its answer shown to nobody, Feishu's card stuck at 执行中). The run now
+  // keeps its source, and the resumed run replies again with the same uuid, which gives back that card.
+  it(
     "gives the resumed run its card: the one Feishu created, updated to the final state",
     async () => {
       const emu = await emulator();
