@@ -76,7 +76,8 @@ export class FeishuChannel implements AskSurface {
   }
 
   async start(): Promise<void> {
-    const bot = await this.#o.messenger.botInfo();
+    // Through the app limiter like every call: a restart's burst of recovery PATCHes must not make it the 51st.
+    const bot = await this.#o.appLimiter(() => this.#o.messenger.botInfo(), { urgent: true });
     this.#botOpenId = bot.openId;
     const { runner, registry } = this.#o;
     this.#off.push(
@@ -384,16 +385,21 @@ export class FeishuChannel implements AskSurface {
     if (ping) this.#track(this.#retirePing(ping));
   }
 
-  /** A PATCH notifies nobody: one short new message @-mentions the sender (peer-survey I1). */
+  /**
+   * A PATCH notifies nobody: one short new message @-mentions the sender (peer-survey I1). Under load the
+   * ping waits for the app-wide budget; if the question was answered meanwhile, it is not sent at all.
+   */
   async #ping(card: ActiveCard, ask: PendingAsk): Promise<string | undefined> {
     try {
-      const sent = await this.#o.appLimiter(() =>
-        this.#o.messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(ask.questions.length), {
-          mentionOpenIds: [card.senderId],
-          replyTo: card.messageId ?? card.sourceMessageId,
-        }),
-      );
-      return sent.messageId;
+      const sent = await this.#o.appLimiter(async () => {
+        if (!card.asks.some((pending) => pending.requestId === ask.requestId)) return undefined;
+        return this.#o.messenger.sendText(
+          { chatId: card.chatId },
+          strings.feishu.askPing(ask.questions.length),
+          { mentionOpenIds: [card.senderId], replyTo: card.messageId ?? card.sourceMessageId },
+        );
+      });
+      return sent?.messageId;
     } catch (error) {
       this.#log.warn({ err: describeError(error), runId: card.runId }, "ask ping failed");
       return undefined;

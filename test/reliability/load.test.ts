@@ -392,13 +392,9 @@ describe("load", () => {
     expect(results.filter((status) => status !== 200)).toEqual([]);
   });
 
-  // BUG (src/feishu/channel.ts, FeishuChannel.#ping and #retirePing): the @-mention ping ("等待你回答 N 个问题")
-  // joins the app-wide queue as plain work and is sent whenever its turn comes, even if the question was
-  // answered (or the task finished) while it waited. Under load the queue is seconds to minutes long: people
-  // get a notification for a question that is gone, then see it recalled (the long run counted them), and the
-  // backlog of such pings and recalls is what a graceful shutdown waits for. Fix: like the publisher, decide at
-  // the ping's turn (inside the limiter callback) whether its ask is still pending, and skip it if not.
-  it.fails("sends no ping for a question that was answered while the ping waited for the app-wide budget", async () => {
+  // Found by this suite: the @-mention ping used to be sent when its turn in the app-wide queue came even if
+  // its question had been answered meanwhile (then recalled); under load most pings were for questions gone.
+  it("sends no ping for a question that was answered while the ping waited for the app-wide budget", async () => {
     // A congested budget: plain (not urgent) calls wait half a second for their turn; urgent ones go at once.
     const congested: Limiter = (fn, options) =>
       options?.urgent ? fn() : new Promise((resolve) => setTimeout(resolve, 500)).then(fn);
