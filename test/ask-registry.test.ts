@@ -180,4 +180,34 @@ describe("AskRegistry", () => {
     expect(settled).toEqual(["answered"]);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it("lets the answer's own work finish before the waiting tool call resumes", async () => {
+    const { registry, register } = setup();
+    const ask = register();
+    const order: string[] = [];
+    const resumed = registry.waitForAnswer(ask.requestId).then(() => order.push("run resumed"));
+    registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    // What a callback does right after complete(): render and send its response, itself a chain of promises.
+    await Promise.resolve()
+      .then(() => order.push("response rendered"))
+      .then(() => order.push("response sent"));
+    await resumed;
+    expect(order).toEqual(["response rendered", "response sent", "run resumed"]);
+  });
+
+  it("lists each session's pending asks in the order asked, and forgets settled ones", () => {
+    const { registry, register } = setup();
+    const a1 = register("s1");
+    vi.advanceTimersByTime(10);
+    const b1 = register("s2");
+    vi.advanceTimersByTime(10);
+    const a2 = register("s1");
+    expect(registry.getPendingForSession("s1").map((a) => a.requestId)).toEqual([a1.requestId, a2.requestId]);
+    expect(registry.getPendingForSession("s2").map((a) => a.requestId)).toEqual([b1.requestId]);
+    registry.cancel(a1.requestId, "gone");
+    expect(registry.getPendingForSession("s1").map((a) => a.requestId)).toEqual([a2.requestId]);
+    expect(registry.failAllForSession("s1")).toBe(1);
+    expect(registry.getPendingForSession("s1")).toEqual([]);
+    expect(registry.getPendingForSession("s2")).toHaveLength(1);
+  });
 });

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers";
 import { Emitter } from "../util/emitter.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
@@ -47,6 +48,8 @@ interface Entry {
 
 export class AskRegistry {
   readonly #entries = new Map<string, Entry>();
+  /** Request ids of the pending asks of each session, in the order they were asked. */
+  readonly #bySession = new Map<string, Set<string>>();
   readonly #events: Emitter<AskRegistryEvents>;
   readonly #deps: AskRegistryDeps;
 
@@ -94,6 +97,9 @@ export class AskRegistry {
     const timer = setTimeout(() => this.#settle(ask.requestId, { kind: "timeout" }), timeoutMs);
     timer.unref?.();
     this.#entries.set(ask.requestId, { ask, promise, resolve, timer });
+    const ids = this.#bySession.get(ask.sessionId) ?? new Set<string>();
+    ids.add(ask.requestId);
+    this.#bySession.set(ask.sessionId, ids);
     this.#events.emit("registered", ask);
     return ask;
   }
@@ -119,13 +125,8 @@ export class AskRegistry {
   /** Settles every pending ask of one session (and only that session). Returns how many it settled. */
   failAllForSession(sessionId: string, reason = "Session cancelled"): number {
     let count = 0;
-    for (const entry of [...this.#entries.values()]) {
-      if (
-        entry.ask.sessionId === sessionId &&
-        this.#settle(entry.ask.requestId, { kind: "cancelled", reason })
-      ) {
-        count += 1;
-      }
+    for (const requestId of [...(this.#bySession.get(sessionId) ?? [])]) {
+      if (this.#settle(requestId, { kind: "cancelled", reason })) count += 1;
     }
     return count;
   }
@@ -140,10 +141,12 @@ export class AskRegistry {
   }
 
   getPendingForSession(sessionId: string): PendingAsk[] {
-    return [...this.#entries.values()]
-      .filter((entry) => entry.ask.sessionId === sessionId)
-      .map((entry) => entry.ask)
-      .sort((a, b) => a.createdAt - b.createdAt);
+    const asks: PendingAsk[] = [];
+    for (const requestId of this.#bySession.get(sessionId) ?? []) {
+      const entry = this.#entries.get(requestId);
+      if (entry) asks.push(entry.ask);
+    }
+    return asks.sort((a, b) => a.createdAt - b.createdAt);
   }
 
   get size(): number {
@@ -154,8 +157,14 @@ export class AskRegistry {
     const entry = this.#entries.get(requestId);
     if (!entry) return false;
     this.#entries.delete(requestId);
+    const ids = this.#bySession.get(entry.ask.sessionId);
+    ids?.delete(requestId);
+    if (ids?.size === 0) this.#bySession.delete(entry.ask.sessionId);
     clearTimeout(entry.timer);
-    entry.resolve(outcome);
+    // Surfaces hear of the settle at once; the waiting tool call resumes on the event loop's next turn, so
+    // the answer's own response (a card callback, a WebSocket ack) and others already waiting go out before
+    // the run's next step takes the CPU. (node:timers, not the global: fake clocks in tests leave it alone.)
+    nextTurn(() => entry.resolve(outcome));
     this.#events.emit("settled", { ask: entry.ask, outcome });
     return true;
   }
