@@ -1,3 +1,4 @@
+import type { Statement } from "better-sqlite3";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { Db } from "./db.ts";
 
@@ -51,22 +52,32 @@ export function recordAskAudit(db: Db, registry: AskRegistry, now: () => number)
   };
 }
 
+interface AuditDbRow {
+  request_id: string;
+  session_id: string;
+  run_id: string;
+  answerer_id: string;
+  questions: number;
+  surfaces: string;
+  asked_at: number;
+  outcome: AuditRow["outcome"];
+  answered_by: string | null;
+  answered_via: string | null;
+  settled_at: number | null;
+}
+
+/** The statement of auditForSession, prepared once per connection. */
+const bySession = new WeakMap<Db, Statement<[string], AuditDbRow>>();
+
 export function auditForSession(db: Db, sessionId: string): AuditRow[] {
-  const rows = db
-    .prepare("SELECT * FROM ask_audit WHERE session_id = ? ORDER BY asked_at, rowid")
-    .all(sessionId) as {
-    request_id: string;
-    session_id: string;
-    run_id: string;
-    answerer_id: string;
-    questions: number;
-    surfaces: string;
-    asked_at: number;
-    outcome: AuditRow["outcome"];
-    answered_by: string | null;
-    answered_via: string | null;
-    settled_at: number | null;
-  }[];
+  let statement = bySession.get(db);
+  if (!statement) {
+    statement = db.prepare<[string], AuditDbRow>(
+      "SELECT * FROM ask_audit WHERE session_id = ? ORDER BY asked_at, rowid",
+    );
+    bySession.set(db, statement);
+  }
+  const rows = statement.all(sessionId);
   return rows.map((row) => ({
     requestId: row.request_id,
     sessionId: row.session_id,

@@ -24,13 +24,48 @@ export interface QueuedCardRow {
 /** Longer than Feishu's redelivery window (retries at 15 s, 5 min, 1 h and 6 h). */
 export const INBOUND_RETENTION_MS = 24 * 60 * 60 * 1000;
 
+interface QueuedCardDbRow {
+  queue_id: string;
+  session_id: string;
+  message_id: string;
+  source_message_id: string;
+  chat_id: string;
+}
+
+/** Every statement of the store, prepared once per connection. */
+function prepareStatements(db: Db) {
+  return {
+    inbound: {
+      prune: db.prepare("DELETE FROM inbound_messages WHERE received_at < ?"),
+      insert: db.prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)"),
+    },
+    cards: {
+      save: db.prepare(
+        `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+      ),
+      forRun: db.prepare<[string]>("SELECT * FROM progress_cards WHERE run_id = ?"),
+      byMessage: db.prepare<[string]>("SELECT * FROM progress_cards WHERE message_id = ?"),
+      markGone: db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?"),
+    },
+    queuedCards: {
+      save: db.prepare(
+        `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
+      get: db.prepare<[string], QueuedCardDbRow>("SELECT * FROM queued_cards WHERE queue_id = ?"),
+      remove: db.prepare("DELETE FROM queued_cards WHERE queue_id = ?"),
+    },
+  };
+}
+
 export class FeishuStore {
-  readonly #db: Db;
+  readonly #sql: ReturnType<typeof prepareStatements>;
   readonly #now: () => number;
   #lastPrune = 0;
 
   constructor(db: Db, now: () => number) {
-    this.#db = db;
+    this.#sql = prepareStatements(db);
     this.#now = now;
   }
 
@@ -39,63 +74,48 @@ export class FeishuStore {
     const now = this.#now();
     if (now - this.#lastPrune > 60 * 60 * 1000) {
       this.#lastPrune = now;
-      this.#db.prepare("DELETE FROM inbound_messages WHERE received_at < ?").run(now - INBOUND_RETENTION_MS);
+      this.#sql.inbound.prune.run(now - INBOUND_RETENTION_MS);
     }
-    return (
-      this.#db
-        .prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)")
-        .run(messageId, now).changes === 1
-    );
+    return this.#sql.inbound.insert.run(messageId, now).changes === 1;
   }
 
   saveCard(row: Omit<ProgressCardRow, "gone">): void {
-    this.#db
-      .prepare(
-        `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
-      )
-      .run(
-        row.runId,
-        row.sessionId,
-        row.messageId,
-        row.chatId,
-        row.senderId,
-        row.sourceMessageId,
-        row.createdAt,
-      );
+    this.#sql.cards.save.run(
+      row.runId,
+      row.sessionId,
+      row.messageId,
+      row.chatId,
+      row.senderId,
+      row.sourceMessageId,
+      row.createdAt,
+    );
   }
 
   cardForRun(runId: string): ProgressCardRow | undefined {
-    return toCard(this.#db.prepare("SELECT * FROM progress_cards WHERE run_id = ?").get(runId));
+    return toCard(this.#sql.cards.forRun.get(runId));
   }
 
   cardByMessage(messageId: string): ProgressCardRow | undefined {
-    return toCard(this.#db.prepare("SELECT * FROM progress_cards WHERE message_id = ?").get(messageId));
+    return toCard(this.#sql.cards.byMessage.get(messageId));
   }
 
   markCardGone(runId: string): void {
-    this.#db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?").run(runId);
+    this.#sql.cards.markGone.run(runId);
   }
 
   saveQueuedCard(row: QueuedCardRow): void {
-    this.#db
-      .prepare(
-        `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
-      )
-      .run(row.queueId, row.sessionId, row.messageId, row.sourceMessageId, row.chatId, this.#now());
+    this.#sql.queuedCards.save.run(
+      row.queueId,
+      row.sessionId,
+      row.messageId,
+      row.sourceMessageId,
+      row.chatId,
+      this.#now(),
+    );
   }
 
   queuedCard(queueId: string): QueuedCardRow | undefined {
-    const row = this.#db.prepare("SELECT * FROM queued_cards WHERE queue_id = ?").get(queueId) as
-      | {
-          queue_id: string;
-          session_id: string;
-          message_id: string;
-          source_message_id: string;
-          chat_id: string;
-        }
-      | undefined;
+    const row = this.#sql.queuedCards.get.get(queueId);
     return row
       ? {
           queueId: row.queue_id,
@@ -108,7 +128,7 @@ export class FeishuStore {
   }
 
   deleteQueuedCard(queueId: string): void {
-    this.#db.prepare("DELETE FROM queued_cards WHERE queue_id = ?").run(queueId);
+    this.#sql.queuedCards.remove.run(queueId);
   }
 }
 

@@ -70,30 +70,107 @@ interface QueueRow {
   created_at: number;
 }
 
+/** Every statement of the store, prepared once per connection rather than on every call. */
+function prepareStatements(db: Db) {
+  return {
+    sessions: {
+      upsert: db.prepare(
+        `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at)
+         VALUES (@id, @channel, @chatType, @chatId, @workspace, @ownerId, @title, @now, @now)
+         ON CONFLICT(id) DO UPDATE SET updated_at = @now`,
+      ),
+      get: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE id = ?"),
+    },
+    runs: {
+      insert: db.prepare(
+        `INSERT INTO runs (id, session_id, sender_id, input, status, steps_json, started_at, source_json)
+         VALUES (@id, @sessionId, @senderId, @input, @status, @steps, @startedAt, @source)`,
+      ),
+      source: db.prepare<[string], string | null>("SELECT source_json FROM runs WHERE id = ?").pluck(),
+      save: db.prepare(
+        `UPDATE runs SET status = @status, steps_json = @steps, final_text = @text, error = @error, ended_at = @endedAt
+         WHERE id = @id`,
+      ),
+      get: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE id = ?"),
+      latest: db.prepare<[string], RunRow>(
+        "SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+      ),
+      unfinished: db.prepare<[], RunRow>(
+        "SELECT * FROM runs WHERE status IN ('running', 'recovering') ORDER BY started_at",
+      ),
+    },
+    messages: {
+      insert: db.prepare(
+        `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, tool_name, summary, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      history: db.prepare<[string, number], MessageRow>(
+        `SELECT * FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id ASC`,
+      ),
+    },
+    queue: {
+      maxSeq: db
+        .prepare<[string], number | null>("SELECT MAX(seq) FROM queued_messages WHERE session_id = ?")
+        .pluck(),
+      minSeq: db
+        .prepare<[string], number>("SELECT MIN(seq) FROM queued_messages WHERE session_id = ?")
+        .pluck(),
+      insert: db.prepare(
+        `INSERT INTO queued_messages (id, session_id, sender_id, text, source_json, seq, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      ofSession: db.prepare<[string], QueueRow>(
+        "SELECT * FROM queued_messages WHERE session_id = ? ORDER BY seq",
+      ),
+      next: db.prepare<[string], QueueRow>(
+        "SELECT * FROM queued_messages WHERE session_id = ? ORDER BY seq LIMIT 1",
+      ),
+      get: db.prepare<[string], QueueRow>("SELECT * FROM queued_messages WHERE id = ?"),
+      sessionOf: db.prepare<[string], string>("SELECT session_id FROM queued_messages WHERE id = ?").pluck(),
+      position: db
+        .prepare<[string], number>(
+          `SELECT (SELECT COUNT(*) FROM queued_messages q2 WHERE q2.session_id = q.session_id AND q2.seq <= q.seq)
+           FROM queued_messages q WHERE q.id = ?`,
+        )
+        .pluck(),
+      setSeq: db.prepare("UPDATE queued_messages SET seq = ? WHERE id = ?"),
+      remove: db.prepare("DELETE FROM queued_messages WHERE id = ?"),
+      sessions: db.prepare<[], string>("SELECT DISTINCT session_id FROM queued_messages").pluck(),
+    },
+  };
+}
+
 export class Store {
   readonly db: Db;
   readonly #now: () => number;
+  readonly #sql: ReturnType<typeof prepareStatements>;
+  readonly #appendMessages: (sessionId: string, messages: HistoryMessage[]) => void;
+  readonly #dequeue: (sessionId: string) => QueuedMessage | undefined;
 
   constructor(db: Db, now: () => number) {
     this.db = db;
     this.#now = now;
+    this.#sql = prepareStatements(db);
+    // Transaction wrappers, like statements, are made once.
+    this.#appendMessages = db.transaction((sessionId: string, messages: HistoryMessage[]) => {
+      for (const message of messages) this.appendMessage(sessionId, message);
+    });
+    this.#dequeue = db.transaction((sessionId: string) => {
+      const row = this.#sql.queue.next.get(sessionId);
+      if (!row) return undefined;
+      this.#sql.queue.remove.run(row.id);
+      return queuedFromRow(row);
+    });
   }
 
   // sessions ------------------------------------------------------------------------------------------
 
   upsertSession(session: SessionInfo): void {
-    const now = this.#now();
-    this.db
-      .prepare(
-        `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at)
-         VALUES (@id, @channel, @chatType, @chatId, @workspace, @ownerId, @title, @now, @now)
-         ON CONFLICT(id) DO UPDATE SET updated_at = @now`,
-      )
-      .run({ ...session, chatId: session.chatId ?? null, now });
+    this.#sql.sessions.upsert.run({ ...session, chatId: session.chatId ?? null, now: this.#now() });
   }
 
   getSession(id: string): SessionInfo | undefined {
-    const row = this.db.prepare("SELECT * FROM sessions WHERE id = ?").get(id) as SessionRow | undefined;
+    const row = this.#sql.sessions.get.get(id);
     if (!row) return undefined;
     return {
       id: row.id,
@@ -109,93 +186,68 @@ export class Store {
   // runs ----------------------------------------------------------------------------------------------
 
   insertRun(run: RunView, source?: Record<string, unknown>): void {
-    this.db
-      .prepare(
-        `INSERT INTO runs (id, session_id, sender_id, input, status, steps_json, started_at, source_json)
-         VALUES (@id, @sessionId, @senderId, @input, @status, @steps, @startedAt, @source)`,
-      )
-      .run({ ...run, steps: JSON.stringify(run.steps), source: source ? JSON.stringify(source) : null });
+    this.#sql.runs.insert.run({
+      ...run,
+      steps: JSON.stringify(run.steps),
+      source: source ? JSON.stringify(source) : null,
+    });
   }
 
   /** Where the run's message came from, as the channel gave it (undefined if it gave nothing). */
   runSource(id: string): Record<string, unknown> | undefined {
-    const row = this.db.prepare("SELECT source_json FROM runs WHERE id = ?").get(id) as
-      | { source_json: string | null }
-      | undefined;
-    return row?.source_json ? parseSource(row.source_json) : undefined;
+    const json = this.#sql.runs.source.get(id);
+    return json ? parseSource(json) : undefined;
   }
 
   saveRun(run: RunView): void {
-    this.db
-      .prepare(
-        `UPDATE runs SET status = @status, steps_json = @steps, final_text = @text, error = @error, ended_at = @endedAt
-         WHERE id = @id`,
-      )
-      .run({
-        id: run.id,
-        status: run.status,
-        steps: JSON.stringify(run.steps),
-        text: run.text ?? null,
-        error: run.error ?? null,
-        endedAt: run.endedAt ?? null,
-      });
+    this.#sql.runs.save.run({
+      id: run.id,
+      status: run.status,
+      steps: JSON.stringify(run.steps),
+      text: run.text ?? null,
+      error: run.error ?? null,
+      endedAt: run.endedAt ?? null,
+    });
   }
 
   getRun(id: string): RunView | undefined {
-    const row = this.db.prepare("SELECT * FROM runs WHERE id = ?").get(id) as RunRow | undefined;
+    const row = this.#sql.runs.get.get(id);
     return row ? runFromRow(row) : undefined;
   }
 
   latestRun(sessionId: string): RunView | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1")
-      .get(sessionId) as RunRow | undefined;
+    const row = this.#sql.runs.latest.get(sessionId);
     return row ? runFromRow(row) : undefined;
   }
 
   /** Runs a crash left unfinished. */
   unfinishedRuns(): RunView[] {
-    const rows = this.db
-      .prepare("SELECT * FROM runs WHERE status IN ('running', 'recovering') ORDER BY started_at")
-      .all() as RunRow[];
-    return rows.map(runFromRow);
+    return this.#sql.runs.unfinished.all().map(runFromRow);
   }
 
   // messages ------------------------------------------------------------------------------------------
 
   appendMessage(sessionId: string, message: HistoryMessage): void {
-    this.db
-      .prepare(
-        `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, tool_name, summary, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        sessionId,
-        message.runId ?? null,
-        message.role,
-        message.content,
-        message.toolCalls ? JSON.stringify(message.toolCalls) : null,
-        message.toolCallId ?? null,
-        message.toolName ?? null,
-        message.summary ?? null,
-        this.#now(),
-      );
+    this.#sql.messages.insert.run(
+      sessionId,
+      message.runId ?? null,
+      message.role,
+      message.content,
+      message.toolCalls ? JSON.stringify(message.toolCalls) : null,
+      message.toolCallId ?? null,
+      message.toolName ?? null,
+      message.summary ?? null,
+      this.#now(),
+    );
   }
 
   /** Appends several messages atomically: a tool call and its result land together or not at all. */
   appendMessages(sessionId: string, messages: HistoryMessage[]): void {
-    this.db.transaction(() => {
-      for (const message of messages) this.appendMessage(sessionId, message);
-    })();
+    this.#appendMessages(sessionId, messages);
   }
 
   history(sessionId: string, limit = 200): HistoryMessage[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id ASC`,
-      )
-      .all(sessionId, limit) as MessageRow[];
-    return rows.map((row) => ({
+    return this.#sql.messages.history.all(sessionId, limit).map((row) => ({
       role: row.role,
       content: row.content,
       ...(row.run_id ? { runId: row.run_id } : {}),
@@ -209,91 +261,53 @@ export class Store {
   // queue ---------------------------------------------------------------------------------------------
 
   enqueue(message: QueuedMessage): number {
-    const seq =
-      (
-        this.db
-          .prepare("SELECT MAX(seq) AS seq FROM queued_messages WHERE session_id = ?")
-          .get(message.sessionId) as {
-          seq: number | null;
-        }
-      ).seq ?? 0;
-    this.db
-      .prepare(
-        `INSERT INTO queued_messages (id, session_id, sender_id, text, source_json, seq, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        message.id,
-        message.sessionId,
-        message.senderId,
-        message.text,
-        message.source ? JSON.stringify(message.source) : null,
-        seq + 1,
-        message.createdAt,
-      );
+    const seq = this.#sql.queue.maxSeq.get(message.sessionId) ?? 0;
+    this.#sql.queue.insert.run(
+      message.id,
+      message.sessionId,
+      message.senderId,
+      message.text,
+      message.source ? JSON.stringify(message.source) : null,
+      seq + 1,
+      message.createdAt,
+    );
     return this.queuePosition(message.id) ?? 1;
   }
 
   queued(sessionId: string): QueuedMessage[] {
-    const rows = this.db
-      .prepare("SELECT * FROM queued_messages WHERE session_id = ? ORDER BY seq")
-      .all(sessionId) as QueueRow[];
-    return rows.map(queuedFromRow);
+    return this.#sql.queue.ofSession.all(sessionId).map(queuedFromRow);
   }
 
   getQueued(id: string): QueuedMessage | undefined {
-    const row = this.db.prepare("SELECT * FROM queued_messages WHERE id = ?").get(id) as QueueRow | undefined;
+    const row = this.#sql.queue.get.get(id);
     return row ? queuedFromRow(row) : undefined;
   }
 
   /** 1-based position in its session's queue. */
   queuePosition(id: string): number | undefined {
-    const row = this.db
-      .prepare(
-        `SELECT (SELECT COUNT(*) FROM queued_messages q2 WHERE q2.session_id = q.session_id AND q2.seq <= q.seq) AS pos
-         FROM queued_messages q WHERE q.id = ?`,
-      )
-      .get(id) as { pos: number } | undefined;
-    return row?.pos;
+    return this.#sql.queue.position.get(id);
   }
 
   /** 插队: move a queued message to the front of its session's queue. */
   moveToFront(id: string): boolean {
-    const row = this.db.prepare("SELECT session_id FROM queued_messages WHERE id = ?").get(id) as
-      | { session_id: string }
-      | undefined;
-    if (!row) return false;
-    const min = (
-      this.db
-        .prepare("SELECT MIN(seq) AS seq FROM queued_messages WHERE session_id = ?")
-        .get(row.session_id) as {
-        seq: number;
-      }
-    ).seq;
-    this.db.prepare("UPDATE queued_messages SET seq = ? WHERE id = ?").run(min - 1, id);
+    const sessionId = this.#sql.queue.sessionOf.get(id);
+    if (sessionId === undefined) return false;
+    const min = this.#sql.queue.minSeq.get(sessionId) as number;
+    this.#sql.queue.setSeq.run(min - 1, id);
     return true;
   }
 
   removeQueued(id: string): boolean {
-    return this.db.prepare("DELETE FROM queued_messages WHERE id = ?").run(id).changes > 0;
+    return this.#sql.queue.remove.run(id).changes > 0;
   }
 
   /** Takes the next queued message of a session off the queue, atomically. */
   dequeue(sessionId: string): QueuedMessage | undefined {
-    return this.db.transaction(() => {
-      const row = this.db
-        .prepare("SELECT * FROM queued_messages WHERE session_id = ? ORDER BY seq LIMIT 1")
-        .get(sessionId) as QueueRow | undefined;
-      if (!row) return undefined;
-      this.db.prepare("DELETE FROM queued_messages WHERE id = ?").run(row.id);
-      return queuedFromRow(row);
-    })();
+    return this.#dequeue(sessionId);
   }
 
   sessionsWithQueue(): string[] {
-    return (
-      this.db.prepare("SELECT DISTINCT session_id FROM queued_messages").all() as { session_id: string }[]
-    ).map((row) => row.session_id);
+    return this.#sql.queue.sessions.all();
   }
 }
 
