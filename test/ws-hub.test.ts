@@ -345,6 +345,114 @@ describe("WsHub", () => {
     });
   });
 
+  describe("subscriptions", () => {
+    /** Every frame a client has received about `sessionId`. */
+    const about = (client: TestClient, sessionId: string) =>
+      client.received.filter((frame) => frame.sessionId === sessionId);
+
+    it("sends a session's frames only to its subscribers, and nothing after unsubscribe or close", async () => {
+      const server = await start();
+      const { hub } = server.core;
+      // Group sessions Alice opened: Bob's message is the run, so Alice's connections only watch.
+      const group = { chatType: "group" as const, workspace: "/w/feishu-chat/oc_1" };
+      const [a, b] = [server.createSession(ALICE, group), server.createSession(ALICE, group)];
+      const [onA, onB, left, closing, bob] = await Promise.all([
+        server.connect(ALICE),
+        server.connect(ALICE),
+        server.connect(ALICE),
+        server.connect(ALICE),
+        server.connect(BOB),
+      ]);
+      const subscribe = async (client: TestClient, sessionId: string) => {
+        client.send({ type: "subscribe", sessionId });
+        await client.next("subscribed", (frame) => frame.sessionId === sessionId);
+      };
+      await subscribe(onA, a.id);
+      await subscribe(onB, b.id);
+      await subscribe(left, a.id);
+      await subscribe(left, b.id);
+      left.send({ type: "unsubscribe", sessionId: a.id });
+      await left.sync();
+      await subscribe(closing, a.id);
+      await subscribe(closing, b.id);
+      await closing.close();
+      await eventually(() => expect(hub.connectionCount()).toBe(4));
+      expect(hub.subscribedSessionCount()).toBe(2);
+
+      const run = startRun(server.core, a, BOB);
+      const asked = await bob.next("ask_user_questions");
+      const seen = await onA.next("ask_user_questions");
+      expect(seen.data.requestId).toBe(asked.data.requestId);
+      bob.send(answerFrame(a.id, asked.data.requestId));
+      await onA.next("ask_user_questions_cancelled");
+      await waitForRun(server.core, run.id);
+      await onA.next("session_snapshot", (frame) => frame.data.run?.status === "completed");
+      await Promise.all([onA.sync(), onB.sync(), left.sync(), bob.sync()]);
+
+      const types = (client: TestClient, sessionId: string) =>
+        about(client, sessionId).map((frame) => frame.type);
+      // Subscribed to A: the ask, its withdrawal and the run's snapshots, and nothing about B.
+      expect(new Set(types(onA, a.id))).toEqual(
+        new Set(["subscribed", "session_snapshot", "ask_user_questions", "ask_user_questions_cancelled"]),
+      );
+      expect(types(onA, a.id).filter((type) => type === "ask_user_questions")).toHaveLength(1);
+      expect(about(onA, b.id)).toEqual([]);
+      // Subscribed to B only, or to A no longer: nothing about A beyond the subscribe they sent.
+      expect(about(onB, a.id)).toEqual([]);
+      expect(types(left, a.id)).toEqual(["subscribed", "session_snapshot"]);
+      expect(about(left, b.id).length).toBeGreaterThan(0);
+
+      // Once onA unsubscribes, a second run in A reaches the answerer and no one else.
+      onA.send({ type: "unsubscribe", sessionId: a.id });
+      await onA.sync();
+      expect(hub.subscribedSessionCount()).toBe(1);
+      const before = onA.received.length;
+      const second = startRun(server.core, a, BOB);
+      const again = await bob.next("ask_user_questions");
+      bob.send(answerFrame(a.id, again.data.requestId));
+      await waitForRun(server.core, second.id);
+      await Promise.all([onA.sync(), onB.sync(), left.sync()]);
+      expect(onA.received.slice(before).filter((frame) => frame.type !== "pong")).toEqual([]);
+      expect(types(left, a.id)).toEqual(["subscribed", "session_snapshot"]);
+      expect(about(onB, a.id)).toEqual([]);
+
+      // The index forgets a session when its last subscriber leaves, by unsubscribe or by close.
+      await onB.close();
+      expect(hub.subscribedSessionCount()).toBe(1);
+      await left.close();
+      await eventually(() => expect(hub.subscribedSessionCount()).toBe(0));
+    });
+
+    it("sends the answerer one copy of each ask frame on a subscribed connection, and snapshots to subscribers only", async () => {
+      const agent = createScriptedAskAgent();
+      const server = await start({ agent });
+      const session = server.createSession(ALICE);
+      const [subscribed, unsubscribed] = await Promise.all([server.connect(ALICE), server.connect(ALICE)]);
+      subscribed.send({ type: "subscribe", sessionId: session.id });
+      await subscribed.next("subscribed");
+      const run = startRun(server.core, session, ALICE);
+      const [ask] = await Promise.all([
+        subscribed.next("ask_user_questions"),
+        unsubscribed.next("ask_user_questions"),
+      ]);
+      unsubscribed.send(answerFrame(session.id, ask.data.requestId));
+      await waitForRun(server.core, run.id);
+      await subscribed.next("session_snapshot", (frame) => frame.data.run?.status === "completed");
+      await Promise.all([subscribed.sync(), unsubscribed.sync()]);
+
+      for (const client of [subscribed, unsubscribed]) {
+        const types = about(client, session.id).map((frame) => frame.type);
+        expect(types.filter((type) => type === "ask_user_questions")).toHaveLength(1);
+        expect(types.filter((type) => type === "ask_user_questions_cancelled")).toHaveLength(1);
+      }
+      expect(about(unsubscribed, session.id).map((frame) => frame.type)).toEqual([
+        "ask_user_questions",
+        "ask_user_questions_accepted",
+        "ask_user_questions_cancelled",
+      ]);
+    });
+  });
+
   describe("strangers", () => {
     it("refuses to let a stranger subscribe to someone else's private session", async () => {
       const server = await start();

@@ -31,7 +31,10 @@ interface Connection {
   id: number;
   userId: string;
   socket: HubSocket;
+  /** The sessions this connection is subscribed to; mirrored by `WsHub#bySession`. */
   subscriptions: Set<string>;
+  /** Set once its socket has closed: a closed connection is in no index and never re-enters one. */
+  closed: boolean;
 }
 
 export interface HubDeps {
@@ -56,6 +59,8 @@ export class WsHub implements AskSurface {
   readonly name = "websocket";
   readonly #deps: HubDeps;
   readonly #byUser = new Map<string, Set<Connection>>();
+  /** Open connections by the sessions they are subscribed to; a session with none has no entry. */
+  readonly #bySession = new Map<string, Set<Connection>>();
   readonly #wss: WebSocketServer;
   readonly #unsubscribe: (() => void)[] = [];
   readonly #heartbeat: ReturnType<typeof setInterval>;
@@ -100,6 +105,11 @@ export class WsHub implements AskSurface {
     return count;
   }
 
+  /** How many sessions at least one open connection is subscribed to. */
+  subscribedSessionCount(): number {
+    return this.#bySession.size;
+  }
+
   /**
    * Serves `GET /ws` upgrades on an HTTP server. The token comes as `?token=`, `Authorization: Bearer`, or —
    * from the session page — the HttpOnly `fpb_session` cookie (web/cookie.ts), accepted from our own origin only.
@@ -135,7 +145,13 @@ export class WsHub implements AskSurface {
   }
 
   #accept(ws: WebSocket, userId: string): void {
-    const connection: Connection = { id: this.#nextId++, userId, socket: ws, subscriptions: new Set() };
+    const connection: Connection = {
+      id: this.#nextId++,
+      userId,
+      socket: ws,
+      subscriptions: new Set(),
+      closed: false,
+    };
     let set = this.#byUser.get(userId);
     if (!set) {
       set = new Set();
@@ -160,8 +176,11 @@ export class WsHub implements AskSurface {
     ws.on("error", (error) => this.#deps.logger.debug({ err: error, userId }, "websocket error"));
     ws.on("close", () => {
       // A disconnect never fails an ask (resume seed D1): the user may come back and answer.
+      connection.closed = true;
       set.delete(connection);
       if (set.size === 0) this.#byUser.delete(userId);
+      for (const sessionId of connection.subscriptions) this.#removeSubscriber(connection, sessionId);
+      connection.subscriptions.clear();
     });
   }
 
@@ -176,6 +195,7 @@ export class WsHub implements AskSurface {
         return this.#subscribe(connection, frame.sessionId);
       case "unsubscribe":
         connection.subscriptions.delete(frame.sessionId);
+        this.#removeSubscriber(connection, frame.sessionId);
         return;
       case "ask_user_questions_result":
         return this.#answer(connection, frame.sessionId, frame.data.requestId, frame.data.answers);
@@ -189,7 +209,7 @@ export class WsHub implements AskSurface {
     if (!this.#canView(connection.userId, sessionId)) {
       return this.#error(connection, sessionId, "forbidden", "you may not view this session");
     }
-    connection.subscriptions.add(sessionId);
+    this.#addSubscriber(connection, sessionId);
     const active = this.#deps.runner.activeRun(sessionId);
     const canAnswer = active?.senderId === connection.userId;
     this.#send(connection, { type: "subscribed", sessionId, data: { canAnswer } });
@@ -290,11 +310,8 @@ export class WsHub implements AskSurface {
    */
   #sendAround(ask: PendingAsk, frame: ServerFrame): void {
     this.#sendToUser(ask.answererId, frame);
-    for (const [userId, set] of this.#byUser) {
-      if (userId === ask.answererId) continue;
-      for (const connection of set)
-        if (connection.subscriptions.has(ask.sessionId)) this.#send(connection, frame);
-    }
+    for (const connection of this.#bySession.get(ask.sessionId) ?? [])
+      if (connection.userId !== ask.answererId) this.#send(connection, frame);
   }
 
   #sendToUser(userId: string, frame: ServerFrame): void {
@@ -302,14 +319,28 @@ export class WsHub implements AskSurface {
   }
 
   #sendToSubscribers(sessionId: string): void {
-    let snapshot: SessionSnapshot | undefined;
-    for (const set of this.#byUser.values()) {
-      for (const connection of set) {
-        if (!connection.subscriptions.has(sessionId)) continue;
-        snapshot ??= this.#snapshot(sessionId);
-        this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
-      }
+    const subscribers = this.#bySession.get(sessionId);
+    if (!subscribers) return;
+    const snapshot = this.#snapshot(sessionId);
+    for (const connection of subscribers)
+      this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
+  }
+
+  #addSubscriber(connection: Connection, sessionId: string): void {
+    if (connection.closed) return;
+    connection.subscriptions.add(sessionId);
+    let set = this.#bySession.get(sessionId);
+    if (!set) {
+      set = new Set();
+      this.#bySession.set(sessionId, set);
     }
+    set.add(connection);
+  }
+
+  #removeSubscriber(connection: Connection, sessionId: string): void {
+    const set = this.#bySession.get(sessionId);
+    if (!set?.delete(connection)) return;
+    if (set.size === 0) this.#bySession.delete(sessionId);
   }
 
   #error(
