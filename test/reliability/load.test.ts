@@ -144,9 +144,7 @@ describe("load", () => {
         preload: [PROBE],
       });
       running.push(bot);
-      // The bot's start-up call (bot info) does not go through the app limiter; let its second pass before the
-      // burst, or the burst's 50th call meets a 429 (recorded in RELIABILITY.md as a minor finding).
-      await sleep(1100);
+      // No pause after start: the start-up call (bot info) takes its place in the app limiter like any other.
       const cards = watchCards(emu);
       const deliver = async (payload: unknown) => {
         const result = await emu.deliverWebhook(bot.hookUrl, payload, { timeoutMs: 10_000 });
@@ -272,14 +270,12 @@ describe("load", () => {
       expect(metrics).toContain("fpb_pending_asks 0");
       for (const person of people) person.desktop?.ws.close();
       // Work that is not urgent (the @-mention pings and their recalls) may still wait for the platform's
-      // budget: measure how long until every ping has been sent and recalled and no call has come for 2 s.
+      // budget: measure how long until every ping sent has been recalled and no call has come for 2 s. (A ping
+      // whose question was answered before its turn is never sent, so under load most are not.)
       const loadEnded = Date.now();
       const callsAtLoadEnd = emu.calls.length;
       await until(
-        () =>
-          cards.recalled() === cards.pings().length &&
-          cards.pings().length >= people.length &&
-          Date.now() - (emu.calls.at(-1)?.at ?? 0) > 2000,
+        () => cards.recalled() === cards.pings().length && Date.now() - (emu.calls.at(-1)?.at ?? 0) > 2000,
         "the backlog to drain",
         size(60_000, 1_200_000),
         200,
