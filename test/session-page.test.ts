@@ -196,6 +196,7 @@ describe("the session page and its assets", () => {
       "/web/session.js": "text/javascript; charset=utf-8",
       "/web/question-panel.js": "text/javascript; charset=utf-8",
       "/web/session.css": "text/css; charset=utf-8",
+      "/web/markdown.js": "text/javascript; charset=utf-8",
     };
     for (const [url, type] of Object.entries(expected)) {
       const response = await get(server, url);
@@ -203,6 +204,11 @@ describe("the session page and its assets", () => {
       expect(response.headers.get("content-type"), url).toBe(type);
       expect((await response.text()).length, url).toBeGreaterThan(100);
     }
+    // One renderer for both pages: /web/markdown.js is the console's file, byte for byte.
+    const markdown = await (await get(server, "/web/markdown.js")).text();
+    expect(markdown).toBe(
+      fs.readFileSync(new URL("../src/local/console/public/markdown.js", import.meta.url), "utf8"),
+    );
     for (const url of ["/web/question-panel.d.ts", "/web/session.html", "/web/..%2Fsession-page.ts"]) {
       expect((await get(server, url)).status, url).toBe(404);
     }
@@ -218,7 +224,7 @@ describe("the session page and its assets", () => {
       expect(ref, ref).toMatch(/^\/(?!\/)/);
       expect((await get(server, ref)).status, ref).toBe(200);
     }
-    for (const file of ["session.js", "question-panel.js", "session.css"]) {
+    for (const file of ["session.js", "question-panel.js", "markdown.js", "session.css"]) {
       const text = await (await get(server, `/web/${file}`)).text();
       expect(text, file).not.toMatch(/https?:\/\/|url\(/);
       const imports = [...text.matchAll(/\bfrom\s+"([^"]+)"|import\(\s*"([^"]+)"/g)].map((m) => m[1] ?? m[2]);

@@ -27,11 +27,18 @@ interface Asset {
   type: string;
 }
 
-/** Files under `/web/`; nothing else in public/ is served. */
-const ASSETS: Record<string, string> = {
-  "session.js": "text/javascript; charset=utf-8",
-  "question-panel.js": "text/javascript; charset=utf-8",
-  "session.css": "text/css; charset=utf-8",
+const JS = "text/javascript; charset=utf-8";
+
+/** Files under `/web/`, each read from public/ unless a source is given; nothing else is served. */
+const ASSETS: Record<string, { type: string; source?: URL }> = {
+  "session.js": { type: JS },
+  "question-panel.js": { type: JS },
+  "session.css": { type: "text/css; charset=utf-8" },
+  /**
+   * The console's card-markdown renderer, one file for both pages: the console's cards.js imports it as
+   * `./markdown.js` in the browser and in Node (tests), so it has to sit beside cards.js.
+   */
+  "markdown.js": { type: JS, source: new URL("../local/console/public/markdown.js", import.meta.url) },
 };
 
 /**
@@ -52,12 +59,14 @@ export const PAGE_CSP = [
 export function mountSessionPages(app: express.Express, options: SessionPageOptions): void {
   mountAuth(app, options);
   const publicDir = new URL("./public/", import.meta.url);
-  const read = (file: string, type: string): Asset => ({
-    body: fs.readFileSync(new URL(file, publicDir)),
-    type,
-  });
-  const page = read("session.html", "text/html; charset=utf-8");
-  const assets = new Map(Object.entries(ASSETS).map(([file, type]) => [file, read(file, type)]));
+  const read = (source: URL, type: string): Asset => ({ body: fs.readFileSync(source), type });
+  const page = read(new URL("session.html", publicDir), "text/html; charset=utf-8");
+  const assets = new Map(
+    Object.entries(ASSETS).map(([file, { type, source }]) => [
+      file,
+      read(source ?? new URL(file, publicDir), type),
+    ]),
+  );
 
   app.get("/sessions/:id", (_req, res) => {
     res.setHeader("Content-Security-Policy", PAGE_CSP);

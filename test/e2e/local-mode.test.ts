@@ -572,4 +572,49 @@ describe("local mode in a browser", () => {
     },
     TEST_MS,
   );
+
+  it(
+    "the session page renders the final answer's markdown, and HTML typed into an answer stays text",
+    async () => {
+      const consolePage = await openConsole(BOB, p2p(BOB));
+      const sent = await sendMessage(consolePage, "帮我给新服务选一个部署方案");
+      const { card } = await progressCardFor(consolePage, sent);
+      await formAsking(card, DEPLOY).waitFor({ timeout: WAIT_MS });
+
+      const { page } = await openSessionPage(card, BOB);
+      const panel = panelsOf(page).first();
+      await panel.waitFor({ timeout: WAIT_MS });
+      // The demo quotes each answer in its reply (`- **question** answer`), so this lands in the final answer.
+      const attempt = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script>';
+      const [first, second] = [0, 1].map((index) =>
+        panel.locator(`[data-testid="question"][data-index="${index}"]`),
+      ) as [Locator, Locator];
+      await first.getByTestId("other-input").fill(attempt);
+      await second.locator('[data-testid="option"][data-label="多语言"]').getByTestId("option-input").check();
+      const submit = panel.getByTestId("submit");
+      await expect.poll(() => submit.isEnabled(), { timeout: WAIT_MS }).toBe(true);
+      await submit.click();
+      await expect
+        .poll(() => page.getByTestId("status").getAttribute("data-status"), { timeout: WAIT_MS })
+        .toBe("completed");
+
+      // "**完成** 已按你的选择执行:" then a list, one item per question with the question in bold.
+      const result = page.getByTestId("result-text");
+      await expect(result.locator("p > strong").first().textContent()).resolves.toBe("完成");
+      const items = result.locator("ul > li");
+      await expect(items.count()).resolves.toBe(2);
+      await expect(items.nth(0).locator("strong").textContent()).resolves.toBe("新服务要用哪种方式部署?");
+      await expect(items.nth(1).locator("strong").textContent()).resolves.toBe("需要同时开启哪些功能?");
+      await expect(items.nth(1).textContent()).resolves.toContain("多语言");
+      // The HTML attempt is shown as the text it is: no element made from it, nothing run.
+      await expect(items.nth(0).textContent()).resolves.toContain(`其他: ${attempt}`);
+      await expect(result.locator("img, script").count()).resolves.toBe(0);
+      await expect(
+        result.locator("*").evaluateAll((nodes) => nodes.map((node) => node.tagName)),
+      ).resolves.toEqual(["P", "STRONG", "UL", "LI", "STRONG", "LI", "STRONG"]);
+      await expect(page.evaluate("window.__injected")).resolves.toBeUndefined();
+      await shot(page, "session-page-markdown");
+    },
+    TEST_MS,
+  );
 });

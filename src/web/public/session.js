@@ -1,3 +1,4 @@
+import { markdownToHtml } from "./markdown.js";
 import { createAskPanel } from "./question-panel.js";
 
 /**
@@ -401,7 +402,9 @@ function renderRun(run) {
 
   const text = typeof run?.text === "string" ? run.text : "";
   byTestId("result").hidden = text === "";
-  byTestId("result-text").textContent = text;
+  // The agent writes card markdown; markdownToHtml escapes every piece of text and builds only its own tags
+  // (http(s) links only), so this is the one innerHTML on the page.
+  byTestId("result-text").innerHTML = markdownToHtml(text);
   const error = run?.status === "failed" ? String(run.error ?? "") : "";
   byTestId("run-error").hidden = error === "";
   byTestId("run-error-text").textContent = error;

@@ -2,6 +2,10 @@
  * Feishu card markdown → HTML that is safe by construction: every piece of source text is escaped, and
  * only the tags written here are produced (headings, paragraphs with line breaks, bold, italic, strike,
  * inline code, code blocks, lists, quotes, rules, tables, http(s) links). No DOM: runs in Node too.
+ * Links open in a new tab with `rel="noopener noreferrer"`; any other scheme (javascript:, data:) stays text.
+ *
+ * One file for two pages: the console loads it from /console/assets/, and the session page (src/web) serves
+ * this same file as /web/markdown.js to render a task's final answer. Keep it free of imports.
  */
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
