@@ -1,4 +1,4 @@
-import { createAppLimiter, type Limiter } from "../src/feishu/limits.ts";
+import { createAppLimiter, IGNORED_SLOT, type Limiter } from "../src/feishu/limits.ts";
 import type { FeishuMessenger } from "../src/feishu/messenger.ts";
 import { CardPublisher } from "../src/feishu/publisher.ts";
 import {
@@ -150,9 +150,12 @@ async function runScenario(scenario: Scenario, count: number, options: BenchOpti
   let phase: "warm-up" | "run" | "over" = "warm-up";
   const appLimiter = createAppLimiter();
   const limiter: Limiter = (fn, opts) => {
-    if (phase === "warm-up") return fn();
+    if (phase === "warm-up") return fn(IGNORED_SLOT);
     // Once the deadline has passed, whatever is still queued is dropped instead of being sent.
-    return appLimiter(() => (phase === "over" ? Promise.reject(new Error("benchmark over")) : fn()), opts);
+    return appLimiter(
+      (slot) => (phase === "over" ? Promise.reject(new Error("benchmark over")) : fn(slot)),
+      opts,
+    );
   };
   for (const model of models) model.publisher = newPublisher(model, probe.messenger, limiter, options);
   for (let start = 0; start < count; start += 50) {

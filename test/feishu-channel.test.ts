@@ -304,7 +304,10 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
         formValue: { ask0_q0: "1", ask0_q1: ["1"] },
       });
       expect(late.toast).toEqual({ type: "warning", content: "问题已失效" });
-      expect(formsOn(late.card!.data)).toEqual([]);
+      // The response carries the card while the channel still tracks it (the task may have finished and its
+      // card been let go already); either way no form comes back.
+      if (late.card) expect(formsOn(late.card.data)).toEqual([]);
+      expect(formsOn(r.cardOf(cardId))).toEqual([]);
     });
 
     it("tells WebSocket clients the question is gone when the card answers it first", async () => {

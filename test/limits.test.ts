@@ -37,6 +37,29 @@ describe("createAppLimiter", () => {
     expect(starts[50]).toBe(1500);
   });
 
+  it("does not count a job that made no call: its slot goes to the next job at once", async () => {
+    const limiter = createAppLimiter({ perSecond: 2 });
+    const starts: { kind: string; at: number }[] = [];
+    const noCall = () =>
+      limiter(async (slot) => {
+        starts.push({ kind: "no call", at: Date.now() });
+        slot.unused();
+      });
+    const call = () => limiter(async () => void starts.push({ kind: "call", at: Date.now() }));
+    const jobs = [noCall(), noCall(), noCall(), call(), call(), call()];
+    await vi.runAllTimersAsync();
+    await Promise.all(jobs);
+    // Three jobs that called nothing, then two calls in the first second; the third call waits for the next.
+    expect(starts.map((s) => `${s.kind}@${s.at}`)).toEqual([
+      "no call@0",
+      "no call@0",
+      "no call@0",
+      "call@0",
+      "call@0",
+      "call@1000",
+    ]);
+  });
+
   it("survives a job that throws synchronously", async () => {
     const limiter = createAppLimiter({ perSecond: 1 });
     const broken = limiter((() => {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
+import { IGNORED_SLOT, type Limiter, type Slot } from "../src/feishu/limits.ts";
 import { FeishuApiError } from "../src/feishu/messenger.ts";
 import { CardPublisher, type CardShape } from "../src/feishu/publisher.ts";
 import { createLogger } from "../src/logger.ts";
@@ -22,6 +23,8 @@ function setup(
     patch?: (card: Card) => Promise<void>;
     intervalMs?: number;
     appLimiter?: Parameters<typeof gateLimiter>[0];
+    limiter?: Limiter;
+    shown?: string;
   } = {},
 ) {
   const state = { status: "running", step: 0, forms: [] as string[] };
@@ -46,7 +49,9 @@ function setup(
     }),
     render: () => cardFor(state),
     intervalMs: options.intervalMs ?? 1000,
-    appLimiter: options.appLimiter ? gateLimiter(options.appLimiter) : (fn) => fn(),
+    appLimiter:
+      options.limiter ?? (options.appLimiter ? gateLimiter(options.appLimiter) : (fn) => fn(IGNORED_SLOT)),
+    ...(options.shown !== undefined ? { shown: options.shown } : {}),
     now: Date.now,
     logger: createLogger({ level: "silent" }),
     onGone: (error) => gone.push(error),
@@ -62,9 +67,9 @@ function setup(
 
 /** An app-wide queue the test opens by hand: the job runs when `gate.open()` is called. */
 function gateLimiter(gate: { wait: Promise<void> }) {
-  return async <T>(fn: () => Promise<T>): Promise<T> => {
+  return async <T>(fn: (slot: Slot) => Promise<T>): Promise<T> => {
     await gate.wait;
-    return fn();
+    return fn(IGNORED_SLOT);
   };
 }
 
@@ -418,6 +423,58 @@ describe("CardPublisher", () => {
       state.status = "completed";
       await vi.runAllTimersAsync();
       expect(patched).toHaveLength(2);
+    });
+  });
+
+  describe("its place in the app-wide queue", () => {
+    /** Counts the jobs given to the app limiter and the slots they gave back unused. */
+    function countingLimiter() {
+      const counts = { jobs: 0, unused: 0 };
+      const limiter = async <T>(fn: (slot: Slot) => Promise<T>): Promise<T> => {
+        counts.jobs += 1;
+        return fn({
+          unused: () => {
+            counts.unused += 1;
+          },
+        });
+      };
+      return { counts, limiter };
+    }
+
+    it("asks for no budget after a PATCH when nothing changed since its render", async () => {
+      const { counts, limiter } = countingLimiter();
+      const { state, publisher, patched } = setup({ limiter });
+      state.step = 1;
+      publisher.request();
+      await vi.runAllTimersAsync();
+      expect(patched).toHaveLength(1);
+      expect(counts).toEqual({ jobs: 1, unused: 0 });
+    });
+
+    it("gives its slot back when at its turn the card already shows that state", async () => {
+      const { counts, limiter } = countingLimiter();
+      const { state, publisher, patched } = setup({ limiter });
+      state.step = 1;
+      publisher.request();
+      await vi.runAllTimersAsync();
+      publisher.request(); // announced, but nothing differs
+      await vi.runAllTimersAsync();
+      expect(patched).toHaveLength(1);
+      expect(counts).toEqual({ jobs: 2, unused: 1 });
+    });
+
+    it("does not send again what the card was created with", async () => {
+      const { state, publisher, patched } = setup({
+        shown: JSON.stringify(cardFor({ status: "running", step: 1, forms: [] })),
+      });
+      state.step = 1;
+      publisher.request();
+      await vi.runAllTimersAsync();
+      expect(patched).toHaveLength(0);
+      state.step = 2;
+      publisher.request();
+      await vi.runAllTimersAsync();
+      expect(patched).toHaveLength(1);
     });
   });
 });

@@ -230,7 +230,7 @@ export class FeishuChannel implements AskSurface {
         }),
       );
     }
-    this.#track(this.#reply(card));
+    this.#track(this.#reply(card, { fresh: !event.resumed }));
   }
 
   /**
@@ -269,15 +269,21 @@ export class FeishuChannel implements AskSurface {
     return card;
   }
 
-  async #reply(card: ActiveCard): Promise<void> {
+  async #reply(card: ActiveCard, options: { fresh: boolean }): Promise<void> {
     try {
       // The run id as uuid: a retried reply never posts a second card, so retrying is safe.
+      // What the new card shows, when that is certain: a first attempt of a fresh run. A repeated uuid (a retry
+      // here, or a run resumed after a crash) gives back the card an earlier attempt created, content unknown.
+      let attempts = 0;
+      let shown: string | undefined;
       const sent = await withRetries(() =>
         this.#o.appLimiter(
-          () =>
-            this.#o.messenger.replyCard(card.sourceMessageId, this.render(card), {
-              uuid: `run-${card.runId}`,
-            }),
+          () => {
+            const content = this.render(card);
+            attempts += 1;
+            shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
+            return this.#o.messenger.replyCard(card.sourceMessageId, content, { uuid: `run-${card.runId}` });
+          },
           { urgent: true },
         ),
       );
@@ -290,7 +296,7 @@ export class FeishuChannel implements AskSurface {
         sourceMessageId: card.sourceMessageId,
         createdAt: this.#o.now(),
       });
-      this.#attach(card, sent.messageId);
+      this.#attach(card, sent.messageId, shown);
     } catch (error) {
       this.#log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
       this.#cards.delete(card.runId);
@@ -299,7 +305,8 @@ export class FeishuChannel implements AskSurface {
     }
   }
 
-  #attach(card: ActiveCard, messageId: string): void {
+  /** `shown`: the card's content on the platform now, if known (the reply's), so it is not sent again. */
+  #attach(card: ActiveCard, messageId: string, shown?: string): void {
     card.messageId = messageId;
     this.#byMessage.set(messageId, card);
     card.publisher = new CardPublisher({
@@ -312,6 +319,7 @@ export class FeishuChannel implements AskSurface {
       render: () => this.render(card),
       intervalMs: this.#o.cardPatchIntervalMs,
       confirmAfterMs: this.#o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      ...(shown !== undefined ? { shown } : {}),
       appLimiter: this.#o.appLimiter,
       now: this.#o.now,
       logger: this.#log,
@@ -391,8 +399,11 @@ export class FeishuChannel implements AskSurface {
    */
   async #ping(card: ActiveCard, ask: PendingAsk): Promise<string | undefined> {
     try {
-      const sent = await this.#o.appLimiter(async () => {
-        if (!card.asks.some((pending) => pending.requestId === ask.requestId)) return undefined;
+      const sent = await this.#o.appLimiter(async (slot) => {
+        if (!card.asks.some((pending) => pending.requestId === ask.requestId)) {
+          slot.unused();
+          return undefined;
+        }
         return this.#o.messenger.sendText(
           { chatId: card.chatId },
           strings.feishu.askPing(ask.questions.length),

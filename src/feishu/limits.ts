@@ -1,7 +1,16 @@
 import pThrottle from "p-throttle";
 
+/** The budget a job was given. A job that decides at its turn not to call the platform says so. */
+export interface Slot {
+  /** No Open API call was made: the slot does not count against the rate limit. */
+  unused(): void;
+}
+
 /** Runs `fn` when a rate limit allows it; `urgent` work (terminal states, form changes) goes first. */
-export type Limiter = <T>(fn: () => Promise<T>, options?: { urgent?: boolean }) => Promise<T>;
+export type Limiter = <T>(fn: (slot: Slot) => Promise<T>, options?: { urgent?: boolean }) => Promise<T>;
+
+/** For a limiter that has no budget to give back (tests, a per-message gate). */
+export const IGNORED_SLOT: Slot = { unused: () => undefined };
 
 interface Job {
   run: () => void;
@@ -51,28 +60,41 @@ export function createAppLimiter(
     }
   };
 
-  const release = (): void => {
+  const release = (used: boolean): void => {
     inFlight -= 1;
-    settled.push(now());
+    // A job that made no call (its card already showed that state, its question was answered) costs nothing:
+    // its slot is free at once, for whoever waits.
+    if (used) settled.push(now());
+    else if (timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
     if (timer === undefined && (urgent.length > 0 || normal.length > 0)) pump();
   };
 
-  const limiter = (<T>(fn: () => Promise<T>, opts?: { urgent?: boolean }): Promise<T> =>
+  const limiter = (<T>(fn: (slot: Slot) => Promise<T>, opts?: { urgent?: boolean }): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       (opts?.urgent ? urgent : normal).push({
-        run: () =>
+        run: () => {
+          let used = true;
+          const slot: Slot = {
+            unused: () => {
+              used = false;
+            },
+          };
           Promise.resolve()
-            .then(fn)
+            .then(() => fn(slot))
             .then(
               (value) => {
-                release();
+                release(used);
                 resolve(value);
               },
               (error: unknown) => {
-                release();
+                release(used);
                 reject(error);
               },
-            ),
+            );
+        },
       });
       if (timer === undefined) pump();
     })) as Limiter & { pending(): number };
@@ -97,6 +119,6 @@ export function createMessageLimiter(perSecond = 5): Limiter {
   const gate = pThrottle({ limit: Math.min(perSecond, 5), interval: 1000, strict: true })(() => undefined);
   return async (fn) => {
     await gate();
-    return fn();
+    return fn(IGNORED_SLOT);
   };
 }

@@ -38,6 +38,8 @@ export interface PublisherOptions {
    * it: the request timeout is the right value (default 10 s).
    */
   confirmAfterMs?: number;
+  /** The card's JSON as the platform shows it now (the reply that created it), if known. */
+  shown?: string;
   /** The card can no longer be updated (230031 older than 14 days, recalled, deleted). */
   onGone?: (error: FeishuApiError) => void;
 }
@@ -50,7 +52,7 @@ export interface PublisherStats {
 }
 
 export class CardPublisher {
-  readonly #o: Required<Omit<PublisherOptions, "onGone">> & Pick<PublisherOptions, "onGone">;
+  readonly #o: Required<Omit<PublisherOptions, "onGone" | "shown">> & Pick<PublisherOptions, "onGone">;
   readonly #messageLimiter: Limiter;
   readonly stats: PublisherStats = { sent: 0, skipped: 0, rateLimited: 0, failed: 0 };
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -72,6 +74,9 @@ export class CardPublisher {
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
   /** The next PATCH goes out even if it renders what was last sent, and even over an open form. */
   #confirming = false;
+  /** Counts request()s; `#handled` is the last one whose state was rendered and sent, skipped or given up. */
+  #version = 0;
+  #handled = 0;
 
   constructor(options: PublisherOptions) {
     this.#o = {
@@ -82,6 +87,7 @@ export class CardPublisher {
       ...options,
     };
     this.#messageLimiter = createMessageLimiter(5);
+    this.#lastSentJson = options.shown;
   }
 
   get stopped(): boolean {
@@ -90,6 +96,7 @@ export class CardPublisher {
 
   /** The state changed: publish it soon (coalesced with anything already pending). */
   request(): void {
+    this.#version += 1;
     this.#schedule();
   }
 
@@ -125,6 +132,8 @@ export class CardPublisher {
   }
 
   #schedule(): void {
+    // Nothing changed since the last render (e.g. the reconcile after a PATCH): no place in the app-wide queue.
+    if (this.#handled === this.#version && !this.#confirming) return this.#settleIdle();
     if (this.#holds > 0) this.#wantedWhileHeld = true;
     if (this.#stopped || this.#inFlight || this.#holds > 0) return;
     const shape = this.#o.shape();
@@ -152,24 +161,32 @@ export class CardPublisher {
     const urgent = this.#o.shape().key !== this.#lastSentKey || this.#confirming;
     this.#inFlight = true;
     let json: string | undefined;
+    let version = this.#version;
     try {
       const sent = await this.#o.appLimiter(
-        async () => {
+        async (slot) => {
           // Read before patch, at the moment the budget allows it: under load a card can wait seconds in the
           // app-wide queue, and what goes out must be its state now. A callback that began meanwhile holds it.
           if (this.#holds > 0) this.#wantedWhileHeld = true;
-          if (this.#stopped || this.#holds > 0) return false;
+          if (this.#stopped || this.#holds > 0) {
+            slot.unused();
+            return false;
+          }
+          version = this.#version;
           const card = this.#o.render();
           const key = this.#o.shape().key;
           json = JSON.stringify(card);
           if (!this.#confirming && (json === this.#lastSentJson || json === this.#lastFailedJson)) {
             this.stats.skipped += 1;
             if (json === this.#lastSentJson) this.#lastSentKey = key;
+            this.#handled = version;
+            slot.unused();
             return false;
           }
           await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
           this.#lastSentJson = json;
           this.#lastSentKey = key;
+          this.#handled = version;
           this.#confirming = false;
           // An earlier PATCH that got no answer may still land on top of this one: send the latest state once
           // more after it can no longer arrive (unless everything unanswered was this very card).
@@ -189,20 +206,26 @@ export class CardPublisher {
       this.#inFlight = false;
       // Skipped (no-op, held, stopped): nothing to reconcile; a release or the next change schedules again.
       if (!sent) return this.#settleIdle();
+      // A change nobody announced with request() while the PATCH was in flight still lands: compare a render
+      // here (cheap, no call) instead of queueing a PATCH that may well turn out a no-op.
+      if (this.#handled === this.#version && JSON.stringify(this.#o.render()) !== this.#lastSentJson) {
+        this.#version += 1;
+      }
     } catch (error) {
       this.#inFlight = false;
-      this.#onError(error, json ?? "");
+      this.#onError(error, json ?? "", version);
     }
     // Reconcile: whatever changed while the PATCH was in flight goes out next; the last state always lands.
     this.#schedule();
     this.#settleIdle();
   }
 
-  #onError(error: unknown, json: string): void {
+  #onError(error: unknown, json: string, version: number): void {
     const { logger, messageId } = this.#o;
     if (!(error instanceof FeishuApiError)) {
       this.stats.failed += 1;
       this.#lastFailedJson = json;
+      this.#handled = version;
       this.#confirming = false;
       logger.error({ err: error, messageId }, "card patch failed unexpectedly");
       return;
@@ -216,7 +239,7 @@ export class CardPublisher {
     if (error.rateLimited) {
       this.stats.rateLimited += 1;
       this.#rateFailures += 1;
-      if (this.#rateFailures > this.#o.maxRateLimitRetries) return this.#giveUp(json, error);
+      if (this.#rateFailures > this.#o.maxRateLimitRetries) return this.#giveUp(json, error, version);
       // 230020 is the per-message window (5/s): a second is enough. An app-wide 429 without a reset header
       // backs off exponentially.
       const perMessage = error.feishuCode === FEISHU_CODES.patchRateLimited;
@@ -236,18 +259,19 @@ export class CardPublisher {
         this.#lastSentJson = undefined;
       }
       this.#transientFailures += 1;
-      if (this.#transientFailures > this.#o.maxTransientRetries) return this.#giveUp(json, error);
+      if (this.#transientFailures > this.#o.maxTransientRetries) return this.#giveUp(json, error, version);
       this.#backoffUntil = this.#o.now() + 500 * 2 ** (this.#transientFailures - 1);
       logger.warn({ messageId, err: describeError(error) }, "card patch failed; retrying");
       return;
     }
-    this.#giveUp(json, error);
+    this.#giveUp(json, error, version);
   }
 
   /** This exact card will not be tried again; the next different state will. */
-  #giveUp(json: string, error: FeishuApiError): void {
+  #giveUp(json: string, error: FeishuApiError, version: number): void {
     this.stats.failed += 1;
     this.#lastFailedJson = json;
+    this.#handled = version;
     this.#confirming = false;
     this.#transientFailures = 0;
     this.#rateFailures = 0;

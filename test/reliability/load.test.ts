@@ -4,7 +4,7 @@ import { WebSocket } from "ws";
 import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
-import { createAppLimiter, type Limiter } from "../../src/feishu/limits.ts";
+import { createAppLimiter, IGNORED_SLOT, type Limiter } from "../../src/feishu/limits.ts";
 import { type Emulator, type MessageView, startEmulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { strings } from "../../src/strings.ts";
@@ -393,7 +393,9 @@ describe("load", () => {
   it("sends no ping for a question that was answered while the ping waited for the app-wide budget", async () => {
     // A congested budget: plain (not urgent) calls wait half a second for their turn; urgent ones go at once.
     const congested: Limiter = (fn, options) =>
-      options?.urgent ? fn() : new Promise((resolve) => setTimeout(resolve, 500)).then(fn);
+      options?.urgent
+        ? fn(IGNORED_SLOT)
+        : new Promise((resolve) => setTimeout(resolve, 500)).then(() => fn(IGNORED_SLOT));
     const s = await startStack({ askPing: true, stepMs: 5, appLimiter: congested });
     closers.push(() => s.stop());
     const desktop = await s.connect(ALICE_ID);
