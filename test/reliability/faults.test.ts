@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Card } from "../../src/cards/model.ts";
 import type { RecordedCall } from "../../src/local/emulator/index.ts";
 import { startEmulator } from "../../src/local/emulator/index.ts";
@@ -11,7 +11,7 @@ import {
   formsOn,
   isCompleted,
   type Stack,
-  startStack,
+  stacksForEachTest,
   submitValue,
 } from "./helpers/stack.ts";
 
@@ -22,18 +22,7 @@ import {
  * final card lands, or publishing stops cleanly, and no retry loop is unbounded.
  */
 
-const stacks: Stack[] = [];
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const stack of stacks.splice(0)) await stack.stop();
-  for (const close of closers.splice(0)) await close();
-});
-
-async function stack(options: Parameters<typeof startStack>[0] = {}): Promise<Stack> {
-  const started = await startStack({ askPing: false, ...options });
-  stacks.push(started);
-  return started;
-}
+const { stack, closers } = stacksForEachTest({ askPing: false });
 
 const PATCH = /^\/open-apis\/im\/v1\/messages\/[^/]+$/;
 const TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal";

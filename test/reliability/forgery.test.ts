@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { signToken } from "../../src/auth/token.ts";
 import { encryptBody, signBody } from "../../src/local/emulator/index.ts";
 import { auditForSession } from "../../src/store/audit.ts";
@@ -14,7 +14,7 @@ import {
   GROUP_CHAT,
   requestIdsOn,
   type Stack,
-  startStack,
+  stacksForEachTest,
   submitValue,
 } from "./helpers/stack.ts";
 
@@ -25,16 +25,7 @@ import {
  */
 
 const VERIFICATION_TOKEN = "reliability-verification-token";
-const stacks: Stack[] = [];
-afterEach(async () => {
-  for (const stack of stacks.splice(0)) await stack.stop();
-});
-
-async function stack(options: Parameters<typeof startStack>[0] = {}): Promise<Stack> {
-  const started = await startStack({ askPing: false, verificationToken: VERIFICATION_TOKEN, ...options });
-  stacks.push(started);
-  return started;
-}
+const { stack } = stacksForEachTest({ askPing: false, verificationToken: VERIFICATION_TOKEN });
 
 interface Wire {
   body: string;

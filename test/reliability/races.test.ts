@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ASK_TOOL_NAME, type AskAnswer } from "../../src/asks/schema.ts";
 import type { Card } from "../../src/cards/model.ts";
 import type { AgentContext } from "../../src/harness/agents/agent.ts";
@@ -17,8 +17,7 @@ import {
   formsOn,
   isCompleted,
   requestIdsOn,
-  type Stack,
-  startStack,
+  stacksForEachTest,
   submitValue,
 } from "./helpers/stack.ts";
 
@@ -28,18 +27,7 @@ import {
  * exactly one answer completes the question, the agent gets that answer, every loser is told.
  */
 
-const stacks: Stack[] = [];
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const stack of stacks.splice(0)) await stack.stop();
-  for (const close of closers.splice(0)) await close();
-});
-
-async function stack(options: Parameters<typeof startStack>[0] = {}): Promise<Stack> {
-  const started = await startStack({ askPing: false, ...options });
-  stacks.push(started);
-  return started;
-}
+const { stack, closers } = stacksForEachTest({ askPing: false });
 
 const QUESTIONS = [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features];
 /** Two different answers, so the tool result shows which surface won. */

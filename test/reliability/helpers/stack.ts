@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Express } from "express";
+import { afterEach } from "vitest";
 import { WebSocket } from "ws";
 import { createApp } from "../../../src/app.ts";
 import { signToken } from "../../../src/auth/token.ts";
@@ -113,6 +114,28 @@ export interface Stack {
 export interface CallbackBody {
   toast?: { type: string; content: string };
   card?: { type: string; data: Card };
+}
+
+/**
+ * For one test file: `stack()` starts a stack with the file's defaults; every stack it started, then anything
+ * pushed to `closers`, is stopped after each test.
+ */
+export function stacksForEachTest(defaults: StackOptions = {}): {
+  stack: (options?: StackOptions) => Promise<Stack>;
+  closers: (() => Promise<void>)[];
+} {
+  const stacks: Stack[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const started of stacks.splice(0)) await started.stop();
+    for (const close of closers.splice(0)) await close();
+  });
+  const stack = async (options: StackOptions = {}) => {
+    const started = await startStack({ ...defaults, ...options });
+    stacks.push(started);
+    return started;
+  };
+  return { stack, closers };
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
