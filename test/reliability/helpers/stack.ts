@@ -320,15 +320,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
 }
 
-/** Names of the forms on a card. */
-export function formsOn(card: Card): string[] {
-  return card.body.elements.flatMap((node) => (node.tag === "form" ? [node.name] : []));
-}
-
-/** The request ids carried by the submit buttons of a card's forms, in order. */
-export function requestIdsOn(card: Card): string[] {
-  return [...JSON.stringify(card).matchAll(/"requestId":"([^"]+)"/g)].map((m) => m[1] ?? "");
-}
+export { formsOn, requestIdsOn } from "../../helpers/feishu.ts";
 
 /** The completed state: the green header. */
 export const isCompleted = (card: Card) => card.header?.template === "green";
