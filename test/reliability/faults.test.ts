@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Card } from "../../src/cards/model.ts";
+import type { AgentContext } from "../../src/harness/agents/agent.ts";
 import type { RecordedCall } from "../../src/local/emulator/index.ts";
 import { startEmulator } from "../../src/local/emulator/index.ts";
 import { strings } from "../../src/strings.ts";
@@ -261,18 +262,35 @@ describe("server errors and timeouts", () => {
       () => path.close(),
       () => emulator.close(),
     );
-    const s = await stack({ emulator, apiUrl: path.url, stepMs: 150, messengerTimeoutMs: 500 });
+    // Two steps, then done: the first PATCH carries a state the run has left by the time it lands.
+    const agent = {
+      name: "two-steps",
+      async run(ctx: AgentContext) {
+        await ctx.callTool("scan_workspace", {}, { title: "第一步" });
+        await ctx.callTool("scan_workspace", {}, { title: "第二步" });
+        return { text: "done" };
+      },
+    };
+    const s = await stack({ emulator, apiUrl: path.url, agent, stepMs: 150, messengerTimeoutMs: 500 });
+    // What the platform shows after each PATCH it applies: completed or not.
+    const shown: boolean[] = [];
+    emulator.on("message_patched", ({ message }) =>
+      shown.push(isCompleted(JSON.parse(message.content) as Card)),
+    );
     // The first PATCH reaches the platform 1.2 s late: after the client gave up (0.5 s) and its retry landed.
     path.hold({ method: "PATCH", path: PATCH }, 1200);
-    const { cardId } = await task(s, "/quick");
+    const { cardId } = await task(s, "两步");
     await settled(s, 1500);
     const patches = patchesOf(s, cardId);
     record("faults: PATCH applied late", {
       patchCalls: patches.length,
       codes: codes(patches),
       delivered: path.delivered,
+      completedAfterEachPatch: shown,
     });
     expect(path.delivered).toEqual([expect.objectContaining({ method: "PATCH", clientGone: true })]);
+    // The retry showed the final state, the late PATCH put the old one back, the confirmation fixed it.
+    expect(shown).toEqual([true, false, true]);
     expect(isCompleted(s.cardOf(cardId)), JSON.stringify(codes(patches))).toBe(true);
   });
 });
