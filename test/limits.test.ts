@@ -60,6 +60,26 @@ describe("createAppLimiter", () => {
     ]);
   });
 
+  it("lets plain work that becomes urgent while it waits overtake the plain work queued before it", async () => {
+    const limiter = createAppLimiter({ perSecond: 1 });
+    const order: string[] = [];
+    let becameUrgent = false;
+    const job = (name: string, urgent?: () => boolean) =>
+      limiter(async () => void order.push(name), urgent ? { urgent } : {});
+    const jobs = [
+      job("first"),
+      job("plain 1"),
+      job("plain 2"),
+      job("card", () => becameUrgent),
+      job("plain 3"),
+    ];
+    await vi.advanceTimersByTimeAsync(10);
+    becameUrgent = true; // e.g. the card reached its terminal state while its progress PATCH waited
+    await vi.runAllTimersAsync();
+    await Promise.all(jobs);
+    expect(order).toEqual(["first", "card", "plain 1", "plain 2", "plain 3"]);
+  });
+
   it("survives a job that throws synchronously", async () => {
     const limiter = createAppLimiter({ perSecond: 1 });
     const broken = limiter((() => {

@@ -6,14 +6,22 @@ export interface Slot {
   unused(): void;
 }
 
-/** Runs `fn` when a rate limit allows it; `urgent` work (terminal states, form changes) goes first. */
-export type Limiter = <T>(fn: (slot: Slot) => Promise<T>, options?: { urgent?: boolean }) => Promise<T>;
+/**
+ * Runs `fn` when a rate limit allows it; `urgent` work (terminal states, form changes) goes first. Urgency may
+ * be a function: asked again while the job waits, so work that becomes urgent in the queue overtakes then.
+ */
+export type Limiter = <T>(
+  fn: (slot: Slot) => Promise<T>,
+  options?: { urgent?: boolean | (() => boolean) },
+) => Promise<T>;
 
 /** For a limiter that has no budget to give back (tests, a per-message gate). */
 export const IGNORED_SLOT: Slot = { unused: () => undefined };
 
 interface Job {
   run: () => void;
+  /** Set for plain work whose urgency may change while it waits. */
+  urgentNow?: () => boolean;
 }
 
 /**
@@ -35,6 +43,8 @@ export function createAppLimiter(
   const urgent: Job[] = [];
   const normal: Job[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** Plain jobs queued with an urgency function: only then is the plain queue searched for promotions. */
+  let changeable = 0;
 
   const waitMs = (t: number): number => {
     while (settled.length > 0 && (settled[0] ?? 0) <= t - 60_000) settled.shift();
@@ -56,8 +66,16 @@ export function createAppLimiter(
         return;
       }
       inFlight += 1;
-      (urgent.shift() ?? normal.shift())?.run();
+      (urgent.shift() ?? promoted() ?? normal.shift())?.run();
     }
+  };
+
+  /** The first plain job that has become urgent while it waited, taken out of the plain queue. */
+  const promoted = (): Job | undefined => {
+    if (changeable === 0) return undefined;
+    const index = normal.findIndex((job) => job.urgentNow?.() === true);
+    if (index < 0) return undefined;
+    return normal.splice(index, 1)[0];
   };
 
   const release = (used: boolean): void => {
@@ -72,10 +90,19 @@ export function createAppLimiter(
     if (timer === undefined && (urgent.length > 0 || normal.length > 0)) pump();
   };
 
-  const limiter = (<T>(fn: (slot: Slot) => Promise<T>, opts?: { urgent?: boolean }): Promise<T> =>
+  const limiter = (<T>(
+    fn: (slot: Slot) => Promise<T>,
+    opts?: { urgent?: boolean | (() => boolean) },
+  ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      (opts?.urgent ? urgent : normal).push({
+      const urgency = opts?.urgent;
+      const isUrgent = typeof urgency === "function" ? urgency() : urgency === true;
+      const urgentNow = typeof urgency === "function" && !isUrgent ? urgency : undefined;
+      if (urgentNow) changeable += 1;
+      (isUrgent ? urgent : normal).push({
+        ...(urgentNow ? { urgentNow } : {}),
         run: () => {
+          if (urgentNow) changeable -= 1;
           let used = true;
           const slot: Slot = {
             unused: () => {

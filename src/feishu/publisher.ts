@@ -157,8 +157,9 @@ export class CardPublisher {
 
   async #send(): Promise<void> {
     if (this.#stopped || this.#inFlight || this.#holds > 0) return this.#settleIdle();
-    // Terminal states and form changes overtake plain progress in the app-wide queue.
-    const urgent = this.#o.shape().key !== this.#lastSentKey || this.#confirming;
+    // Terminal states and form changes overtake plain progress in the app-wide queue, also when the card
+    // reaches one while its plain PATCH waits there.
+    const urgent = () => this.#o.shape().key !== this.#lastSentKey || this.#confirming;
     this.#inFlight = true;
     let json: string | undefined;
     let version = this.#version;
