@@ -341,15 +341,17 @@ describe("CardPublisher", () => {
 
   describe("a PATCH that got no answer", () => {
     const timedOut = () => new FeishuApiError({ method: "patch", message: "timeout of 10000ms exceeded" });
+    /** The first PATCH fails with `error`; the others succeed. */
+    const failsOnce = (error: Error) => {
+      let calls = 0;
+      return async () => {
+        calls += 1;
+        if (calls === 1) throw error;
+      };
+    };
 
     it("sends the latest state once more a request timeout after a later PATCH landed", async () => {
-      let calls = 0;
-      const { state, publisher, patched, contents } = setup({
-        patch: async () => {
-          calls += 1;
-          if (calls === 1) throw timedOut();
-        },
-      });
+      const { state, publisher, patched, contents } = setup({ patch: failsOnce(timedOut()) });
       state.step = 1;
       publisher.request();
       await vi.advanceTimersByTimeAsync(10);
@@ -375,13 +377,7 @@ describe("CardPublisher", () => {
     });
 
     it("sends the confirmation even over an open form, which a late PATCH could have removed", async () => {
-      let calls = 0;
-      const { state, publisher, contents } = setup({
-        patch: async () => {
-          calls += 1;
-          if (calls === 1) throw timedOut();
-        },
-      });
+      const { state, publisher, contents } = setup({ patch: failsOnce(timedOut()) });
       state.step = 1;
       publisher.request();
       await vi.advanceTimersByTimeAsync(10);
@@ -396,13 +392,7 @@ describe("CardPublisher", () => {
     });
 
     it("needs no confirmation when the card that landed is the one left without an answer", async () => {
-      let calls = 0;
-      const { state, publisher, patched } = setup({
-        patch: async () => {
-          calls += 1;
-          if (calls === 1) throw timedOut();
-        },
-      });
+      const { state, publisher, patched } = setup({ patch: failsOnce(timedOut()) });
       state.step = 1;
       publisher.request();
       await vi.runAllTimersAsync();
@@ -410,12 +400,8 @@ describe("CardPublisher", () => {
     });
 
     it("does not confirm a card that failed with an answer (a 5xx was not applied later)", async () => {
-      let calls = 0;
       const { state, publisher, patched } = setup({
-        patch: async () => {
-          calls += 1;
-          if (calls === 1) throw new FeishuApiError({ method: "patch", message: "bad", httpStatus: 502 });
-        },
+        patch: failsOnce(new FeishuApiError({ method: "patch", message: "bad", httpStatus: 502 })),
       });
       state.step = 1;
       publisher.request();

@@ -189,15 +189,7 @@ export async function startFeishuRig(
       };
     },
     progressCard(userMessageId) {
-      return until(
-        () =>
-          emulator.messages
-            .listMessages()
-            .find(
-              (m) => m.parentId === userMessageId && m.msgType === "interactive" && m.senderType === "app",
-            )?.messageId,
-        `a card replying to ${userMessageId}`,
-      );
+      return until(() => cardReplyingTo(emulator, userMessageId), `a card replying to ${userMessageId}`);
     },
     cardOf(messageId) {
       const message = emulator.messages.getMessage(messageId);
@@ -216,6 +208,14 @@ export async function startFeishuRig(
       if (!options.emulator) await emulator.close();
     },
   };
+}
+
+/** The id of the first card the bot replied to a user's message with (its progress card), if any yet. */
+export function cardReplyingTo(emulator: Emulator, userMessageId: string): string | undefined {
+  return emulator.messages
+    .listMessages()
+    .find((m) => m.parentId === userMessageId && m.msgType === "interactive" && m.senderType === "app")
+    ?.messageId;
 }
 
 /** Names of the forms on a card. */

@@ -31,6 +31,7 @@ import { createLogger } from "../../../src/logger.ts";
 import { type Db, openDatabase } from "../../../src/store/db.ts";
 import { FeishuStore } from "../../../src/store/feishu.ts";
 import { mountSessionPages } from "../../../src/web/session-page.ts";
+import { cardReplyingTo } from "../../helpers/feishu.ts";
 import { TestClient } from "../../helpers/harness.ts";
 import { until } from "./env.ts";
 
@@ -248,12 +249,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
     progressCard(userMessageId, waitMs = 10_000) {
       return until(
-        () =>
-          emulator.messages
-            .listMessages()
-            .find(
-              (m) => m.parentId === userMessageId && m.msgType === "interactive" && m.senderType === "app",
-            )?.messageId,
+        () => cardReplyingTo(emulator, userMessageId),
         `a card replying to ${userMessageId}`,
         waitMs,
       );
