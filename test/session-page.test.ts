@@ -332,6 +332,23 @@ describe("sign-in", () => {
       expect(await me.json()).toEqual({ userId: BOB, name: "Bob" });
     });
 
+    it("accepts the names the 400 page lists, in any case, as well as the open_ids", async () => {
+      const server = await startPageServer({ localUsers: LOCAL_USERS });
+      const listed = await get(server, "/auth/local?user=ou_mallory");
+      const page = await listed.text();
+      expect(page).toContain("Alice（ou_alice）、Bob（ou_bob）");
+      for (const given of ["Alice", "alice", " BOB ", "OU_ALICE", ALICE]) {
+        const response = await get(server, `/auth/local?user=${encodeURIComponent(given)}&next=/x`);
+        expect(response.status, given).toBe(303);
+        const me = await get(server, "/auth/me", {
+          cookie: cookieFor(sessionSetCookie(response)?.value ?? ""),
+        });
+        expect((await me.json()).userId, given).toBe(
+          given.trim().toLowerCase().includes("bob") ? BOB : ALICE,
+        );
+      }
+    });
+
     it("answers 400 for a user who is not in the list", async () => {
       const server = await startPageServer({ localUsers: LOCAL_USERS });
       const response = await get(server, "/auth/local?user=ou_mallory&next=/");

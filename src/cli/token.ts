@@ -1,29 +1,86 @@
+import fs from "node:fs";
+import path from "node:path";
 import { resolveAuthSecret } from "../auth/secret.ts";
 import { DEFAULT_TOKEN_TTL_MS, signToken } from "../auth/token.ts";
 import { loadConfig } from "../config.ts";
 import { describeError } from "../errors.ts";
 
-/** `npm run token -- <open_id> [days]` prints a WebSocket/user token signed with AUTH_SECRET. */
-function main(): void {
-  const [userId, daysText] = process.argv.slice(2);
-  if (!userId) {
-    process.stderr.write("usage: npm run token -- <open_id> [days]\n");
-    process.exit(2);
+/**
+ * `npm run token -- <open_id> [days]`: a sign-in link for the session pages and, on the last line, the bare
+ * token (for WebSocket clients, and for scripts that read the last line).
+ *
+ * The token is only worth anything if it is signed with the secret the running server uses: AUTH_SECRET, or
+ * in local mode the `auth-secret` file the server made in its DATA_DIR. Run from elsewhere (another
+ * directory, no DATA_DIR), quietly making a fresh secret would print a token the server refuses, so this
+ * refuses instead and says what to set.
+ */
+
+/** The file name resolveAuthSecret keeps the local-mode secret under, in DATA_DIR. */
+const SECRET_FILE = "auth-secret";
+
+export class TokenCliError extends Error {
+  override name = "TokenCliError";
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
   }
-  const days = daysText === undefined ? undefined : Number(daysText);
-  if (days !== undefined && !(Number.isFinite(days) && days > 0)) {
-    process.stderr.write("days must be a positive number\n");
-    process.exit(2);
-  }
-  const config = loadConfig(process.env);
-  const secret = resolveAuthSecret(config.authSecret, config.dataDir);
-  const ttlMs = days === undefined ? DEFAULT_TOKEN_TTL_MS : days * 24 * 60 * 60 * 1000;
-  process.stdout.write(`${signToken(secret, userId, Date.now() + ttlMs)}\n`);
 }
 
-try {
-  main();
-} catch (error) {
-  process.stderr.write(`${describeError(error)}\n`);
-  process.exit(1);
+export interface TokenCliOutput {
+  /** What goes to stdout, the token last. */
+  lines: string[];
 }
+
+export function tokenCli(argv: readonly string[], env: Record<string, string | undefined>, now: number) {
+  const [userId, daysText] = argv;
+  if (!userId) throw new TokenCliError("usage: npm run token -- <open_id> [days]", 2);
+  const days = daysText === undefined ? undefined : Number(daysText);
+  if (days !== undefined && !(Number.isFinite(days) && days > 0))
+    throw new TokenCliError("days must be a positive number", 2);
+  const config = loadConfig(env);
+  const secretFile = path.resolve(config.dataDir, SECRET_FILE);
+  if (!config.authSecret && !fs.existsSync(secretFile)) {
+    throw new TokenCliError(
+      [
+        "Cannot find the secret the server signs tokens with:",
+        "  AUTH_SECRET is not set, and there is no",
+        `  ${secretFile}`,
+        "  (the server writes it on its first start in local mode).",
+        "Run this with the server's settings: the same DATA_DIR (e.g. DATA_DIR=/srv/bot/data npm run token -- <open_id>),",
+        "or the same AUTH_SECRET. A token signed with any other secret would be refused.",
+      ].join("\n"),
+      1,
+    );
+  }
+  // The file exists (or AUTH_SECRET is set), so this reads it and never makes a new one.
+  const secret = resolveAuthSecret(config.authSecret, config.dataDir);
+  const ttlMs = days === undefined ? DEFAULT_TOKEN_TTL_MS : days * 24 * 60 * 60 * 1000;
+  const expiresAt = now + ttlMs;
+  const token = signToken(secret, userId, expiresAt);
+  // publicUrl is PUBLIC_URL, or http://localhost:$PORT: where the session pages are served.
+  const link = `${config.publicUrl}/auth/link?token=${encodeURIComponent(token)}`;
+  const output: TokenCliOutput = {
+    lines: [
+      `Sign-in link for ${userId} (valid until ${new Date(expiresAt).toISOString()}):`,
+      `  ${link}`,
+      "Token:",
+      token,
+    ],
+  };
+  return output;
+}
+
+function main(): void {
+  try {
+    const { lines } = tokenCli(process.argv.slice(2), process.env, Date.now());
+    process.stdout.write(`${lines.join("\n")}\n`);
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : describeError(error)}\n`);
+    process.exit(error instanceof TokenCliError ? error.exitCode : 1);
+  }
+}
+
+// Run as a script (npm run token), not when a test imports tokenCli.
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) main();

@@ -52,12 +52,11 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
   if (options.localUsers) {
     const users = options.localUsers;
     app.get("/auth/local", (req, res) => {
-      const openId = queryParam(req, "user");
-      const user = users.find((candidate) => candidate.openId === openId);
+      const user = findLocalUser(users, queryParam(req, "user"));
       if (!user) {
         return sendMessagePage(res, 400, {
           title: "没有这个用户",
-          body: `可选的本地用户: ${users.map((candidate) => candidate.name).join("、") || "无"}`,
+          body: `可选的本地用户：${users.map((candidate) => `${candidate.name}（${candidate.openId}）`).join("、") || "无"}`,
         });
       }
       log.info({ userId: user.openId }, "signed in as a local user");
@@ -92,6 +91,20 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
     const name = options.localUsers?.find((user) => user.openId === userId)?.name;
     res.json({ userId, ...(name ? { name } : {}) });
   });
+}
+
+/**
+ * The local user a `?user=` names: the open_id, or the name the 400 page lists (`Alice`, `alice`), so the
+ * README's `/auth/local?user=Alice` and a copy of the error's own list both work.
+ */
+export function findLocalUser(users: readonly LocalUser[], given: string | undefined): LocalUser | undefined {
+  const wanted = given?.trim();
+  if (!wanted) return undefined;
+  const folded = wanted.toLowerCase();
+  return (
+    users.find((user) => user.openId === wanted) ??
+    users.find((user) => user.name.toLowerCase() === folded || user.openId.toLowerCase() === folded)
+  );
 }
 
 /** The signed-in user of a request (from the `fpb_session` cookie), or undefined. */

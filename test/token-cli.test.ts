@@ -1,0 +1,122 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../src/app.ts";
+import { resolveAuthSecret } from "../src/auth/secret.ts";
+import { verifyToken } from "../src/auth/token.ts";
+import { createCore } from "../src/core.ts";
+import { createLogger } from "../src/logger.ts";
+import { openDatabase } from "../src/store/db.ts";
+import { mountSessionPages } from "../src/web/session-page.ts";
+import { createScriptedAskAgent } from "./helpers/harness.ts";
+
+/**
+ * `npm run token` as a person runs it: the script in a child process, with only the environment given here.
+ * What it prints is then used the way a person would: the link opened against a server that shares the
+ * DATA_DIR, the token checked with that server's secret.
+ */
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const run = promisify(execFile);
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-token-cli-"));
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function tokenCli(args: string[], env: Record<string, string>, cwd = ROOT) {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      // tsx by its resolved URL: the child may run in a directory without node_modules.
+      ["--import", import.meta.resolve("tsx"), path.join(ROOT, "src/cli/token.ts"), ...args],
+      { cwd, env: { PATH: process.env.PATH ?? "", ...env }, timeout: 20_000 },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? -1, stdout: failed.stdout ?? "", stderr: failed.stderr ?? "" };
+  }
+}
+
+/** A server with the session pages whose secret is the one local mode keeps in `dataDir`. */
+async function startServer(dataDir: string): Promise<string> {
+  const db = openDatabase(path.join(dataDir, "bot.sqlite"));
+  const logger = createLogger({ level: "silent" });
+  const authSecret = resolveAuthSecret(undefined, dataDir);
+  const agent = createScriptedAskAgent();
+  const core = createCore({ db, logger, agent, tools: [], askTimeoutMs: 60_000, authSecret });
+  const routes = [
+    (app: Parameters<typeof mountSessionPages>[0]) =>
+      mountSessionPages(app, { runner: core.runner, authSecret, now: Date.now, logger }),
+  ];
+  const { server } = createApp({ ...core, logger, routes });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(async () => {
+    await core.runner.stop();
+    await core.hub.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    db.close();
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe("npm run token", () => {
+  it("prints a sign-in link that signs the user in on the server, and the bare token last", async () => {
+    const dataDir = tempDir();
+    const base = await startServer(dataDir);
+    const result = await tokenCli(["ou_alice"], { DATA_DIR: dataDir, PUBLIC_URL: base });
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    const token = lines.at(-1) ?? "";
+    const secret = fs.readFileSync(path.join(dataDir, "auth-secret"), "utf8").trim();
+    expect(verifyToken(secret, token, Date.now())).toMatchObject({ ok: true, userId: "ou_alice" });
+
+    const link = lines.map((line) => line.trim()).find((line) => line.startsWith(`${base}/auth/link?`));
+    expect(link, result.stdout).toBeDefined();
+    const opened = await fetch(link ?? "", { redirect: "manual" });
+    expect(opened.status).toBe(303);
+    const cookie = opened.headers.getSetCookie()[0]?.split(";")[0] ?? "";
+    const me = await fetch(`${base}/auth/me`, { headers: { cookie } });
+    expect(await me.json()).toEqual({ userId: "ou_alice" });
+  }, 30_000);
+
+  it("uses http://localhost:$PORT for the link when PUBLIC_URL is not set, and AUTH_SECRET when it is", async () => {
+    const dataDir = tempDir();
+    const secret = "an-operator-secret-of-some-length";
+    const result = await tokenCli(["ou_bob", "2"], { DATA_DIR: dataDir, PORT: "4321", AUTH_SECRET: secret });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("http://localhost:4321/auth/link?token=");
+    const token = result.stdout.trimEnd().split("\n").at(-1) ?? "";
+    const check = verifyToken(secret, token, Date.now());
+    expect(check).toMatchObject({ ok: true, userId: "ou_bob" });
+    if (check.ok) expect(check.expiresAt - Date.now()).toBeLessThanOrEqual(2 * 24 * 60 * 60 * 1000);
+    // With AUTH_SECRET given, nothing is written into DATA_DIR.
+    expect(fs.existsSync(path.join(dataDir, "auth-secret"))).toBe(false);
+  }, 30_000);
+
+  it("refuses, saying where it looked, when it cannot find the server's secret; it creates none", async () => {
+    const elsewhere = tempDir();
+    const result = await tokenCli(["ou_alice"], {}, elsewhere);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain("AUTH_SECRET is not set");
+    expect(result.stderr).toContain(path.join(fs.realpathSync(elsewhere), "data", "auth-secret"));
+    expect(result.stderr).toContain("DATA_DIR");
+    expect(fs.existsSync(path.join(elsewhere, "data"))).toBe(false);
+
+    const usage = await tokenCli([], { DATA_DIR: elsewhere });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("usage: npm run token -- <open_id> [days]");
+  }, 30_000);
+});
