@@ -48,6 +48,12 @@ export const zh = {
     noSteps: "正在准备…",
     askHeading: (index: number, total: number) =>
       total > 1 ? `**需要你的回答 (${index}/${total})**` : "**需要你的回答**",
+    /** A group card: `mention` is the sender's `<at>` tag, which Feishu shows as @name (bold left off it). */
+    askHeadingGroup: (mention: string, index: number, total: number) =>
+      `**等待** ${mention} **回答${total > 1 ? `（${index}/${total}）` : ""}**`,
+    askHeadingSender: (index: number, total: number) =>
+      `**等待发起人回答${total > 1 ? `（${index}/${total}）` : ""}**`,
+    summaryWaitingSender: (questions: number) => `等待发起人回答 ${questions} 个问题`,
     selectPlaceholder: "请选择",
     multiSelectPlaceholder: "可多选",
     otherPlaceholder: "其他(可选)",

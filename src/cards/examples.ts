@@ -51,6 +51,16 @@ export function exampleCards(): Record<string, Card> {
         { requestId: "req_0003", questions: [DEMO_QUESTIONS.features] },
       ],
     ),
+    // A group card: everyone reads it, only the sender may answer, so it names them.
+    "progress-group-form": buildProgressCard(
+      {
+        ...asking,
+        sessionId: "feishu-cli_demo-group-oc_team",
+        detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-group-oc_team",
+        chatType: "group",
+      },
+      [bothQuestions],
+    ),
     "progress-recovering": buildProgressCard({ ...asking, status: "recovering" }, [bothQuestions]),
     "progress-completed": buildProgressCard(
       {

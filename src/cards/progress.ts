@@ -32,6 +32,11 @@ export interface ProgressView {
   endedAt?: number;
   /** 会话详情 link; never carries a token (a group card is the same for everyone). */
   detailsUrl?: string;
+  /**
+   * A group card is read by everyone in the chat but answered by its sender alone, so its forms say whose
+   * answer they wait for (`等待 @Alice 回答`) instead of 需要你的回答. Absent: a private chat.
+   */
+  chatType?: "group";
 }
 
 export interface CardAsk {
@@ -147,7 +152,13 @@ function render(view: ProgressView, asks: readonly CardAsk[], budget: Budget, s:
 }
 
 function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): string {
-  if (asks.length > 0) return s.card.summaryWaiting(asks.reduce((n, ask) => n + ask.questions.length, 0));
+  if (asks.length > 0) {
+    const questions = asks.reduce((n, ask) => n + ask.questions.length, 0);
+    // The summary is plain text in everyone's chat list: no <at>, and no "你" that means only the sender.
+    return view.chatType === "group"
+      ? s.card.summaryWaitingSender(questions)
+      : s.card.summaryWaiting(questions);
+  }
   switch (view.status) {
     case "running":
       return s.card.summaryRunning(view.steps.filter((step) => step.status === "done").length);
@@ -217,7 +228,7 @@ function askForm(
   const elements: CardNode[] = [];
   ask.questions.forEach((question, j) => {
     const names = fieldNames(index, j);
-    const heading = j === 0 ? `${s.card.askHeading(index + 1, total)}\n\n` : "";
+    const heading = j === 0 ? `${askHeading(view, index + 1, total, s)}\n\n` : "";
     elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget) });
     const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
     // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.
@@ -287,6 +298,19 @@ function askForm(
     behaviors: [{ type: "callback", value }],
   });
   return { tag: "form", name: fieldNames(index, 0).form, elements };
+}
+
+/**
+ * An open_id as Feishu issues them (`ou_` + hex); anything else is not put inside a tag. The builder writes
+ * this `<at>` itself: text from users and models has its `<at>` escaped (text.ts), so only this one renders.
+ */
+const OPEN_ID = /^ou_[A-Za-z0-9_-]{1,64}$/;
+
+/** The form's heading: 需要你的回答 in a private chat; in a group, the sender by name via `<at id=…></at>`. */
+function askHeading(view: ProgressView, index: number, total: number, s: Strings): string {
+  if (view.chatType !== "group") return s.card.askHeading(index, total);
+  if (!OPEN_ID.test(view.senderId)) return s.card.askHeadingSender(index, total);
+  return s.card.askHeadingGroup(`<at id=${view.senderId}></at>`, index, total);
 }
 
 function questionMarkdown(question: AskQuestion, budget: Budget): string {

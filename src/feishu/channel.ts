@@ -7,10 +7,11 @@ import { describeError } from "../errors.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import { feishuPrivateSessionId } from "../harness/tools.ts";
-import type { RunView, SessionInfo } from "../harness/types.ts";
+import type { ChatType, RunView, SessionInfo } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
+import { afterSend, type ReminderState, shouldRemind } from "./ask-reminder.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
@@ -51,7 +52,10 @@ export interface ActiveCard {
   publisher: CardPublisher | undefined;
   run: RunView;
   asks: PendingAsk[];
-  pings: Map<string, Promise<string | undefined>>;
+  /** Whose answer the card waits for is worded by chat type: `等待 @Alice 回答` in a group. */
+  chatType: ChatType | undefined;
+  /** The @-mention reminder: at most one per card, in groups only (ask-reminder.ts). */
+  reminder: ReminderState;
 }
 
 export class FeishuChannel implements AskSurface {
@@ -238,7 +242,7 @@ export class FeishuChannel implements AskSurface {
    * it wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
    */
   async #recover(card: ActiveCard, messageId: string): Promise<void> {
-    const recovering = buildProgressCard(this.#view({ ...card.run, status: "recovering" }), []);
+    const recovering = buildProgressCard(this.#view({ ...card.run, status: "recovering" }, card), []);
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
     } catch (error) {
@@ -263,7 +267,8 @@ export class FeishuChannel implements AskSurface {
       publisher: undefined,
       run,
       asks: [],
-      pings: new Map(),
+      chatType: this.#o.runner.getSession(run.sessionId)?.chatType,
+      reminder: "none",
     };
     this.#cards.set(run.id, card);
     return card;
@@ -334,10 +339,10 @@ export class FeishuChannel implements AskSurface {
 
   /** The whole card, from the run and its pending asks as they are now. */
   render(card: ActiveCard): Card {
-    return buildProgressCard(this.#view(card.run), card.asks);
+    return buildProgressCard(this.#view(card.run, card), card.asks);
   }
 
-  #view(run: RunView): ProgressView {
+  #view(run: RunView, card: Pick<ActiveCard, "chatType">): ProgressView {
     return {
       sessionId: run.sessionId,
       runId: run.id,
@@ -350,6 +355,7 @@ export class FeishuChannel implements AskSurface {
       startedAt: run.startedAt,
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
       detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}`,
+      ...(card.chatType === "group" ? { chatType: "group" as const } : {}),
     };
   }
 
@@ -380,7 +386,10 @@ export class FeishuChannel implements AskSurface {
     if (!card) return;
     card.asks.push(ask);
     card.publisher?.request();
-    if (this.#o.askPing) card.pings.set(ask.requestId, this.#ping(card, ask));
+    if (shouldRemind({ enabled: this.#o.askPing, chatType: card.chatType, state: card.reminder })) {
+      card.reminder = "sending";
+      this.#track(this.#remind(card));
+    }
   }
 
   #onAskSettled(ask: PendingAsk): void {
@@ -388,43 +397,32 @@ export class FeishuChannel implements AskSurface {
     if (!card) return;
     card.asks = card.asks.filter((a) => a.requestId !== ask.requestId);
     card.publisher?.request();
-    const ping = card.pings.get(ask.requestId);
-    card.pings.delete(ask.requestId);
-    if (ping) this.#track(this.#retirePing(ping));
   }
 
   /**
-   * A PATCH notifies nobody: one short new message @-mentions the sender (peer-survey I1). Under load the
-   * ping waits for the app-wide budget; if the question was answered meanwhile, it is not sent at all.
+   * A PATCH notifies nobody: in a group, one short new message @-mentions the sender (peer-survey I1). Under
+   * load it waits for the app-wide budget; if every question was answered meanwhile, it is not sent at all.
+   * It is never recalled: a recall leaves 撤回了一条消息 in the chat.
    */
-  async #ping(card: ActiveCard, ask: PendingAsk): Promise<string | undefined> {
+  async #remind(card: ActiveCard): Promise<void> {
+    let outcome: "sent" | "skipped" | "failed" = "failed";
     try {
-      const sent = await this.#o.appLimiter(async (slot) => {
-        if (!card.asks.some((pending) => pending.requestId === ask.requestId)) {
+      outcome = await this.#o.appLimiter(async (slot) => {
+        const questions = card.asks.reduce((n, ask) => n + ask.questions.length, 0);
+        if (questions === 0) {
           slot.unused();
-          return undefined;
+          return "skipped" as const;
         }
-        return this.#o.messenger.sendText(
-          { chatId: card.chatId },
-          strings.feishu.askPing(ask.questions.length),
-          { mentionOpenIds: [card.senderId], replyTo: card.messageId ?? card.sourceMessageId },
-        );
+        await this.#o.messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(questions), {
+          mentionOpenIds: [card.senderId],
+          replyTo: card.messageId ?? card.sourceMessageId,
+        });
+        return "sent" as const;
       });
-      return sent?.messageId;
     } catch (error) {
-      this.#log.warn({ err: describeError(error), runId: card.runId }, "ask ping failed");
-      return undefined;
+      this.#log.warn({ err: describeError(error), runId: card.runId }, "ask reminder failed");
     }
-  }
-
-  async #retirePing(ping: Promise<string | undefined>): Promise<void> {
-    const messageId = await ping;
-    if (!messageId) return;
-    try {
-      await this.#o.appLimiter(() => this.#o.messenger.recall(messageId));
-    } catch (error) {
-      this.#log.info({ err: describeError(error), messageId }, "ask ping could not be recalled");
-    }
+    card.reminder = afterSend(outcome);
   }
 
   /** Background work is tracked so nothing is lost silently and shutdown can wait for it. */

@@ -24,6 +24,7 @@ export function callbackValue(button: unknown): Record<string, unknown> | undefi
 export function buttonAction(button: unknown, formValue?: Record<string, string | string[]>): CardAction;
 export function safeUrl(url: unknown): string | undefined;
 export function cardPreview(card: unknown): string;
+export function resolveMentions(content: unknown, mentionName: (openId: string) => string | undefined): string;
 /** Builds DOM; needs a browser. */
 export function renderCard(
   card: unknown,
@@ -31,6 +32,7 @@ export function renderCard(
     onAction?: (action: CardAction) => unknown;
     onNotice?: (message: string) => void;
     openUrl?: (url: string) => void;
+    mentionName?: (openId: string) => string | undefined;
   },
 ): unknown;
 export function readFormFields(form: unknown): FormField[];

@@ -109,7 +109,8 @@ const spacing = (value) =>
 /**
  * @param {unknown} card Card JSON 2.0
  * @param {{onAction?: (action: {value?: object, name?: string, formValue?: object}) => Promise<unknown> | unknown,
- *          onNotice?: (message: string) => void, openUrl?: (url: string) => void}} [options]
+ *          onNotice?: (message: string) => void, openUrl?: (url: string) => void,
+ *          mentionName?: (openId: string) => string | undefined}} [options]
  * @returns {HTMLElement}
  */
 export function renderCard(card, options = {}) {
@@ -117,6 +118,7 @@ export function renderCard(card, options = {}) {
     onAction: options.onAction ?? (() => undefined),
     onNotice: options.onNotice ?? (() => undefined),
     openUrl: options.openUrl ?? ((url) => window.open(url, "_blank", "noopener,noreferrer")),
+    mentionName: options.mentionName ?? (() => undefined),
     form: undefined,
   };
   const width = ["compact", "fill"].includes(card?.config?.width_mode) ? card.config.width_mode : "default";
@@ -165,7 +167,7 @@ function renderNode(node, ctx) {
 function renderTag(node, ctx) {
   switch (node?.tag) {
     case "markdown":
-      return renderMarkdown(node);
+      return renderMarkdown(node, ctx);
     case "div":
       return renderDiv(node);
     case "hr":
@@ -189,15 +191,30 @@ function renderTag(node, ctx) {
   }
 }
 
-function renderMarkdown(node) {
+function renderMarkdown(node, ctx) {
   const size = ["heading", "notation"].includes(node.text_size) ? node.text_size : "normal";
   const align = ["center", "right"].includes(node.text_align) ? node.text_align : "left";
   const element = h("div", {
     class: `fc-markdown fc-text-${size} fc-align-${align}`,
     "data-testid": "card-markdown",
   });
-  return setSafeHtml(element, markdownToHtml(node.content));
+  return setSafeHtml(element, markdownToHtml(resolveMentions(node.content, ctx.mentionName)));
 }
+
+/**
+ * Feishu shows `<at id=ou_…></at>` in card markdown as @ and the person's name (`<at id=all></at>` as
+ * @所有人). Done before markdownToHtml, as plain text that it then escapes like any other. Text a user or a
+ * model wrote reaches the card with its `<` escaped by the bot, so it never matches here.
+ * @param {unknown} content
+ * @param {(openId: string) => string | undefined} mentionName
+ */
+export function resolveMentions(content, mentionName) {
+  return String(content ?? "").replace(AT_TAG, (_match, quote, id) => {
+    if (id === "all") return "@所有人";
+    return `@${mentionName(id) ?? id}`;
+  });
+}
+const AT_TAG = /<at\s+id=(["']?)([A-Za-z0-9_-]+)\1\s*>\s*<\/at>/g;
 
 function renderDiv(node) {
   const element = h("div", { class: "fc-markdown fc-div" });

@@ -97,6 +97,8 @@ function messageBody(message, view) {
       renderCard(message.card, {
         onAction: (action) => view.onAction(message.messageId, action),
         onNotice: view.onNotice,
+        openUrl: view.openUrl,
+        mentionName: view.mentionName,
       }),
     );
   }

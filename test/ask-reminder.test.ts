@@ -1,0 +1,168 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Card } from "../src/cards/model.ts";
+import { buildProgressCard } from "../src/cards/progress.ts";
+import { afterSend, shouldRemind } from "../src/feishu/ask-reminder.ts";
+import { sampleAsk } from "./fixtures.ts";
+import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+
+/**
+ * Who a question on a card is for, and who gets told: through the SDK and the emulator, as a chat sees it.
+ * In a private chat the card is the notification (no reminder); in a group the card names the sender and
+ * one reminder per card @-mentions them; nothing is recalled (a recall shows 撤回了一条消息 to everyone).
+ */
+
+const ALICE = "ou_alice000000000000000000000000000";
+const BOB = "ou_bob00000000000000000000000000000";
+const GROUP = "oc_team";
+
+const rigs: FeishuRig[] = [];
+afterEach(async () => {
+  for (const r of rigs.splice(0)) await r.stop();
+});
+async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
+  const started = await startFeishuRig(options);
+  rigs.push(started);
+  return started;
+}
+
+const botTexts = (r: FeishuRig) =>
+  r.emulator.messages.listMessages().filter((m) => m.senderType === "app" && m.msgType === "text");
+
+/** Every markdown block of a card (forms included), in order. */
+function markdownOf(card: Card): string[] {
+  const out: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (typeof node !== "object" || node === null) return;
+    const record = node as Record<string, unknown>;
+    if (record.tag === "markdown" && typeof record.content === "string") out.push(record.content);
+    for (const value of Object.values(record)) if (typeof value === "object") walk(value);
+  };
+  walk(card.body.elements);
+  return out;
+}
+
+/** Sends `text` and waits until the card shows `forms` forms; the card's id and that state. */
+async function asked(r: FeishuRig, input: { chatType: "p2p" | "group"; text: string; forms: number }) {
+  const group = input.chatType === "group";
+  const userMessageId = await r.send({
+    chatType: input.chatType,
+    senderOpenId: ALICE,
+    text: input.text,
+    ...(group ? { chatId: GROUP, mentionBot: true } : {}),
+  });
+  const cardId = await r.progressCard(userMessageId);
+  const card = await r.until(() => {
+    const c = r.cardOf(cardId);
+    return formsOn(c).length === input.forms && c;
+  }, `${input.forms} form(s) on the card`);
+  return { cardId, card };
+}
+
+async function answerAll(r: FeishuRig, cardId: string, card: Card): Promise<void> {
+  for (const [index, requestId] of requestIdsOn(card).entries()) {
+    const ask = r.core.registry.get(requestId);
+    const response = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: { kind: "feishu_ask", act: "submit", sessionId: ask?.sessionId ?? "", requestId, sender: ALICE },
+      name: `ask${index}_submit`,
+      formValue: { [`ask${index}_q0`]: "0", [`ask${index}_q1`]: ["0"] },
+    });
+    expect(response.toast?.content).toBe("已提交");
+  }
+  await r.until(() => r.cardOf(cardId).header?.template === "green", "the completed card");
+}
+
+describe("the question's wording and its reminder", () => {
+  it("in a private chat: 需要你的回答 on the card, and no reminder message, even for /parallel", async () => {
+    const r = await rig();
+    const { cardId, card } = await asked(r, { chatType: "p2p", text: "/parallel", forms: 2 });
+    const markdown = markdownOf(card).join("\n");
+    expect(markdown).toContain("需要你的回答");
+    expect(markdown).not.toContain("<at");
+    expect(card.config?.summary?.content).toBe("等待你回答 2 个问题");
+    await answerAll(r, cardId, card);
+    await r.channel.idle();
+    expect(botTexts(r)).toEqual([]);
+  });
+
+  it("in a group: the card says whose answer it waits for, and one reminder @-mentions them, never recalled", async () => {
+    const r = await rig();
+    const { cardId, card } = await asked(r, { chatType: "group", text: "/parallel", forms: 2 });
+    const markdown = markdownOf(card).join("\n");
+    expect(markdown).toContain(`**等待** <at id=${ALICE}></at> **回答（1/2）**`);
+    expect(markdown).toContain(`**等待** <at id=${ALICE}></at> **回答（2/2）**`);
+    expect(markdown).not.toContain("需要你的回答");
+    // The chat-list summary is plain text read by everyone: no "你", no tag.
+    expect(card.config?.summary?.content).toBe("等待发起人回答 2 个问题");
+
+    const reminder = await r.until(() => botTexts(r)[0], "the reminder");
+    expect(reminder.content).toContain(ALICE);
+    expect(reminder.content).toContain("请在上方卡片中作答");
+    // A reply to the card, or to the task's message when the card's own reply had not returned yet.
+    expect([cardId, r.cardOf(cardId) && r.emulator.messages.getMessage(cardId)?.parentId]).toContain(
+      reminder.parentId,
+    );
+    await answerAll(r, cardId, card);
+    await r.channel.idle();
+    // Two asks, one reminder; still there after both were answered.
+    expect(botTexts(r).map((m) => m.messageId)).toEqual([reminder.messageId]);
+    expect(r.emulator.messages.getMessage(reminder.messageId)?.recalled).toBeFalsy();
+  });
+
+  it("in a group: another member's submit still gets exactly 仅消息发送者可操作", async () => {
+    const r = await rig();
+    const { cardId, card } = await asked(r, { chatType: "group", text: "部署", forms: 1 });
+    const requestId = requestIdsOn(card)[0] ?? "";
+    const ask = r.core.registry.get(requestId);
+    const byBob = await r.click({
+      messageId: cardId,
+      operatorOpenId: BOB,
+      value: { kind: "feishu_ask", act: "submit", sessionId: ask?.sessionId ?? "", requestId, sender: ALICE },
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0", ask0_q1: ["0"] },
+    });
+    expect(byBob).toEqual({ toast: { type: "error", content: "仅消息发送者可操作" } });
+  });
+
+  it("sends no reminder in a group when FEISHU_ASK_PING is off", async () => {
+    const r = await rig({ askPing: false });
+    await asked(r, { chatType: "group", text: "部署", forms: 1 });
+    await r.channel.idle();
+    expect(botTexts(r)).toEqual([]);
+  });
+});
+
+describe("the group card's heading", () => {
+  it("never puts a sender id that is not an open_id inside a tag: it says 等待发起人回答 instead", () => {
+    const view = {
+      sessionId: "s",
+      runId: "r",
+      senderId: "ou_x></at><at id=all></at>",
+      title: "t",
+      status: "running" as const,
+      steps: [],
+      startedAt: 0,
+      chatType: "group" as const,
+    };
+    const markdown = markdownOf(
+      buildProgressCard(view, [{ requestId: "q", questions: sampleAsk().questions }]),
+    );
+    expect(markdown.join("\n")).toContain("**等待发起人回答**");
+    expect(markdown.join("\n")).not.toContain("<at");
+  });
+});
+
+describe("the reminder policy", () => {
+  it("reminds once per card, in groups only, and lets a skipped or failed send try again", () => {
+    const group = { enabled: true, chatType: "group" as const };
+    expect(shouldRemind({ ...group, state: "none" })).toBe(true);
+    expect(shouldRemind({ ...group, state: "sending" })).toBe(false);
+    expect(shouldRemind({ ...group, state: "sent" })).toBe(false);
+    expect(shouldRemind({ ...group, enabled: false, state: "none" })).toBe(false);
+    for (const chatType of ["private", "none", undefined] as const)
+      expect(shouldRemind({ enabled: true, chatType, state: "none" })).toBe(false);
+    expect([afterSend("sent"), afterSend("skipped"), afterSend("failed")]).toEqual(["sent", "none", "none"]);
+  });
+});
