@@ -423,6 +423,51 @@ describe("GET /api/sessions/:id", () => {
   });
 });
 
+describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", () => {
+  it("serves the page, the history to who may view the session, and each run to them and to its own sender", async () => {
+    const server = await startPageServer();
+    const session = createSession(server.core, ALICE, { chatType: "group", title: "飞书群聊" });
+    const page = await get(server, `/sessions/${session.id}/runs/anything`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("/web/session.js");
+
+    // Bob's task ends (nobody could be asked), then Alice's waits on her question: an old card and the current one.
+    const first = startRun(server.core, session, BOB, "第一次：部署到测试环境");
+    await waitForRun(server.core, first.id);
+    const alice = await server.connect({ cookie: cookieFor(server.tokenFor(ALICE)) });
+    const second = startRun(server.core, session, ALICE, "第二次");
+    await alice.next("ask_user_questions");
+    const asAlice = { cookie: cookieFor(server.tokenFor(ALICE)) };
+    const asBob = { cookie: cookieFor(server.tokenFor(BOB)) };
+    const runs = `/api/sessions/${session.id}/runs`;
+
+    expect((await get(server, runs)).status).toBe(401);
+    const history = await (await get(server, runs, asAlice)).json();
+    expect(history).toMatchObject({
+      activeRunId: second.id,
+      runs: [
+        { id: second.id, status: "running", title: "第二次", senderId: ALICE },
+        { id: first.id, status: "completed", title: "第一次：部署到测试环境", senderId: BOB },
+      ],
+    });
+
+    const old = await (await get(server, `${runs}/${first.id}`, asAlice)).json();
+    expect(old).toMatchObject({ run: { id: first.id, status: "completed" }, active: false });
+    const current = await (await get(server, `${runs}/${second.id}`, asAlice)).json();
+    expect(current).toMatchObject({ run: { id: second.id, status: "running" }, active: true });
+
+    // Bob may no longer view the chat's session (it runs Alice's task), but his own task's page still opens.
+    expect((await get(server, runs, asBob)).status).toBe(403);
+    const own = await get(server, `${runs}/${first.id}`, asBob);
+    expect(await own.json()).toMatchObject({ run: { id: first.id, senderId: BOB }, canViewSession: false });
+    const notHis = await get(server, `${runs}/${second.id}`, asBob);
+    const unknown = await get(server, `${runs}/nope`, asBob);
+    const elsewhere = await get(server, `/api/sessions/other/runs/${first.id}`, asBob);
+    expect([notHis.status, unknown.status, elsewhere.status]).toEqual([403, 403, 403]);
+    expect(await notHis.json()).toEqual(await unknown.json());
+  });
+});
+
 describe("the WebSocket with the sign-in cookie", () => {
   it("authenticates an upgrade that carries only the cookie, as the cookie's user", async () => {
     const server = await startPageServer();

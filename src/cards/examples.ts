@@ -18,7 +18,8 @@ const base: ProgressView = {
   status: "running",
   steps: [{ title: "扫描工作区", status: "done", summary: "扫描了 42 个文件" }],
   startedAt: T0,
-  detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice",
+  // Each card links to its own run (a later run in the chat does not change what an old card opens).
+  detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice/runs/run_0001",
 };
 
 const asking = { ...base, steps: [...base.steps, { title: "等待你的回答", status: "running" as const }] };
@@ -56,7 +57,7 @@ export function exampleCards(): Record<string, Card> {
       {
         ...asking,
         sessionId: "feishu-cli_demo-group-oc_team",
-        detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-group-oc_team",
+        detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-group-oc_team/runs/run_0001",
         chatType: "group",
       },
       [bothQuestions],

@@ -354,7 +354,8 @@ export class FeishuChannel implements AskSurface {
       ...(run.error !== undefined ? { error: run.error } : {}),
       startedAt: run.startedAt,
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
-      detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}`,
+      // Each card links to its own run: an old card keeps showing the task it was sent for.
+      detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
       ...(card.chatType === "group" ? { chatType: "group" as const } : {}),
     };
   }

@@ -102,6 +102,20 @@ export class SessionRunner {
     return this.activeRun(sessionId) ?? this.#deps.store.latestRun(sessionId);
   }
 
+  /** One run by id: the live state while it is active, else as last saved. */
+  getRun(runId: string): RunView | undefined {
+    for (const active of this.#active.values()) if (active.run.id === runId) return active.run;
+    return this.#deps.store.getRun(runId);
+  }
+
+  /** A session's runs, newest first, the active one as it is now. */
+  runs(sessionId: string, limit: number): RunView[] {
+    const active = this.activeRun(sessionId);
+    return this.#deps.store
+      .recentRuns(sessionId, limit)
+      .map((run) => (active && run.id === active.id ? active : run));
+  }
+
   queued(sessionId: string): QueuedMessage[] {
     return this.#deps.store.queued(sessionId);
   }

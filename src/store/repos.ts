@@ -95,6 +95,9 @@ function prepareStatements(db: Db) {
       latest: db.prepare<[string], RunRow>(
         "SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
       ),
+      recent: db.prepare<[string, number], RunRow>(
+        "SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
+      ),
       unfinished: db.prepare<[], RunRow>(
         "SELECT * FROM runs WHERE status IN ('running', 'recovering') ORDER BY started_at",
       ),
@@ -218,6 +221,11 @@ export class Store {
   latestRun(sessionId: string): RunView | undefined {
     const row = this.#sql.runs.latest.get(sessionId);
     return row ? runFromRow(row) : undefined;
+  }
+
+  /** A session's runs, newest first (the session page's history). */
+  recentRuns(sessionId: string, limit: number): RunView[] {
+    return this.#sql.runs.recent.all(sessionId, limit).map(runFromRow);
   }
 
   /** Runs a crash left unfinished. */

@@ -5,6 +5,7 @@ import { canViewSession } from "../harness/access.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
+import { mountRunApi } from "./runs.ts";
 
 /**
  * The session page (`GET /sessions/:id`, the 会话详情 link on every progress card) and its assets.
@@ -33,6 +34,7 @@ const JS = "text/javascript; charset=utf-8";
 const ASSETS: Record<string, { type: string; source?: URL }> = {
   "session.js": { type: JS },
   "question-panel.js": { type: JS },
+  "run-history.js": { type: JS },
   "session.css": { type: "text/css; charset=utf-8" },
   /**
    * The console's card-markdown renderer, one file for both pages: the console's cards.js imports it as
@@ -68,7 +70,8 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     ]),
   );
 
-  app.get("/sessions/:id", (_req, res) => {
+  // One page for a chat's session and for each of its runs (the link on each card, see runs.ts).
+  app.get(["/sessions/:id", "/sessions/:id/runs/:runId"], (_req, res) => {
     res.setHeader("Content-Security-Policy", PAGE_CSP);
     res.setHeader("Referrer-Policy", "no-referrer");
     sendAsset(res, page);
@@ -79,6 +82,8 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     if (!asset) return next();
     sendAsset(res, asset);
   });
+
+  mountRunApi(app, options);
 
   app.get("/api/sessions/:id", (req, res) => {
     res.setHeader("Cache-Control", "no-store");

@@ -1,5 +1,6 @@
 import { markdownToHtml } from "./markdown.js";
 import { createAskPanel } from "./question-panel.js";
+import { historyItems } from "./run-history.js";
 
 /**
  * The session page: who is looking (`/auth/me`), the session's title (`/api/sessions/:id`), then everything
@@ -26,8 +27,15 @@ const NOTICE_MS = 4_000;
 const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
 const SECTIONS = ["loading", "sign-in-prompt", "forbidden", "page-error", "session"];
 
+const route = routeFromPath(location.pathname);
 const page = {
-  sessionId: sessionIdFromPath(location.pathname),
+  sessionId: route?.sessionId ?? null,
+  /** On `/sessions/:id/runs/:runId` (the link on each card): the run this page is about. */
+  runId: route?.runId ?? null,
+  /** That run as the API last gave it; shown whenever it is not the session's live run. */
+  run: null,
+  /** The chat's runs, newest first (`/api/sessions/:id/runs`). */
+  history: [],
   title: "会话",
   me: null,
   canAnswer: false,
@@ -45,15 +53,20 @@ const page = {
   stopped: false,
 };
 
-function sessionIdFromPath(pathname) {
-  const match = /^\/sessions\/([^/]+)\/?$/.exec(pathname);
+function routeFromPath(pathname) {
+  const match = /^\/sessions\/([^/]+)(?:\/runs\/([^/]+))?\/?$/.exec(pathname);
   if (!match) return null;
   try {
-    return decodeURIComponent(match[1]);
+    return { sessionId: decodeURIComponent(match[1]), runId: match[2] ? decodeURIComponent(match[2]) : null };
   } catch {
     return null;
   }
 }
+
+const sessionPath = () => `/sessions/${encodeURIComponent(page.sessionId)}`;
+const runPath = (runId) => `${sessionPath()}/runs/${encodeURIComponent(runId)}`;
+/** Whether the session's live run (the socket's snapshot) is the one this page shows. */
+const isLive = () => !page.runId || page.snapshot?.run?.id === page.runId;
 
 function show(name) {
   for (const section of SECTIONS) byTestId(section).hidden = section !== name;
@@ -88,6 +101,19 @@ async function boot() {
   page.me = me.body.userId;
   showViewer(me.body);
 
+  if (page.runId) {
+    const loaded = await loadRun();
+    if (loaded === "signed-out") return signedOut();
+    if (loaded === "forbidden") return showForbidden();
+    if (loaded === "error") return showPageError("加载失败，请稍后刷新重试。");
+    // The run's sender may always see their own task, even when the chat's session is not theirs to view.
+    if (!loaded.canViewSession) {
+      page.stopped = true;
+      show("session");
+      return renderStatus();
+    }
+  }
+
   let info;
   try {
     info = await getJson(`/api/sessions/${encodeURIComponent(page.sessionId)}`);
@@ -101,6 +127,35 @@ async function boot() {
   byTestId("session-title").textContent = page.title;
   document.title = `${page.title} · 会话详情`;
   connect();
+  void loadHistory();
+}
+
+/** Fetches this page's run; renders it unless the live snapshot shows it already. */
+async function loadRun() {
+  let result;
+  try {
+    result = await getJson(runPath(page.runId).replace("/sessions/", "/api/sessions/"));
+  } catch {
+    return "error";
+  }
+  if (result.status === 401) return "signed-out";
+  if (result.status === 403) return "forbidden";
+  if (!result.ok || typeof result.body?.run !== "object" || result.body.run === null) return "error";
+  page.run = result.body.run;
+  if (!isLive()) renderRun(page.run);
+  return { canViewSession: result.body.canViewSession === true };
+}
+
+async function loadHistory() {
+  let result;
+  try {
+    result = await getJson(`/api${sessionPath()}/runs`);
+  } catch {
+    return;
+  }
+  if (!result.ok || !Array.isArray(result.body?.runs)) return;
+  page.history = result.body.runs;
+  renderHistory();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -244,7 +299,8 @@ function handle(frame) {
       page.attempts = 0;
       byTestId("connection").hidden = true;
       show("session");
-      return setCanAnswer(data.canAnswer === true);
+      // On an earlier run's page nothing is answerable; the snapshot that follows settles it either way.
+      return setCanAnswer(data.canAnswer === true && !page.runId);
     case "session_snapshot":
       if (frame.sessionId === page.sessionId) onSnapshot(data);
       return;
@@ -301,6 +357,8 @@ function onError(frame) {
 
 function onAsk(ask) {
   if (typeof ask.requestId !== "string" || !Array.isArray(ask.questions)) return;
+  // The questions of the session's live run belong on its own page, not on an earlier run's.
+  if (!isLive()) return;
   page.resync?.seen.add(ask.requestId);
   // A re-sent ask keeps its panel, and with it whatever the viewer has already filled in.
   if (page.panels.has(ask.requestId)) return;
@@ -363,19 +421,31 @@ function notice(text) {
 // The run
 
 function onSnapshot(snapshot) {
+  const wasLive = page.snapshot !== null && isLive();
   page.snapshot = snapshot;
   const run = snapshot.run;
+  const live = isLive();
   // Only the active run's sender may answer; this follows a new run started by someone else.
-  setCanAnswer(Boolean(snapshot.active && run && run.senderId === page.me));
+  setCanAnswer(Boolean(live && snapshot.active && run && run.senderId === page.me));
   // No ask outlives its run; the cancelled frames follow, this just does not wait for them.
-  if (!snapshot.active) for (const requestId of [...page.panels.keys()]) removePanel(requestId);
-  renderRun(run);
+  if (!snapshot.active || !live) for (const requestId of [...page.panels.keys()]) removePanel(requestId);
+  if (live) {
+    if (page.runId) page.run = run;
+    renderRun(run);
+  } else {
+    // This page's run has just been followed by another: fetch its final state once.
+    if (wasLive) void loadRun().then(renderStatus);
+    renderRun(page.run);
+  }
+  renderOlderRun(live);
+  if (run && !page.history.some((entry) => entry.id === run.id && entry.status === run.status))
+    void loadHistory();
   renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : []);
   renderStatus();
 }
 
 function statusKey(snapshot) {
-  const run = snapshot?.run;
+  const run = isLive() ? snapshot?.run : page.run;
   if (!run) return "none";
   if (run.status !== "running") return run.status;
   const asking = (run.steps ?? []).some((step) => step.tool === ASK_TOOL && step.status === "running");
@@ -429,6 +499,28 @@ function stepItem(step) {
     item.append(summary);
   }
   return item;
+}
+
+function renderOlderRun(live) {
+  const note = byTestId("older-run");
+  note.hidden = live || !page.runId;
+  if (note.hidden || byTestId("latest-run-link")) return;
+  const link = document.createElement("a");
+  link.dataset.testid = "latest-run-link";
+  link.href = sessionPath();
+  link.textContent = "查看会话的当前任务";
+  note.append(link);
+}
+
+function renderHistory() {
+  byTestId("history").hidden = page.history.length === 0;
+  byTestId("run-list").replaceChildren(
+    ...historyItems(document, page.history, {
+      shownId: page.runId ?? page.snapshot?.run?.id,
+      href: runPath,
+      statusText: (status) => STATUS_TEXT[status] ?? status,
+    }),
+  );
 }
 
 function renderQueue(queued) {

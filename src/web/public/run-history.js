@@ -1,0 +1,43 @@
+/**
+ * The chat's runs on the session page, newest first, each a link to its own page (the page every progress
+ * card links to), the one on screen marked with aria-current. Text only through textContent.
+ */
+
+const TIME = new Intl.DateTimeFormat("zh-CN", {
+  month: "numeric",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
+
+/**
+ * @param {Document} doc
+ * @param {{id: string, status: string, title?: string, startedAt?: number}[]} runs
+ * @param {{shownId?: string | null, href: (runId: string) => string, statusText: (status: string) => string}} options
+ * @returns {HTMLLIElement[]}
+ */
+export function historyItems(doc, runs, options) {
+  return runs.map((entry) => {
+    const item = doc.createElement("li");
+    item.className = "history-item";
+    item.dataset.testid = "history-run";
+    item.dataset.runId = entry.id;
+    if (entry.id === options.shownId) item.setAttribute("aria-current", "page");
+    const link = doc.createElement("a");
+    link.href = options.href(entry.id);
+    link.dataset.testid = "history-link";
+    link.textContent = oneLine(entry.title ?? "") || "任务";
+    const status = doc.createElement("span");
+    status.className = "history-status";
+    status.dataset.testid = "history-status";
+    status.dataset.status = entry.status;
+    status.textContent = options.statusText(entry.status);
+    const time = doc.createElement("span");
+    time.className = "history-time";
+    time.textContent = Number.isFinite(entry.startedAt) ? TIME.format(new Date(entry.startedAt)) : "";
+    item.append(link, status, time);
+    return item;
+  });
+}
+
+const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();

@@ -1,0 +1,89 @@
+import type express from "express";
+import type { Response } from "express";
+import { oneLine, truncate } from "../cards/text.ts";
+import { canViewSession } from "../harness/access.ts";
+import type { SessionRunner } from "../harness/runner.ts";
+import type { RunStatus, RunView } from "../harness/types.ts";
+import { viewerOf } from "./auth.ts";
+
+/**
+ * Runs, one by one, for the session page. Every progress card links to its own run
+ * (`/sessions/:id/runs/:runId`), so 会话详情 on an old card shows the task that card was about, not whatever
+ * the chat runs now; the page lists the chat's earlier runs beside it.
+ *
+ * - `GET /api/sessions/:id/runs` — the history, newest first: for whoever may view the session.
+ * - `GET /api/sessions/:id/runs/:runId` — one run: for whoever may view the session, and always for the
+ *   run's own sender (it is their task, even after someone else's run took the chat over).
+ *
+ * Unknown, not-in-this-session and not-yours answer the same 403, so nobody can probe which runs exist.
+ */
+
+export const HISTORY_LIMIT = 50;
+const TITLE_CHARS = 80;
+
+export interface RunSummary {
+  id: string;
+  status: RunStatus;
+  title: string;
+  senderId: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface RunsOptions {
+  runner: SessionRunner;
+  authSecret: string;
+  now: () => number;
+}
+
+export function mountRunApi(app: express.Express, options: RunsOptions): void {
+  const { runner } = options;
+
+  app.get("/api/sessions/:id/runs", (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    const userId = viewerOf(req, options);
+    if (!userId) return unauthorized(res);
+    const sessionId = req.params.id;
+    if (!canViewSession(runner, userId, sessionId)) return forbidden(res);
+    const active = runner.activeRun(sessionId);
+    res.json({
+      activeRunId: active?.id ?? null,
+      runs: runner.runs(sessionId, HISTORY_LIMIT).map(summary),
+    });
+  });
+
+  app.get("/api/sessions/:id/runs/:runId", (req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    const userId = viewerOf(req, options);
+    if (!userId) return unauthorized(res);
+    const { id: sessionId, runId } = req.params;
+    const run = runner.getRun(runId);
+    if (!run || run.sessionId !== sessionId) return forbidden(res);
+    if (run.senderId !== userId && !canViewSession(runner, userId, sessionId)) return forbidden(res);
+    res.json({
+      run,
+      active: runner.activeRun(sessionId)?.id === run.id,
+      // The run page links "back to the chat" only for those the session page will let in.
+      canViewSession: canViewSession(runner, userId, sessionId),
+    });
+  });
+}
+
+function summary(run: RunView): RunSummary {
+  return {
+    id: run.id,
+    status: run.status,
+    title: truncate(oneLine(run.input), TITLE_CHARS),
+    senderId: run.senderId,
+    startedAt: run.startedAt,
+    ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
+  };
+}
+
+function unauthorized(res: Response): void {
+  res.status(401).json({ error: { code: "UNAUTHORIZED", message: "not signed in" } });
+}
+
+function forbidden(res: Response): void {
+  res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this run" } });
+}
