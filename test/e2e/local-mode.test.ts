@@ -259,8 +259,8 @@ async function recordCardStates(page: Page): Promise<() => Promise<string[]>> {
 // The session page
 
 /**
- * Clicks the card's 会话详情, which opens /sessions/<id> in a new page (signed out: it asks to sign in),
- * then signs in there as `user` through /auth/local and waits for the session to load.
+ * Clicks the card's 会话详情, which opens the card's own run (/sessions/<id>/runs/<runId>) in a new page,
+ * signed in as the console's current user `user` (the console goes through /auth/local), and waits for it.
  */
 async function openSessionPage(card: Locator, user: string): Promise<{ page: Page; sessionPath: string }> {
   if (!context) throw new Error("no browser context");
@@ -268,14 +268,8 @@ async function openSessionPage(card: Locator, user: string): Promise<{ page: Pag
   await card.getByTestId("card-button").filter({ hasText: "会话详情" }).click();
   const page = await opened;
   watch(page);
-  await page.waitForURL(/\/sessions\/[^/]+$/, { timeout: WAIT_MS });
+  await page.waitForURL(/\/sessions\/[^/]+\/runs\/[^/]+$/, { timeout: WAIT_MS });
   const sessionPath = new URL(page.url()).pathname;
-  await page.getByTestId("sign-in-prompt").waitFor({ timeout: WAIT_MS });
-  await expect(page.locator(`[data-testid="sign-in-local-user"][data-user="${user}"]`).count()).resolves.toBe(
-    1,
-  );
-  await page.goto(`${bot.baseUrl}/auth/local?user=${user}&next=${encodeURIComponent(sessionPath)}`);
-  await page.waitForURL(`${bot.baseUrl}${sessionPath}`, { timeout: WAIT_MS });
   await page.getByTestId("session").waitFor({ timeout: WAIT_MS });
   await expect
     .poll(() => page.getByTestId("viewer-name").textContent(), { timeout: WAIT_MS })

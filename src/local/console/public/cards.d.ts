@@ -24,7 +24,10 @@ export function callbackValue(button: unknown): Record<string, unknown> | undefi
 export function buttonAction(button: unknown, formValue?: Record<string, string | string[]>): CardAction;
 export function safeUrl(url: unknown): string | undefined;
 export function cardPreview(card: unknown): string;
-export function resolveMentions(content: unknown, mentionName: (openId: string) => string | undefined): string;
+export function resolveMentions(
+  content: unknown,
+  mentionName: (openId: string) => string | undefined,
+): string;
 /** Builds DOM; needs a browser. */
 export function renderCard(
   card: unknown,

@@ -209,7 +209,7 @@ function renderMarkdown(node, ctx) {
  * @param {(openId: string) => string | undefined} mentionName
  */
 export function resolveMentions(content, mentionName) {
-  return String(content ?? "").replace(AT_TAG, (_match, quote, id) => {
+  return String(content ?? "").replace(AT_TAG, (_match, _quote, id) => {
     if (id === "all") return "@所有人";
     return `@${mentionName(id) ?? id}`;
   });

@@ -2,6 +2,7 @@ import { formatTime, messagePreview, renderMessage } from "./chat.js";
 import { createComposer } from "./composer.js";
 import { h } from "./dom.js";
 import { createLogPanel } from "./log.js";
+import { followUser, openAs } from "./sign-in.js";
 
 /**
  * The local console: a Feishu-like chat over the emulator. State comes from /console/api (loaded on every
@@ -188,7 +189,19 @@ const messageView = () => ({
   onReply: (message) =>
     canWrite(currentChat()) ? composer.setReplyTo(message) : toast("info", "你不能在这个会话里发言"),
   onJump: jumpTo,
+  // 会话详情 opens as the person the console is acting as (sign-in.js).
+  openUrl: (url) => window.open(openAs(url, state.userId, location.origin), "_blank", "noopener,noreferrer"),
+  mentionName: (openId) => state.users.find((user) => user.openId === openId)?.name,
 });
+
+/** Keeps the session pages' sign-in cookie on the console's current user; a failure only costs a toast. */
+function signInAs(openId) {
+  followUser(openId)
+    .then((ok) => {
+      if (!ok) toast("warning", "会话详情页未能切换到当前用户，打开时请重新登录");
+    })
+    .catch(() => toast("warning", "会话详情页未能切换到当前用户，打开时请重新登录"));
+}
 
 const nearBottom = () => els.list.scrollHeight - els.list.scrollTop - els.list.clientHeight < 120;
 const toBottom = () => {
@@ -267,6 +280,7 @@ function selectChat(chatId) {
 function setUser(openId) {
   if (!state.users.some((user) => user.openId === openId)) return;
   state.userId = openId;
+  signInAs(openId);
   renderSwitcher();
   const chat = currentChat();
   if (chat?.type === "p2p") return selectChat(privateChatOf(openId)?.chatId ?? state.chatId);
@@ -366,6 +380,7 @@ async function start() {
   const params = new URLSearchParams(location.hash.slice(1));
   const user = state.users.find((u) => u.openId === params.get("user")) ?? state.users[0];
   state.userId = user.openId;
+  signInAs(user.openId);
   const chat =
     state.chats.find((c) => c.chatId === params.get("chat")) ?? privateChatOf(user.openId) ?? state.chats[0];
   state.chatId = chat.chatId;

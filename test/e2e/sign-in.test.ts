@@ -1,0 +1,244 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, screenshot } from "./browser.ts";
+
+/**
+ * Who you are on the session page, in a real browser against `npm start`'s entry point in local mode:
+ * 会话详情 opens as the console's current user, each card opens its own run with the chat's history beside
+ * it, and a group card says whose answer it waits for.
+ */
+
+const ALICE = "ou_local_alice";
+const BOB = "ou_local_bob";
+const CAROL = "ou_local_carol";
+const GROUP = "oc_local_group";
+const p2p = (openId: string) => `oc_p2p_${openId}`;
+const WAIT_MS = 10_000;
+const TEST_MS = 45_000;
+
+let bot: { child: ChildProcess; baseUrl: string; dataDir: string; output: () => string };
+let browser: Browser;
+let context: BrowserContext | undefined;
+const problems: string[] = [];
+
+beforeAll(async () => {
+  const [started, launched] = await Promise.allSettled([startBot(), launchBrowser()]);
+  if (started.status === "fulfilled") bot = started.value;
+  if (launched.status === "fulfilled") browser = launched.value;
+  for (const outcome of [started, launched]) if (outcome.status === "rejected") throw outcome.reason;
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (!bot) return;
+  if (bot.child.exitCode === null) {
+    const exited = new Promise((resolve) => bot.child.once("exit", resolve));
+    bot.child.kill("SIGTERM");
+    const timer = setTimeout(() => bot.child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  fs.rmSync(bot.dataDir, { recursive: true, force: true });
+});
+
+afterEach(async ({ task }) => {
+  if (task.result?.state === "fail") {
+    for (const [index, page] of (context?.pages() ?? []).entries())
+      await screenshot(page, `failed-sign-in-${index}`).catch(() => undefined);
+    process.stderr.write(`--- bot output (tail) ---\n${bot.output().slice(-3000)}\n`);
+  }
+  await context?.close();
+  context = undefined;
+  const found = problems.splice(0);
+  if (found.length > 0) throw new Error(`the pages reported errors:\n${found.join("\n")}`);
+});
+
+async function startBot(): Promise<typeof bot> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const address = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  const port = typeof address === "object" && address ? address.port : 0;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-sign-in-e2e-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { PATH: process.env.PATH ?? "", PORT: String(port), DATA_DIR: dataDir, DEMO_STEP_MS: "50" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  const deadline = Date.now() + 20_000;
+  while (!output.includes('"msg":"listening"')) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill("SIGKILL");
+      throw new Error(`the bot did not start:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
+}
+
+function watch(page: Page): void {
+  page.on("pageerror", (error) => problems.push(`${page.url()}: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(`${page.url()}: console.error ${message.text()}`);
+  });
+}
+
+/** The console as `user`, opened on 127.0.0.1 while the cards link to localhost: cookies are per host. */
+async function openConsole(user: string, chatId: string): Promise<Page> {
+  context ??= await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "zh-CN" });
+  const page = await context.newPage();
+  watch(page);
+  await page.goto(`${bot.baseUrl.replace("localhost", "127.0.0.1")}/console#user=${user}&chat=${chatId}`);
+  await page.locator('[data-testid="connection-status"][data-state="open"]').waitFor({ timeout: WAIT_MS });
+  return page;
+}
+
+async function switchTo(page: Page, user: string, chatId: string): Promise<void> {
+  await page.locator(`[data-testid="user-option"][data-user-id="${user}"]`).click();
+  await page.locator(`[data-testid="chat-item"][data-chat-id="${chatId}"] button`).click();
+  await page.locator(`[data-testid="chat-item"][data-chat-id="${chatId}"][data-active="true"]`).waitFor();
+}
+
+async function send(page: Page, text: string, options: { mention?: boolean } = {}): Promise<string> {
+  const input = page.getByTestId("composer-input");
+  if (options.mention) {
+    await page.getByTestId("mention-bot").click();
+    await expect.poll(() => input.inputValue(), { timeout: WAIT_MS }).toBe("@机器人 ");
+    await page.keyboard.insertText(text);
+  } else {
+    await input.fill(text);
+  }
+  const posted = page.waitForResponse((r) => r.url().endsWith("/console/api/messages"), { timeout: WAIT_MS });
+  await input.press("Enter");
+  const body = (await (await posted).json()) as { messageId: string; delivered: boolean };
+  expect(body.delivered).toBe(true);
+  return body.messageId;
+}
+
+/** The bot's progress card replying to `parentId`; a selector by id finds the newest render. */
+async function cardFor(page: Page, parentId: string): Promise<Locator> {
+  const row = page
+    .locator('[data-testid="message"][data-sender-type="app"]')
+    .filter({ has: page.locator(`[data-testid="message-reply-ref"][data-parent-id="${parentId}"]`) })
+    .filter({ has: page.getByTestId("card") });
+  await row.waitFor({ timeout: WAIT_MS });
+  return page.locator(
+    `[data-testid="message"][data-message-id="${await row.getAttribute("data-message-id")}"]`,
+  );
+}
+
+const text = async (card: Locator) =>
+  ((await card.getByTestId("card").textContent()) ?? "").replace(/\s+/g, " ");
+const waitGreen = (card: Locator) =>
+  card.locator('[data-testid="card-header"][data-template="green"]').waitFor({ timeout: WAIT_MS });
+
+async function openDetails(card: Locator): Promise<Page> {
+  if (!context) throw new Error("no browser context");
+  const opened = context.waitForEvent("page", { timeout: WAIT_MS });
+  await card.getByTestId("card-button").filter({ hasText: "会话详情" }).click();
+  const page = await opened;
+  watch(page);
+  await page.waitForURL(/\/sessions\/[^/]+\/runs\/[^/]+$/, { timeout: WAIT_MS });
+  return page;
+}
+
+describe("signing in to the session page from the console", () => {
+  it(
+    "会话详情 opens as the console's current user, also after switching from Alice to Bob",
+    async () => {
+      const consolePage = await openConsole(ALICE, p2p(ALICE));
+      const mine = await cardFor(consolePage, await send(consolePage, "/quick 看看状态"));
+      await waitGreen(mine);
+      const alicePage = await openDetails(mine);
+      await alicePage.getByTestId("session").waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => alicePage.getByTestId("viewer-name").textContent()).toContain(ALICE);
+
+      // The console now acts as Bob: his own chat's 会话详情 is his, not "Alice — 无权查看此会话".
+      await switchTo(consolePage, BOB, p2p(BOB));
+      const his = await cardFor(consolePage, await send(consolePage, "/quick 我是 Bob"));
+      await waitGreen(his);
+      const bobPage = await openDetails(his);
+      await bobPage.getByTestId("session").waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => bobPage.getByTestId("viewer-name").textContent()).toContain(BOB);
+      await expect(bobPage.getByTestId("task-title").textContent()).resolves.toContain("我是 Bob");
+      await expect(bobPage.getByTestId("forbidden").isHidden()).resolves.toBe(true);
+
+      // The switch also moved the console host's own sign-in: a session page there reloads as Bob.
+      const sameHost = await context!.newPage();
+      watch(sameHost);
+      const path = new URL(bobPage.url()).pathname;
+      await sameHost.goto(`${bot.baseUrl.replace("localhost", "127.0.0.1")}${path}`);
+      await sameHost.getByTestId("session").waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => sameHost.getByTestId("viewer-name").textContent()).toContain(BOB);
+    },
+    TEST_MS,
+  );
+
+  it(
+    "an old card opens its own run, marked as earlier, with the chat's runs listed beside it",
+    async () => {
+      const consolePage = await openConsole(CAROL, p2p(CAROL));
+      const first = await cardFor(consolePage, await send(consolePage, "/quick 第一次任务"));
+      await waitGreen(first);
+      const second = await cardFor(consolePage, await send(consolePage, "/quick 第二次任务"));
+      await waitGreen(second);
+
+      const page = await openDetails(first);
+      await page.getByTestId("session").waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => page.getByTestId("task-title").textContent()).toContain("第一次任务");
+      await page.getByTestId("older-run").waitFor({ timeout: WAIT_MS });
+      await expect(page.getByTestId("status").getAttribute("data-status")).resolves.toBe("completed");
+      const runs = page.getByTestId("history-run");
+      await expect.poll(() => runs.count(), { timeout: WAIT_MS }).toBe(2);
+      await expect(runs.nth(0).textContent()).resolves.toContain("第二次任务");
+      await expect(runs.nth(1).getAttribute("aria-current")).resolves.toBe("page");
+      await screenshot(page, "session-page-earlier-run");
+
+      // Following the history to the newer run shows it as the chat's current one.
+      await runs.nth(0).getByTestId("history-link").click();
+      await expect.poll(() => page.getByTestId("task-title").textContent()).toContain("第二次任务");
+      await expect.poll(() => page.getByTestId("older-run").isHidden()).toBe(true);
+    },
+    TEST_MS,
+  );
+
+  it(
+    "a group card says whose answer it waits for; another member still gets 仅消息发送者可操作",
+    async () => {
+      const consolePage = await openConsole(ALICE, GROUP);
+      const card = await cardFor(consolePage, await send(consolePage, "帮我选部署方案", { mention: true }));
+      await card.getByTestId("card-form").first().waitFor({ timeout: WAIT_MS });
+      const shown = await text(card);
+      expect(shown).toContain("等待 @Alice 回答");
+      expect(shown).not.toContain("需要你的回答");
+      expect(shown).not.toContain("<at");
+      await screenshot(consolePage, "group-card-waiting-for-alice", '[data-testid="message-list"]');
+
+      await consolePage.locator(`[data-testid="user-option"][data-user-id="${BOB}"]`).click();
+      const form = card.getByTestId("card-form").first();
+      await form.locator('[data-testid="form-field"][data-tag="select_static"]').selectOption({ index: 1 });
+      const answered = consolePage.waitForResponse((r) => r.url().endsWith("/console/api/actions"));
+      await form.getByTestId("submit-button").click();
+      const body = (await (await answered).json()) as { toast?: { content: string } };
+      expect(body.toast?.content).toBe("仅消息发送者可操作");
+
+      // The only bot messages in the group: the card and one reminder, never a recalled one.
+      const fromBot = consolePage.locator('[data-testid="message"][data-sender-type="app"]');
+      await expect.poll(() => fromBot.count(), { timeout: WAIT_MS }).toBe(2);
+      await expect(consolePage.getByText("撤回了一条消息").count()).resolves.toBe(0);
+      await expect(consolePage.getByText("此消息已撤回").count()).resolves.toBe(0);
+    },
+    TEST_MS,
+  );
+});
