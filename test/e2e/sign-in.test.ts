@@ -214,6 +214,37 @@ describe("signing in to the session page from the console", () => {
   );
 
   it(
+    "a task's sender still opens its card after someone else's task took the group over",
+    async () => {
+      const consolePage = await openConsole(ALICE, GROUP);
+      await waitGreen(
+        await cardFor(consolePage, await send(consolePage, "/quick 先开个头", { mention: true })),
+      );
+      await consolePage.locator(`[data-testid="user-option"][data-user-id="${BOB}"]`).click();
+      const bobs = await cardFor(
+        consolePage,
+        await send(consolePage, "/quick Bob 的任务", { mention: true }),
+      );
+      await waitGreen(bobs);
+      await consolePage.locator(`[data-testid="user-option"][data-user-id="${ALICE}"]`).click();
+      await waitGreen(
+        await cardFor(consolePage, await send(consolePage, "/quick Alice 接着来", { mention: true })),
+      );
+
+      // The chat's session is Alice's now; Bob's card still opens Bob's task, read-only, without the chat.
+      await consolePage.locator(`[data-testid="user-option"][data-user-id="${BOB}"]`).click();
+      const page = await openDetails(bobs);
+      await page.getByTestId("session").waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => page.getByTestId("viewer-name").textContent()).toContain(BOB);
+      await expect(page.getByTestId("task-title").textContent()).resolves.toContain("Bob 的任务");
+      await expect(page.getByTestId("status").getAttribute("data-status")).resolves.toBe("completed");
+      await expect(page.getByTestId("forbidden").isHidden()).resolves.toBe(true);
+      await expect(page.getByTestId("history").isHidden()).resolves.toBe(true);
+    },
+    TEST_MS,
+  );
+
+  it(
     "a group card says whose answer it waits for; another member still gets 仅消息发送者可操作",
     async () => {
       const consolePage = await openConsole(ALICE, GROUP);
@@ -233,9 +264,12 @@ describe("signing in to the session page from the console", () => {
       const body = (await (await answered).json()) as { toast?: { content: string } };
       expect(body.toast?.content).toBe("仅消息发送者可操作");
 
-      // The only bot messages in the group: the card and one reminder, never a recalled one.
-      const fromBot = consolePage.locator('[data-testid="message"][data-sender-type="app"]');
-      await expect.poll(() => fromBot.count(), { timeout: WAIT_MS }).toBe(2);
+      // One reminder for the question, replying to its card or its message, never a recalled one.
+      const reminders = consolePage
+        .locator('[data-testid="message"][data-sender-type="app"]')
+        .filter({ has: consolePage.getByTestId("message-text") });
+      await expect.poll(() => reminders.count(), { timeout: WAIT_MS }).toBe(1);
+      await expect(reminders.first().textContent()).resolves.toContain("@Alice");
       await expect(consolePage.getByText("撤回了一条消息").count()).resolves.toBe(0);
       await expect(consolePage.getByText("此消息已撤回").count()).resolves.toBe(0);
     },

@@ -349,7 +349,18 @@ function onError(frame) {
     }
     return panel.showError(code === "invalid_answers" ? `回答无效:${message}` : String(message ?? code));
   }
-  if (code === "forbidden" && frame.sessionId === page.sessionId && !requestId) showForbidden();
+  if (code !== "forbidden" || frame.sessionId !== page.sessionId || requestId) return;
+  // The session is no longer this viewer's to follow (someone else's task took the chat over); a run page
+  // keeps the run it loaded, which stays its sender's to see, and only stops following the chat.
+  if (page.runId && page.run) {
+    page.stopped = true;
+    page.ws?.close();
+    for (const panelId of [...page.panels.keys()]) removePanel(panelId);
+    page.snapshot = null;
+    void loadRun().then(renderStatus);
+    return;
+  }
+  showForbidden();
 }
 
 // ---------------------------------------------------------------------------------------------------------
