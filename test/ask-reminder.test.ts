@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { buildProgressCard } from "../src/cards/progress.ts";
 import { afterSend, shouldRemind } from "../src/feishu/ask-reminder.ts";
+import { startEmulator } from "../src/local/emulator/index.ts";
 import { sampleAsk } from "./fixtures.ts";
-import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig, WEBHOOK_KEY } from "./helpers/feishu.ts";
 
 /**
  * Who a question on a card is for, and who gets told: through the SDK and the emulator, as a chat sees it.
@@ -124,6 +125,26 @@ describe("the question's wording and its reminder", () => {
       formValue: { ask0_q0: "0", ask0_q1: ["0"] },
     });
     expect(byBob).toEqual({ toast: { type: "error", content: "仅消息发送者可操作" } });
+  });
+
+  it("in a group: a task resumed after a restart that asks again is not reminded a second time", async () => {
+    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
+    const first = await startFeishuRig({ emulator });
+    const { cardId } = await asked(first, { chatType: "group", text: "部署", forms: 1 });
+    await first.until(() => botTexts(first)[0], "the reminder");
+    await first.stop(); // the process goes away while the question waits; Feishu (the emulator) stays
+
+    const second = await rig({ emulator, dataDir: first.dataDir, recover: true });
+    // The resumed run asks again: its new form lands on the same card.
+    await second.until(() => {
+      const card = second.cardOf(cardId);
+      return formsOn(card).length === 1 && !JSON.stringify(card).includes("任务正在恢复执行") && card;
+    }, "the form again after the restart");
+    await second.channel.idle();
+    expect(botTexts(second)).toHaveLength(1);
+    await second.stop();
+    rigs.splice(rigs.indexOf(second), 1);
+    await emulator.close();
   });
 
   it("sends no reminder in a group when FEISHU_ASK_PING is off", async () => {

@@ -268,7 +268,8 @@ export class FeishuChannel implements AskSurface {
       run,
       asks: [],
       chatType: this.#o.runner.getSession(run.sessionId)?.chatType,
-      reminder: "none",
+      // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
+      reminder: this.#o.store.wasReminded(run.id) ? "sent" : "none",
     };
     this.#cards.set(run.id, card);
     return card;
@@ -424,6 +425,7 @@ export class FeishuChannel implements AskSurface {
       this.#log.warn({ err: describeError(error), runId: card.runId }, "ask reminder failed");
     }
     card.reminder = afterSend(outcome);
+    if (outcome === "sent") this.#o.store.markReminded(card.runId, this.#o.now());
   }
 
   /** Background work is tracked so nothing is lost silently and shutdown can wait for it. */

@@ -108,6 +108,13 @@ export const MIGRATIONS: readonly string[] = [
   -- chat again even if its card was never recorded.
   ALTER TABLE runs ADD COLUMN source_json TEXT;
   `,
+  `
+  -- Runs whose card got its @-mention reminder: one per card, also across a restart (feishu/ask-reminder.ts).
+  CREATE TABLE ask_reminders (
+    run_id   TEXT PRIMARY KEY,
+    sent_at  INTEGER NOT NULL
+  );
+  `,
 ];
 
 export function openDatabase(file: string): Db {

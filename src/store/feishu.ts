@@ -48,6 +48,10 @@ function prepareStatements(db: Db) {
       byMessage: db.prepare<[string]>("SELECT * FROM progress_cards WHERE message_id = ?"),
       markGone: db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?"),
     },
+    reminders: {
+      mark: db.prepare("INSERT OR IGNORE INTO ask_reminders (run_id, sent_at) VALUES (?, ?)"),
+      sent: db.prepare<[string], number>("SELECT 1 FROM ask_reminders WHERE run_id = ?").pluck(),
+    },
     queuedCards: {
       save: db.prepare(
         `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at)
@@ -101,6 +105,15 @@ export class FeishuStore {
 
   markCardGone(runId: string): void {
     this.#sql.cards.markGone.run(runId);
+  }
+
+  /** The run's card has had its @-mention reminder (at most one per card, a restart included). */
+  markReminded(runId: string, at: number): void {
+    this.#sql.reminders.mark.run(runId, at);
+  }
+
+  wasReminded(runId: string): boolean {
+    return this.#sql.reminders.sent.get(runId) !== undefined;
   }
 
   saveQueuedCard(row: QueuedCardRow): void {
