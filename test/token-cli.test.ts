@@ -82,6 +82,7 @@ describe("npm run token", () => {
     const secret = fs.readFileSync(path.join(dataDir, "auth-secret"), "utf8").trim();
     expect(verifyToken(secret, token, Date.now())).toMatchObject({ ok: true, userId: "ou_alice" });
 
+    expect(result.stdout).not.toContain("PUBLIC_URL is not set");
     const link = lines.map((line) => line.trim()).find((line) => line.startsWith(`${base}/auth/link?`));
     expect(link, result.stdout).toBeDefined();
     const opened = await fetch(link ?? "", { redirect: "manual" });
@@ -97,6 +98,7 @@ describe("npm run token", () => {
     const result = await tokenCli(["ou_bob", "2"], { DATA_DIR: dataDir, PORT: "4321", AUTH_SECRET: secret });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("http://localhost:4321/auth/link?token=");
+    expect(result.stdout).toContain("PUBLIC_URL is not set");
     const token = result.stdout.trimEnd().split("\n").at(-1) ?? "";
     const check = verifyToken(secret, token, Date.now());
     expect(check).toMatchObject({ ok: true, userId: "ou_bob" });

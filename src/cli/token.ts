@@ -61,14 +61,13 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
   const token = signToken(secret, userId, expiresAt);
   // publicUrl is PUBLIC_URL, or http://localhost:$PORT: where the session pages are served.
   const link = `${config.publicUrl}/auth/link?token=${encodeURIComponent(token)}`;
-  const output: TokenCliOutput = {
-    lines: [
-      `Sign-in link for ${userId} (valid until ${new Date(expiresAt).toISOString()}):`,
-      `  ${link}`,
-      "Token:",
-      token,
-    ],
-  };
+  const lines = [
+    `Sign-in link for ${userId} (valid until ${new Date(expiresAt).toISOString()}):`,
+    `  ${link}`,
+  ];
+  if (!env.PUBLIC_URL?.trim())
+    lines.push("  (PUBLIC_URL is not set, so this link only opens on the bot's own machine)");
+  const output: TokenCliOutput = { lines: [...lines, "Token:", token] };
   return output;
 }
 
