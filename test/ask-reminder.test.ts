@@ -1,7 +1,8 @@
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { buildProgressCard } from "../src/cards/progress.ts";
-import { afterSend, shouldRemind } from "../src/feishu/ask-reminder.ts";
+import { afterSend, type ReminderState, shouldRemind } from "../src/feishu/ask-reminder.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig, WEBHOOK_KEY } from "./helpers/feishu.ts";
@@ -176,6 +177,48 @@ describe("the group card's heading", () => {
 });
 
 describe("the reminder policy", () => {
+  /**
+   * Random lives of one card: asks arrive, sends end (sent, skipped because the question went away, failed).
+   * The shell below drives the policy the way the channel does; the reference model says, in its own terms,
+   * what a person should see: in a group with reminders on, a send starts on an ask while none has reached
+   * the chat and none is under way; nowhere else ever.
+   */
+  it("matches a reference model over random sequences of asks and send outcomes", () => {
+    const event = fc.constantFrom("ask", "sent", "skipped", "failed");
+    const setting = fc.record({
+      enabled: fc.boolean(),
+      chatType: fc.constantFrom("private", "group", "none", undefined),
+    });
+    fc.assert(
+      fc.property(setting, fc.array(event, { maxLength: 30 }), ({ enabled, chatType }, events) => {
+        let state: ReminderState = "none";
+        let reached = 0;
+        const model = { delivered: false, inFlight: false };
+        for (const next of events) {
+          if (next === "ask") {
+            const starts = shouldRemind({ enabled, chatType, state });
+            const expected = enabled && chatType === "group" && !model.delivered && !model.inFlight;
+            expect(starts).toBe(expected);
+            if (starts) {
+              state = "sending";
+              model.inFlight = true;
+            }
+          } else if (model.inFlight) {
+            state = afterSend(next);
+            model.inFlight = false;
+            if (next === "sent") {
+              reached += 1;
+              model.delivered = true;
+            }
+          }
+        }
+        expect(reached).toBeLessThanOrEqual(1);
+        if (!enabled || chatType !== "group") expect(reached).toBe(0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it("reminds once per card, in groups only, and lets a skipped or failed send try again", () => {
     const group = { enabled: true, chatType: "group" as const };
     expect(shouldRemind({ ...group, state: "none" })).toBe(true);
