@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import path from "node:path";
 import type { Express } from "express";
 import { createApp } from "./app.ts";
+import { personalLink } from "./auth/link.ts";
 import { resolveAuthSecret } from "./auth/secret.ts";
 import { type Config, loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
@@ -59,6 +60,9 @@ async function main(): Promise<void> {
     core,
     logger,
     now: Date.now,
+    // /login in a private chat: the personal link that signs a Feishu user in to the session pages.
+    signInLink: (userId: string) =>
+      personalLink({ publicUrl: config.publicUrl, authSecret, userId, now: Date.now() }),
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
     onFatal: (error) => {
       logger.fatal({ err: describeError(error) }, "feishu long connection lost for good");

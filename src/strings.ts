@@ -27,6 +27,9 @@ export const zh = {
     askPing: (count: number) => `有 ${count} 个问题等你回答,请在上方卡片中作答`,
     nonText: "暂时只能处理文字消息,请用文字描述你的需求。",
     emptyText: "请在 @ 我之后写下你的需求。",
+    signInLink: (days: number) =>
+      `你的个人登录链接（${days} 天内有效，仅限本人使用，请勿转发）。打开后即可在会话详情页查看任务、回答问题：`,
+    signInPrivateOnly: "个人登录链接只在私聊中发送：请在与我的私聊中发送 /login。",
   },
   card: {
     status: {

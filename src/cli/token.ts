@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
+import { personalLink } from "../auth/link.ts";
 import { resolveAuthSecret } from "../auth/secret.ts";
-import { DEFAULT_TOKEN_TTL_MS, signToken } from "../auth/token.ts";
 import { loadConfig } from "../config.ts";
 import { describeError } from "../errors.ts";
 
@@ -56,14 +56,17 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
   }
   // The file exists (or AUTH_SECRET is set), so this reads it and never makes a new one.
   const secret = resolveAuthSecret(config.authSecret, config.dataDir);
-  const ttlMs = days === undefined ? DEFAULT_TOKEN_TTL_MS : days * 24 * 60 * 60 * 1000;
-  const expiresAt = now + ttlMs;
-  const token = signToken(secret, userId, expiresAt);
   // publicUrl is PUBLIC_URL, or http://localhost:$PORT: where the session pages are served.
-  const link = `${config.publicUrl}/auth/link?token=${encodeURIComponent(token)}`;
+  const { url, token, expiresAt } = personalLink({
+    publicUrl: config.publicUrl,
+    authSecret: secret,
+    userId,
+    now,
+    ...(days !== undefined ? { ttlMs: days * 24 * 60 * 60 * 1000 } : {}),
+  });
   const lines = [
     `Sign-in link for ${userId} (valid until ${new Date(expiresAt).toISOString()}):`,
-    `  ${link}`,
+    `  ${url}`,
   ];
   if (!env.PUBLIC_URL?.trim())
     lines.push("  (PUBLIC_URL is not set, so this link only opens on the bot's own machine)");

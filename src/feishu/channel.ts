@@ -17,6 +17,7 @@ import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
 import { QueuedCards } from "./queued-cards.ts";
+import { isSignInCommand, signInReply } from "./sign-in.ts";
 
 /**
  * The Feishu channel: messages in, one live progress card per run out, and the run's questions as forms on
@@ -40,6 +41,8 @@ export interface FeishuChannelOptions {
   askPing: boolean;
   /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
   requestTimeoutMs?: number;
+  /** A personal sign-in link for the session pages, sent on /login in a private chat (sign-in.ts). */
+  signInLink?: (userId: string) => { url: string; expiresAt: number };
 }
 
 export interface ActiveCard {
@@ -156,6 +159,18 @@ export class FeishuChannel implements AskSurface {
       await this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.emptyText, {
         replyTo: message.messageId,
       });
+      return;
+    }
+    const { signInLink } = this.#o;
+    if (signInLink && isSignInCommand(text)) {
+      const reply = signInReply(
+        message.chatType,
+        () => signInLink(message.senderOpenId),
+        this.#o.now(),
+        strings,
+      );
+      await this.#o.messenger.sendText({ chatId: message.chatId }, reply, { replyTo: message.messageId });
+      this.#log.info({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
       return;
     }
     const session = this.#o.runner.ensureSession(this.#sessionFor(message));

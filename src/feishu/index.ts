@@ -29,6 +29,8 @@ export async function startFeishu(options: {
   now: () => number;
   /** The long connection was lost for good (bad credentials, retries exhausted). */
   onFatal?: (error: unknown) => void;
+  /** Personal sign-in links for /login in a private chat (auth/link.ts). */
+  signInLink?: (userId: string) => { url: string; expiresAt: number };
 }): Promise<FeishuRuntime> {
   const { config, core, logger, now } = options;
   const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing } = config.feishu;
@@ -48,6 +50,7 @@ export async function startFeishu(options: {
     publicUrl: config.publicUrl,
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing,
+    ...(options.signInLink ? { signInLink: options.signInLink } : {}),
   });
   core.dispatcher.addSurface(channel);
   await channel.start();

@@ -42,7 +42,7 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
       const expired = check.reason === "token expired";
       return sendMessagePage(res, 401, {
         title: expired ? "登录链接已过期" : "登录链接无效",
-        body: "请在与机器人的私聊中重新获取个人链接后再打开。",
+        body: "请在与机器人的私聊中发送 /login，获取新的个人链接后再打开。",
       });
     }
     log.info({ userId: check.userId }, "signed in with a personal link");

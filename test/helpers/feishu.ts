@@ -75,6 +75,8 @@ export async function startFeishuRig(
     withServer?: boolean;
     /** How events reach the bot: the long connection's dispatcher (default) or signed webhooks over HTTP. */
     transport?: "ws" | "webhook";
+    /** Personal sign-in links for /login (as main.ts wires them). */
+    signInLink?: (userId: string) => { url: string; expiresAt: number };
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -111,6 +113,7 @@ export async function startFeishuRig(
     publicUrl: "http://localhost:3000",
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
+    ...(options.signInLink ? { signInLink: options.signInLink } : {}),
   });
   core.dispatcher.addSurface(channel);
   await channel.start();

@@ -1,0 +1,29 @@
+import type { Strings } from "../strings.ts";
+
+/**
+ * `/login` in a chat with the bot: the way a Feishu user gets onto the session pages (DESIGN §7). A link on a
+ * group card is the same for everyone, so it carries nobody's identity; the personal link comes in the private
+ * chat only, where nobody else reads it. In a group the bot says where to ask instead: a link posted there
+ * would let anyone in the group act as the sender. Pure.
+ */
+
+const COMMANDS = new Set(["/login", "/登录", "登录"]);
+
+export function isSignInCommand(text: string): boolean {
+  return COMMANDS.has(text.trim().toLowerCase());
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The reply's text: the link on a line of its own (a URL glued to Chinese text does not link in Feishu). */
+export function signInReply(
+  chatType: "p2p" | "group",
+  link: () => { url: string; expiresAt: number },
+  now: number,
+  s: Strings,
+): string {
+  if (chatType !== "p2p") return s.feishu.signInPrivateOnly;
+  const { url, expiresAt } = link();
+  const days = Math.max(1, Math.floor((expiresAt - now) / DAY_MS));
+  return `${s.feishu.signInLink(days)}\n${url}`;
+}
