@@ -115,7 +115,9 @@ describe("escapeText (user-typed text and fields inside our own lines)", () => {
   });
 
   it("keeps entities, emoji shortcodes and backslashes literal", () => {
-    expect(escapeText("&reg; :OK: a\\*b `x`")).toBe("&#38;reg; &#58;OK: a&#92;&#42;b &#96;x&#96;");
+    expect(escapeText("&reg; :OK: :THUMBS_UP: a\\*b `x`")).toBe(
+      "&#38;reg; &#58;OK: &#58;THUMBS&#95;UP: a&#92;&#42;b &#96;x&#96;",
+    );
   });
 
   it("leaves ordinary Chinese text and punctuation untouched", () => {

@@ -37,7 +37,7 @@ export function escapeText(text: string): string {
     .replace(ANYWHERE, entity)
     .replace(LINE_START, (_match, indent: string, char: string) => indent + entity(char))
     .replace(/:(?=\/\/)/g, entity)
-    .replace(/:(?=[A-Za-z0-9_+-]+:)/g, entity)
+    .replace(/:(?=(?:[A-Za-z0-9+-]|&#95;)+:)/g, entity)
     .replace(/www\./gi, (www) => `${www.slice(0, 3)}&#46;`);
 }
 

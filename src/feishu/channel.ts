@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
-import { buildProgressCard, type ProgressView } from "../cards/progress.ts";
+import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
 import { oneLine, truncate } from "../cards/text.ts";
 import { describeError } from "../errors.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
@@ -276,16 +276,27 @@ export class FeishuChannel implements AskSurface {
       // here, or a run resumed after a crash) gives back the card an earlier attempt created, content unknown.
       let attempts = 0;
       let shown: string | undefined;
-      const sent = await withRetries(() =>
-        this.#o.appLimiter(
-          () => {
-            const content = this.render(card);
-            attempts += 1;
-            shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
-            return this.#o.messenger.replyCard(card.sourceMessageId, content, { uuid: `run-${card.runId}` });
-          },
-          { urgent: true },
-        ),
+      // A refused card (230099/230025) is sent again degraded, and the card stays degraded from then on.
+      let level: DegradeLevel = 0;
+      const degrade = () => {
+        if (level === 2) return false;
+        level = level === 0 ? 1 : 2;
+        return true;
+      };
+      const sent = await withRetries(
+        () =>
+          this.#o.appLimiter(
+            () => {
+              const content = this.render(card, level);
+              attempts += 1;
+              shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
+              return this.#o.messenger.replyCard(card.sourceMessageId, content, {
+                uuid: `run-${card.runId}`,
+              });
+            },
+            { urgent: true },
+          ),
+        degrade,
       );
       this.#o.store.saveCard({
         runId: card.runId,
@@ -296,7 +307,7 @@ export class FeishuChannel implements AskSurface {
         sourceMessageId: card.sourceMessageId,
         createdAt: this.#o.now(),
       });
-      this.#attach(card, sent.messageId, shown);
+      this.#attach(card, sent.messageId, shown, level);
     } catch (error) {
       this.#log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
       this.#cards.delete(card.runId);
@@ -306,7 +317,7 @@ export class FeishuChannel implements AskSurface {
   }
 
   /** `shown`: the card's content on the platform now, if known (the reply's), so it is not sent again. */
-  #attach(card: ActiveCard, messageId: string, shown?: string): void {
+  #attach(card: ActiveCard, messageId: string, shown?: string, degradeLevel: DegradeLevel = 0): void {
     card.messageId = messageId;
     this.#byMessage.set(messageId, card);
     card.publisher = new CardPublisher({
@@ -316,7 +327,8 @@ export class FeishuChannel implements AskSurface {
         key: `${card.run.status}|${card.asks.map((a) => a.requestId).join(",")}`,
         formOpen: card.run.status === "running" && card.asks.length > 0,
       }),
-      render: () => this.render(card),
+      render: (level) => this.render(card, level),
+      degradeLevel,
       intervalMs: this.#o.cardPatchIntervalMs,
       confirmAfterMs: this.#o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(shown !== undefined ? { shown } : {}),
@@ -332,9 +344,9 @@ export class FeishuChannel implements AskSurface {
     if (isTerminal(card.run)) this.#forgetWhenLanded(card);
   }
 
-  /** The whole card, from the run and its pending asks as they are now. */
-  render(card: ActiveCard): Card {
-    return buildProgressCard(this.#view(card.run), card.asks);
+  /** The whole card, from the run and its pending asks as they are now, at the card's degrade level. */
+  render(card: ActiveCard, level: DegradeLevel = card.publisher?.degradeLevel ?? 0): Card {
+    return buildProgressCard(this.#view(card.run), card.asks, { degraded: level });
   }
 
   #view(run: RunView): ProgressView {
@@ -441,11 +453,16 @@ export class FeishuChannel implements AskSurface {
  * A task without its card cannot show progress or ask anything: a rate-limited or failed reply is retried a
  * few times (honouring Feishu's reset header) before the task is given up as unreachable.
  */
-async function withRetries<T>(send: () => Promise<T>, attempts = 4): Promise<T> {
+async function withRetries<T>(send: () => Promise<T>, degrade: () => boolean, attempts = 4): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await send();
     } catch (error) {
+      // Not counted as an attempt: at most two re-renders, each plainer, then the refusal is final.
+      if (error instanceof FeishuApiError && error.cardRefused && degrade()) {
+        attempt -= 1;
+        continue;
+      }
       const retryable = error instanceof FeishuApiError && (error.rateLimited || error.transient);
       if (!retryable || attempt >= attempts) throw error;
       const waitMs = error.retryAfterMs ?? 500 * 2 ** (attempt - 1);
