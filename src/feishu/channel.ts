@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
 import { oneLine, truncate } from "../cards/text.ts";
@@ -51,6 +52,8 @@ export interface ActiveCard {
   publisher: CardPublisher | undefined;
   run: RunView;
   asks: PendingAsk[];
+  /** What a submit that did not complete an ask carried, by request id: its form renders pre-filled. */
+  drafts: Map<string, FormDraft>;
   pings: Map<string, Promise<string | undefined>>;
 }
 
@@ -263,6 +266,7 @@ export class FeishuChannel implements AskSurface {
       publisher: undefined,
       run,
       asks: [],
+      drafts: new Map(),
       pings: new Map(),
     };
     this.#cards.set(run.id, card);
@@ -346,7 +350,11 @@ export class FeishuChannel implements AskSurface {
 
   /** The whole card, from the run and its pending asks as they are now, at the card's degrade level. */
   render(card: ActiveCard, level: DegradeLevel = card.publisher?.degradeLevel ?? 0): Card {
-    return buildProgressCard(this.#view(card.run), card.asks, { degraded: level });
+    const asks = card.asks.map((ask) => {
+      const draft = card.drafts.get(ask.requestId);
+      return draft ? { ...ask, draft } : ask;
+    });
+    return buildProgressCard(this.#view(card.run), asks, { degraded: level });
   }
 
   #view(run: RunView): ProgressView {
@@ -399,6 +407,7 @@ export class FeishuChannel implements AskSurface {
     const card = this.#cards.get(ask.runId);
     if (!card) return;
     card.asks = card.asks.filter((a) => a.requestId !== ask.requestId);
+    card.drafts.delete(ask.requestId);
     card.publisher?.request();
     const ping = card.pings.get(ask.requestId);
     card.pings.delete(ask.requestId);
