@@ -34,7 +34,8 @@ export interface FeishuChannelOptions {
   /** The app id names sessions: `feishu-{appId}-private-{openId}`. */
   appId: string;
   dataDir: string;
-  publicUrl: string;
+  /** Base of the 会话详情 link; without it cards carry none (feishu mode without PUBLIC_URL). */
+  publicUrl?: string;
   cardPatchIntervalMs: number;
   /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
   askPing: boolean;
@@ -369,7 +370,9 @@ export class FeishuChannel implements AskSurface {
       ...(run.error !== undefined ? { error: run.error } : {}),
       startedAt: run.startedAt,
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
-      detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}`,
+      ...(this.#o.publicUrl !== undefined
+        ? { detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}` }
+        : {}),
     };
   }
 
