@@ -102,8 +102,10 @@ function findRun(line: string, run: string, from: number): number {
   return -1;
 }
 
-// A link target may hold balanced parentheses one level deep, as CommonMark allows (`…/Foo_(bar)`).
-const TARGET = String.raw`\(\s*(<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)`;
+// A link target may hold balanced parentheses one level deep, as CommonMark allows (`…/Foo_(bar)`), and
+// spaces, which CommonMark does not allow but models write (`?t=31/12/2014 23:59:59`): Feishu may still read
+// it as a link, to an invalid URL, so it is taken as one and encoded.
+const TARGET = String.raw`\(\s*(<[^>\n]*>|[^()\n]*?(?:\([^()\n]*\)[^()\n]*?)*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)`;
 const INLINE = new RegExp(
   [
     String.raw`!\[([^\[\]\n]*)\]${TARGET}`, // 1 alt, 2 target
