@@ -95,7 +95,10 @@ describe("many parallel asks on one card", () => {
 
   it("says the waiting asks come next when there is no session page to link to", () => {
     const { detailsUrl: _none, ...noLink } = VIEW;
-    const asks = Array.from({ length: 6 }, (_, i) => ({ requestId: `req-${i}`, questions: BIG_ASK.questions }));
+    const asks = Array.from({ length: 6 }, (_, i) => ({
+      requestId: `req-${i}`,
+      questions: BIG_ASK.questions,
+    }));
     const text = cardText(buildProgressCard(noLink, asks));
     expect(text).toContain("请先回答上面的问题,这些问题会依次出现在卡片上。");
     expect(text).not.toContain("/sessions/");
