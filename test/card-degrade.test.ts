@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { CARD_LIMITS, cardSize, validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
+import { sampleAsk } from "./fixtures.ts";
 import { cardText, type FeishuRig, startFeishuRig } from "./helpers/feishu.ts";
 
 /**
@@ -38,6 +41,44 @@ function gatedAgent() {
 const rigs: FeishuRig[] = [];
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+});
+
+describe("buildProgressCard degraded", () => {
+  const view: ProgressView = {
+    sessionId: "s1",
+    runId: "run1",
+    senderId: "ou_a",
+    title: "部署",
+    status: "completed",
+    steps: [{ title: "扫描", status: "done" }],
+    text: `**完成** ![图](https://example.com/a.png) ${"很长的回答。".repeat(4000)}`,
+    startedAt: 0,
+    endedAt: 1000,
+  };
+
+  it("shows the model's text as plain text, within a tighter budget at each level", () => {
+    const sizes = ([0, 1, 2] as const).map((level) => {
+      const card = buildProgressCard(view, [], { degraded: level });
+      expect(validateCard(card)).toMatchObject({ ok: true });
+      return cardSize(card);
+    });
+    expect(sizes[0]).toBeLessThanOrEqual(CARD_LIMITS.targetBytes);
+    expect(sizes[1]).toBeLessThanOrEqual(CARD_LIMITS.degradedBytes);
+    expect(sizes[2]).toBeLessThanOrEqual(CARD_LIMITS.degradedBytes / 2);
+    const plain = JSON.stringify(buildProgressCard(view, [], { degraded: 1 }));
+    expect(plain).toContain("&#42;&#42;完成&#42;&#42; !&#91;图&#93;(https&#58;//example.com/a.png)");
+    expect(plain).toContain("…(内容过长,完整内容请在会话详情中查看)");
+  });
+
+  it("keeps the forms, without previews", () => {
+    const ask = { requestId: "req-1", questions: sampleAsk().questions };
+    const running = { ...view, status: "running" as const, text: "处理中" };
+    const full = JSON.stringify(buildProgressCard(running, [ask]));
+    const degraded = JSON.stringify(buildProgressCard(running, [ask], { degraded: 1 }));
+    expect(degraded).toContain('"name":"ask0_submit"');
+    expect(full).toContain("collapsible_panel");
+    expect(degraded).not.toContain("collapsible_panel");
+  });
 });
 
 describe("a card the platform refuses", () => {
