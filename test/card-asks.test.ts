@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ASK_TOOL_NAME, type AskInput } from "../src/asks/schema.ts";
 import type { Card, CardNode } from "../src/cards/model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
-import { countComponents, validateCard } from "../src/cards/rules.ts";
+import { cardSize, countComponents, validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 
@@ -91,6 +91,19 @@ describe("many parallel asks on one card", () => {
       expect(forms).toBeGreaterThanOrEqual(Math.min(n, 4));
       if (forms < n) expect(cardText(card)).toContain(`还有 ${(n - forms) * 4} 个问题`);
     }
+  });
+
+  it("gives a form up to the compact block only when even the plainest texts do not fit the size budget", () => {
+    const asks = Array.from({ length: 3 }, (_, i) => ({
+      requestId: `req-${i}`,
+      questions: BIG_ASK.questions,
+    }));
+    const shown = [20_000, 10_000, 6_000].map((maxBytes) => {
+      const card = buildProgressCard(VIEW, asks, { limits: { maxBytes, maxComponents: 200 } });
+      expect(cardSize(card)).toBeLessThanOrEqual(maxBytes);
+      return formsOn(card).length;
+    });
+    expect(shown).toEqual([3, 2, 1]);
   });
 
   it("says the waiting asks come next when there is no session page to link to", () => {

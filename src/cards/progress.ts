@@ -95,15 +95,17 @@ export function buildProgressCard(
   };
   const base: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps, previews: level === 0 };
   const s = options.strings ?? defaultStrings;
-  const full = formsThatFit(view, pendingAsks, base, s, level, limits.maxComponents);
-  let budget = base;
-  let card = render(view, pendingAsks, full, budget, s, level);
-  for (const give of LADDER) {
-    if (fits(card, limits)) return card;
-    budget = give(budget);
-    card = render(view, pendingAsks, full, budget, s, level);
+  // Fewer forms only when even the plainest text does not fit: a form beats every text the ladder trims.
+  for (let full = formsThatFit(view, pendingAsks, base, s, level, limits.maxComponents); ; full -= 1) {
+    let budget = base;
+    let card = render(view, pendingAsks, full, budget, s, level);
+    for (const give of LADDER) {
+      if (fits(card, limits)) return card;
+      budget = give(budget);
+      card = render(view, pendingAsks, full, budget, s, level);
+    }
+    if (fits(card, limits) || full <= 1) return card;
   }
-  return card;
 }
 
 /**
@@ -119,12 +121,26 @@ function formsThatFit(
   level: DegradeLevel,
   maxComponents: number,
 ): number {
+  if (view.status !== "running" || asks.length <= 1) return asks.length;
   // Counted without previews: a form is worth more than a preview, which the ladder drops when needed.
+  // Components add up: the card with every ask compact, plus each form, minus the block once none is left.
   const lean = { ...budget, previews: false };
-  for (let full = asks.length; full > 1; full -= 1) {
-    if (countComponents(render(view, asks, full, lean, s, level)) <= maxComponents) return full;
+  const context: AskContext = {
+    sessionId: view.sessionId,
+    senderId: view.senderId,
+    budget: lean,
+    strings: s,
+  };
+  let total = countComponents(render(view, asks, 0, lean, s, level));
+  let full = 0;
+  for (const [i, ask] of asks.entries()) {
+    const next =
+      total + countComponents(askForm(ask, i, asks.length, context)) - (i === asks.length - 1 ? 1 : 0);
+    if (next > maxComponents && full >= 1) break;
+    total = next;
+    full += 1;
   }
-  return Math.min(1, asks.length);
+  return full;
 }
 
 function fits(card: Card, limits: { maxBytes: number; maxComponents: number }): boolean {
