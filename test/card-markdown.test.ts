@@ -92,6 +92,13 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
     );
   });
 
+  it("keeps four tables per markdown, the documented maximum, and shows a fifth as text", () => {
+    const table = (i: number) => `| 列${i} | 值 |\n|---|:-:|\n| a | b |`;
+    const out = sanitizeMarkdown([1, 2, 3, 4, 5].map(table).join("\n\n")).split("\n\n");
+    expect(out.slice(0, 4)).toEqual([1, 2, 3, 4].map(table));
+    expect(out[4]).toBe("| 列5 | 值 |\n&#124;---&#124;:-:&#124;\n| a | b |");
+  });
+
   it("keeps the rest of the markdown as it was", () => {
     const text = "# 标题\n\n**粗体** *斜体* ~~删除~~\n\n- 一\n- 二\n\n| a | b |\n|---|---|\n| 1 | 2 |";
     expect(sanitizeMarkdown(text)).toBe(text);

@@ -15,7 +15,10 @@
  *   add links, rules, headings, lists, `<font>`, mentions or a fake bold "系统通知".
  */
 
+import { codeLanguage } from "./code-languages.ts";
 import { clean } from "./text.ts";
+
+export { codeLanguage };
 
 /**
  * Markdown syntax in text, by where it acts. Everywhere: emphasis, code, strikethrough, links, tables, tags,
@@ -41,11 +44,16 @@ export function escapeText(text: string): string {
     .replace(/www\./gi, (www) => `${www.slice(0, 3)}&#46;`);
 }
 
+const MAX_TABLES = 4;
+/** A table's delimiter row under its header: `| --- | :-: |`, with at least one pipe. */
+const TABLE_DELIMITER = /^ {0,3}\|?(?: *:?-+:? *\|)+ *(?::?-+:? *)?$|^ {0,3}\| *:?-+:? *$/;
+
 /** Model-written markdown, rewritten so the platform accepts it (see the module comment). */
 export function sanitizeMarkdown(markdown: string, options: { imageText?: string } = {}): string {
   const imageText = options.imageText ?? "image";
   const out: string[] = [];
   let fence: { char: string; length: number } | undefined;
+  let tables = 0;
   for (const line of clean(markdown).split("\n")) {
     if (fence) {
       const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(line);
@@ -60,6 +68,15 @@ export function sanitizeMarkdown(markdown: string, options: { imageText?: string
       const language = codeLanguage(open[3] ?? "");
       out.push(`${open[1]}${marker}${language ?? ""}`);
       continue;
+    }
+    // At most four tables per markdown component (富文本 §表格); a fifth and later show their rows as text.
+    const previous = out.at(-1);
+    if (TABLE_DELIMITER.test(line) && previous?.includes("|")) {
+      tables += 1;
+      if (tables > MAX_TABLES) {
+        out.push(line.replaceAll("|", "&#124;"));
+        continue;
+      }
     }
     out.push(sanitizeLine(line, imageText));
   }
@@ -193,81 +210,6 @@ function decode(part: string): string {
 
 function percent(char: string): string {
   return `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`;
-}
-
-/**
- * Languages the markdown component highlights, by their documented names (富文本 §代码块支持的编程语言,
- * case-insensitive), plus common aliases models write. Anything else is dropped: a plain fence.
- */
-const LANGUAGES = new Set(
-  (
-    "plain_text abap ada apache apex assembly bash c_sharp cpp c cmake cobol css coffee_script d dart delphi " +
-    "diff django docker_file erlang fortran gherkin go graphql groovy html htmlbars http haskell json java " +
-    "javascript julia kotlin latex lisp lua matlab makefile markdown nginx objective_c " +
-    "opengl_shading_language php perl powershell prolog properties protobuf python r ruby rust sas scss sql " +
-    "scala scheme shell solidity swift toml thrift typescript vbscript visual_basic xml yaml"
-  ).split(" "),
-);
-const ALIASES: Record<string, string> = {
-  dockerfile: "docker_file",
-  docker: "docker_file",
-  js: "javascript",
-  jsx: "javascript",
-  mjs: "javascript",
-  node: "javascript",
-  ts: "typescript",
-  tsx: "typescript",
-  py: "python",
-  python3: "python",
-  sh: "shell",
-  zsh: "shell",
-  console: "shell",
-  "shell-session": "shell",
-  ps1: "powershell",
-  cs: "c_sharp",
-  csharp: "c_sharp",
-  "c#": "c_sharp",
-  "c++": "cpp",
-  cc: "cpp",
-  h: "c",
-  objc: "objective_c",
-  "objective-c": "objective_c",
-  objectivec: "objective_c",
-  coffee: "coffee_script",
-  coffeescript: "coffee_script",
-  golang: "go",
-  rs: "rust",
-  rb: "ruby",
-  kt: "kotlin",
-  kts: "kotlin",
-  yml: "yaml",
-  md: "markdown",
-  tex: "latex",
-  vb: "visual_basic",
-  "vb.net": "visual_basic",
-  vbnet: "visual_basic",
-  glsl: "opengl_shading_language",
-  jsonc: "json",
-  json5: "json",
-  text: "plain_text",
-  txt: "plain_text",
-  plain: "plain_text",
-  plaintext: "plain_text",
-  make: "makefile",
-  proto: "protobuf",
-  gql: "graphql",
-  svg: "xml",
-  ini: "properties",
-  asm: "assembly",
-  patch: "diff",
-};
-
-/** The documented name for a fence's info string, or undefined (no language). */
-export function codeLanguage(info: string): string | undefined {
-  const word = info.trim().split(/\s+/)[0]?.toLowerCase() ?? "";
-  if (word === "") return undefined;
-  if (LANGUAGES.has(word)) return word;
-  return ALIASES[word];
 }
 
 /** Markdown for a preview: kept as markdown when it brings its own code fence, else shown in a monospace block. */
