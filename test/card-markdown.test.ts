@@ -87,6 +87,7 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
     );
     expect(out).not.toMatch(/<(at|person|link|img)\b/i);
     expect(out).toContain("<font color='red'>红</font><br>");
+    expect(sanitizeMarkdown("<!-- 注释 --> <?xml?>")).toBe("&#60;!-- 注释 --> &#60;?xml?>");
     expect(sanitizeMarkdown("[<at id=all></at>](https://x.org)")).toBe(
       "[&#60;at id=all>&#60;/at>](https://x.org/)",
     );

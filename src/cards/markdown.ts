@@ -7,8 +7,8 @@
  *   230099 and every later render carries the same text (docs: 飞书卡片 常见问题 §4–§6, 富文本 §代码块):
  *   images need an uploaded image_key (200570) → a link; links must be http(s) → others become text; a bare
  *   URL glued to CJK text is read as one invalid URL → a space delimits it; special characters in a URL →
- *   percent-encoded; code-fence languages → the documented names, unknown ones dropped. Only the HTML tags
- *   we mean to allow survive; `<at>`, `<person>`, `<link>`, `<number_tag>`… are shown as text.
+ *   percent-encoded; code-fence languages → the documented names, unknown ones dropped; at most four tables.
+ *   Only the HTML tags we mean to allow survive; `<at>`, `<person>`, `<link>`, `<!--`… are shown as text.
  * - **text** (user-typed messages and 其他 answers, and every model field we place inside our own lines:
  *   titles, headers, options, questions, step summaries, errors): every character that markdown reads as
  *   syntax becomes the HTML entity the docs' escape table gives (富文本 §特殊字符转义说明), so it cannot
@@ -131,6 +131,7 @@ const INLINE = new RegExp(
     String.raw`<(https?://[^\s<>]*)>`, // 8 autolink
     String.raw`<(/?)([A-Za-z][A-Za-z0-9_]*)([^<>\n]*)>`, // 9 slash, 10 tag, 11 attributes
     String.raw`https?://[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+`, // bare URL
+    String.raw`<[!?]`, // comments, CDATA, processing instructions: HTML blocks, which cards do not support
   ].join("|"),
   "gi",
 );
@@ -153,6 +154,7 @@ function rewriteText(text: string, imageText: string): string {
       if (!ALLOWED_TAGS.has(tag.toLowerCase()) || /[`]/.test(attributes ?? "")) return escapeText(match);
       return `<${slash ?? ""}${tag}${attributes ?? ""}>`;
     }
+    if (match.startsWith("<")) return escapeText(match);
     const url = safeUrl(match);
     if (!url) return escapeText(match);
     // A URL running into CJK (or any non-ASCII) text is read as one invalid URL: a space delimits it.
