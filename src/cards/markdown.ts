@@ -131,7 +131,7 @@ const INLINE = new RegExp(
     String.raw`<(https?://[^\s<>]*)>`, // 8 autolink
     String.raw`<(/?)([A-Za-z][A-Za-z0-9_]*)([^<>\n]*)>`, // 9 slash, 10 tag, 11 attributes
     String.raw`https?://[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+`, // bare URL
-    String.raw`<[!?]`, // comments, CDATA, processing instructions: HTML blocks, which cards do not support
+    "<[!?]", // comments, CDATA, processing instructions: HTML blocks, which cards do not support
   ].join("|"),
   "gi",
 );
