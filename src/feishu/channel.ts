@@ -281,7 +281,8 @@ export class FeishuChannel implements AskSurface {
       // here, or a run resumed after a crash) gives back the card an earlier attempt created, content unknown.
       let attempts = 0;
       let shown: string | undefined;
-      // A refused card (230099/230025) is sent again degraded, and the card stays degraded from then on.
+      // A refused card (230099/230025) is sent again degraded, and the card stays degraded from then on. Same
+      // uuid: a refused reply created no message (assumed: the docs say nothing of uuids on failed sends).
       let level: DegradeLevel = 0;
       const degrade = () => {
         if (level === 2) return false;
