@@ -83,6 +83,11 @@ export interface Config {
   askTimeoutMs: number;
   cardPatchIntervalMs: number;
   publicUrl: string;
+  /**
+   * Whether cards carry the 会话详情 link. Not in feishu mode without PUBLIC_URL: the default
+   * http://localhost:PORT is a dead link on a real tenant's phones and laptops.
+   */
+  detailsLinks: boolean;
   /** Absent only in local mode, where main.ts generates and keeps one under DATA_DIR. */
   authSecret?: string;
 }
@@ -137,6 +142,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    detailsLinks: mode === "local" || e.PUBLIC_URL !== undefined,
     authSecret: e.AUTH_SECRET,
   };
 }

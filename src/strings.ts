@@ -30,6 +30,8 @@ export const zh = {
     signInLink: (days: number) =>
       `你的个人登录链接（${days} 天内有效，仅限本人使用，请勿转发）。打开后即可在会话详情页查看任务、回答问题：`,
     signInPrivateOnly: "个人登录链接只在私聊中发送：请在与我的私聊中发送 /login。",
+    /** A submit that left a question unanswered: which one, by number and header. */
+    unanswered: (index: number, header: string) => `第 ${index} 题「${header}」还没有回答`,
   },
   card: {
     status: {
@@ -63,6 +65,11 @@ export const zh = {
     submit: "提交",
     previewTitle: "选项预览",
     previewsOmitted: "(选项预览过长,已省略;请在会话详情中查看)",
+    /** Link text for an image in the model's markdown (a card cannot show an image without an upload). */
+    image: "图片",
+    moreAsks: (questions: number) => `**还有 ${questions} 个问题**`,
+    moreAsksLink: (url: string) => `可在[会话详情](${url})中回答,或先回答上面的问题。`,
+    moreAsksLater: "请先回答上面的问题,这些问题会依次出现在卡片上。",
     resultHeading: "**结果**",
     errorHeading: "**失败原因**",
     truncated: "…(内容过长,完整内容请在会话详情中查看)",

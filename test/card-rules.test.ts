@@ -515,7 +515,8 @@ function expectValidAndWithinLimits(c: Card): void {
   const check = validateCard(c);
   expect(check.ok ? "ok" : check.problems).toBe("ok");
   expect(check.ok).toBe(true);
-  expect(cardSize(c)).toBeLessThanOrEqual(CARD_LIMITS.maxBytes);
+  // The builder's own aim, with headroom under the platform's 30 KB (whose counting is undocumented).
+  expect(cardSize(c)).toBeLessThanOrEqual(CARD_LIMITS.targetBytes);
   expect(countComponents(c)).toBeLessThanOrEqual(CARD_LIMITS.maxComponents);
 }
 
@@ -597,7 +598,8 @@ describe("buildProgressCard at its worst", () => {
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.length).toBeLessThanOrEqual(10);
     expect(stepsText(c)).toContain(strings.card.earlierSteps(500 - lines.length));
-    const shown = lines.map((line) => Number(/#(\d+)#/.exec(line)?.[1]));
+    // A leading `#` is escaped (it could start a heading): `&#35;12#`.
+    const shown = lines.map((line) => Number(/(?:#|&#35;)(\d+)#/.exec(line)?.[1]));
     expect(shown).toEqual(Array.from({ length: lines.length }, (_, k) => 500 - lines.length + k));
     for (const line of lines) expect([...line].length).toBeLessThan(200);
   });
@@ -621,7 +623,7 @@ describe("buildProgressCard at its worst", () => {
     const c = buildProgressCard(view({ status: "failed", steps: manySteps(500), error, endedAt: 5_000 }), []);
     expectValidAndWithinLimits(c);
     const shown = markdownTexts(c).find((t) => t.startsWith(strings.card.errorHeading));
-    expect(shown).toContain('连接构建服务失败 "&lt;&amp;&gt;"');
+    expect(shown).toContain('连接构建服务失败 "&#60;&#38;&#62;"');
     expect(shown?.endsWith(strings.card.truncated)).toBe(true);
     expect([...(c.config.summary?.content ?? "")].length).toBeLessThanOrEqual(60);
   });
@@ -794,16 +796,16 @@ describe("buildProgressCard text safety", () => {
     expectValidAndWithinLimits(c);
     expectNoRawMention(c);
     const all = markdownTexts(c).join("\n");
-    expect(all).toContain("要通知大家吗&lt;at id=all&gt;&lt;/at&gt;?");
-    expect(all).toContain("**通知&lt;at id=all&gt;&lt;/at&gt;**");
-    expect(stepsText(c)).toContain("部署&lt;at id=all&gt;&lt;/at&gt;");
+    expect(all).toContain("要通知大家吗&#60;at id=all&#62;&#60;/at&#62;?");
+    expect(all).toContain("**通知&#60;at id=all&#62;&#60;/at&#62;**");
+    expect(stepsText(c)).toContain("部署&#60;at id=all&#62;&#60;/at&#62;");
   });
 
   it("escapes mentions in a failed run's error", () => {
     const c = buildProgressCard(view({ status: "failed", error: `构建失败${AT}`, endedAt: 1_000 }), []);
     expectValidAndWithinLimits(c);
     expectNoRawMention(c);
-    expect(markdownTexts(c).join("\n")).toContain("构建失败&lt;at id=all&gt;&lt;/at&gt;");
+    expect(markdownTexts(c).join("\n")).toContain("构建失败&#60;at id=all&#62;&#60;/at&#62;");
   });
 
   it("neutralises mentions in the completed answer but keeps its markdown", () => {
@@ -814,6 +816,6 @@ describe("buildProgressCard text safety", () => {
     const result = markdownTexts(c).find((t) => t.startsWith(strings.card.resultHeading)) ?? "";
     expect(result).toContain("**重要** 已完成");
     expect(result).toContain("\n\n- 第一项");
-    expect(result).toContain("&lt;at id=all>");
+    expect(result).toContain("&#60;at id=all&#62;&#60;/at&#62;");
   });
 });

@@ -394,6 +394,20 @@ describe("emulator: injected faults", () => {
     expect(last).toMatchObject({ status: 200, code: 0, messageId: id });
     expect(last.durationMs).toBeGreaterThanOrEqual(100);
   });
+
+  it("refuses only calls whose body holds the text, when the fault matches on the body", async () => {
+    const emu = await emulator();
+    const client = sdk(emu);
+    const id = await sendCard(client);
+    emu.injectFault({
+      match: { method: "PATCH", bodyIncludes: "Kubernetes" },
+      times: 5,
+      response: { httpStatus: 400, code: 230099, msg: "Failed to create card content" },
+    });
+    expect((await failure(patch(client, id))).code).toBe(230099);
+    expect((await patch(client, id, cardContent())).code).toBe(0);
+    expect(emu.callsTo("PATCH", "/open-apis/im/v1/messages").map((call) => call.code)).toEqual([230099, 0]);
+  });
 });
 
 describe("emulator: card callbacks and delayed updates", () => {

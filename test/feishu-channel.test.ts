@@ -150,7 +150,7 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
         name: "ask0_submit",
         formValue: { ask0_q0: "0", ask0_q1: [], ask0_c1: " " },
       });
-      expect(empty.toast).toEqual({ type: "warning", content: "请至少选择一项或填写其他" });
+      expect(empty.toast).toEqual({ type: "warning", content: "第 2 题「附加功能」还没有回答" });
       expect(formsOn(empty.card!.data)).toEqual(["ask0"]);
       expect(r.core.registry.get(requestId)).toBeDefined();
       const ok = await r.click({

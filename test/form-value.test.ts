@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AskQuestion } from "../src/asks/schema.ts";
 import { parseActionValue } from "../src/cards/actions.ts";
-import { mapFormValue } from "../src/cards/form-value.ts";
+import { mapFormValue, readDraft } from "../src/cards/form-value.ts";
 import type { CardNode } from "../src/cards/model.ts";
 import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
 import { strings } from "../src/strings.ts";
@@ -579,5 +579,40 @@ describe("parseActionValue", () => {
     );
     expect(() => parseActionValue(forged)).not.toThrow();
     expect(parseActionValue(forged).ok).toBe(false);
+  });
+});
+
+describe("readDraft (what a submit that did not complete the ask carried)", () => {
+  it("keeps the chosen indices and the 其他 texts of the submitted form, per question", () => {
+    expect(
+      readDraft(QUESTIONS, { ask0_q0: "2", ask0_c0: "先灰度", ask0_q1: ["3", "0"], ask0_c1: "" }, "ask0"),
+    ).toEqual([
+      { choices: [2], custom: "先灰度" },
+      { choices: [0, 3], custom: "" },
+    ]);
+  });
+
+  it("reads junk as empty: unknown indices, odd types, other forms' fields, over-long text cut to 1000", () => {
+    const draft = readDraft(
+      QUESTIONS,
+      {
+        ask0_q0: ["1", "2"],
+        ask0_c0: 42,
+        ask0_q1: ["9", 1, null, "01"],
+        ask0_c1: "长".repeat(1200),
+        ask1_q0: "0",
+      },
+      "ask0",
+    );
+    // A single-select keeps one choice even when a forged value sends two.
+    expect(draft).toEqual([
+      { choices: [1], custom: "" },
+      // Read the way mapFormValue reads it: "01" is option 1, "9", 1 and null are nothing.
+      { choices: [1], custom: "长".repeat(1000) },
+    ]);
+    expect(readDraft(QUESTIONS, "junk")).toEqual([
+      { choices: [], custom: "" },
+      { choices: [], custom: "" },
+    ]);
   });
 });

@@ -30,6 +30,8 @@ function setup(
   const state = { status: "running", step: 0, forms: [] as string[] };
   const patched: { at: number; content: string }[] = [];
   const gone: FeishuApiError[] = [];
+  /** The degrade level of each render that was sent. */
+  const levels: number[] = [];
   const patch =
     options.patch ??
     (async () => {
@@ -40,6 +42,8 @@ function setup(
     messenger: {
       patchCard: async (_id, card) => {
         patched.push({ at: Date.now(), content: JSON.stringify(card.body.elements[0]) });
+        const degraded = card.body.elements[1];
+        levels.push(degraded?.tag === "markdown" ? Number(degraded.content.split(" ")[1]) : 0);
         await patch(card);
       },
     },
@@ -47,7 +51,11 @@ function setup(
       key: `${state.status}|${state.forms.join(",")}`,
       formOpen: state.forms.length > 0,
     }),
-    render: () => cardFor(state),
+    render: (level) => {
+      const card = cardFor(state);
+      if (level > 0) card.body.elements.push({ tag: "markdown", content: `degraded ${level}` });
+      return card;
+    },
     intervalMs: options.intervalMs ?? 1000,
     appLimiter:
       options.limiter ?? (options.appLimiter ? gateLimiter(options.appLimiter) : (fn) => fn(IGNORED_SLOT)),
@@ -61,6 +69,7 @@ function setup(
     patched,
     publisher,
     gone,
+    levels,
     contents: () => patched.map((p) => JSON.parse(p.content).content as string),
   };
 }
@@ -257,16 +266,41 @@ describe("CardPublisher", () => {
     expect(publisher.stats.failed).toBe(1);
   });
 
-  it("does not resend a card Feishu rejected as invalid, but tries the next state", async () => {
+  it("re-renders a refused card one degrade level plainer, up to 2, then tries only the next state", async () => {
+    const refused = () =>
+      new FeishuApiError({ method: "patch", message: "bad card", feishuCode: 230099, httpStatus: 400 });
+    const { state, publisher, patched, levels } = setup({
+      patch: async (card) => {
+        // The running state is refused at every level; the next state is accepted.
+        if (JSON.stringify(card).includes("step 1")) throw refused();
+      },
+    });
+    state.step = 1;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(levels).toEqual([0, 1, 2]);
+    expect(publisher.degradeLevel).toBe(2);
+    // Given up: the same state is not sent again.
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(3);
+    state.step = 2;
+    publisher.request();
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(4);
+    expect(levels.at(-1)).toBe(2);
+  });
+
+  it("treats 230025 (too large) like 230099: the next render is degraded, and later states stay so", async () => {
     let calls = 0;
-    const { state, publisher, patched } = setup({
+    const { state, publisher, levels } = setup({
       patch: async () => {
         calls += 1;
         if (calls === 1)
           throw new FeishuApiError({
             method: "patch",
-            message: "bad card",
-            feishuCode: 230099,
+            message: "too long",
+            feishuCode: 230025,
             httpStatus: 400,
           });
       },
@@ -274,13 +308,10 @@ describe("CardPublisher", () => {
     state.step = 1;
     publisher.request();
     await vi.runAllTimersAsync();
-    publisher.request();
-    await vi.runAllTimersAsync();
-    expect(patched).toHaveLength(1);
     state.step = 2;
     publisher.request();
     await vi.runAllTimersAsync();
-    expect(patched).toHaveLength(2);
+    expect(levels).toEqual([0, 1, 1]);
   });
 
   it("renders when the app-wide budget lets the PATCH go, not when it joined the queue", async () => {

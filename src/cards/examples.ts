@@ -86,6 +86,24 @@ export function exampleCards(): Record<string, Card> {
     "progress-cancelled": buildProgressCard({ ...asking, status: "cancelled", endedAt: T0 + 20_000 }, [
       bothQuestions,
     ]),
+    // A submit that left 附加功能 unanswered: the answer's card shows the form as it was filled in.
+    "progress-prefilled-form": buildProgressCard(asking, [
+      {
+        ...bothQuestions,
+        draft: [
+          { choices: [1], custom: "先在预发环境试一周" },
+          { choices: [], custom: "" },
+        ],
+      },
+    ]),
+    // Ten questions sets at once: as many forms as stay within 200 components, the rest in one block.
+    "progress-many-asks": buildProgressCard(
+      asking,
+      Array.from({ length: 10 }, (_, i) => ({
+        ...bothQuestions,
+        requestId: `req_${String(i + 10).padStart(4, "0")}`,
+      })),
+    ),
     "queued-waiting": buildQueuedCard({
       sessionId: base.sessionId,
       queueId: "q_0001",

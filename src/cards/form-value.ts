@@ -57,6 +57,10 @@ function collectFields(formValue: unknown, formName: string | undefined) {
 
 /** Index strings back to labels, in the options' order, unknown indices and odd types ignored. */
 function chosenLabels(question: AskQuestion, raw: unknown): string[] {
+  return chosenIndices(question, raw).map((index) => question.options[index]?.label ?? "");
+}
+
+function chosenIndices(question: AskQuestion, raw: unknown): number[] {
   const values = Array.isArray(raw) ? raw : raw === undefined || raw === null ? [] : [raw];
   const picked = new Set<number>();
   for (const value of values) {
@@ -64,9 +68,29 @@ function chosenLabels(question: AskQuestion, raw: unknown): string[] {
     const index = Number(value);
     if (index < question.options.length) picked.add(index);
   }
-  return [...picked].sort((a, b) => a - b).map((index) => question.options[index]?.label ?? "");
+  return [...picked].sort((a, b) => a - b);
 }
 
 function customText(raw: unknown): string | null {
   return typeof raw === "string" ? raw : null;
+}
+
+/** Per question, what a submit carried: the chosen option indices and the 其他 text. */
+export type FormDraft = readonly { choices: readonly number[]; custom: string }[];
+
+/**
+ * What a submit that did not complete the ask carried, so the card answering it (and every later render)
+ * shows the form as the person left it instead of empty. Same defensive reading as mapFormValue.
+ */
+export function readDraft(
+  questions: readonly AskQuestion[],
+  formValue: unknown,
+  formName?: string,
+): FormDraft {
+  const fields = collectFields(formValue, formName);
+  return questions.map((question, j) => {
+    const choices = chosenIndices(question, fields.choices.get(j));
+    const custom = customText(fields.customs.get(j)) ?? "";
+    return { choices: question.multiSelect ? choices : choices.slice(0, 1), custom: custom.slice(0, 1000) };
+  });
 }

@@ -76,6 +76,8 @@ export const selectNode = z.strictObject({
   required: z.boolean(),
   placeholder: plainText,
   width: z.enum(["default", "fill"]).optional(),
+  /** 1-based; 0 shows none (D-select). Used to pre-fill a form after a submit that did not complete it. */
+  initial_index: z.number().int().min(0).optional(),
   options: z.array(selectOption).min(1),
   ...common,
 });
@@ -98,6 +100,8 @@ export const inputNode = z.strictObject({
   placeholder: plainText,
   max_length: z.number().int().min(1).max(1000).optional(),
   width: z.enum(["default", "fill"]).optional(),
+  /** Pre-filled text (D-input), e.g. the 其他 answer a failed submit carried. */
+  default_value: z.string().max(1000).optional(),
   ...common,
 });
 

@@ -1,10 +1,13 @@
-import type { AskQuestion } from "../asks/schema.ts";
 import type { RunStatus } from "../harness/types.ts";
 import { strings as defaultStrings, type Strings } from "../strings.ts";
-import type { AskSubmitValue, ProgressValue } from "./actions.ts";
-import type { Card, CardNode, ColumnSetNode, FormNode, TEMPLATES, TextTag } from "./model.ts";
+import type { ProgressValue } from "./actions.ts";
+import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
+import { escapeText, sanitizeMarkdown } from "./markdown.ts";
+import type { Card, CardNode, ColumnSetNode, TEMPLATES, TextTag } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
-import { escapeMarkdown, oneLine, previewBlock, sanitizeMarkdown, truncate } from "./text.ts";
+import { oneLine, truncate } from "./text.ts";
+
+export { type CardAsk, fieldNames } from "./ask-form.ts";
 
 /**
  * The progress card: a pure function of (run view, pending asks). Every PATCH re-renders the whole card,
@@ -39,28 +42,26 @@ export interface ProgressView {
   chatType?: "group";
 }
 
-export interface CardAsk {
-  requestId: string;
-  questions: readonly AskQuestion[];
-}
-
 export interface BuildOptions {
   strings?: Strings;
   /** Most recent steps shown when nothing needs trimming. */
   maxStepsShown?: number;
   limits?: { maxBytes: number; maxComponents: number };
+  /**
+   * After the platform refused a card (230099 invalid content, 230025 too large): 1 shows the model's text as
+   * escaped plain text, without previews, in a tighter size budget; 2 also halves that budget again.
+   */
+  degraded?: DegradeLevel;
 }
 
-/** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
-interface Budget {
-  steps: number;
-  previews: boolean;
-  descriptionChars: number;
-  optionList: "full" | "labels" | "none";
-  bodyChars: number;
-  questionChars: number;
-  optionTextChars: number;
-}
+export type DegradeLevel = 0 | 1 | 2;
+
+/** Size budgets per degrade level: headroom under the 30 KB limit, whose counting is undocumented. */
+const BYTES_BY_LEVEL: Record<DegradeLevel, number> = {
+  0: CARD_LIMITS.targetBytes,
+  1: CARD_LIMITS.degradedBytes,
+  2: CARD_LIMITS.degradedBytes / 2,
+};
 
 const FULL: Budget = {
   steps: 8,
@@ -92,15 +93,60 @@ export function buildProgressCard(
   pendingAsks: readonly CardAsk[],
   options: BuildOptions = {},
 ): Card {
-  const limits = options.limits ?? CARD_LIMITS;
-  let budget: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps };
-  let card = render(view, pendingAsks, budget, options.strings ?? defaultStrings);
-  for (const give of LADDER) {
-    if (fits(card, limits)) return card;
-    budget = give(budget);
-    card = render(view, pendingAsks, budget, options.strings ?? defaultStrings);
+  const level = options.degraded ?? 0;
+  const limits = options.limits ?? {
+    maxBytes: BYTES_BY_LEVEL[level],
+    maxComponents: CARD_LIMITS.maxComponents,
+  };
+  const base: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps, previews: level === 0 };
+  const s = options.strings ?? defaultStrings;
+  // Fewer forms only when even the plainest text does not fit: a form beats every text the ladder trims.
+  for (let full = formsThatFit(view, pendingAsks, base, s, level, limits.maxComponents); ; full -= 1) {
+    let budget = base;
+    let card = render(view, pendingAsks, full, budget, s, level);
+    for (const give of LADDER) {
+      if (fits(card, limits)) return card;
+      budget = give(budget);
+      card = render(view, pendingAsks, full, budget, s, level);
+    }
+    if (fits(card, limits) || full <= 1) return card;
   }
-  return card;
+}
+
+/**
+ * How many asks get a full form: as many as keep the card within the component limit (six asks of two
+ * questions make ~246 and the card can no longer be updated); the rest share one compact block. The first
+ * ask always gets its form. Trimming text does not change the count, so this is decided once, up front.
+ */
+function formsThatFit(
+  view: ProgressView,
+  asks: readonly CardAsk[],
+  budget: Budget,
+  s: Strings,
+  level: DegradeLevel,
+  maxComponents: number,
+): number {
+  if (view.status !== "running" || asks.length <= 1) return asks.length;
+  // Counted without previews: a form is worth more than a preview, which the ladder drops when needed.
+  // Components add up: the card with every ask compact, plus each form, minus the block once none is left.
+  const lean = { ...budget, previews: false };
+  const context: AskContext = {
+    sessionId: view.sessionId,
+    senderId: view.senderId,
+    ...(view.chatType ? { chatType: view.chatType } : {}),
+    budget: lean,
+    strings: s,
+  };
+  let total = countComponents(render(view, asks, 0, lean, s, level));
+  let full = 0;
+  for (const [i, ask] of asks.entries()) {
+    const next =
+      total + countComponents(askForm(ask, i, asks.length, context)) - (i === asks.length - 1 ? 1 : 0);
+    if (next > maxComponents && full >= 1) break;
+    total = next;
+    full += 1;
+  }
+  return full;
 }
 
 function fits(card: Card, limits: { maxBytes: number; maxComponents: number }): boolean {
@@ -116,7 +162,14 @@ const LOOK: Record<RunStatus | "waiting", { template: (typeof TEMPLATES)[number]
   cancelled: { template: "grey" },
 };
 
-function render(view: ProgressView, asks: readonly CardAsk[], budget: Budget, s: Strings): Card {
+function render(
+  view: ProgressView,
+  asks: readonly CardAsk[],
+  fullForms: number,
+  budget: Budget,
+  s: Strings,
+  level: DegradeLevel,
+): Card {
   const running = view.status === "running";
   // Terminal states and the recovery state render no form: nothing there can be answered any more.
   const shownAsks = running ? asks : [];
@@ -129,10 +182,20 @@ function render(view: ProgressView, asks: readonly CardAsk[], budget: Budget, s:
   if (view.status === "recovering") elements.push({ tag: "markdown", content: `⏳ ${s.recovering}` });
   const steps = stepsMarkdown(view, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
-  elements.push(...outcome(view, budget, s));
+  elements.push(...outcome(view, budget, s, level > 0));
   if (shownAsks.length > 0) {
+    const context: AskContext = {
+      sessionId: view.sessionId,
+      senderId: view.senderId,
+      ...(view.chatType ? { chatType: view.chatType } : {}),
+      budget,
+      strings: s,
+    };
+    const withForms = shownAsks.slice(0, fullForms);
     elements.push({ tag: "hr" });
-    elements.push(...shownAsks.map((ask, i) => askForm(view, ask, i, shownAsks.length, budget, s)));
+    elements.push(...withForms.map((ask, i) => askForm(ask, i, shownAsks.length, context)));
+    const rest = shownAsks.slice(fullForms);
+    if (rest.length > 0) elements.push(compactAsks(rest, view.detailsUrl, s));
   }
   const actions = actionButtons(view, s);
   if (actions) elements.push(actions);
@@ -181,147 +244,31 @@ function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string |
   if (total > shown.length) lines.push(s.card.earlierSteps(total - shown.length));
   for (const step of shown) {
     const icon = step.status === "done" ? "✅" : step.status === "failed" ? "❌" : "⏳";
-    const title = escapeMarkdown(truncate(oneLine(step.title), 60));
-    const note = step.summary ? ` · ${escapeMarkdown(truncate(oneLine(step.summary), 80))}` : "";
+    const title = escapeText(truncate(oneLine(step.title), 60));
+    const note = step.summary ? ` · ${escapeText(truncate(oneLine(step.summary), 80))}` : "";
     lines.push(`${icon} ${title}${note}`);
   }
   return lines.join("\n");
 }
 
-function outcome(view: ProgressView, budget: Budget, s: Strings): CardNode[] {
+/** The model's text: sanitized markdown, or (degraded) escaped plain text that cannot be refused again. */
+function outcome(view: ProgressView, budget: Budget, s: Strings, plain: boolean): CardNode[] {
   const body = (text: string) => truncate(text, budget.bodyChars, s.card.truncated);
+  const modelText = (text: string) =>
+    plain ? escapeText(body(text)) : sanitizeMarkdown(body(text), { imageText: s.card.image });
   switch (view.status) {
     case "completed":
       return [
         { tag: "hr" },
-        { tag: "markdown", content: `${s.card.resultHeading}\n${sanitizeMarkdown(body(view.text ?? ""))}` },
+        { tag: "markdown", content: `${s.card.resultHeading}\n${modelText(view.text ?? "")}` },
       ];
     case "failed":
-      return [
-        { tag: "markdown", content: `${s.card.errorHeading}\n${escapeMarkdown(body(view.error ?? ""))}` },
-      ];
+      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(view.error ?? ""))}` }];
     case "cancelled":
       return [{ tag: "markdown", content: s.card.cancelledNote }];
     default:
-      return view.text ? [{ tag: "markdown", content: sanitizeMarkdown(body(view.text)) }] : [];
+      return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
   }
-}
-
-/** Names are unique across the whole card (`ask{i}_q{j}`), or a submit fails (feishu-platform §1.2 form). */
-export function fieldNames(askIndex: number, questionIndex: number) {
-  return {
-    form: `ask${askIndex}`,
-    choice: `ask${askIndex}_q${questionIndex}`,
-    custom: `ask${askIndex}_c${questionIndex}`,
-    submit: `ask${askIndex}_submit`,
-  };
-}
-
-function askForm(
-  view: ProgressView,
-  ask: CardAsk,
-  index: number,
-  total: number,
-  budget: Budget,
-  s: Strings,
-): FormNode {
-  const elements: CardNode[] = [];
-  ask.questions.forEach((question, j) => {
-    const names = fieldNames(index, j);
-    const heading = j === 0 ? `${askHeading(view, index + 1, total, s)}\n\n` : "";
-    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget) });
-    const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
-    // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.
-    if (budget.previews && previews.length > 0) {
-      const content = previews
-        .map((option) => `**${escapeMarkdown(option.label)}**\n${previewBlock(option.preview ?? "")}`)
-        .join("\n\n");
-      elements.push({
-        tag: "collapsible_panel",
-        expanded: false,
-        header: {
-          title: { tag: "markdown", content: `${s.card.previewTitle} · ${escapeMarkdown(question.header)}` },
-        },
-        elements: [{ tag: "markdown", content }],
-      });
-    }
-    const options = question.options.map((option, k) => ({
-      text: {
-        tag: "plain_text" as const,
-        content: truncate(oneLine(option.label) || `${k + 1}`, budget.optionTextChars),
-      },
-      // Index strings, not labels: labels may hold characters a value should not (seed §4.2).
-      value: String(k),
-    }));
-    elements.push(
-      question.multiSelect
-        ? {
-            tag: "multi_select_static",
-            name: names.choice,
-            required: false,
-            placeholder: { tag: "plain_text", content: s.card.multiSelectPlaceholder },
-            width: "fill",
-            selected_values: [],
-            options,
-          }
-        : {
-            tag: "select_static",
-            name: names.choice,
-            required: false,
-            placeholder: { tag: "plain_text", content: s.card.selectPlaceholder },
-            width: "fill",
-            options,
-          },
-    );
-    elements.push({
-      tag: "input",
-      name: names.custom,
-      required: false,
-      placeholder: { tag: "plain_text", content: s.card.otherPlaceholder },
-      max_length: 1000,
-      width: "fill",
-    });
-  });
-  const value: AskSubmitValue = {
-    kind: "feishu_ask",
-    act: "submit",
-    sessionId: view.sessionId,
-    requestId: ask.requestId,
-    sender: view.senderId,
-  };
-  elements.push({
-    tag: "button",
-    name: fieldNames(index, 0).submit,
-    text: { tag: "plain_text", content: s.card.submit },
-    type: "primary_filled",
-    form_action_type: "submit",
-    behaviors: [{ type: "callback", value }],
-  });
-  return { tag: "form", name: fieldNames(index, 0).form, elements };
-}
-
-/**
- * An open_id as Feishu issues them (`ou_` + hex); anything else is not put inside a tag. The builder writes
- * this `<at>` itself: text from users and models has its `<at>` escaped (text.ts), so only this one renders.
- */
-const OPEN_ID = /^ou_[A-Za-z0-9_-]{1,64}$/;
-
-/** The form's heading: 需要你的回答 in a private chat; in a group, the sender by name via `<at id=…></at>`. */
-function askHeading(view: ProgressView, index: number, total: number, s: Strings): string {
-  if (view.chatType !== "group") return s.card.askHeading(index, total);
-  if (!OPEN_ID.test(view.senderId)) return s.card.askHeadingSender(index, total);
-  return s.card.askHeadingGroup(`<at id=${view.senderId}></at>`, index, total);
-}
-
-function questionMarkdown(question: AskQuestion, budget: Budget): string {
-  const head = `**【${escapeMarkdown(question.header)}】** ${escapeMarkdown(truncate(oneLine(question.question), budget.questionChars))}`;
-  if (budget.optionList === "none") return head;
-  const lines = question.options.map((option) => {
-    const label = `- **${escapeMarkdown(option.label)}**`;
-    if (budget.optionList === "labels") return label;
-    return `${label}: ${escapeMarkdown(truncate(oneLine(option.description), budget.descriptionChars))}`;
-  });
-  return [head, ...lines].join("\n");
 }
 
 function actionButtons(view: ProgressView, s: Strings): ColumnSetNode | undefined {

@@ -1,7 +1,8 @@
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { QueueValue } from "./actions.ts";
+import { escapeText } from "./markdown.ts";
 import type { Card, CardNode } from "./model.ts";
-import { escapeMarkdown, truncate } from "./text.ts";
+import { truncate } from "./text.ts";
 
 /** The card that answers a message which arrived while a task was running (DESIGN §6 queue). Pure. */
 export interface QueuedView {
@@ -16,7 +17,8 @@ export interface QueuedView {
 
 export function buildQueuedCard(view: QueuedView, options: { strings?: Strings } = {}): Card {
   const s = options.strings ?? defaultStrings;
-  const quote = escapeMarkdown(truncate(view.text.trim(), 300)).replace(/\n/g, "\n> ");
+  // The user typed this: shown as text, so it cannot add links, headings or a fake notice to a group card.
+  const quote = escapeText(truncate(view.text.trim(), 300)).replace(/\n/g, "\n> ");
   const status =
     view.state === "queued"
       ? s.card.queuedBody(view.position)

@@ -8,6 +8,13 @@ import { type Card, type CardNode, cardSchema } from "./model.ts";
 export const CARD_LIMITS = {
   /** Card & post content in a send/reply/PATCH body: 30 KB (230025). */
   maxBytes: 30 * 1024,
+  /**
+   * What the builder aims for. How Feishu counts the 30 KB is undocumented (KB base, escaping, style tags
+   * "inflate" it), so filling up to exactly 30,720 of our bytes has no margin: ~2 KB of headroom.
+   */
+  targetBytes: 28 * 1024,
+  /** The budget after the platform refused a card as invalid or too large (publisher re-renders degraded). */
+  degradedBytes: 20 * 1024,
   /** Components and text elements per 2.0 card (every option's text counts). */
   maxComponents: 200,
   /** Containers nest at most 5 levels. */

@@ -1,9 +1,5 @@
 /**
- * Text helpers for card markdown. Pure.
- *
- * Feishu markdown renders `<at>`, `<font>`, `<text_tag>` and similar tags. Text that comes from a model or a
- * user must not be able to @-mention everyone or restyle the card, so such text is escaped before it goes
- * into markdown; the agent's own reply keeps its markdown but loses any mention tags.
+ * Text helpers for card content. Pure. Escaping and sanitizing markdown lives in `markdown.ts`.
  */
 
 /**
@@ -19,16 +15,6 @@ const ANSI_SEQUENCE = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL_CHARS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
-/** For plain text placed inside markdown: no tags, no HTML entities, no control characters. */
-export function escapeMarkdown(text: string): string {
-  return clean(text).replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-}
-
-/** For markdown written by the agent: keep formatting, neutralise mention and person tags. */
-export function sanitizeMarkdown(markdown: string): string {
-  return clean(markdown).replace(/<(\/?)(at|person)\b/gi, "&lt;$1$2");
-}
-
 /** Cuts `text` to at most `max` characters (code points), marking the cut with `suffix`. */
 export function truncate(text: string, max: number, suffix = "…"): string {
   const chars = [...text];
@@ -40,10 +26,4 @@ export function truncate(text: string, max: number, suffix = "…"): string {
 /** One line: whitespace runs collapsed, trimmed. */
 export function oneLine(text: string): string {
   return clean(text).replace(/\s+/g, " ").trim();
-}
-
-/** Markdown for a preview: kept as markdown when it brings its own code fence, else shown in a monospace block. */
-export function previewBlock(preview: string): string {
-  if (preview.includes("```")) return sanitizeMarkdown(preview);
-  return `\`\`\`\n${clean(preview)}\n\`\`\``;
 }

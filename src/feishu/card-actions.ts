@@ -4,8 +4,9 @@ import {
   parseActionValue,
   type QueueValue,
 } from "../cards/actions.ts";
-import { mapFormValue } from "../cards/form-value.ts";
+import { mapFormValue, readDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
+import { oneLine } from "../cards/text.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
 import type { ActiveCard, FeishuChannel } from "./channel.ts";
@@ -90,7 +91,19 @@ function submitAnswer(
   if (operator !== ask.answererId) return toast("error", strings.feishu.onlySender);
   const formName = name?.match(/^(ask\d+)_submit$/)?.[1];
   const mapped = mapFormValue(ask.questions, formValue, formName);
-  if (!mapped.ok) return withCard(toast("warning", mapped.reason), active && channel.render(active));
+  if (!mapped.ok) {
+    // The answer carries the card, which replaces the form on screen: it must show what was submitted, or
+    // the person's choices and typing are gone. Kept for later renders too, until the ask settles.
+    // Platform finding: form_value holds only the submitted form's fields, so entries in the card's other
+    // forms never reach us; any card in a callback answer (or a PATCH) resets those to what we render.
+    // What we can keep is what each form last submitted, so a failed submit loses nothing of its own form.
+    active?.drafts.set(ask.requestId, readDraft(ask.questions, formValue, formName));
+    const question = ask.questions[mapped.questionIndex];
+    const reason = question
+      ? strings.feishu.unanswered(mapped.questionIndex + 1, oneLine(question.header))
+      : mapped.reason;
+    return withCard(toast("warning", reason), active && channel.render(active));
+  }
   const won = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
     surface: "feishu",
     userId: operator,

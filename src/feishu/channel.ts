@@ -1,7 +1,8 @@
 import path from "node:path";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
-import { buildProgressCard, type ProgressView } from "../cards/progress.ts";
+import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
 import { oneLine, truncate } from "../cards/text.ts";
 import { describeError } from "../errors.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
@@ -35,7 +36,8 @@ export interface FeishuChannelOptions {
   /** The app id names sessions: `feishu-{appId}-private-{openId}`. */
   appId: string;
   dataDir: string;
-  publicUrl: string;
+  /** Base of the 会话详情 link; without it cards carry none (feishu mode without PUBLIC_URL). */
+  publicUrl?: string;
   cardPatchIntervalMs: number;
   /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
   askPing: boolean;
@@ -59,6 +61,8 @@ export interface ActiveCard {
   chatType: ChatType | undefined;
   /** The @-mention reminder: at most one per card, in groups only (ask-reminder.ts). */
   reminder: ReminderState;
+  /** What a submit that did not complete an ask carried, by request id: its form renders pre-filled. */
+  drafts: Map<string, FormDraft>;
 }
 
 export class FeishuChannel implements AskSurface {
@@ -285,6 +289,7 @@ export class FeishuChannel implements AskSurface {
       chatType: this.#o.runner.getSession(run.sessionId)?.chatType,
       // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
       reminder: this.#o.store.wasReminded(run.id) ? "sent" : "none",
+      drafts: new Map(),
     };
     this.#cards.set(run.id, card);
     return card;
@@ -297,16 +302,28 @@ export class FeishuChannel implements AskSurface {
       // here, or a run resumed after a crash) gives back the card an earlier attempt created, content unknown.
       let attempts = 0;
       let shown: string | undefined;
-      const sent = await withRetries(() =>
-        this.#o.appLimiter(
-          () => {
-            const content = this.render(card);
-            attempts += 1;
-            shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
-            return this.#o.messenger.replyCard(card.sourceMessageId, content, { uuid: `run-${card.runId}` });
-          },
-          { urgent: true },
-        ),
+      // A refused card (230099/230025) is sent again degraded, and the card stays degraded from then on. Same
+      // uuid: a refused reply created no message (assumed: the docs say nothing of uuids on failed sends).
+      let level: DegradeLevel = 0;
+      const degrade = () => {
+        if (level === 2) return false;
+        level = level === 0 ? 1 : 2;
+        return true;
+      };
+      const sent = await withRetries(
+        () =>
+          this.#o.appLimiter(
+            () => {
+              const content = this.render(card, level);
+              attempts += 1;
+              shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
+              return this.#o.messenger.replyCard(card.sourceMessageId, content, {
+                uuid: `run-${card.runId}`,
+              });
+            },
+            { urgent: true },
+          ),
+        degrade,
       );
       this.#o.store.saveCard({
         runId: card.runId,
@@ -317,7 +334,7 @@ export class FeishuChannel implements AskSurface {
         sourceMessageId: card.sourceMessageId,
         createdAt: this.#o.now(),
       });
-      this.#attach(card, sent.messageId, shown);
+      this.#attach(card, sent.messageId, shown, level);
     } catch (error) {
       this.#log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
       this.#cards.delete(card.runId);
@@ -327,7 +344,7 @@ export class FeishuChannel implements AskSurface {
   }
 
   /** `shown`: the card's content on the platform now, if known (the reply's), so it is not sent again. */
-  #attach(card: ActiveCard, messageId: string, shown?: string): void {
+  #attach(card: ActiveCard, messageId: string, shown?: string, degradeLevel: DegradeLevel = 0): void {
     card.messageId = messageId;
     this.#byMessage.set(messageId, card);
     card.publisher = new CardPublisher({
@@ -337,7 +354,8 @@ export class FeishuChannel implements AskSurface {
         key: `${card.run.status}|${card.asks.map((a) => a.requestId).join(",")}`,
         formOpen: card.run.status === "running" && card.asks.length > 0,
       }),
-      render: () => this.render(card),
+      render: (level) => this.render(card, level),
+      degradeLevel,
       intervalMs: this.#o.cardPatchIntervalMs,
       confirmAfterMs: this.#o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(shown !== undefined ? { shown } : {}),
@@ -353,9 +371,13 @@ export class FeishuChannel implements AskSurface {
     if (isTerminal(card.run)) this.#forgetWhenLanded(card);
   }
 
-  /** The whole card, from the run and its pending asks as they are now. */
-  render(card: ActiveCard): Card {
-    return buildProgressCard(this.#view(card.run, card), card.asks);
+  /** The whole card, from the run and its pending asks as they are now, at the card's degrade level. */
+  render(card: ActiveCard, level: DegradeLevel = card.publisher?.degradeLevel ?? 0): Card {
+    const asks = card.asks.map((ask) => {
+      const draft = card.drafts.get(ask.requestId);
+      return draft ? { ...ask, draft } : ask;
+    });
+    return buildProgressCard(this.#view(card.run, card), asks, { degraded: level });
   }
 
   #view(run: RunView, card: Pick<ActiveCard, "chatType">): ProgressView {
@@ -370,8 +392,13 @@ export class FeishuChannel implements AskSurface {
       ...(run.error !== undefined ? { error: run.error } : {}),
       startedAt: run.startedAt,
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
-      // Each card links to its own run: an old card keeps showing the task it was sent for.
-      detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
+      // Each card links to its own run: an old card keeps showing the task it was sent for. No link without a
+      // PUBLIC_URL in feishu mode: a localhost link on a real tenant is dead.
+      ...(this.#o.publicUrl !== undefined
+        ? {
+            detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
+          }
+        : {}),
       ...(card.chatType === "group" ? { chatType: "group" as const } : {}),
     };
   }
@@ -413,6 +440,7 @@ export class FeishuChannel implements AskSurface {
     const card = this.#cards.get(ask.runId);
     if (!card) return;
     card.asks = card.asks.filter((a) => a.requestId !== ask.requestId);
+    card.drafts.delete(ask.requestId);
     card.publisher?.request();
   }
 
@@ -457,11 +485,16 @@ export class FeishuChannel implements AskSurface {
  * A task without its card cannot show progress or ask anything: a rate-limited or failed reply is retried a
  * few times (honouring Feishu's reset header) before the task is given up as unreachable.
  */
-async function withRetries<T>(send: () => Promise<T>, attempts = 4): Promise<T> {
+async function withRetries<T>(send: () => Promise<T>, degrade: () => boolean, attempts = 4): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await send();
     } catch (error) {
+      // Not counted as an attempt: at most two re-renders, each plainer, then the refusal is final.
+      if (error instanceof FeishuApiError && error.cardRefused && degrade()) {
+        attempt -= 1;
+        continue;
+      }
       const retryable = error instanceof FeishuApiError && (error.rateLimited || error.transient);
       if (!retryable || attempt >= attempts) throw error;
       const waitMs = error.retryAfterMs ?? 500 * 2 ** (attempt - 1);

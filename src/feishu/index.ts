@@ -23,7 +23,7 @@ export interface FeishuRuntime {
  * configured transport (long connection by default; webhook with an encrypt key).
  */
 export async function startFeishu(options: {
-  config: Pick<Config, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs">;
+  config: Pick<Config, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks">;
   core: Core;
   logger: Logger;
   now: () => number;
@@ -37,6 +37,7 @@ export async function startFeishu(options: {
   if (!appId || !appSecret)
     throw new Error("FEISHU_APP_ID and FEISHU_APP_SECRET are required for the Feishu channel");
   const messenger = createLarkMessenger({ appId, appSecret, domain, logger });
+  const publicUrl = detailsLinkBase(config, logger);
   const channel = new FeishuChannel({
     messenger,
     runner: core.runner,
@@ -47,7 +48,7 @@ export async function startFeishu(options: {
     now,
     appId,
     dataDir: config.dataDir,
-    publicUrl: config.publicUrl,
+    ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing,
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
@@ -91,4 +92,20 @@ export async function startFeishu(options: {
       channel.close();
     },
   };
+}
+
+/**
+ * The base of the cards' 会话详情 link, or undefined (with a start-up warning) in feishu mode without
+ * PUBLIC_URL: the default http://localhost:PORT would be a dead link on a real tenant.
+ */
+export function detailsLinkBase(
+  config: Pick<Config, "publicUrl" | "detailsLinks">,
+  logger: Logger,
+): string | undefined {
+  if (config.detailsLinks) return config.publicUrl;
+  logger.warn(
+    { publicUrl: config.publicUrl },
+    "PUBLIC_URL is not set: progress cards carry no 会话详情 link; set PUBLIC_URL to the bot's public address",
+  );
+  return undefined;
 }

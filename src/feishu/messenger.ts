@@ -78,6 +78,11 @@ export class FeishuApiError extends AppError {
     );
   }
 
+  /** The platform refused the card itself (230099 invalid content, 230025 too large): re-render it plainer. */
+  get cardRefused(): boolean {
+    return this.feishuCode === FEISHU_CODES.invalidCard || this.feishuCode === FEISHU_CODES.cardTooLarge;
+  }
+
   /** No answer, a timeout, or a 5xx: worth a bounded retry. */
   get transient(): boolean {
     return this.httpStatus === undefined || this.httpStatus >= 500;

@@ -1,4 +1,5 @@
 import type { Card } from "../cards/model.ts";
+import type { DegradeLevel } from "../cards/progress.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { createMessageLimiter, type Limiter } from "./limits.ts";
@@ -22,7 +23,8 @@ export interface PublisherOptions {
   messenger: Pick<FeishuMessenger, "patchCard">;
   /** Cheap: the shape of the current state, to decide urgency without rendering. */
   shape: () => CardShape;
-  render: () => Card;
+  /** Renders the current state at a degrade level (0 = full markdown; see BuildOptions.degraded). */
+  render: (level: DegradeLevel) => Card;
   /** Minimum gap between plain progress PATCHes (CARD_PATCH_INTERVAL_MS). */
   intervalMs: number;
   /** Minimum gap for urgent PATCHes (state or form changes); the platform allows 5/s per message. */
@@ -42,6 +44,8 @@ export interface PublisherOptions {
   shown?: string;
   /** The card can no longer be updated (230031 older than 14 days, recalled, deleted). */
   onGone?: (error: FeishuApiError) => void;
+  /** Start degraded: the reply that created the card was already refused at a lower level. */
+  degradeLevel?: DegradeLevel;
 }
 
 export interface PublisherStats {
@@ -52,7 +56,8 @@ export interface PublisherStats {
 }
 
 export class CardPublisher {
-  readonly #o: Required<Omit<PublisherOptions, "onGone" | "shown">> & Pick<PublisherOptions, "onGone">;
+  readonly #o: Required<Omit<PublisherOptions, "onGone" | "shown" | "degradeLevel">> &
+    Pick<PublisherOptions, "onGone">;
   readonly #messageLimiter: Limiter;
   readonly stats: PublisherStats = { sent: 0, skipped: 0, rateLimited: 0, failed: 0 };
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -77,6 +82,11 @@ export class CardPublisher {
   /** Counts request()s; `#handled` is the last one whose state was rendered and sent, skipped or given up. */
   #version = 0;
   #handled = 0;
+  /**
+   * Raised by one each time the platform refuses a card as invalid or too large, and never lowered: the text
+   * that was refused is usually still in every later state, so later states go out degraded too.
+   */
+  #degrade: DegradeLevel = 0;
 
   constructor(options: PublisherOptions) {
     this.#o = {
@@ -88,10 +98,16 @@ export class CardPublisher {
     };
     this.#messageLimiter = createMessageLimiter(5);
     this.#lastSentJson = options.shown;
+    this.#degrade = options.degradeLevel ?? 0;
   }
 
   get stopped(): boolean {
     return this.#stopped;
+  }
+
+  /** The level every render of this card uses now (a callback's answer must use it too). */
+  get degradeLevel(): DegradeLevel {
+    return this.#degrade;
   }
 
   /** The state changed: publish it soon (coalesced with anything already pending). */
@@ -174,7 +190,7 @@ export class CardPublisher {
             return false;
           }
           version = this.#version;
-          const card = this.#o.render();
+          const card = this.#o.render(this.#degrade);
           const key = this.#o.shape().key;
           json = JSON.stringify(card);
           if (!this.#confirming && (json === this.#lastSentJson || json === this.#lastFailedJson)) {
@@ -209,7 +225,10 @@ export class CardPublisher {
       if (!sent) return this.#settleIdle();
       // A change nobody announced with request() while the PATCH was in flight still lands: compare a render
       // here (cheap, no call) instead of queueing a PATCH that may well turn out a no-op.
-      if (this.#handled === this.#version && JSON.stringify(this.#o.render()) !== this.#lastSentJson) {
+      if (
+        this.#handled === this.#version &&
+        JSON.stringify(this.#o.render(this.#degrade)) !== this.#lastSentJson
+      ) {
         this.#version += 1;
       }
     } catch (error) {
@@ -250,6 +269,16 @@ export class CardPublisher {
       logger.info(
         { messageId, code: error.feishuCode, waitMs },
         "card patch rate-limited; retrying the latest state",
+      );
+      return;
+    }
+    if (error.cardRefused && this.#degrade < 2) {
+      // Re-render plainer before giving up; urgent, since what is on the card is an older state.
+      this.#degrade = this.#degrade === 0 ? 1 : 2;
+      this.#lastSentKey = undefined;
+      logger.warn(
+        { messageId, code: error.feishuCode, level: this.#degrade, err: describeError(error) },
+        "card refused by the platform; re-rendering it degraded",
       );
       return;
     }

@@ -1,5 +1,6 @@
 import type { AskAnswer, AskInput } from "../../asks/schema.ts";
 import { ASK_TOOL_NAME, askOutputSchema } from "../../asks/schema.ts";
+import { escapeText } from "../../cards/markdown.ts";
 import { strings } from "../../strings.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { ToolImpl } from "../dispatcher.ts";
@@ -96,7 +97,9 @@ async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
 function finalReply(answers: AskAnswer[]): string {
   if (answers.length === 0) return "**完成** 没有收到你的回答,已按推荐选项(Docker)继续。";
   const lines = answers.map((answer) => {
-    const parts = [...answer.selectedLabels, ...(answer.customInput ? [`其他: ${answer.customInput}`] : [])];
+    // The person typed the 其他 text: quoted as text in this markdown answer, so it cannot restyle the card.
+    const custom = answer.customInput ? [`其他: ${escapeText(answer.customInput)}`] : [];
+    const parts = [...answer.selectedLabels, ...custom];
     return `- **${answer.question}** ${parts.join("、")}`;
   });
   return ["**完成** 已按你的选择执行:", "", ...lines].join("\n");

@@ -3,6 +3,7 @@ import type { Fault, FaultHandle, FaultResponse } from "./types.ts";
 interface ActiveFault {
   method: string | undefined;
   path: string | RegExp | undefined;
+  bodyIncludes: string | undefined;
   remaining: number;
   response: FaultResponse;
 }
@@ -17,6 +18,7 @@ export class FaultQueue {
     const active: ActiveFault = {
       method: fault.match?.method?.toUpperCase(),
       path: fault.match?.path,
+      bodyIncludes: fault.match?.bodyIncludes,
       remaining: fault.times,
       response: fault.response,
     };
@@ -32,10 +34,18 @@ export class FaultQueue {
     };
   }
 
-  /** Consumes one use of the first fault matching this call, if any. */
-  take(method: string, path: string): FaultResponse | undefined {
+  /**
+   * Consumes one use of the first fault matching this call, if any. Called before the body is read (faults
+   * without `bodyIncludes`) and again after it (`body` given: only faults with `bodyIncludes`).
+   */
+  take(method: string, path: string, body?: string): FaultResponse | undefined {
     const fault = this.#faults.find(
-      (candidate) => candidate.remaining > 0 && matches(candidate, method, path),
+      (candidate) =>
+        candidate.remaining > 0 &&
+        (body === undefined
+          ? candidate.bodyIncludes === undefined
+          : candidate.bodyIncludes !== undefined && body.includes(candidate.bodyIncludes)) &&
+        matches(candidate, method, path),
     );
     if (!fault) return undefined;
     fault.remaining -= 1;

@@ -63,10 +63,13 @@ export function recordCalls(ctx: EmulatorContext) {
   };
 }
 
-/** Injected faults run before anything else: they either answer the call or delay it. */
-export function applyFaults(ctx: EmulatorContext) {
+/**
+ * Injected faults run before anything else: they either answer the call or delay it. With `afterBody`,
+ * only faults that match on the body run (mounted after the body parser).
+ */
+export function applyFaults(ctx: EmulatorContext, options: { afterBody?: boolean } = {}) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    const fault = ctx.faults.take(req.method, req.path);
+    const fault = ctx.faults.take(req.method, req.path, options.afterBody ? bodyText(req.body) : undefined);
     if (!fault) return next();
     if ("delayMs" in fault) {
       await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
@@ -84,6 +87,13 @@ export function applyFaults(ctx: EmulatorContext) {
     }
     sendJson(res, fault.httpStatus, { code: fault.code, msg }, fault.headers);
   };
+}
+
+/** The body as text for `bodyIncludes`: its JSON, plus a `content` string (a card's JSON) as it was sent. */
+function bodyText(body: unknown): string {
+  if (typeof body !== "object" || body === null) return "";
+  const content = "content" in body && typeof body.content === "string" ? body.content : "";
+  return `${JSON.stringify(body)}\n${content}`;
 }
 
 /** Every endpoint but the token endpoint needs `Authorization: Bearer <live tenant token>`. */

@@ -48,7 +48,10 @@ export interface Emulator {
   /** Subscribe to live events; returns an unsubscribe function. */
   on<K extends keyof EmulatorEvents>(event: K, listener: (payload: EmulatorEvents[K]) => void): () => void;
   readonly clock: EmulatorClock;
-  /** The next `times` matching calls fail (or are delayed) as described. Checked before anything else. */
+  /**
+   * The next `times` matching calls fail (or are delayed) as described. Checked before anything else; a
+   * fault with `match.bodyIncludes` right after the body is read.
+   */
   injectFault(fault: Fault): FaultHandle;
   clearFaults(): void;
   /** Recalls a message as its sender would; later reply/PATCH/card update fail. */

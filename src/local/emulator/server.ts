@@ -24,6 +24,7 @@ export function createApp(ctx: EmulatorContext): express.Express {
   app.use(recordCalls(ctx));
   app.use(applyFaults(ctx));
   app.use(express.json({ limit: "2mb" }));
+  app.use(applyFaults(ctx, { afterBody: true }));
 
   const open = express.Router();
   mountAuthRoutes(open, ctx);

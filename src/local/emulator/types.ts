@@ -90,8 +90,11 @@ export type FaultResponse =
   | { delayMs: number };
 
 export interface Fault {
-  /** Omitted fields match everything. A string path matches as a prefix. */
-  match?: { method?: string; path?: string | RegExp };
+  /**
+   * Omitted fields match everything. A string path matches as a prefix. `bodyIncludes` matches calls whose
+   * JSON body (or the card JSON in its `content`) contains the text, e.g. to refuse one card's content.
+   */
+  match?: { method?: string; path?: string | RegExp; bodyIncludes?: string };
   /** How many matching calls this fault applies to. */
   times: number;
   response: FaultResponse;

@@ -286,10 +286,17 @@ function renderSelect(node) {
   select.append(
     h("option", { value: "", disabled: true, selected: true, text: text(node.placeholder) || "请选择" }),
   );
-  for (const option of node.options ?? []) {
-    const selected = node.initial_option !== undefined && option.value === node.initial_option;
+  // initial_option wins over initial_index (1-based, 0 = none), as the docs say.
+  const initial =
+    node.initial_option !== undefined
+      ? (node.options ?? []).findIndex((option) => option.value === node.initial_option)
+      : Number.isInteger(node.initial_index)
+        ? node.initial_index - 1
+        : -1;
+  (node.options ?? []).forEach((option, index) => {
+    const selected = index === initial;
     select.append(h("option", { value: option.value ?? "", selected, text: text(option.text) }));
-  }
+  });
   return select;
 }
 

@@ -1,0 +1,176 @@
+import type { AskQuestion } from "../asks/schema.ts";
+import type { Strings } from "../strings.ts";
+import type { AskSubmitValue } from "./actions.ts";
+import type { FormDraft } from "./form-value.ts";
+import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
+import type { CardNode, FormNode } from "./model.ts";
+import { oneLine, truncate } from "./text.ts";
+
+/**
+ * One pending ask as a form on the progress card, and the compact block for asks that do not fit. Pure.
+ * Every model-written field here sits inside lines we format (bold header, option list), so each is
+ * shown as text (escapeText); only a preview stays markdown, sanitized.
+ */
+
+export interface CardAsk {
+  requestId: string;
+  questions: readonly AskQuestion[];
+  /** What the person last submitted for this ask without completing it: rendered pre-filled. */
+  draft?: FormDraft;
+}
+
+/** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
+export interface Budget {
+  steps: number;
+  previews: boolean;
+  descriptionChars: number;
+  optionList: "full" | "labels" | "none";
+  bodyChars: number;
+  questionChars: number;
+  optionTextChars: number;
+}
+
+export interface AskContext {
+  sessionId: string;
+  senderId: string;
+  /** A group card is answered by its sender alone: its forms say whose answer they wait for. */
+  chatType?: "group";
+  budget: Budget;
+  strings: Strings;
+}
+
+/** Names are unique across the whole card (`ask{i}_q{j}`), or a submit fails (feishu-platform §1.2 form). */
+export function fieldNames(askIndex: number, questionIndex: number) {
+  return {
+    form: `ask${askIndex}`,
+    choice: `ask${askIndex}_q${questionIndex}`,
+    custom: `ask${askIndex}_c${questionIndex}`,
+    submit: `ask${askIndex}_submit`,
+  };
+}
+
+/**
+ * An open_id as Feishu issues them (`ou_` + hex); anything else is not put inside a tag. The builder writes
+ * this `<at>` itself: text from users and models has its `<at>` escaped (markdown.ts), so only this one renders.
+ */
+const OPEN_ID = /^ou_[A-Za-z0-9_-]{1,64}$/;
+
+/** The form's heading: 需要你的回答 in a private chat; in a group, the sender by name via `<at id=…></at>`. */
+function askHeading(c: AskContext, index: number, total: number): string {
+  const s = c.strings;
+  if (c.chatType !== "group") return s.card.askHeading(index, total);
+  if (!OPEN_ID.test(c.senderId)) return s.card.askHeadingSender(index, total);
+  return s.card.askHeadingGroup(`<at id=${c.senderId}></at>`, index, total);
+}
+
+export function askForm(ask: CardAsk, index: number, total: number, c: AskContext): FormNode {
+  const { budget, strings: s } = c;
+  const elements: CardNode[] = [];
+  ask.questions.forEach((question, j) => {
+    const names = fieldNames(index, j);
+    const draft = ask.draft?.[j];
+    const heading = j === 0 ? `${askHeading(c, index + 1, total)}\n\n` : "";
+    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget) });
+    const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
+    // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.
+    if (budget.previews && previews.length > 0) {
+      const content = previews
+        .map(
+          (option) =>
+            `**${escapeText(option.label)}**\n${previewBlock(option.preview ?? "", { imageText: s.card.image })}`,
+        )
+        .join("\n\n");
+      elements.push({
+        tag: "collapsible_panel",
+        expanded: false,
+        header: {
+          title: { tag: "markdown", content: `${s.card.previewTitle} · ${escapeText(question.header)}` },
+        },
+        elements: [{ tag: "markdown", content }],
+      });
+    }
+    const options = question.options.map((option, k) => ({
+      text: {
+        tag: "plain_text" as const,
+        content: truncate(oneLine(option.label) || `${k + 1}`, budget.optionTextChars),
+      },
+      // Index strings, not labels: labels may hold characters a value should not (seed §4.2).
+      value: String(k),
+    }));
+    const chosen = (draft?.choices ?? []).filter((k) => k < options.length);
+    elements.push(
+      question.multiSelect
+        ? {
+            tag: "multi_select_static",
+            name: names.choice,
+            required: false,
+            placeholder: { tag: "plain_text", content: s.card.multiSelectPlaceholder },
+            width: "fill",
+            selected_values: chosen.map(String),
+            options,
+          }
+        : {
+            tag: "select_static",
+            name: names.choice,
+            required: false,
+            placeholder: { tag: "plain_text", content: s.card.selectPlaceholder },
+            width: "fill",
+            // initial_index (1-based), not initial_option: whether initial_option names an option's value or
+            // its text is undocumented (feishu-platform §1.2 select_static).
+            ...(chosen[0] !== undefined ? { initial_index: chosen[0] + 1 } : {}),
+            options,
+          },
+    );
+    elements.push({
+      tag: "input",
+      name: names.custom,
+      required: false,
+      placeholder: { tag: "plain_text", content: s.card.otherPlaceholder },
+      max_length: 1000,
+      width: "fill",
+      ...(draft?.custom ? { default_value: draft.custom } : {}),
+    });
+  });
+  const value: AskSubmitValue = {
+    kind: "feishu_ask",
+    act: "submit",
+    sessionId: c.sessionId,
+    requestId: ask.requestId,
+    sender: c.senderId,
+  };
+  elements.push({
+    tag: "button",
+    name: fieldNames(index, 0).submit,
+    text: { tag: "plain_text", content: s.card.submit },
+    type: "primary_filled",
+    form_action_type: "submit",
+    behaviors: [{ type: "callback", value }],
+  });
+  return { tag: "form", name: fieldNames(index, 0).form, elements };
+}
+
+function questionMarkdown(question: AskQuestion, budget: Budget): string {
+  const head = `**【${escapeText(question.header)}】** ${escapeText(truncate(oneLine(question.question), budget.questionChars))}`;
+  if (budget.optionList === "none") return head;
+  const lines = question.options.map((option) => {
+    const label = `- **${escapeText(option.label)}**`;
+    if (budget.optionList === "labels") return label;
+    return `${label}: ${escapeText(truncate(oneLine(option.description), budget.descriptionChars))}`;
+  });
+  return [head, ...lines].join("\n");
+}
+
+/**
+ * Asks past the card's component budget: one markdown block naming them, with the session page (where they
+ * can be answered) when there is one. Each reaches its form here once an earlier one is answered.
+ */
+export function compactAsks(asks: readonly CardAsk[], detailsUrl: string | undefined, s: Strings): CardNode {
+  const questions = asks.flatMap((ask) => ask.questions);
+  const shown = questions.slice(0, 8).map((question) => `「${escapeText(oneLine(question.header))}」`);
+  const headers = shown.join("") + (questions.length > shown.length ? "…" : "");
+  const url = detailsUrl ? safeUrl(detailsUrl) : undefined;
+  return {
+    tag: "markdown",
+    content: `${s.card.moreAsks(questions.length)} ${headers}\n${url ? s.card.moreAsksLink(url) : s.card.moreAsksLater}`,
+  };
+}
