@@ -2,7 +2,15 @@ import type { AskQuestion } from "../asks/schema.ts";
 import type { RunStatus } from "../harness/types.ts";
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { AskSubmitValue, ProgressValue } from "./actions.ts";
-import type { Card, CardNode, ColumnSetNode, FormNode, TEMPLATES, TextTag } from "./model.ts";
+import {
+  type Card,
+  type CardNode,
+  type ColumnSetNode,
+  type FormNode,
+  type Template,
+  type TextTag,
+  tagColorFor,
+} from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { escapeMarkdown, oneLine, previewBlock, sanitizeMarkdown, truncate } from "./text.ts";
 
@@ -102,7 +110,7 @@ function fits(card: Card, limits: { maxBytes: number; maxComponents: number }): 
   return cardSize(card) <= limits.maxBytes && countComponents(card) <= limits.maxComponents;
 }
 
-const LOOK: Record<RunStatus | "waiting", { template: (typeof TEMPLATES)[number] }> = {
+const LOOK: Record<RunStatus | "waiting", { template: Template }> = {
   running: { template: "blue" },
   waiting: { template: "orange" },
   recovering: { template: "wathet" },
@@ -118,7 +126,11 @@ function render(view: ProgressView, asks: readonly CardAsk[], budget: Budget, s:
   const look = shownAsks.length > 0 ? "waiting" : view.status;
   const template = LOOK[look].template;
   const statusText = look === "waiting" ? s.card.status.waiting : s.card.status[view.status];
-  const tag: TextTag = { tag: "text_tag", text: { tag: "plain_text", content: statusText }, color: template };
+  const tag: TextTag = {
+    tag: "text_tag",
+    text: { tag: "plain_text", content: statusText },
+    color: tagColorFor(template),
+  };
 
   const elements: CardNode[] = [];
   if (view.status === "recovering") elements.push({ tag: "markdown", content: `⏳ ${s.recovering}` });

@@ -1,6 +1,6 @@
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { QueueValue } from "./actions.ts";
-import type { Card, CardNode } from "./model.ts";
+import { type Card, type CardNode, tagColorFor } from "./model.ts";
 import { escapeMarkdown, truncate } from "./text.ts";
 
 /** The card that answers a message which arrived while a task was running (DESIGN §6 queue). Pure. */
@@ -69,7 +69,7 @@ export function buildQueuedCard(view: QueuedView, options: { strings?: Strings }
         {
           tag: "text_tag",
           text: { tag: "plain_text", content: s.card.queuedStatus[view.state] },
-          color: template,
+          color: tagColorFor(template),
         },
       ],
     },
