@@ -1,4 +1,4 @@
-import { CARD_LIMITS, validateCard } from "../../cards/rules.ts";
+import { CARD_LIMITS, checkCard } from "./card-checker/index.ts";
 import { CODES, cardContentError, fail } from "./errors.ts";
 
 /**
@@ -43,13 +43,16 @@ export function checkContent(msgType: string, content: string): void {
 }
 
 /**
- * 30 KB (230025), then JSON (230099 / 200621), then — for updates — `update_multi` (§3.2), then the card
- * rules of `validateCard` (230099).
+ * 30 KB (230025), then JSON (230099 / 200621), then — for updates — `update_multi` (§3.2), then the
+ * emulator's own card checker (`card-checker/`, written from the docs, §1.5): 230099 naming the rule.
  */
 export function checkCardContent(content: string, options: { update?: boolean } = {}): void {
   const size = contentBytes(content);
   if (size > CARD_LIMITS.maxBytes)
-    throw fail(CODES.contentTooLong, `card content is ${size} bytes; the limit is ${CARD_LIMITS.maxBytes}`);
+    throw fail(
+      CODES.contentTooLong,
+      `[size] card content is ${size} bytes; the limit is ${CARD_LIMITS.maxBytes}`,
+    );
   let card: unknown;
   try {
     card = JSON.parse(content);
@@ -62,9 +65,9 @@ export function checkCardContent(content: string, options: { update?: boolean } 
   if (type === "template" || type === "card")
     throw cardContentError(`cards of type "${String(type)}" are not supported by the emulator`);
   if (options.update && (card as { config?: { update_multi?: unknown } }).config?.update_multi !== true)
-    throw cardContentError("config.update_multi must be true to update a card");
-  const check = validateCard(card);
-  if (!check.ok) throw cardContentError(check.problems[0] ?? "invalid card");
+    throw cardContentError("[update-multi] config.update_multi: must be true to update a card");
+  const verdict = checkCard(card);
+  if (!verdict.ok) throw cardContentError(verdict.summary, verdict.violations[0]?.subCode);
 }
 
 /**

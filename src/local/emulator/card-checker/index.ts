@@ -1,0 +1,171 @@
+import type { z } from "zod";
+import { bodySchema, cardLinkSchema, componentSchemas, configSchema, headerSchema } from "./components.ts";
+import { checkUrl } from "./markdown.ts";
+import { type CardViolation, describe, Report } from "./report.ts";
+import { walkElements } from "./walk.ts";
+
+/**
+ * The emulator's independent card checker: judges a card the way the Card JSON 2.0 docs say Feishu does
+ * (rules and sources in ./rules.ts and docs/feishu-platform.md §1.5). It shares no code with `src/cards/`,
+ * so a misread rule in our builder shows up as a refused card instead of being confirmed by itself.
+ *
+ * Entry point: `checkCard(card)`. The emulator calls it through `checkCardContent` (content.ts) for every
+ * send, reply, PATCH, delayed update and callback-response card.
+ */
+
+export type { CardViolation } from "./report.ts";
+export { describe as describeViolations } from "./report.ts";
+export { CARD_RULE_IDS, CARD_RULES, type CardRuleId } from "./rules.ts";
+
+export const CARD_LIMITS = {
+  /** 30 KB of card content (230025); the unit is not documented, 1 KB = 1024 bytes assumed. */
+  maxBytes: 30 * 1024,
+  /** "一张卡片最多支持 200 个元素或组件". */
+  maxTagged: 200,
+} as const;
+
+export type CardVerdict =
+  | { ok: true; tagged: number }
+  | { ok: false; violations: CardViolation[]; summary: string };
+
+const TOP_LEVEL = new Set(["schema", "config", "card_link", "header", "body"]);
+const V1_TOP_LEVEL = new Set(["elements", "i18n_elements", "i18n_header", "fallback"]);
+
+type Obj = Record<string, unknown>;
+const isObj = (value: unknown): value is Obj =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+// Schemas depend only on the card's custom colours; almost every card declares none.
+const schemaCache = new Map<string, ReadonlyMap<string, z.ZodType>>();
+
+export function checkCard(card: unknown): CardVerdict {
+  const report = new Report();
+  if (!isObj(card)) {
+    report.add("property-value", "", "a card is a JSON object");
+    return verdict(report, 0);
+  }
+  if (card.schema !== "2.0") report.add("schema-version", "schema", 'expected "schema": "2.0"');
+  for (const key of Object.keys(card)) {
+    if (V1_TOP_LEVEL.has(key))
+      report.add("v1-only", key, `"${key}" is 1.0 structure; 2.0 puts elements under body`);
+    else if (!TOP_LEVEL.has(key))
+      report.add("unknown-property", key, `unsupported top-level property "${key}"`);
+  }
+  const customColors = new Set(Object.keys(customColorMap(card.config)));
+  if (card.config !== undefined) report.parse(configSchema, card.config, "config");
+  if (card.card_link !== undefined) checkCardLink(report, card.card_link);
+  if (card.header !== undefined) {
+    if (isObj(card.header) && card.header.title === undefined)
+      report.add("header-title", "header", "a header needs a title");
+    else report.parse(headerSchema({ customColors }), card.header, "header");
+  }
+  if (card.body !== undefined) {
+    report.parse(bodySchema, card.body, "body");
+    const schemas = schemasFor(customColors);
+    const names = new Map<string, string[]>();
+    const elements = isObj(card.body) ? card.body.elements : undefined;
+    walkElements({ report, schemas, names }, elements, {
+      path: "body.elements",
+      depth: 1,
+      inForm: false,
+      parent: "body",
+    });
+    for (const [name, paths] of names)
+      if (paths.length > 1)
+        report.add(
+          "name-unique",
+          paths[1] ?? "",
+          `name "${name}" is used ${paths.length} times (${paths.join(", ")})`,
+        );
+  }
+  checkElementIds(report, card);
+  const tagged = countTagged(card);
+  if (tagged > CARD_LIMITS.maxTagged)
+    report.add("component-count", "", `${tagged} components and elements; a card holds at most 200`);
+  return verdict(report, tagged);
+}
+
+function verdict(report: Report, tagged: number): CardVerdict {
+  const { violations } = report;
+  return violations.length === 0
+    ? { ok: true, tagged }
+    : { ok: false, violations, summary: describe(violations) };
+}
+
+function schemasFor(customColors: ReadonlySet<string>): ReadonlyMap<string, z.ZodType> {
+  const key = [...customColors].sort().join("\n");
+  let schemas = schemaCache.get(key);
+  if (!schemas) {
+    schemas = componentSchemas({ customColors });
+    if (schemaCache.size < 16) schemaCache.set(key, schemas);
+  }
+  return schemas;
+}
+
+function customColorMap(config: unknown): Obj {
+  if (!isObj(config) || !isObj(config.style) || !isObj(config.style.color)) return {};
+  return config.style.color;
+}
+
+/** card_link: `url`, or all three of pc/ios/android (结构 page), each a link the FAQ accepts. */
+function checkCardLink(report: Report, link: unknown): void {
+  if (!report.parse(cardLinkSchema, link, "card_link") || !isObj(link)) return;
+  const complete =
+    link.url !== undefined || ["pc_url", "ios_url", "android_url"].every((k) => link[k] !== undefined);
+  if (!complete)
+    report.add("property-value", "card_link", "card_link needs url, or pc_url, ios_url and android_url");
+  for (const [key, value] of Object.entries(link))
+    if (typeof value === "string")
+      for (const problem of checkUrl(value, { allowUnsupportedAction: true }))
+        report.add(problem.rule, `card_link.${key}`, problem.message);
+}
+
+/**
+ * Visits every object of the card except callback `value`s (free data, not card structure): calls
+ * `visit` with each object and its path.
+ */
+function eachObject(root: unknown, visit: (value: Obj, path: string) => void, path = ""): void {
+  if (Array.isArray(root)) {
+    root.forEach((item, i) => {
+      eachObject(item, visit, `${path}[${i}]`);
+    });
+    return;
+  }
+  if (!isObj(root)) return;
+  visit(root, path);
+  for (const [key, child] of Object.entries(root))
+    if (key !== "value") eachObject(child, visit, path === "" ? key : `${path}.${key}`);
+}
+
+const ELEMENT_ID = /^[A-Za-z][A-Za-z0-9_]{0,19}$/;
+
+/** element_id: letters, digits, _, starting with a letter, ≤ 20 characters, unique in the card (结构 page). */
+function checkElementIds(report: Report, card: Obj): void {
+  const seen = new Map<string, string>();
+  eachObject(card, (value, path) => {
+    if (!("element_id" in value)) return;
+    const id = value.element_id;
+    const where = `${path}.element_id`;
+    if (typeof id !== "string" || !ELEMENT_ID.test(id)) {
+      report.add(
+        "element-id",
+        where,
+        `element_id ${JSON.stringify(id)} must be letters, digits and _, start with a letter, ≤ 20 chars`,
+      );
+      return;
+    }
+    const first = seen.get(id);
+    if (first !== undefined)
+      report.add("element-id-unique", where, `element_id "${id}" is also used at ${first}`);
+    else seen.set(id, where);
+  });
+}
+
+/** Every object with a string `tag` is a component or an element, and each counts towards the 200. */
+function countTagged(card: Obj): number {
+  let count = 0;
+  eachObject(card, (value) => {
+    if (typeof value.tag === "string") count += 1;
+  });
+  return count;
+}
