@@ -214,6 +214,16 @@ describe("card checker", () => {
     expect(rules(card([md("`https://a.com/中` and\n\n    ![x](http://indented/code)")]))).toEqual([]);
   });
 
+  it("does not count an escaped URL as a bare one (the way a degraded, escaped card shows it)", () => {
+    expect(rules(card([md("部署到 https://a.com/run中")]))).toEqual(["md-bare-url"]);
+    expect(rules(card([md("部署到 https&#58;//a.com/run中 或 https\\://b.com/x中")]))).toEqual([]);
+  });
+
+  it("allows 5 levels of nesting and refuses the 6th", () => {
+    expect(rules(card([nest(4)]))).toEqual([]);
+    expect(rules(card([nest(5)]))).toEqual(["depth"]);
+  });
+
   it("says what is wrong and where, in one line the emulator can return", () => {
     const verdict = checkCard(card([form("f", [{ tag: "input", name: "q", max_length: 2000 }, submit()])]));
     expect(verdict.ok).toBe(false);
@@ -221,6 +231,13 @@ describe("card checker", () => {
     expect(verdict.summary).toMatch(
       /^\[property-value\] body\.elements\[0\]\.elements\[0\]\.max_length: .*2000/,
     );
+  });
+
+  it("refuses JSON nested past any sane depth instead of exhausting the stack", () => {
+    const deep = JSON.parse(
+      `{"schema":"2.0","body":{"elements":[${"[".repeat(14_000)}${"]".repeat(14_000)}]}}`,
+    );
+    expect(rules(deep)).toEqual(["depth"]);
   });
 
   it("never throws on hostile input", () => {

@@ -44,6 +44,11 @@ export function checkCard(card: unknown): CardVerdict {
     report.add("property-value", "", "a card is a JSON object");
     return verdict(report, 0);
   }
+  // First, before any recursive walk: hostile nesting must not exhaust the stack.
+  if (!eachObject(card, () => {})) {
+    report.add("depth", "", `the card's JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
+    return verdict(report, 0);
+  }
   if (card.schema !== "2.0") report.add("schema-version", "schema", 'expected "schema": "2.0"');
   for (const key of Object.keys(card)) {
     if (V1_TOP_LEVEL.has(key))
@@ -120,21 +125,23 @@ function checkCardLink(report: Report, link: unknown): void {
         report.add(problem.rule, `card_link.${key}`, problem.message);
 }
 
+/** Far past the 5 levels a card may nest; stops hostile JSON (`[[[[…` in 30 KB) from exhausting the stack. */
+const MAX_JSON_DEPTH = 64;
+
 /**
  * Visits every object of the card except callback `value`s (free data, not card structure): calls
- * `visit` with each object and its path.
+ * `visit` with each object and its path. Returns false when the JSON nests deeper than MAX_JSON_DEPTH.
  */
-function eachObject(root: unknown, visit: (value: Obj, path: string) => void, path = ""): void {
-  if (Array.isArray(root)) {
-    root.forEach((item, i) => {
-      eachObject(item, visit, `${path}[${i}]`);
-    });
-    return;
-  }
-  if (!isObj(root)) return;
+function eachObject(root: unknown, visit: (value: Obj, path: string) => void, path = "", level = 0): boolean {
+  if (level > MAX_JSON_DEPTH) return false;
+  if (Array.isArray(root))
+    return root.every((item, i) => eachObject(item, visit, `${path}[${i}]`, level + 1));
+  if (!isObj(root)) return true;
   visit(root, path);
-  for (const [key, child] of Object.entries(root))
-    if (key !== "value") eachObject(child, visit, path === "" ? key : `${path}.${key}`);
+  return Object.entries(root).every(
+    ([key, child]) =>
+      key === "value" || eachObject(child, visit, path === "" ? key : `${path}.${key}`, level + 1),
+  );
 }
 
 const ELEMENT_ID = /^[A-Za-z][A-Za-z0-9_]{0,19}$/;

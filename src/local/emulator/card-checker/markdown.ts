@@ -18,6 +18,9 @@ const md = new MarkdownIt({ html: true, linkify: false });
 md.validateLink = () => true;
 md.normalizeLink = (url) => url;
 md.normalizeLinkText = (text) => text;
+// Keep escaped characters (`\:`, `&#58;`) as separate tokens, as a linkifier sees them: an escaped URL is
+// no bare URL. (That Feishu's linkifier also skips escaped text is assumed.)
+md.core.ruler.disable("text_join");
 
 const MAX_TABLES = 4;
 /** An uploaded image's key, e.g. img_v3_0238_073f1823-df2b-… (the emulator cannot tell which were uploaded). */
