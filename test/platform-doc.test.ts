@@ -60,6 +60,26 @@ describe("docs/feishu-platform.md", () => {
     expect(missing).toEqual([]);
   });
 
+  it("points each rule at files and functions that exist (the table's last column)", () => {
+    const table = doc.slice(doc.indexOf("### 1.5"), doc.indexOf("### 1.6"));
+    const checker = path.join(root, "src/local/emulator/card-checker");
+    const wrong: string[] = [];
+    for (const row of table.matchAll(/^\| `[a-z0-9-]+`.*\|([^|]+)\|\s*$/gm)) {
+      const cell = row[1] ?? "";
+      const files = [...cell.matchAll(/([\w-]+\.ts)/g)].map((m) => m[1] ?? "");
+      const sources = files.map((file) => {
+        const inChecker = path.join(checker, file);
+        const where = fs.existsSync(inChecker) ? inChecker : path.join(root, "src/local/emulator", file);
+        if (!fs.existsSync(where)) wrong.push(`${file} does not exist`);
+        return fs.existsSync(where) ? fs.readFileSync(where, "utf8") : "";
+      });
+      for (const name of [...cell.matchAll(/`(\w+)`/g)].map((m) => m[1] ?? ""))
+        if (!sources.some((source) => source.includes(name)))
+          wrong.push(`${name} is in none of ${files.join(", ")}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
   it("keeps a titled Long connection section for the long-connection notes", () => {
     expect(doc).toMatch(/^## 8\. Long connection$/m);
   });

@@ -1,5 +1,6 @@
 import type { z } from "zod";
-import { bodySchema, cardLinkSchema, componentSchemas, configSchema, headerSchema } from "./components.ts";
+import { bodySchema, cardLinkSchema, configSchema, headerSchema } from "./card-level.ts";
+import { componentSchemas } from "./components.ts";
 import { checkUrl } from "./markdown.ts";
 import { type CardViolation, describe, Report } from "./report.ts";
 import { walkElements } from "./walk.ts";
