@@ -219,6 +219,12 @@ describe("card checker", () => {
     expect(rules(card([md("部署到 https&#58;//a.com/run中 或 https\\://b.com/x中")]))).toEqual([]);
   });
 
+  it("lets full-width punctuation end a bare URL but not Chinese letters glued to it", () => {
+    expect(rules(card([md("已部署到 https://a.com/run/42。请查看，谢谢")]))).toEqual([]);
+    expect(rules(card([md("（https://a.com/run/42）✅")]))).toEqual([]);
+    expect(rules(card([md("已部署到 https://a.com/run/42请查看")]))).toEqual(["md-bare-url"]);
+  });
+
   it("allows 5 levels of nesting and refuses the 6th", () => {
     expect(rules(card([nest(4)]))).toEqual([]);
     expect(rules(card([nest(5)]))).toEqual(["depth"]);

@@ -29,7 +29,11 @@ const IMAGE_KEY = /^img_[A-Za-z0-9_-]+$/;
 const URL_CHARS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]*$/;
 const BAD_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):/;
-const BARE_URL = /https?:\/\/\S+/g;
+/**
+ * A bare URL as a linkifier reads it: printable ASCII plus any Unicode letter, digit or mark. Full-width
+ * punctuation and symbols (。，）✅) end it, as in common linkifiers (assumed for Feishu).
+ */
+const BARE_URL = /https?:\/\/(?:[\x21-\x7e]|[\p{L}\p{N}\p{M}])+/gu;
 const HTML_TAG = /<(a|link|number_tag|local_datetime)\b([^>]*)>/gi;
 const HTML_ATTR = /([A-Za-z_]+)\s*=\s*(?:'([^']*)'|"([^"]*)"|([^\s>]+))/g;
 const URL_ATTRS = new Set(["href", "url", "pc_url", "ios_url", "android_url", "link"]);
@@ -89,8 +93,7 @@ function checkBareUrls(text: string): MarkdownProblem[] {
   const problems: MarkdownProblem[] = [];
   for (const match of text.matchAll(BARE_URL)) {
     const run = match[0];
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range is the point here.
-    if (/[^\x00-\x7f]/.test(run))
+    if (/[^\x21-\x7e]/.test(run))
       problems.push({
         rule: "md-bare-url",
         message: `bare URL "${run}" runs into non-ASCII text; put a space after it or use a link`,
