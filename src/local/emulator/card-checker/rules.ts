@@ -189,7 +189,7 @@ export const CARD_RULES = {
   },
   "md-bare-url": {
     summary:
-      "A bare URL in markdown ends at whitespace or ASCII punctuation, not glued to CJK (or other non-ASCII) text.",
+      "A bare URL in markdown is not glued to Chinese (or other non-ASCII) letters; full-width punctuation may end it.",
     source: "D-faq (send Q5)",
     basis: "docs",
     subCode: PARSE,
