@@ -35,13 +35,13 @@ export const CARD_RULES = {
   "v1-only": {
     summary:
       "No 1.0-only structure: top-level `elements`/`i18n_elements`/`i18n_header`/`fallback`, tags `note`, `action`.",
-    source: "D-v2notes",
+    source: "D-v2notes; field: deepcoldy/botmux#139 (note → 200861)",
     basis: "docs",
     subCode: 200861,
   },
   "unknown-property": {
     summary: "Every property is one the component's doc page lists (2.0 rejects unsupported properties).",
-    source: "D-v2notes, each component page",
+    source: "D-v2notes, each component page; field: chenhg5/cc-connect#1278 (text_color on markdown)",
     basis: "docs",
     subCode: PARSE,
   },
@@ -53,7 +53,7 @@ export const CARD_RULES = {
   },
   "unknown-tag": {
     summary: "Every `tag` names a 2.0 component or text element.",
-    source: "D-components",
+    source: "D-components; field: xvirobotics/metabot#235 (tag code → not support tag)",
     basis: "docs",
     subCode: PARSE,
   },
