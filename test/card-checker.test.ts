@@ -85,6 +85,7 @@ const REFUSED: Record<CardRuleId, Json> = {
   "md-image": card([md("![截图](https://example.com/a.png)")]),
   "md-bare-url": card([md("详情见 https://example.com/run/42中文说明")]),
   "md-tables": card([md(Array.from({ length: 5 }, () => "|a|b|\n|-|-|\n|1|2|").join("\n\n"))]),
+  "card-tables": card(Array.from({ length: 3 }, () => md("|a|b|\n|-|-|\n|1|2|\n\n|c|d|\n|-|-|\n|3|4|"))),
   depth: card([nest(6)]),
   "component-count": card(Array.from({ length: 201 }, () => ({ tag: "hr" }))),
   size: card([]), // judged by content.ts (230025), see below

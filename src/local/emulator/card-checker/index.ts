@@ -23,6 +23,8 @@ export const CARD_LIMITS = {
   maxBytes: 30 * 1024,
   /** "一张卡片最多支持 200 个元素或组件". */
   maxTagged: 200,
+  /** "单张卡片最多支持放置五个表格组件"; markdown tables count too (field report, 11310). */
+  maxTables: 5,
 } as const;
 
 export type CardVerdict =
@@ -69,13 +71,20 @@ export function checkCard(card: unknown): CardVerdict {
     report.parse(bodySchema, card.body, "body");
     const schemas = schemasFor(customColors);
     const names = new Map<string, string[]>();
+    const tables: { count: number; first?: string } = { count: 0 };
     const elements = isObj(card.body) ? card.body.elements : undefined;
-    walkElements({ report, schemas, names }, elements, {
+    walkElements({ report, schemas, names, tables }, elements, {
       path: "body.elements",
       depth: 1,
       inForm: false,
       parent: "body",
     });
+    if (tables.count > CARD_LIMITS.maxTables)
+      report.add(
+        "card-tables",
+        tables.first ?? "",
+        `${tables.count} tables in the card's markdown; at most 5`,
+      );
     for (const [name, paths] of names)
       if (paths.length > 1)
         report.add(

@@ -40,7 +40,8 @@ const URL_ATTRS = new Set(["href", "url", "pc_url", "ios_url", "android_url", "l
 
 type Token = ReturnType<typeof md.parse>[number];
 
-export function checkMarkdown(content: string): MarkdownProblem[] {
+/** The problems of one markdown text, and how many tables it holds (they count towards the card's 5). */
+export function checkMarkdown(content: string): { problems: MarkdownProblem[]; tables: number } {
   const problems: MarkdownProblem[] = [];
   const tokens = md.parse(content, {});
   const tables = tokens.filter((token) => token.type === "table_open").length;
@@ -50,7 +51,7 @@ export function checkMarkdown(content: string): MarkdownProblem[] {
     if (token.type === "html_block") problems.push(...checkHtml(token.content));
     if (token.type === "inline") problems.push(...checkInline(token.children ?? []));
   }
-  return problems;
+  return { problems, tables };
 }
 
 function checkInline(children: readonly Token[]): MarkdownProblem[] {

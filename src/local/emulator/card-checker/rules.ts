@@ -183,7 +183,7 @@ export const CARD_RULES = {
   },
   "md-image": {
     summary: "Markdown images `![alt](key)` name an uploaded image key (`img_…`), never a URL or path.",
-    source: "D-md; 200570 invalid image key",
+    source: "D-md; field: jxxghp/MoviePilot#5818, Tencent/WeKnora#2726 (200570 invalid image keys)",
     basis: "docs",
     subCode: 200570,
   },
@@ -198,7 +198,14 @@ export const CARD_RULES = {
     summary: "At most 4 markdown tables in one markdown component.",
     source: "D-md",
     basis: "assumed",
-    subCode: PARSE,
+    subCode: 11310,
+  },
+  "card-tables": {
+    summary: "At most 5 tables in a card, markdown tables included (per language).",
+    source:
+      "D-faq (send Q2); field: zarazhangrui/lark-coding-agent-bridge#152 (11310 card table number over limit)",
+    basis: "field",
+    subCode: 11310,
   },
   depth: {
     summary: "Components nest at most 5 levels (a column is part of its column set, not a level).",

@@ -25,6 +25,8 @@ export interface Walker {
   schemas: ReadonlyMap<string, z.ZodType>;
   /** name → paths, checked for card-wide uniqueness at the end. */
   names: Map<string, string[]>;
+  /** Tables in the card's markdown (`content`, not its translations), checked against 5 at the end. */
+  tables: { count: number; first?: string };
 }
 
 type Obj = Record<string, unknown>;
@@ -233,7 +235,13 @@ function checkMarkdownText(w: Walker, text: Obj, path: string): void {
       contents.push([`i18n_content.${locale}`, value]);
   for (const [key, value] of contents) {
     if (typeof value !== "string") continue;
-    for (const problem of checkMarkdown(value)) w.report.add(problem.rule, `${path}.${key}`, problem.message);
+    const { problems, tables } = checkMarkdown(value);
+    for (const problem of problems) w.report.add(problem.rule, `${path}.${key}`, problem.message);
+    // Each language may hold 5 tables (FAQ send Q2): count the default content only.
+    if (key === "content" && tables > 0) {
+      w.tables.count += tables;
+      w.tables.first ??= `${path}.${key}`;
+    }
   }
 }
 
