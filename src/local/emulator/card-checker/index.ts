@@ -67,37 +67,31 @@ export function checkCard(card: unknown): CardVerdict {
       report.add("header-title", "header", "a header needs a title");
     else report.parse(headerSchema({ customColors }), card.header, "header");
   }
-  if (card.body !== undefined) {
-    report.parse(bodySchema, card.body, "body");
-    const schemas = schemasFor(customColors);
-    const names = new Map<string, string[]>();
-    const tables: { count: number; first?: string } = { count: 0 };
-    const elements = isObj(card.body) ? card.body.elements : undefined;
-    walkElements({ report, schemas, names, tables }, elements, {
-      path: "body.elements",
-      depth: 1,
-      inForm: false,
-      parent: "body",
-    });
-    if (tables.count > CARD_LIMITS.maxTables)
-      report.add(
-        "card-tables",
-        tables.first ?? "",
-        `${tables.count} tables in the card's markdown; at most 5`,
-      );
-    for (const [name, paths] of names)
-      if (paths.length > 1)
-        report.add(
-          "name-unique",
-          paths[1] ?? "",
-          `name "${name}" is used ${paths.length} times (${paths.join(", ")})`,
-        );
-  }
+  if (card.body !== undefined) checkBody(report, card.body, customColors);
   checkElementIds(report, card);
   const tagged = countTagged(card);
   if (tagged > CARD_LIMITS.maxTagged)
     report.add("component-count", "", `${tagged} components and elements; a card holds at most 200`);
   return verdict(report, tagged);
+}
+
+/** `body` and its elements: each component, then the card-wide counts (tables, names). */
+function checkBody(report: Report, body: unknown, customColors: ReadonlySet<string>): void {
+  report.parse(bodySchema, body, "body");
+  const names = new Map<string, string[]>();
+  const tables: { count: number; first?: string } = { count: 0 };
+  const walker = { report, schemas: schemasFor(customColors), names, tables };
+  const elements = isObj(body) ? body.elements : undefined;
+  walkElements(walker, elements, { path: "body.elements", depth: 1, inForm: false, parent: "body" });
+  if (tables.count > CARD_LIMITS.maxTables)
+    report.add("card-tables", tables.first ?? "", `${tables.count} tables in the card's markdown; at most 5`);
+  for (const [name, paths] of names)
+    if (paths.length > 1)
+      report.add(
+        "name-unique",
+        paths[1] ?? "",
+        `name "${name}" is used ${paths.length} times (${paths.join(", ")})`,
+      );
 }
 
 function verdict(report: Report, tagged: number): CardVerdict {
