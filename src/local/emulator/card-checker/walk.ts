@@ -43,11 +43,20 @@ export function walkElements(w: Walker, elements: unknown, place: Place): void {
 }
 
 function walkNode(w: Walker, node: unknown, place: Place): void {
+  const schema = schemaFor(w, node, place);
+  if (!schema || !isObj(node)) return;
+  w.report.parse(schema, node, place.path);
+  checkBehaviors(w, node, place.path);
+  checkContents(w, node, place);
+}
+
+/** The component's schema, or undefined once its tag (or its place) has been reported. */
+function schemaFor(w: Walker, node: unknown, place: Place): z.ZodType | undefined {
   const { report } = w;
   const tag = isObj(node) ? str(node.tag) : undefined;
-  if (!isObj(node) || tag === undefined) {
+  if (tag === undefined) {
     report.add("unknown-tag", place.path, "a component is an object with a string `tag`");
-    return;
+    return undefined;
   }
   if (place.depth > MAX_DEPTH)
     report.add(
@@ -57,11 +66,11 @@ function walkNode(w: Walker, node: unknown, place: Place): void {
     );
   if (V1_ONLY_TAGS.has(tag)) {
     report.add("v1-only", place.path, `"${tag}" is a 1.0 component that 2.0 removed`);
-    return;
+    return undefined;
   }
   if (tag === "table" && place.parent !== "body") {
     report.add("container-children", place.path, `a table cannot sit inside a ${place.parent}`);
-    return;
+    return undefined;
   }
   if (UNMODELLED_TAGS.has(tag)) {
     report.add(
@@ -69,18 +78,20 @@ function walkNode(w: Walker, node: unknown, place: Place): void {
       place.path,
       `"${tag}" is a 2.0 component the emulator's checker does not model`,
     );
-    return;
+    return undefined;
   }
-  const schema = w.schemas.get(tag);
-  if (!schema || tag === "column") {
-    const where = tag === "column" ? "a column only sits in a column_set's `columns`" : "not a 2.0 component";
-    report.add("unknown-tag", place.path, `"${tag}": ${where}`);
-    return;
+  const schema = tag === "column" ? undefined : w.schemas.get(tag);
+  if (!schema) {
+    const why = tag === "column" ? "a column only sits in a column_set's `columns`" : "not a 2.0 component";
+    report.add("unknown-tag", place.path, `"${tag}": ${why}`);
   }
-  report.parse(schema, node, place.path);
-  checkBehaviors(w, node, place.path);
+  return schema;
+}
+
+/** What a component holds: children (one level deeper), markdown text, or the form rules of its fields. */
+function checkContents(w: Walker, node: Obj, place: Place): void {
   const inner = { ...place, depth: place.depth + 1 };
-  switch (tag) {
+  switch (node.tag) {
     case "form":
       checkForm(w, node, place);
       walkElements(w, node.elements, {
@@ -91,25 +102,13 @@ function walkNode(w: Walker, node: unknown, place: Place): void {
       });
       return;
     case "column_set":
-      list(node.columns).forEach((column, c) => {
-        const path = `${place.path}.columns[${c}]`;
-        const columnSchema = w.schemas.get("column");
-        if (!isObj(column) || column.tag !== "column" || !columnSchema) {
-          report.add("unknown-tag", path, 'a column_set\'s columns are {"tag": "column"} objects');
-          return;
-        }
-        report.parse(columnSchema, column, path);
-        walkElements(w, column.elements, { ...inner, path: `${path}.elements`, parent: "column" });
-      });
+      walkColumns(w, node, inner);
       return;
     case "collapsible_panel": {
       const title = isObj(node.header) && isObj(node.header.title) ? node.header.title : undefined;
       if (title?.tag === "markdown") checkMarkdownText(w, title, `${place.path}.header.title`);
-      walkElements(w, node.elements, {
-        ...inner,
-        path: `${place.path}.elements`,
-        parent: "collapsible_panel",
-      });
+      const path = `${place.path}.elements`;
+      walkElements(w, node.elements, { ...inner, path, parent: "collapsible_panel" });
       return;
     }
     case "markdown":
@@ -123,8 +122,22 @@ function walkNode(w: Walker, node: unknown, place: Place): void {
       checkButton(w, node, place);
       return;
     default:
-      if (FIELDS.has(tag)) checkField(w, tag, node, place);
+      if (typeof node.tag === "string" && FIELDS.has(node.tag)) checkField(w, node.tag, node, place);
   }
+}
+
+/** A column is part of its column set, not a nesting level: its elements sit one level below the set. */
+function walkColumns(w: Walker, node: Obj, inner: Place): void {
+  const columnSchema = w.schemas.get("column");
+  list(node.columns).forEach((column, c) => {
+    const path = `${inner.path}.columns[${c}]`;
+    if (!isObj(column) || column.tag !== "column" || !columnSchema) {
+      w.report.add("unknown-tag", path, 'a column_set\'s columns are {"tag": "column"} objects');
+      return;
+    }
+    w.report.parse(columnSchema, column, path);
+    walkElements(w, column.elements, { ...inner, path: `${path}.elements`, parent: "column" });
+  });
 }
 
 function checkForm(w: Walker, node: Obj, place: Place): void {
