@@ -39,7 +39,12 @@ const isObj = (value: unknown): value is Obj =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 // Schemas depend only on the card's custom colours; almost every card declares none.
-const schemaCache = new Map<string, ReadonlyMap<string, z.ZodType>>();
+// Building zod schemas is far dearer than using them (zod compiles each on first use), so build once.
+interface Schemas {
+  components: ReadonlyMap<string, z.ZodType>;
+  header: z.ZodType;
+}
+const schemaCache = new Map<string, Schemas>();
 
 export function checkCard(card: unknown): CardVerdict {
   const report = new Report();
@@ -65,7 +70,7 @@ export function checkCard(card: unknown): CardVerdict {
   if (card.header !== undefined) {
     if (isObj(card.header) && card.header.title === undefined)
       report.add("header-title", "header", "a header needs a title");
-    else report.parse(headerSchema({ customColors }), card.header, "header");
+    else report.parse(schemasFor(customColors).header, card.header, "header");
   }
   if (card.body !== undefined) checkBody(report, card.body, customColors);
   checkElementIds(report, card);
@@ -80,7 +85,7 @@ function checkBody(report: Report, body: unknown, customColors: ReadonlySet<stri
   report.parse(bodySchema, body, "body");
   const names = new Map<string, string[]>();
   const tables: { count: number; first?: string } = { count: 0 };
-  const walker = { report, schemas: schemasFor(customColors), names, tables };
+  const walker = { report, schemas: schemasFor(customColors).components, names, tables };
   const elements = isObj(body) ? body.elements : undefined;
   walkElements(walker, elements, { path: "body.elements", depth: 1, inForm: false, parent: "body" });
   if (tables.count > CARD_LIMITS.maxTables)
@@ -101,11 +106,11 @@ function verdict(report: Report, tagged: number): CardVerdict {
     : { ok: false, violations, summary: describe(violations) };
 }
 
-function schemasFor(customColors: ReadonlySet<string>): ReadonlyMap<string, z.ZodType> {
+function schemasFor(customColors: ReadonlySet<string>): Schemas {
   const key = [...customColors].sort().join("\n");
   let schemas = schemaCache.get(key);
   if (!schemas) {
-    schemas = componentSchemas({ customColors });
+    schemas = { components: componentSchemas({ customColors }), header: headerSchema({ customColors }) };
     if (schemaCache.size < 16) schemaCache.set(key, schemas);
   }
   return schemas;
