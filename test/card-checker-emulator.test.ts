@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import * as lark from "@larksuiteoapi/node-sdk";
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 
 /**
@@ -53,14 +54,17 @@ async function send(client: lark.Client, content: string) {
 }
 
 /** The platform's error body of a refused call (the SDK rejects with an AxiosError on HTTP 400). */
+const refusedShape = z.object({
+  response: z.object({ data: z.object({ code: z.number().optional(), msg: z.string().optional() }) }),
+});
 async function refusal(promise: Promise<unknown>): Promise<{ code?: number; msg?: string }> {
   const error: unknown = await promise.then(
     () => new Error("expected the call to be refused"),
     (reason: unknown) => reason,
   );
-  const data = (error as { response?: { data?: { code?: number; msg?: string } } }).response?.data;
-  if (!data) throw error;
-  return data;
+  const parsed = refusedShape.safeParse(error);
+  if (!parsed.success) throw error;
+  return parsed.data.response.data;
 }
 
 describe("emulator card checks", () => {
