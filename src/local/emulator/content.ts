@@ -59,12 +59,11 @@ export function checkCardContent(content: string, options: { update?: boolean } 
   } catch {
     throw cardContentError("card json parse error: content is not valid JSON");
   }
-  if (typeof card !== "object" || card === null || Array.isArray(card))
-    throw cardContentError("card json parse error: content is not a JSON object");
-  const type = (card as { type?: unknown }).type;
-  if (type === "template" || type === "card")
-    throw cardContentError(`cards of type "${String(type)}" are not supported by the emulator`);
-  if (options.update && (card as { config?: { update_multi?: unknown } }).config?.update_multi !== true)
+  if (!isRecord(card)) throw cardContentError("card json parse error: content is not a JSON object");
+  if (card.type === "template" || card.type === "card")
+    throw cardContentError(`cards of type "${String(card.type)}" are not supported by the emulator`);
+  // "update_multi must be declared before and after the update" (§3.2): an update cannot lean on the default.
+  if (options.update && !(isRecord(card.config) && card.config.update_multi === true))
     throw cardContentError("[update-multi] config.update_multi: must be true to update a card");
   const verdict = checkCard(card);
   if (!verdict.ok) throw cardContentError(verdict.summary, verdict.violations[0]?.subCode);
@@ -95,4 +94,8 @@ function parseJson(content: string): unknown {
   } catch {
     throw fail(CODES.messageInvalid, "invalid message content: content is not valid JSON");
   }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -229,8 +229,8 @@ export const CARD_RULES = {
 
 export type CardRuleId = keyof typeof CARD_RULES;
 
-export const CARD_RULE_IDS = Object.keys(CARD_RULES) as CardRuleId[];
-
 export function isRuleId(value: string): value is CardRuleId {
   return Object.hasOwn(CARD_RULES, value);
 }
+
+export const CARD_RULE_IDS: readonly CardRuleId[] = Object.keys(CARD_RULES).filter(isRuleId);
