@@ -5,10 +5,10 @@
  *
  * `basis` says how sure we are that Feishu refuses the same card:
  * - `docs`: a doc page says the value is invalid or the send fails;
- * - `docs-lenient-not-enforced` rules are listed in the doc instead (the docs say Feishu tolerates them);
  * - `field`: a field report (an issue in another project) saw the failure;
  * - `assumed`: the docs give the limit but not what happens past it; we refuse, to be safe;
  * - `emulator`: the emulator refuses what it cannot judge (Feishu may accept it).
+ * What the docs say Feishu tolerates is not a rule here; docs/feishu-platform.md §1.6 lists it.
  */
 
 export type RuleBasis = "docs" | "field" | "assumed" | "emulator";
