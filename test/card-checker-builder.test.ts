@@ -9,7 +9,8 @@ import { cleanText, questionsArb } from "./reliability/helpers/arbitraries.ts";
  * The builder's cards, for generated tasks, questions and queued messages, pass the emulator's
  * independent checker: the goldens are a handful of states, this is the space between them.
  * Stays within what the builder promises today: up to three pending asks (six are issue 12's
- * "many parallel asks"), and agent text from realistic markdown (hostile markdown is the sanitiser's).
+ * "many parallel asks"), and agent text from realistic markdown with at most 4 tables (hostile markdown
+ * and table limits are the sanitiser's).
  */
 
 const STATUSES = ["running", "recovering", "completed", "failed", "cancelled"] as const;
@@ -29,6 +30,8 @@ const agentMarkdown = fc
     ),
     { maxLength: 6 },
   )
+  // More than 4 tables is refused (11310): limiting tables in agent text is the sanitiser's job, not this test's.
+  .filter((parts) => parts.filter((part) => part.startsWith("|")).length <= 4)
   .map((parts) => parts.join("\n"));
 
 const viewArb: fc.Arbitrary<ProgressView> = fc.record({
