@@ -3,6 +3,7 @@ import type { Card, CardNode, FormNode } from "../src/cards/model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
 import { buildQueuedCard } from "../src/cards/queued.ts";
 import { validateCard } from "../src/cards/rules.ts";
+import { checkCard } from "../src/local/emulator/card-checker/index.ts";
 import { sampleAsk } from "./fixtures.ts";
 
 const view: ProgressView = {
@@ -36,7 +37,12 @@ const buttonTexts = (card: Card, inForm: boolean) =>
   nodes(card)
     .filter((entry) => entry.node.tag === "button" && entry.inForm === inForm)
     .map((entry) => (entry.node.tag === "button" ? entry.node.text.content : ""));
-const valid = (card: Card) => expect(validateCard(card)).toMatchObject({ ok: true });
+/** Valid by the builder's own rules and by the emulator's independent checker (written from the docs). */
+const valid = (card: Card) => {
+  expect(validateCard(card)).toMatchObject({ ok: true });
+  const verdict = checkCard(card);
+  expect(verdict.ok ? "ok" : verdict.summary).toBe("ok");
+};
 
 describe("buildProgressCard", () => {
   it("renders a running task without questions: steps, 取消任务 and 会话详情, blue header, no form", () => {

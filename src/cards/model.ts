@@ -13,6 +13,7 @@ const common = { element_id: elementId.optional(), margin: px.optional() };
 export const plainText = z.strictObject({ tag: z.literal("plain_text"), content: z.string() });
 const richTitle = z.strictObject({ tag: z.enum(["plain_text", "markdown"]), content: z.string() });
 
+/** Header `template` colours (标题 page, 标题主题样式枚举). Not the same list as tag colours. */
 export const TEMPLATES = [
   "blue",
   "wathet",
@@ -28,7 +29,37 @@ export const TEMPLATES = [
   "grey",
   "default",
 ] as const;
-const color = z.enum([...TEMPLATES, "neutral"]);
+
+/**
+ * `text_tag.color` (标题 page, 后缀标签颜色枚举): 13 values with `neutral` and `lime`, but no `grey` and
+ * no `default`. Reusing the template list here once sent `grey`, which Feishu refuses.
+ */
+export const TAG_COLORS = [
+  "neutral",
+  "blue",
+  "turquoise",
+  "lime",
+  "orange",
+  "violet",
+  "indigo",
+  "wathet",
+  "green",
+  "yellow",
+  "red",
+  "purple",
+  "carmine",
+] as const;
+export type TagColor = (typeof TAG_COLORS)[number];
+export type Template = (typeof TEMPLATES)[number];
+
+/** The tag colour that reads like a header template: grey headers get neutral tags. */
+export function tagColorFor(template: Template): TagColor {
+  if (template === "grey" || template === "default") return "neutral";
+  return template;
+}
+
+// Panel borders take the general colour enumeration (颜色枚举值); we only ever use a few of them.
+const borderColor = z.enum(["grey", "blue", "green", "orange", "red"]);
 
 const callbackBehavior = z.strictObject({
   type: z.literal("callback"),
@@ -135,7 +166,7 @@ export interface PanelNode {
   tag: "collapsible_panel";
   expanded: boolean;
   header: { title: z.infer<typeof richTitle> };
-  border?: { color: z.infer<typeof color>; corner_radius?: string };
+  border?: { color: z.infer<typeof borderColor>; corner_radius?: string };
   elements: CardNode[];
   element_id?: string;
   margin?: string;
@@ -182,7 +213,7 @@ const panelNode: z.ZodType<PanelNode> = z.strictObject({
   tag: z.literal("collapsible_panel"),
   expanded: z.boolean(),
   header: z.strictObject({ title: richTitle }),
-  border: z.strictObject({ color, corner_radius: px.optional() }).optional(),
+  border: z.strictObject({ color: borderColor, corner_radius: px.optional() }).optional(),
   elements: z.array(cardNode),
   ...common,
 });
@@ -194,7 +225,7 @@ const formNode: z.ZodType<FormNode> = z.strictObject({
   ...common,
 });
 
-const textTag = z.strictObject({ tag: z.literal("text_tag"), text: plainText, color });
+const textTag = z.strictObject({ tag: z.literal("text_tag"), text: plainText, color: z.enum(TAG_COLORS) });
 
 export const cardSchema = z.strictObject({
   schema: z.literal("2.0"),

@@ -3,7 +3,7 @@ import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
 import { escapeText, sanitizeMarkdown } from "./markdown.ts";
-import type { Card, CardNode, ColumnSetNode, TEMPLATES, TextTag } from "./model.ts";
+import { type Card, type CardNode, type ColumnSetNode, type Template, type TextTag, tagColorFor } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { oneLine, truncate } from "./text.ts";
 
@@ -153,7 +153,7 @@ function fits(card: Card, limits: { maxBytes: number; maxComponents: number }): 
   return cardSize(card) <= limits.maxBytes && countComponents(card) <= limits.maxComponents;
 }
 
-const LOOK: Record<RunStatus | "waiting", { template: (typeof TEMPLATES)[number] }> = {
+const LOOK: Record<RunStatus | "waiting", { template: Template }> = {
   running: { template: "blue" },
   waiting: { template: "orange" },
   recovering: { template: "wathet" },
@@ -176,7 +176,11 @@ function render(
   const look = shownAsks.length > 0 ? "waiting" : view.status;
   const template = LOOK[look].template;
   const statusText = look === "waiting" ? s.card.status.waiting : s.card.status[view.status];
-  const tag: TextTag = { tag: "text_tag", text: { tag: "plain_text", content: statusText }, color: template };
+  const tag: TextTag = {
+    tag: "text_tag",
+    text: { tag: "plain_text", content: statusText },
+    color: tagColorFor(template),
+  };
 
   const elements: CardNode[] = [];
   if (view.status === "recovering") elements.push({ tag: "markdown", content: `⏳ ${s.recovering}` });

@@ -1,7 +1,7 @@
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { QueueValue } from "./actions.ts";
 import { escapeText } from "./markdown.ts";
-import type { Card, CardNode } from "./model.ts";
+import { type Card, type CardNode, tagColorFor } from "./model.ts";
 import { truncate } from "./text.ts";
 
 /** The card that answers a message which arrived while a task was running (DESIGN §6 queue). Pure. */
@@ -71,7 +71,7 @@ export function buildQueuedCard(view: QueuedView, options: { strings?: Strings }
         {
           tag: "text_tag",
           text: { tag: "plain_text", content: s.card.queuedStatus[view.state] },
-          color: template,
+          color: tagColorFor(template),
         },
       ],
     },

@@ -19,6 +19,7 @@ import { mountFeishuWebhook } from "../../src/feishu/webhook.ts";
 import type { Agent } from "../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
+import { checkCard } from "../../src/local/emulator/card-checker/index.ts";
 import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
@@ -186,10 +187,17 @@ export async function startFeishuRig(
       await deliverEvent(payload);
     },
     async click(input) {
-      return (await deliverEvent(emulator.cardAction(input))) as {
+      const answer = (await deliverEvent(emulator.cardAction(input))) as {
         toast?: { type: string; content: string };
         card?: { data: Card };
       };
+      // The card of every callback answer must pass the emulator's independent checker, as Feishu's client
+      // would refuse it (200673) otherwise.
+      if (answer?.card) {
+        const verdict = checkCard(answer.card.data);
+        if (!verdict.ok) throw new Error(`the callback answer's card would be refused: ${verdict.summary}`);
+      }
+      return answer;
     },
     progressCard(userMessageId) {
       return until(() => cardReplyingTo(emulator, userMessageId), `a card replying to ${userMessageId}`);

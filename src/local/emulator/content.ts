@@ -1,4 +1,4 @@
-import { CARD_LIMITS, validateCard } from "../../cards/rules.ts";
+import { CARD_LIMITS, checkCard } from "./card-checker/index.ts";
 import { CODES, cardContentError, fail } from "./errors.ts";
 
 /**
@@ -43,28 +43,30 @@ export function checkContent(msgType: string, content: string): void {
 }
 
 /**
- * 30 KB (230025), then JSON (230099 / 200621), then — for updates — `update_multi` (§3.2), then the card
- * rules of `validateCard` (230099).
+ * 30 KB (230025), then JSON (230099 / 200621), then — for updates — `update_multi` (§3.2), then the
+ * emulator's own card checker (`card-checker/`, written from the docs, §1.5): 230099 naming the rule.
  */
 export function checkCardContent(content: string, options: { update?: boolean } = {}): void {
   const size = contentBytes(content);
   if (size > CARD_LIMITS.maxBytes)
-    throw fail(CODES.contentTooLong, `card content is ${size} bytes; the limit is ${CARD_LIMITS.maxBytes}`);
+    throw fail(
+      CODES.contentTooLong,
+      `[size] card content is ${size} bytes; the limit is ${CARD_LIMITS.maxBytes}`,
+    );
   let card: unknown;
   try {
     card = JSON.parse(content);
   } catch {
     throw cardContentError("card json parse error: content is not valid JSON");
   }
-  if (typeof card !== "object" || card === null || Array.isArray(card))
-    throw cardContentError("card json parse error: content is not a JSON object");
-  const type = (card as { type?: unknown }).type;
-  if (type === "template" || type === "card")
-    throw cardContentError(`cards of type "${String(type)}" are not supported by the emulator`);
-  if (options.update && (card as { config?: { update_multi?: unknown } }).config?.update_multi !== true)
-    throw cardContentError("config.update_multi must be true to update a card");
-  const check = validateCard(card);
-  if (!check.ok) throw cardContentError(check.problems[0] ?? "invalid card");
+  if (!isRecord(card)) throw cardContentError("card json parse error: content is not a JSON object");
+  if (card.type === "template" || card.type === "card")
+    throw cardContentError(`cards of type "${String(card.type)}" are not supported by the emulator`);
+  // "update_multi must be declared before and after the update" (§3.2): an update cannot lean on the default.
+  if (options.update && !(isRecord(card.config) && card.config.update_multi === true))
+    throw cardContentError("[update-multi] config.update_multi: must be true to update a card");
+  const verdict = checkCard(card);
+  if (!verdict.ok) throw cardContentError(verdict.summary, verdict.violations[0]?.subCode);
 }
 
 /**
@@ -92,4 +94,8 @@ function parseJson(content: string): unknown {
   } catch {
     throw fail(CODES.messageInvalid, "invalid message content: content is not valid JSON");
   }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

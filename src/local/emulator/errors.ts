@@ -50,10 +50,13 @@ export class FeishuError extends Error {
 export const fail = (code: number, msg: string, httpStatus = 400): FeishuError =>
   new FeishuError(code, msg, { httpStatus });
 
-/** 230099's message carries the card sub-code the way the platform does (`ext=ErrCode: …`). */
-export function cardContentError(problem: string): FeishuError {
+/**
+ * 230099's message carries the card sub-code the way the platform does (`ext=ErrCode: …`): 200621 by
+ * default, 200570 for an image key, 200861 for a 1.0-only tag.
+ */
+export function cardContentError(problem: string, subCode: number = CODES.cardParseError): FeishuError {
   return fail(
     CODES.cardContentFailed,
-    `Failed to create card content, ext=ErrCode: ${CODES.cardParseError}; ErrMsg: ${problem}`,
+    `Failed to create card content, ext=ErrCode: ${subCode}; ErrMsg: ${problem}`,
   );
 }

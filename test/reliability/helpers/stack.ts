@@ -19,6 +19,7 @@ import { mountFeishuWebhook } from "../../../src/feishu/webhook.ts";
 import type { Agent } from "../../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../../src/harness/dispatcher.ts";
+import { checkCard } from "../../../src/local/emulator/card-checker/index.ts";
 import {
   type CardActionInput,
   type Emulator,
@@ -245,6 +246,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       const body = (
         typeof result.body === "object" && result.body !== null ? result.body : {}
       ) as CallbackBody;
+      // Feishu's client refuses (200673) an answer whose card breaks the card rules: judge it as the emulator would.
+      const verdict = body.card ? checkCard(body.card.data) : undefined;
+      if (verdict && !verdict.ok)
+        throw new Error(`the callback answer's card would be refused: ${verdict.summary}`);
       return { ...body, status: result.status, durationMs: result.durationMs };
     },
     progressCard(userMessageId, waitMs = 10_000) {
