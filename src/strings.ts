@@ -27,6 +27,8 @@ export const zh = {
     askPing: (count: number) => `有 ${count} 个问题等你回答,请在上方卡片中作答`,
     nonText: "暂时只能处理文字消息,请用文字描述你的需求。",
     emptyText: "请在 @ 我之后写下你的需求。",
+    cardGone: "这个任务的进度卡片已被撤回或删除，任务已停止，其中的问题也已失效。如需继续，请重新发送消息。",
+    cardGoneError: "进度卡片已被撤回或删除",
   },
   card: {
     status: {

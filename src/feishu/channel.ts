@@ -12,6 +12,7 @@ import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
+import { isCardGone, provesGone, suggestsGone } from "./gone-cards.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
@@ -52,6 +53,8 @@ export interface ActiveCard {
   run: RunView;
   asks: PendingAsk[];
   pings: Map<string, Promise<string | undefined>>;
+  /** Recalled, deleted or unknown to the platform: the run was ended and the chat told. */
+  gone: boolean;
 }
 
 export class FeishuChannel implements AskSurface {
@@ -62,6 +65,8 @@ export class FeishuChannel implements AskSurface {
   readonly #byMessage = new Map<string, ActiveCard>();
   readonly #off: (() => void)[] = [];
   readonly #background = new Set<Promise<unknown>>();
+  /** Runs whose card is being looked up (one lookup at a time per card). */
+  readonly #checking = new Set<string>();
   #botOpenId: string | undefined;
   readonly queuedCards: QueuedCards;
 
@@ -104,7 +109,7 @@ export class FeishuChannel implements AskSurface {
 
   canReach(target: { runId: string }): boolean {
     const card = this.#cards.get(target.runId);
-    return card !== undefined && card.publisher?.stopped !== true;
+    return card !== undefined && !card.gone && card.publisher?.stopped !== true;
   }
 
   activeCard(runId: string): ActiveCard | undefined {
@@ -167,6 +172,9 @@ export class FeishuChannel implements AskSurface {
         sourceMessageId: message.messageId,
         chatId: message.chatId,
       });
+      // While a form is open nothing is PATCHed, so a recalled card would go unnoticed and this message would
+      // wait for the ask's timeout: make sure what it waits behind is still there.
+      await this.#checkActiveCard(session.id);
     }
   }
 
@@ -207,7 +215,13 @@ export class FeishuChannel implements AskSurface {
     if (event.resumed) {
       const row = this.#o.store.cardForRun(run.id);
       if (row) {
-        if (row.gone) return;
+        if (row.gone) {
+          // Marked gone before the restart, but the run was not ended then: end it now, visibly.
+          const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+          card.messageId = row.messageId;
+          this.#cardGone(card);
+          return;
+        }
         const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
         this.#track(this.#recover(card, row.messageId));
         return;
@@ -242,7 +256,13 @@ export class FeishuChannel implements AskSurface {
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
     } catch (error) {
+      card.messageId = messageId;
+      if (provesGone(error) || (suggestsGone(error) && (await isCardGone(this.#o, messageId)))) {
+        this.#cardGone(card);
+        return;
+      }
       if (error instanceof FeishuApiError && error.messageGone) {
+        // Older than 14 days: the card is there but frozen. The run goes on; it can no longer ask on it.
         this.#o.store.markCardGone(card.runId);
         this.#cards.delete(card.runId);
         return;
@@ -264,6 +284,7 @@ export class FeishuChannel implements AskSurface {
       run,
       asks: [],
       pings: new Map(),
+      gone: false,
     };
     this.#cards.set(run.id, card);
     return card;
@@ -323,7 +344,9 @@ export class FeishuChannel implements AskSurface {
       appLimiter: this.#o.appLimiter,
       now: this.#o.now,
       logger: this.#log,
-      onGone: () => {
+      onGone: (error) => {
+        if (provesGone(error)) return this.#cardGone(card);
+        // 230031: the card is older than 14 days, not removed. Its questions end; the run goes on.
         this.#o.store.markCardGone(card.runId);
         for (const ask of card.asks) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);
       },
@@ -371,6 +394,57 @@ export class FeishuChannel implements AskSurface {
         if (card.messageId) this.#byMessage.delete(card.messageId);
       }),
     );
+  }
+
+  // cards that are gone ---------------------------------------------------------------------------------
+
+  /** Looks the active run's card up on the platform; a card that is gone ends its run (see gone-cards.ts). */
+  async #checkActiveCard(sessionId: string): Promise<void> {
+    const run = this.#o.runner.activeRun(sessionId);
+    const card = run === undefined ? undefined : this.#cards.get(run.id);
+    // Without an open form the card is PATCHed as the run goes on, and a PATCH finds out by itself.
+    if (!card?.messageId || card.gone || card.asks.length === 0 || this.#checking.has(card.runId)) return;
+    this.#checking.add(card.runId);
+    try {
+      if (await isCardGone(this.#o, card.messageId)) this.#cardGone(card);
+    } finally {
+      this.#checking.delete(card.runId);
+    }
+  }
+
+  /**
+   * The card is gone for good: publishing stops, its questions end, the run fails (so the chat's queue
+   * moves at once instead of after the ask timeout), and a new reply in the chat says what happened.
+   */
+  #cardGone(card: ActiveCard): void {
+    if (card.gone) return;
+    card.gone = true;
+    card.publisher?.stop();
+    this.#o.store.markCardGone(card.runId);
+    this.#log.warn({ runId: card.runId, messageId: card.messageId }, "progress card is gone; ending its run");
+    for (const ask of [...card.asks]) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);
+    this.#cards.delete(card.runId);
+    if (card.messageId) this.#byMessage.delete(card.messageId);
+    const ended = this.#o.runner.abandon(card.runId, strings.feishu.cardGoneError);
+    if (ended.ok) this.#track(this.#sayGone(card));
+  }
+
+  /** A reply to the message that started the task; in the chat itself if that message is gone too. */
+  async #sayGone(card: ActiveCard): Promise<void> {
+    const send = (replyTo?: string) =>
+      this.#o.appLimiter(() =>
+        this.#o.messenger.sendText(
+          { chatId: card.chatId },
+          strings.feishu.cardGone,
+          replyTo ? { replyTo } : {},
+        ),
+      );
+    try {
+      await send(card.sourceMessageId || undefined);
+    } catch (error) {
+      if (!suggestsGone(error)) throw error;
+      await send();
+    }
   }
 
   // asks on the card -----------------------------------------------------------------------------------

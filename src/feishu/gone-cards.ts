@@ -1,0 +1,43 @@
+import type { Limiter } from "./limits.ts";
+import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+
+/**
+ * A progress card that is gone for good — recalled (230011), deleted (230110), or unknown to the platform
+ * (230001 for an id the platform itself gave us) — leaves its run with no surface: nobody sees its progress,
+ * can answer its questions or press 取消任务, and the chat's next message would queue behind it until the
+ * ask times out (15 min). The channel then ends the run and says so in the chat; this module decides
+ * "gone" so that a one-off error never ends a run that is in fact still visible.
+ */
+
+export interface GoneCheckDeps {
+  messenger: Pick<FeishuMessenger, "messageStatus">;
+  appLimiter: Limiter;
+}
+
+/** The PATCH error alone proves the card is gone (230001 may be any invalid parameter, so it does not). */
+export function provesGone(error: unknown): boolean {
+  return error instanceof FeishuApiError && error.messageRemoved;
+}
+
+/** The error might mean the card is gone: worth asking the platform about the message itself. */
+export function suggestsGone(error: unknown): boolean {
+  return (
+    provesGone(error) || (error instanceof FeishuApiError && error.feishuCode === FEISHU_CODES.invalidParam)
+  );
+}
+
+/**
+ * Asks the platform whether the message is still there. True only on a definite answer: the message is
+ * marked deleted, or the lookup itself fails with recalled/deleted/unknown id. Anything else (a timeout,
+ * a 5xx, a rate limit) is no proof, so the card is treated as present and the caller tries again later.
+ */
+export async function isCardGone(deps: GoneCheckDeps, messageId: string): Promise<boolean> {
+  try {
+    const status = await deps.appLimiter(() => deps.messenger.messageStatus(messageId));
+    return status.deleted;
+  } catch (error) {
+    if (suggestsGone(error)) return true;
+    if (error instanceof FeishuApiError) return false;
+    throw error;
+  }
+}
