@@ -96,6 +96,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     messages: {
       getMessage: (messageId) => messages.get(messageId),
       listMessages: (chatId) => messages.list(chatId),
+      cardHistory: (messageId) => messages.cardHistory(messageId),
     },
     on: (event, listener) => observer.on(event, listener),
     clock,
@@ -121,7 +122,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...deliveryOptions,
       }),
     close: () => {
-      closed ??= shutdown(server);
+      closed ??= shutdown(server).finally(() => ctx.journal?.close());
       return closed;
     },
   };
