@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import sparticuz from "@sparticuz/chromium";
 import { type Browser, chromium, type Page } from "playwright-core";
@@ -54,10 +55,37 @@ export async function chooseBrowser(env: NodeJS.ProcessEnv = process.env): Promi
       args: ["--no-sandbox", "--headless", "--disable-gpu", ...QUIET],
     };
   }
-  // Unpacks the brotli archive inside node_modules into the temp dir once (a few seconds), then reuses it.
-  const executablePath = await sparticuz.executablePath();
+  const executablePath = await unpackNpmChromium();
   const args = sparticuz.args.filter((flag) => !UNWANTED_NPM_FLAGS.has(flag));
   return { source: "npm", executablePath, args: [...args, ...QUIET] };
+}
+
+/**
+ * The package unpacks its brotli archives into the temp dir once (about 5 s here) and afterwards returns the
+ * binary as soon as the file exists — also while another test file's worker is still writing it. So test
+ * workers take turns through a lock directory; a lock older than two minutes was left by a killed worker.
+ */
+async function unpackNpmChromium(): Promise<string> {
+  const lock = path.join(os.tmpdir(), "fpb-chromium-unpack.lock");
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (error) {
+      if (!(error instanceof Error && "code" in error && error.code === "EEXIST")) throw error;
+      // Gone meanwhile (released): the next attempt takes it.
+      const heldSince = fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
+      if (Date.now() - heldSince > 120_000) fs.rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`another worker holds ${lock} for over two minutes`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  try {
+    return await sparticuz.executablePath();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 export async function launchBrowser(): Promise<Browser> {
