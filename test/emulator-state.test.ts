@@ -140,6 +140,15 @@ describe("the emulator's state file", () => {
     expect(revisions.at(-1)).toBe(61);
   });
 
+  it("refuses a state file it cannot read with a message naming it, and leaves the file as it was", async () => {
+    const stateFile = path.join(tempDir(), "emulator.sqlite");
+    fs.writeFileSync(stateFile, "not a database, but somebody's file");
+    await expect(startEmulator({ stateFile })).rejects.toThrow(
+      `the emulator's state file ${stateFile} cannot be read`,
+    );
+    expect(fs.readFileSync(stateFile, "utf8")).toBe("not a database, but somebody's file");
+  });
+
   it("without a state file, a restart starts empty (the default for tests)", async () => {
     const before = await emulator();
     before.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "hi" });

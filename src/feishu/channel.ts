@@ -422,7 +422,8 @@ export class FeishuChannel implements AskSurface {
     card.publisher?.stop();
     this.#o.store.markCardGone(card.runId);
     this.#log.warn({ runId: card.runId, messageId: card.messageId }, "progress card is gone; ending its run");
-    for (const ask of [...card.asks]) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);
+    // Desktop clients and the agent learn why the question ended.
+    for (const ask of [...card.asks]) this.#o.registry.cancel(ask.requestId, strings.feishu.cardGoneError);
     this.#cards.delete(card.runId);
     if (card.messageId) this.#byMessage.delete(card.messageId);
     const ended = this.#o.runner.abandon(card.runId, strings.feishu.cardGoneError);

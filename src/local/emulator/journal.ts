@@ -11,13 +11,12 @@ import type { CardRevision, MessageView } from "./types.ts";
  * "Feishu's" state except through the Open API. Without a file the emulator keeps all of it in memory.
  */
 export interface Journal {
-  /** Every message, in the order they were created. */
-  messages(): MessageView[];
+  /** What the file held when it was opened: every message in the order they were created, and the uuids. */
+  readonly loaded: { messages: MessageView[]; uuids: { uuid: string; messageId: string; at: number }[] };
   save(message: MessageView): void;
   /** Each content the card had; `via` says what put it there. Oldest first, the last `limit` kept. */
   addRevision(revision: CardRevision): void;
   revisions(messageId: string): CardRevision[];
-  uuids(): { uuid: string; messageId: string; at: number }[];
   saveUuid(uuid: string, messageId: string, at: number): void;
   close(): void;
 }
@@ -75,11 +74,37 @@ const revisionRow = z.object({
 });
 const uuidRow = z.object({ uuid: z.string(), message_id: z.string(), at: z.number() });
 
+/** A state file that cannot be read: said with the file and the way out, instead of a bare SQLite error. */
+export class JournalError extends Error {
+  constructor(file: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `the emulator's state file ${file} cannot be read (${reason}); move it away to start with empty chats`,
+      {
+        cause,
+      },
+    );
+    this.name = "JournalError";
+  }
+}
+
+/** Opens (or creates) the state file; throws JournalError when it is not a readable one. */
 export function openJournal(file: string): Journal {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.exec(SCHEMA);
+  let db: Database.Database | undefined;
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    db = new Database(file);
+    db.pragma("journal_mode = WAL");
+    db.exec(SCHEMA);
+    // Everything is read once, now: a damaged file fails at start, not on some later request.
+    return createJournal(db);
+  } catch (error) {
+    db?.close();
+    throw new JournalError(file, error);
+  }
+}
+
+function createJournal(db: Database.Database): Journal {
   const sql = {
     messages: db.prepare("SELECT json FROM messages ORDER BY seq"),
     save: db.prepare(
@@ -93,13 +118,16 @@ export function openJournal(file: string): Journal {
     uuids: db.prepare("SELECT * FROM uuids"),
     saveUuid: db.prepare("INSERT OR REPLACE INTO uuids (uuid, message_id, at) VALUES (?, ?, ?)"),
   };
+  const messages = sql.messages.all().map((row) => {
+    const { json } = z.object({ json: z.string() }).parse(row);
+    return storedMessage.parse(JSON.parse(json));
+  });
+  const uuids = sql.uuids.all().map((row) => {
+    const parsed = uuidRow.parse(row);
+    return { uuid: parsed.uuid, messageId: parsed.message_id, at: parsed.at };
+  });
   return {
-    messages() {
-      return sql.messages.all().map((row) => {
-        const { json } = z.object({ json: z.string() }).parse(row);
-        return storedMessage.parse(JSON.parse(json));
-      });
-    },
+    loaded: { messages, uuids },
     save(message) {
       sql.save.run(message.messageId, JSON.stringify(message));
     },
@@ -117,12 +145,6 @@ export function openJournal(file: string): Journal {
           via: parsed.via,
           content: parsed.content,
         };
-      });
-    },
-    uuids() {
-      return sql.uuids.all().map((row) => {
-        const parsed = uuidRow.parse(row);
-        return { uuid: parsed.uuid, messageId: parsed.message_id, at: parsed.at };
       });
     },
     saveUuid(uuid, messageId, at) {

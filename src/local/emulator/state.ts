@@ -30,7 +30,7 @@ export class MessageStore {
 
   constructor(journal?: Journal) {
     this.#journal = journal;
-    for (const message of journal?.messages() ?? []) this.#messages.set(message.messageId, message);
+    for (const message of journal?.loaded.messages ?? []) this.#messages.set(message.messageId, message);
   }
 
   create(input: NewMessage, now: number): MessageView {
@@ -226,7 +226,8 @@ export class UuidCache {
 
   constructor(journal?: Journal) {
     this.#journal = journal;
-    for (const { uuid, messageId, at } of journal?.uuids() ?? []) this.#seen.set(uuid, { messageId, at });
+    for (const { uuid, messageId, at } of journal?.loaded.uuids ?? [])
+      this.#seen.set(uuid, { messageId, at });
   }
 
   lookup(uuid: string, now: number): string | undefined {
