@@ -4,6 +4,8 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { feishuPrivateSessionId } from "../src/harness/tools.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
+import { openDatabase } from "../src/store/db.ts";
+import { FeishuStore } from "../src/store/feishu.ts";
 import { strings } from "../src/strings.ts";
 import { type FeishuRig, formsOn, startFeishuRig, WEBHOOK_KEY } from "./helpers/feishu.ts";
 
@@ -119,6 +121,27 @@ describe("a run whose card is gone", () => {
     await r.channel.idle();
     expect(r.core.registry.getPendingForSession(sessionId(r))).toHaveLength(1);
     expect(r.core.runner.activeRun(sessionId(r))?.status).toBe("running");
+  });
+
+  it("recorded as gone by a process that died before ending its run: the resumed run ends visibly", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-gone-"));
+    cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
+    cleanups.push(() => emulator.close());
+    const before = await startFeishuRig({ askTimeoutMs: FIFTEEN_MIN_MS, dataDir, emulator });
+    const first = await cardWithForm(before);
+    const runId = before.core.runner.activeRun(sessionId(before))?.id ?? "";
+    await before.stop();
+    const db = openDatabase(path.join(dataDir, "bot.sqlite"));
+    new FeishuStore(db, Date.now).markCardGone(runId);
+    db.close();
+
+    const after = await rig({ dataDir, emulator, recover: true });
+    expect(await after.until(() => goneNotice(emulator, first.userMessageId), "the notice")).toContain(
+      "任务已停止",
+    );
+    await after.until(() => after.core.store.getRun(runId)?.status === "failed", "the resumed run to end");
+    expect(after.core.registry.getPendingForSession(sessionId(after))).toEqual([]);
   });
 
   it("unknown to the platform after a restart (230001): the resumed run ends and the chat is told", async () => {
