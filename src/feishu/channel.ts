@@ -12,7 +12,7 @@ import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
-import { isCardGone, provesGone, suggestsGone } from "./gone-cards.ts";
+import { checkCard, provesGone, suggestsGone } from "./gone-cards.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
@@ -257,7 +257,7 @@ export class FeishuChannel implements AskSurface {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
     } catch (error) {
       card.messageId = messageId;
-      if (provesGone(error) || (suggestsGone(error) && (await isCardGone(this.#o, messageId)))) {
+      if (provesGone(error) || (suggestsGone(error) && (await checkCard(this.#o, messageId)).gone)) {
         this.#cardGone(card);
         return;
       }
@@ -406,7 +406,13 @@ export class FeishuChannel implements AskSurface {
     if (!card?.messageId || card.gone || card.asks.length === 0 || this.#checking.has(card.runId)) return;
     this.#checking.add(card.runId);
     try {
-      if (await isCardGone(this.#o, card.messageId)) this.#cardGone(card);
+      const { gone, error } = await checkCard(this.#o, card.messageId);
+      if (gone) this.#cardGone(card);
+      else if (error)
+        this.#log.info(
+          { runId: card.runId, code: error.feishuCode, err: describeError(error) },
+          "could not look the progress card up; counting it as present",
+        );
     } finally {
       this.#checking.delete(card.runId);
     }

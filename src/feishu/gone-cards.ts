@@ -27,17 +27,21 @@ export function suggestsGone(error: unknown): boolean {
 }
 
 /**
- * Asks the platform whether the message is still there. True only on a definite answer: the message is
- * marked deleted, or the lookup itself fails with recalled/deleted/unknown id. Anything else (a timeout,
- * a 5xx, a rate limit) is no proof, so the card is treated as present and the caller tries again later.
+ * Asks the platform whether the message is still there. `gone` only on a definite answer: the message is
+ * marked deleted, or the lookup itself fails with recalled/deleted/unknown id. Anything else (a timeout, a
+ * 5xx, a rate limit, a missing permission: reading a group's messages needs `im:message.group_msg`) is no
+ * proof, so the card counts as present and `error` says why the lookup failed.
  */
-export async function isCardGone(deps: GoneCheckDeps, messageId: string): Promise<boolean> {
+export async function checkCard(
+  deps: GoneCheckDeps,
+  messageId: string,
+): Promise<{ gone: boolean; error?: FeishuApiError }> {
   try {
     const status = await deps.appLimiter(() => deps.messenger.messageStatus(messageId));
-    return status.deleted;
+    return { gone: status.deleted };
   } catch (error) {
-    if (suggestsGone(error)) return true;
-    if (error instanceof FeishuApiError) return false;
+    if (suggestsGone(error)) return { gone: true };
+    if (error instanceof FeishuApiError) return { gone: false, error };
     throw error;
   }
 }
