@@ -12,7 +12,7 @@ import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
-import { checkCard, provesGone, suggestsGone } from "./gone-cards.ts";
+import { checkCard, provesGone, suggestsGone, tellChatCardGone } from "./gone-cards.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
@@ -433,25 +433,7 @@ export class FeishuChannel implements AskSurface {
     this.#cards.delete(card.runId);
     if (card.messageId) this.#byMessage.delete(card.messageId);
     const ended = this.#o.runner.abandon(card.runId, strings.feishu.cardGoneError);
-    if (ended.ok) this.#track(this.#sayGone(card));
-  }
-
-  /** A reply to the message that started the task; in the chat itself if that message is gone too. */
-  async #sayGone(card: ActiveCard): Promise<void> {
-    const send = (replyTo?: string) =>
-      this.#o.appLimiter(() =>
-        this.#o.messenger.sendText(
-          { chatId: card.chatId },
-          strings.feishu.cardGone,
-          replyTo ? { replyTo } : {},
-        ),
-      );
-    try {
-      await send(card.sourceMessageId || undefined);
-    } catch (error) {
-      if (!suggestsGone(error)) throw error;
-      await send();
-    }
+    if (ended.ok) this.#track(tellChatCardGone(this.#o, card));
   }
 
   // asks on the card -----------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+import { strings } from "../strings.ts";
 import type { Limiter } from "./limits.ts";
 import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 
@@ -10,7 +11,7 @@ import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.
  */
 
 export interface GoneCheckDeps {
-  messenger: Pick<FeishuMessenger, "messageStatus">;
+  messenger: Pick<FeishuMessenger, "messageStatus" | "sendText">;
   appLimiter: Limiter;
 }
 
@@ -43,5 +44,25 @@ export async function checkCard(
     if (suggestsGone(error)) return { gone: true };
     if (error instanceof FeishuApiError) return { gone: false, error };
     throw error;
+  }
+}
+
+/**
+ * The new reply that says the task stopped: to the message that started it, or into the chat itself when
+ * that message is gone too (or unknown, after a restart against a Feishu that never saw it).
+ */
+export async function tellChatCardGone(
+  deps: GoneCheckDeps,
+  where: { chatId: string; sourceMessageId: string },
+): Promise<void> {
+  const send = (replyTo?: string) =>
+    deps.appLimiter(() =>
+      deps.messenger.sendText({ chatId: where.chatId }, strings.feishu.cardGone, replyTo ? { replyTo } : {}),
+    );
+  try {
+    await send(where.sourceMessageId || undefined);
+  } catch (error) {
+    if (!suggestsGone(error)) throw error;
+    await send();
   }
 }
