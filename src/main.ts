@@ -84,7 +84,10 @@ async function main(): Promise<void> {
   ];
   if (local) {
     const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
-    routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
+    const logSeqStart = Date.now() * 1000; // above every number the previous process gave (console/index.ts)
+    routes.push((app: Express) =>
+      mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger, logSeqStart }),
+    );
   }
   const { server } = createApp({ ...core, logger, routes });
   started.server = server;

@@ -32,6 +32,8 @@ export const zh = {
     signInPrivateOnly: "个人登录链接只在私聊中发送：请在与我的私聊中发送 /login。",
     /** A submit that left a question unanswered: which one, by number and header. */
     unanswered: (index: number, header: string) => `第 ${index} 题「${header}」还没有回答`,
+    cardGone: "这个任务的进度卡片已被撤回或删除，任务已停止，其中的问题也已失效。如需继续，请重新发送消息。",
+    cardGoneError: "进度卡片已被撤回或删除",
   },
   card: {
     status: {

@@ -382,6 +382,8 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
       const third = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick third" });
       const secondCard = await r.progressCard(second);
       const thirdCard = await r.progressCard(third);
+      // The card is in the emulator before the bot has read the reply and recorded it: let it finish.
+      await r.channel.idle();
       expect(cardText(r.cardOf(thirdCard))).toContain("排在第 2 位");
       const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
       const [q2, q3] = r.core.runner.queued(sessionId);

@@ -14,6 +14,7 @@ import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { afterSend, type ReminderState, shouldRemind } from "./ask-reminder.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
+import { checkCard, provesGone, suggestsGone, tellChatCardGone } from "./gone-cards.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { CardPublisher } from "./publisher.ts";
@@ -63,6 +64,8 @@ export interface ActiveCard {
   reminder: ReminderState;
   /** What a submit that did not complete an ask carried, by request id: its form renders pre-filled. */
   drafts: Map<string, FormDraft>;
+  /** Recalled, deleted or unknown to the platform: the run was ended and the chat told. */
+  gone: boolean;
 }
 
 export class FeishuChannel implements AskSurface {
@@ -73,6 +76,8 @@ export class FeishuChannel implements AskSurface {
   readonly #byMessage = new Map<string, ActiveCard>();
   readonly #off: (() => void)[] = [];
   readonly #background = new Set<Promise<unknown>>();
+  /** Runs whose card is being looked up (one lookup at a time per card). */
+  readonly #checking = new Set<string>();
   #botOpenId: string | undefined;
   readonly queuedCards: QueuedCards;
 
@@ -115,7 +120,7 @@ export class FeishuChannel implements AskSurface {
 
   canReach(target: { runId: string }): boolean {
     const card = this.#cards.get(target.runId);
-    return card !== undefined && card.publisher?.stopped !== true;
+    return card !== undefined && !card.gone && card.publisher?.stopped !== true;
   }
 
   activeCard(runId: string): ActiveCard | undefined {
@@ -190,6 +195,9 @@ export class FeishuChannel implements AskSurface {
         sourceMessageId: message.messageId,
         chatId: message.chatId,
       });
+      // While a form is open nothing is PATCHed, so a recalled card would go unnoticed and this message would
+      // wait for the ask's timeout: make sure what it waits behind is still there.
+      await this.#checkActiveCard(session.id);
     }
   }
 
@@ -230,7 +238,13 @@ export class FeishuChannel implements AskSurface {
     if (event.resumed) {
       const row = this.#o.store.cardForRun(run.id);
       if (row) {
-        if (row.gone) return;
+        if (row.gone) {
+          // Marked gone before the restart, but the run was not ended then: end it now, visibly.
+          const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+          card.messageId = row.messageId;
+          this.#cardGone(card);
+          return;
+        }
         const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
         this.#track(this.#recover(card, row.messageId));
         return;
@@ -265,7 +279,13 @@ export class FeishuChannel implements AskSurface {
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
     } catch (error) {
+      card.messageId = messageId;
+      if (provesGone(error) || (suggestsGone(error) && (await checkCard(this.#o, messageId)).gone)) {
+        this.#cardGone(card);
+        return;
+      }
       if (error instanceof FeishuApiError && error.messageGone) {
+        // Older than 14 days: the card is there but frozen. The run goes on; it can no longer ask on it.
         this.#o.store.markCardGone(card.runId);
         this.#cards.delete(card.runId);
         return;
@@ -290,6 +310,7 @@ export class FeishuChannel implements AskSurface {
       // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
       reminder: this.#o.store.wasReminded(run.id) ? "sent" : "none",
       drafts: new Map(),
+      gone: false,
     };
     this.#cards.set(run.id, card);
     return card;
@@ -362,7 +383,9 @@ export class FeishuChannel implements AskSurface {
       appLimiter: this.#o.appLimiter,
       now: this.#o.now,
       logger: this.#log,
-      onGone: () => {
+      onGone: (error) => {
+        if (provesGone(error)) return this.#cardGone(card);
+        // 230031: the card is older than 14 days, not removed. Its questions end; the run goes on.
         this.#o.store.markCardGone(card.runId);
         for (const ask of card.asks) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);
       },
@@ -421,6 +444,46 @@ export class FeishuChannel implements AskSurface {
         if (card.messageId) this.#byMessage.delete(card.messageId);
       }),
     );
+  }
+
+  // cards that are gone ---------------------------------------------------------------------------------
+
+  /** Looks the active run's card up on the platform; a card that is gone ends its run (see gone-cards.ts). */
+  async #checkActiveCard(sessionId: string): Promise<void> {
+    const run = this.#o.runner.activeRun(sessionId);
+    const card = run === undefined ? undefined : this.#cards.get(run.id);
+    // Without an open form the card is PATCHed as the run goes on, and a PATCH finds out by itself.
+    if (!card?.messageId || card.gone || card.asks.length === 0 || this.#checking.has(card.runId)) return;
+    this.#checking.add(card.runId);
+    try {
+      const { gone, error } = await checkCard(this.#o, card.messageId);
+      if (gone) this.#cardGone(card);
+      else if (error)
+        this.#log.info(
+          { runId: card.runId, code: error.feishuCode, err: describeError(error) },
+          "could not look the progress card up; counting it as present",
+        );
+    } finally {
+      this.#checking.delete(card.runId);
+    }
+  }
+
+  /**
+   * The card is gone for good: publishing stops, its questions end, the run fails (so the chat's queue
+   * moves at once instead of after the ask timeout), and a new reply in the chat says what happened.
+   */
+  #cardGone(card: ActiveCard): void {
+    if (card.gone) return;
+    card.gone = true;
+    card.publisher?.stop();
+    this.#o.store.markCardGone(card.runId);
+    this.#log.warn({ runId: card.runId, messageId: card.messageId }, "progress card is gone; ending its run");
+    // Desktop clients and the agent learn why the question ended.
+    for (const ask of [...card.asks]) this.#o.registry.cancel(ask.requestId, strings.feishu.cardGoneError);
+    this.#cards.delete(card.runId);
+    if (card.messageId) this.#byMessage.delete(card.messageId);
+    const ended = this.#o.runner.abandon(card.runId, strings.feishu.cardGoneError);
+    if (ended.ok) this.#track(tellChatCardGone(this.#o, card));
   }
 
   // asks on the card -----------------------------------------------------------------------------------

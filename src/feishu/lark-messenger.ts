@@ -28,6 +28,10 @@ export interface LarkMessengerOptions {
 
 const envelope = z.object({ code: z.number(), msg: z.string().optional() }).passthrough();
 const messageData = z.object({ data: z.object({ message_id: z.string() }) });
+/** `deleted` is documented on every message item; an id that matches nothing gives no item. */
+const messageItems = z.object({
+  data: z.object({ items: z.array(z.object({ deleted: z.boolean().optional() })).optional() }),
+});
 const botData = z.object({ bot: z.object({ open_id: z.string(), app_name: z.string().optional() }) });
 
 export function resolveDomain(domain: string): lark.Domain | string {
@@ -157,6 +161,15 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
         { method: "DELETE", url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}` },
         envelope,
       );
+    },
+    async messageStatus(messageId) {
+      const res = await call(
+        "im.message.get",
+        { method: "GET", url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}` },
+        messageItems,
+      );
+      const items = res.data.items ?? [];
+      return { deleted: items.length === 0 || items.some((item) => item.deleted === true) };
     },
     async botInfo() {
       const res = await call("bot.info", { method: "GET", url: "/open-apis/bot/v3/info" }, botData);

@@ -16,6 +16,8 @@ export interface FeishuMessenger {
     options?: { mentionOpenIds?: string[]; replyTo?: string },
   ): Promise<{ messageId: string }>;
   recall(messageId: string): Promise<void>;
+  /** What the platform says about one message now: `deleted` once it was recalled or deleted. */
+  messageStatus(messageId: string): Promise<{ deleted: boolean }>;
   botInfo(): Promise<{ openId: string; name: string }>;
 }
 
@@ -31,6 +33,8 @@ export const FEISHU_CODES = {
   messageTooOld: 230031,
   messageRecalled: 230011,
   messageDeleted: 230110,
+  /** Invalid parameter; for a message id the platform gave us, the message no longer (or never) exists. */
+  invalidParam: 230001,
   invalidCard: 230099,
   appRateLimited: 99991400,
   tokenInvalid: 99991663,
@@ -81,6 +85,13 @@ export class FeishuApiError extends AppError {
   /** The platform refused the card itself (230099 invalid content, 230025 too large): re-render it plainer. */
   get cardRefused(): boolean {
     return this.feishuCode === FEISHU_CODES.invalidCard || this.feishuCode === FEISHU_CODES.cardTooLarge;
+  }
+
+  /** Recalled or deleted: the message is no longer in the chat (230031 is not: that card is only too old). */
+  get messageRemoved(): boolean {
+    return (
+      this.feishuCode === FEISHU_CODES.messageRecalled || this.feishuCode === FEISHU_CODES.messageDeleted
+    );
   }
 
   /** No answer, a timeout, or a 5xx: worth a bounded retry. */

@@ -57,6 +57,14 @@ class CancelledError extends Error {
   }
 }
 
+/** The run lost the only surface it had (its Feishu card was recalled or deleted): it fails with `message`. */
+class AbandonedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AbandonedError";
+  }
+}
+
 class ShutdownError extends Error {
   constructor() {
     super("Service shutting down");
@@ -154,6 +162,19 @@ export class SessionRunner {
     // Fail the asks first so the waiting tool call returns "Session cancelled", then abort the run.
     this.#deps.registry.failAllForSession(sessionId, ASK_ERRORS.cancelled);
     active.controller.abort(new CancelledError());
+    return { ok: true };
+  }
+
+  /**
+   * Fails an active run that nobody can see or answer any more (its card is gone), with `reason` as its
+   * error: its asks end at once, the agent is aborted, and the session's queue moves on. No sender check:
+   * the channel, not a person, decides this.
+   */
+  abandon(runId: string, reason: string): ActionResult {
+    const active = [...this.#active.values()].find((candidate) => candidate.run.id === runId);
+    if (!active) return { ok: false, reason: "not_running" };
+    this.#deps.registry.failAllForSession(active.run.sessionId, reason);
+    active.controller.abort(new AbandonedError(reason));
     return { ok: true };
   }
 
@@ -286,6 +307,10 @@ export class SessionRunner {
       }
       if (reason instanceof CancelledError) {
         run.status = "cancelled";
+      } else if (reason instanceof AbandonedError) {
+        run.status = "failed";
+        run.error = reason.message;
+        logger.info({ sessionId: session.id, runId: run.id, reason: reason.message }, "run abandoned");
       } else {
         run.status = "failed";
         run.error = describeError(error);

@@ -18,6 +18,7 @@ const userId = z.enum(LOCAL_USERS.map((user) => user.openId) as [string, ...stri
 
 const listQuery = z.object({ chatId: id.optional() });
 const chatParams = z.object({ chatId: id });
+const messageParams = z.object({ messageId: id });
 const messageBody = z.strictObject({
   chatId: id,
   userId,
@@ -59,6 +60,20 @@ export function consoleApi(ctx: ConsoleContext): Router {
   api.get("/chats/:chatId/messages", (req, res) => {
     const { chatId } = parseInput(chatParams, req.params, "params");
     res.json({ messages: ctx.emulator.messages.listMessages(chatId).map(ctx.view) });
+  });
+
+  // A card's contents over time (kept with the emulator's state file): what it showed before and after a restart.
+  api.get("/messages/:messageId/history", (req, res) => {
+    const { messageId } = parseInput(messageParams, req.params, "params");
+    const message = ctx.emulator.messages.getMessage(messageId);
+    if (!message) throw new AppError("NOT_FOUND", `Unknown message ${messageId}`);
+    const revisions = ctx.emulator.messages.cardHistory(messageId).map((revision) => ({
+      revision: revision.revision,
+      at: revision.at,
+      via: revision.via,
+      card: parseCard(revision.content),
+    }));
+    res.json({ revisions });
   });
 
   api.post("/messages", async (req, res) => {
@@ -208,3 +223,13 @@ function labelOf(message: MessageView, body: { name?: string | undefined; value?
 }
 
 const round = (ms: number): number => Math.round(ms * 10) / 10;
+
+/** A stored card is JSON the emulator accepted; anything else is shown as the text it is. */
+function parseCard(content: string): unknown {
+  try {
+    return JSON.parse(content);
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    return content;
+  }
+}

@@ -24,7 +24,7 @@ export function createConsoleContext(options: {
   botWebhookUrl: () => string;
   logger: Logger;
 }): ConsoleContext {
-  const { emulator, feed } = options;
+  const { emulator } = options;
   const directory: Directory = {
     botName: emulator.botName,
     nameOf: (id) =>
@@ -39,7 +39,9 @@ export function createConsoleContext(options: {
     view: (message) =>
       toConsoleMessage(
         message,
-        { rev: feed.rev(message.messageId), mentions: mentions.get(message.messageId) ?? [] },
+        // The emulator's revision and mentions outlive a restart (with its state file); the map is for the
+        // moment between composing a message and the emulator announcing it.
+        { rev: message.revision, mentions: mentions.get(message.messageId) ?? message.mentions ?? [] },
         directory,
       ),
   };

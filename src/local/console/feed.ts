@@ -12,8 +12,10 @@ export class ConsoleFeed {
   readonly #limit: number;
   #seq = 0;
 
-  constructor(options: { logLimit?: number } = {}) {
+  /** `firstSeq`: entries are numbered after it (see ConsoleOptions.logSeqStart). */
+  constructor(options: { logLimit?: number; firstSeq?: number } = {}) {
     this.#limit = options.logLimit ?? 2000;
+    this.#seq = options.firstSeq ?? 0;
   }
 
   /** The log so far, oldest first. */

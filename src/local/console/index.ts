@@ -16,6 +16,12 @@ export interface ConsoleOptions {
   /** Where the bot's webhook listens, e.g. http://127.0.0.1:3000/feishu/events (a getter: the port is known only after listen). */
   botWebhookUrl: () => string;
   logger: Logger;
+  /**
+   * Log entries are numbered after this. A console tab keeps the entries it has seen by number, also across a
+   * restart of the process, so a restarted process must not number from 0 again: pass a wall-clock base such
+   * as `Date.now() * 1000`. Default 0.
+   */
+  logSeqStart?: number;
 }
 
 /**
@@ -25,7 +31,7 @@ export interface ConsoleOptions {
  */
 export function mountConsole(app: express.Express, options: ConsoleOptions): void {
   const logger = options.logger.child({ module: "console" });
-  const feed = new ConsoleFeed();
+  const feed = new ConsoleFeed({ firstSeq: options.logSeqStart ?? 0 });
   const ctx = createConsoleContext({ ...options, logger, feed });
   const { emulator } = options;
 

@@ -33,7 +33,10 @@ export function applyCallbackCard(
     if (!(error instanceof FeishuError)) throw error;
     return { ok: false, code: CODES.callbackCardInvalid, reason: error.message };
   }
-  const updated = ctx.messages.applyUpdate(messageId, content, ctx.clock.now(), { countAsPatch: false });
+  const updated = ctx.messages.applyUpdate(messageId, content, ctx.clock.now(), {
+    countAsPatch: false,
+    via: "callback",
+  });
   ctx.observer.emit("message_patched", { message: updated, via: "callback" });
   return { ok: true, message: updated };
 }

@@ -27,7 +27,7 @@ export function mountCardRoutes(router: Router, ctx: EmulatorContext): void {
     checkCardContent(content, { update: true });
     ctx.updateTokens.consume(body.token);
     ctx.patchWindows.for(messageId).record(now);
-    const updated = ctx.messages.applyUpdate(messageId, content, now);
+    const updated = ctx.messages.applyUpdate(messageId, content, now, { via: "card_update" });
     ctx.observer.emit("message_patched", { message: updated, via: "card_update" });
     ok(res, {});
   });

@@ -1,5 +1,6 @@
 import { createClock } from "./clock.ts";
 import { FaultQueue } from "./faults.ts";
+import { type Journal, openJournal } from "./journal.ts";
 import { KeyedWindows, SlidingWindow } from "./limits.ts";
 import { Observer } from "./observer.ts";
 import { MessageStore, TokenStore, UpdateTokenStore, UuidCache } from "./state.ts";
@@ -30,6 +31,8 @@ export interface EmulatorContext {
   patchWindows: KeyedWindows;
   faults: FaultQueue;
   observer: Observer;
+  /** Set with `stateFile`: closed when the emulator closes. */
+  journal: Journal | undefined;
 }
 
 const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
@@ -57,18 +60,20 @@ export function resolveConfig(options: EmulatorOptions): EmulatorConfig {
 
 export function createContext(options: EmulatorOptions): EmulatorContext {
   const config = resolveConfig(options);
+  const journal = options.stateFile === undefined ? undefined : openJournal(options.stateFile);
   return {
     config,
     clock: createClock(options.now),
-    messages: new MessageStore(),
+    messages: new MessageStore(journal),
     tokens: new TokenStore(config.tokenTtlSeconds * 1000),
     updateTokens: new UpdateTokenStore(),
-    uuids: new UuidCache(),
+    uuids: new UuidCache(journal),
     appWindow: new SlidingWindow(config.appCallsPerSecond),
     patchWindows: new KeyedWindows(config.perMessagePatchPerSecond),
     faults: new FaultQueue(),
     observer: new Observer(
       options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
     ),
+    journal,
   };
 }

@@ -99,6 +99,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     messages: {
       getMessage: (messageId) => messages.get(messageId),
       listMessages: (chatId) => messages.list(chatId),
+      cardHistory: (messageId) => messages.cardHistory(messageId),
     },
     on: (event, listener) => observer.on(event, listener),
     clock,
@@ -124,7 +125,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...deliveryOptions,
       }),
     close: () => {
-      closed ??= shutdown(server);
+      closed ??= shutdown(server).finally(() => ctx.journal?.close());
       return closed;
     },
   };

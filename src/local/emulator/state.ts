@@ -1,6 +1,7 @@
 import { CODES, fail } from "./errors.ts";
 import { newId } from "./ids.ts";
-import type { MessageView, SenderType } from "./types.ts";
+import type { Journal } from "./journal.ts";
+import type { CardRevision, MessageMention, MessageView, SenderType } from "./types.ts";
 
 const HOUR_MS = 3_600_000;
 const MIN_MS = 60_000;
@@ -15,11 +16,22 @@ export interface NewMessage {
   messageId?: string;
   parent?: MessageView;
   replyInThread?: boolean;
+  mentions?: MessageMention[];
 }
 
-/** Every message the emulator knows: the bot's own and the ones users "sent" through `userMessage`. */
+/**
+ * Every message the emulator knows: the bot's own and the ones users "sent" through `userMessage`. With a
+ * journal, every change is written through (synchronously, so a kill loses nothing acknowledged) and the
+ * messages are read back on start.
+ */
 export class MessageStore {
   readonly #messages = new Map<string, MessageView>();
+  readonly #journal: Journal | undefined;
+
+  constructor(journal?: Journal) {
+    this.#journal = journal;
+    for (const message of journal?.loaded.messages ?? []) this.#messages.set(message.messageId, message);
+  }
 
   create(input: NewMessage, now: number): MessageView {
     const messageId = input.messageId ?? newId.message();
@@ -36,6 +48,8 @@ export class MessageStore {
       recalled: false,
       senderType: input.senderType,
       senderId: input.senderId,
+      revision: 1,
+      ...(input.mentions && input.mentions.length > 0 ? { mentions: input.mentions } : {}),
     };
     if (input.parent) {
       const rootId = input.parent.rootId ?? input.parent.messageId;
@@ -45,6 +59,7 @@ export class MessageStore {
       if (threadId) message.threadId = threadId;
     }
     this.#messages.set(messageId, message);
+    this.#persist(message, "sent");
     return { ...message };
   }
 
@@ -72,17 +87,23 @@ export class MessageStore {
       .map((message) => ({ ...message }));
   }
 
+  cardHistory(messageId: string): CardRevision[] {
+    return this.#journal?.revisions(messageId) ?? [];
+  }
+
   /** Replaces a card's content. `countAsPatch: false` for updates that are no API call (a callback's card). */
   applyUpdate(
     messageId: string,
     content: string,
     now: number,
-    options: { countAsPatch?: boolean } = {},
+    options: { countAsPatch?: boolean; via?: "patch" | "card_update" | "callback" } = {},
   ): MessageView {
     const message = this.#mutable(messageId);
     message.content = content;
     message.updatedAt = now;
+    message.revision += 1;
     if (options.countAsPatch ?? true) message.patches += 1;
+    this.#persist(message, options.via ?? "patch");
     return { ...message };
   }
 
@@ -90,7 +111,24 @@ export class MessageStore {
     const message = this.#mutable(messageId);
     message.recalled = true;
     message.updatedAt = now;
+    message.revision += 1;
+    this.#persist(message);
     return { ...message };
+  }
+
+  /** Writes the message through; a card's new content also becomes a revision. */
+  #persist(message: MessageView, via?: CardRevision["via"]): void {
+    if (!this.#journal) return;
+    this.#journal.save(message);
+    if (via !== undefined && message.msgType === "interactive") {
+      this.#journal.addRevision({
+        messageId: message.messageId,
+        revision: message.revision,
+        at: message.updatedAt,
+        via,
+        content: message.content,
+      });
+    }
   }
 
   #mutable(messageId: string): MessageView {
@@ -101,7 +139,10 @@ export class MessageStore {
 
   #openThread(rootId: string): string {
     const root = this.#mutable(rootId);
-    root.threadId ??= newId.thread();
+    if (root.threadId === undefined) {
+      root.threadId = newId.thread();
+      this.#persist(root);
+    }
     return root.threadId;
   }
 }
@@ -181,6 +222,13 @@ export class UpdateTokenStore {
 /** `uuid` idempotency for send/reply (§3.1): the same uuid within 1 h yields the first message. */
 export class UuidCache {
   readonly #seen = new Map<string, { messageId: string; at: number }>();
+  readonly #journal: Journal | undefined;
+
+  constructor(journal?: Journal) {
+    this.#journal = journal;
+    for (const { uuid, messageId, at } of journal?.loaded.uuids ?? [])
+      this.#seen.set(uuid, { messageId, at });
+  }
 
   lookup(uuid: string, now: number): string | undefined {
     const hit = this.#seen.get(uuid);
@@ -194,5 +242,6 @@ export class UuidCache {
 
   remember(uuid: string, messageId: string, now: number): void {
     this.#seen.set(uuid, { messageId, at: now });
+    this.#journal?.saveUuid(uuid, messageId, now);
   }
 }

@@ -29,6 +29,11 @@ export interface EmulatorOptions {
   tokenTtlSeconds?: number;
   /** Called when an `on(...)` listener throws. Default: console.error. */
   onListenerError?: (error: unknown) => void;
+  /**
+   * A SQLite file that keeps messages, card revisions and send uuids across restarts, as Feishu keeps them
+   * while a bot restarts (local mode: `DATA_DIR/emulator.sqlite`). Default: everything in memory.
+   */
+  stateFile?: string;
 }
 
 export interface RecordedCall {
@@ -69,12 +74,34 @@ export interface MessageView {
   senderType: SenderType;
   /** appId for the bot, open_id for users. */
   senderId: string;
+  /** 1 when created, +1 on every change a reader sees (update, callback card, recall): the newest copy wins. */
+  revision: number;
+  /** A user's message: whom each `@_user_N` placeholder stands for (Feishu keeps them with the message). */
+  mentions?: MessageMention[];
+}
+
+export interface MessageMention {
+  key: string;
+  openId: string;
+  name: string;
+}
+
+/** One content a card had (kept only with a `stateFile`). */
+export interface CardRevision {
+  messageId: string;
+  revision: number;
+  /** Emulator clock, ms. */
+  at: number;
+  via: "sent" | "patch" | "card_update" | "callback";
+  content: string;
 }
 
 export interface MessagesApi {
   getMessage(messageId: string): MessageView | undefined;
   /** Oldest first; all chats when chatId is omitted. */
   listMessages(chatId?: string): MessageView[];
+  /** The card's contents, oldest first (the last 50); empty without a `stateFile`. */
+  cardHistory(messageId: string): CardRevision[];
 }
 
 export interface EmulatorEvents {

@@ -1,0 +1,170 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import type { Browser, Locator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, screenshot } from "./browser.ts";
+
+/**
+ * A console tab left open while `npm start` (local mode) is killed and started again on the same port and
+ * DATA_DIR: the tab reconnects, still shows the chat, takes the resumed card's updates (任务正在恢复执行, then
+ * the question again), answers it, and keeps logging the new process's calls — as a Feishu client does
+ * while a bot restarts.
+ */
+
+const ALICE = "ou_local_alice";
+const CHAT = `oc_p2p_${ALICE}`;
+const WAIT_MS = 20_000;
+
+let browser: Browser;
+let dataDir: string;
+let port: number;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-console-restart-"));
+  port = await freePort();
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
+}
+
+async function start(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DEMO_STEP_MS: "50",
+      CARD_PATCH_INTERVAL_MS: "200",
+    },
+    stdio: ["ignore", "ignore", "ignore"],
+  });
+  children.push(child);
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error("the bot exited while starting");
+    const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (up) return child;
+    if (Date.now() > deadline) throw new Error("the bot did not start");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const messageRevs = async (): Promise<Map<string, number>> => {
+  const response = await fetch(`http://127.0.0.1:${port}/console/api/messages?chatId=${CHAT}`);
+  const body = (await response.json()) as { messages: { messageId: string; rev: number }[] };
+  return new Map(body.messages.map((message) => [message.messageId, message.rev]));
+};
+
+/** Fills a demo form (whichever of its two questions it holds) and submits it; the toast's text. */
+async function answer(page: Page, form: Locator): Promise<string | undefined> {
+  const single = form.locator('[data-testid="form-field"][data-tag="select_static"]');
+  if ((await single.count()) > 0) await single.selectOption({ label: "systemd" });
+  const multi = form.locator('[data-testid="form-field"][data-tag="multi_select_static"]');
+  if ((await multi.count()) > 0) await multi.getByRole("checkbox", { name: "多语言" }).check();
+  const answered = page.waitForResponse((response) => response.url().endsWith("/console/api/actions"));
+  await form.getByTestId("submit-button").click();
+  const body = (await (await answered).json()) as { toast?: { content?: string } | null };
+  return body.toast?.content;
+}
+
+describe("a console tab across a restart of local mode", () => {
+  it("reconnects, shows the resumed card, answers its question and logs the new calls", async () => {
+    const first = await start();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: "zh-CN" });
+    const scriptErrors: string[] = [];
+    page.on("pageerror", (error) => scriptErrors.push(error.message));
+    try {
+      await page.goto(`http://localhost:${port}/console#user=${ALICE}&chat=${CHAT}`);
+      const connection = page.locator('[data-testid="connection-status"]');
+      await page
+        .locator('[data-testid="connection-status"][data-state="open"]')
+        .waitFor({ timeout: WAIT_MS });
+      // Two questions, one answered before the kill: the card has had several versions by then, more than
+      // the restarted process gives it before the tab reconnects (a renumbering would hide its updates).
+      await page.getByTestId("composer-input").fill("/parallel 帮我部署");
+      await page.getByTestId("composer-input").press("Enter");
+      const card = page.locator('[data-testid="message"][data-sender-type="app"]').filter({
+        has: page.getByTestId("card-form"),
+      });
+      await card.waitFor({ timeout: WAIT_MS });
+      const cardId = await card.getAttribute("data-message-id");
+      await expect.poll(() => card.getByTestId("card-form").count(), { timeout: WAIT_MS }).toBe(2);
+      expect(await answer(page, card.getByTestId("card-form").first())).toBe("已提交");
+      await expect.poll(() => card.getByTestId("card-form").count(), { timeout: WAIT_MS }).toBe(1);
+      const revBefore = Number(await card.getAttribute("data-rev"));
+      const logged = async () => page.locator('[data-testid="log-entry"]').count();
+      const callsBefore = await logged();
+
+      const exited = new Promise((resolve) => first.once("exit", resolve));
+      first.kill("SIGKILL");
+      await exited;
+      await expect.poll(() => connection.getAttribute("data-state"), { timeout: WAIT_MS }).toBe("retrying");
+      await start();
+      await page
+        .locator('[data-testid="connection-status"][data-state="open"]')
+        .waitFor({ timeout: WAIT_MS });
+
+      // The same card (same message) in its newest version: the resumed run's question. A tab that kept the
+      // copy from before the restart would show the old form, whose submit gets 问题已失效.
+      const resumed = page.locator(`[data-testid="message"][data-message-id="${cardId}"]`);
+      await expect
+        .poll(
+          async () => {
+            const server = (await messageRevs()).get(cardId ?? "");
+            const shown = Number(await resumed.getAttribute("data-rev"));
+            return (
+              server !== undefined && shown === server && (await resumed.getByTestId("card-form").count()) > 0
+            );
+          },
+          { timeout: WAIT_MS },
+        )
+        .toBe(true);
+      expect(Number(await resumed.getAttribute("data-rev"))).toBeGreaterThan(revBefore);
+      const history = (await (
+        await fetch(`http://127.0.0.1:${port}/console/api/messages/${cardId}/history`)
+      ).json()) as { revisions: { card: unknown }[] };
+      expect(
+        history.revisions.some((revision) => JSON.stringify(revision.card).includes("任务正在恢复执行")),
+      ).toBe(true);
+      await screenshot(page, "console-after-restart", `[data-testid="message"][data-message-id="${cardId}"]`);
+
+      // Whatever the resumed run asks is answered in the tab; a form from before the restart would get 问题已失效.
+      const forms = () => resumed.getByTestId("card-form").count();
+      for (let open = await forms(); open > 0; open = await forms()) {
+        expect(await answer(page, resumed.getByTestId("card-form").first())).toBe("已提交");
+        await expect.poll(forms, { timeout: WAIT_MS }).toBeLessThan(open);
+      }
+      await resumed
+        .locator('[data-testid="card-header"][data-template="green"]')
+        .waitFor({ timeout: WAIT_MS });
+
+      // Every call of the new process shows up in the tab's log, next to the ones it had: none is taken
+      // for one it has already seen (the log numbers entries; a restart must not number from 1 again).
+      const calls = await fetch(`http://127.0.0.1:${port}/console/api/calls`);
+      const loggedNow = ((await calls.json()) as { entries: unknown[] }).entries.length;
+      await expect.poll(logged, { timeout: WAIT_MS }).toBeGreaterThanOrEqual(callsBefore + loggedNow);
+      expect(scriptErrors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }, 90_000);
+});

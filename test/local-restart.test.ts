@@ -1,0 +1,192 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+
+/**
+ * `npm start` in local mode, killed mid-run and started again on the same DATA_DIR, behaves as a bot restart
+ * on Feishu: the console shows the same chat, the resumed run's card first shows 任务正在恢复执行 and then its
+ * question again, the question can be answered, an old form whose question ended gets 问题已失效, and the
+ * restart logs no ERROR and meets no 230001 (the emulator forgot nothing).
+ */
+
+const ALICE = "ou_local_alice";
+const CHAT = `oc_p2p_${ALICE}`;
+const WAIT_MS = 20_000;
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
+}
+
+interface Bot {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+}
+
+async function startLocal(dataDir: string): Promise<Bot> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "info",
+      DEMO_STEP_MS: "50",
+      CARD_PATCH_INTERVAL_MS: "200",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await until(async () => {
+    if (child.exitCode !== null) throw new Error(`the bot exited while starting:\n${output}`);
+    return fetch(`${url}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+  }, "the bot to listen");
+  return { child, url, output: () => output };
+}
+
+async function kill(bot: Bot): Promise<void> {
+  const exited = new Promise((resolve) => bot.child.once("exit", resolve));
+  bot.child.kill("SIGKILL");
+  await exited;
+}
+
+async function until<T>(probe: () => Promise<T | undefined | false>, what: string): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const consoleMessage = z.object({
+  messageId: z.string(),
+  sender: z.object({ type: z.enum(["app", "user"]) }),
+  card: z.unknown().optional(),
+});
+const messageList = z.object({ messages: z.array(consoleMessage) });
+const history = z.object({ revisions: z.array(z.object({ at: z.number(), card: z.unknown() })) });
+const calls = z.object({ entries: z.array(z.object({ kind: z.string(), code: z.number().optional() })) });
+const actionOutcome = z.object({ toast: z.object({ content: z.string() }).nullable() });
+const askValue = z.object({ kind: z.literal("feishu_ask"), requestId: z.string() }).passthrough();
+
+async function getJson<T>(url: string, schema: z.ZodType<T>): Promise<T> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
+  return schema.parse(await response.json());
+}
+
+async function messages(bot: Bot) {
+  return (await getJson(`${bot.url}/console/api/messages?chatId=${CHAT}`, messageList)).messages;
+}
+
+/** The callback value of the first form's submit button on a card, if it has a form. */
+function submitValue(card: unknown): z.infer<typeof askValue> | undefined {
+  if (Array.isArray(card)) return card.map(submitValue).find((value) => value !== undefined);
+  if (typeof card !== "object" || card === null) return undefined;
+  const asValue = askValue.safeParse(card);
+  if (asValue.success) return asValue.data;
+  return Object.values(card)
+    .map(submitValue)
+    .find((value) => value !== undefined);
+}
+
+async function submit(
+  bot: Bot,
+  cardId: string,
+  value: z.infer<typeof askValue>,
+): Promise<string | undefined> {
+  const response = await fetch(`${bot.url}/console/api/actions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      messageId: cardId,
+      userId: ALICE,
+      value,
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0", ask0_q1: ["1"] },
+    }),
+  });
+  return actionOutcome.parse(await response.json()).toast?.content;
+}
+
+describe("local mode restarted on the same DATA_DIR", () => {
+  it("keeps the chat, resumes the card with 任务正在恢复执行, and logs no ERROR", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-local-restart-"));
+    dirs.push(dataDir);
+    const first = await startLocal(dataDir);
+    const sent = await fetch(`${first.url}/console/api/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chatId: CHAT, userId: ALICE, text: "帮我部署" }),
+    });
+    expect(sent.status).toBeLessThan(300);
+    const { cardId, value: oldForm } = await until(async () => {
+      const card = (await messages(first)).find((m) => m.sender.type === "app" && m.card !== undefined);
+      const value = card && submitValue(card.card);
+      return card && value && { cardId: card.messageId, value };
+    }, "the card with its form");
+    const before = (await messages(first)).map((m) => m.messageId);
+    await kill(first);
+
+    const restartedAt = Date.now();
+    const second = await startLocal(dataDir);
+    // Everything from before is still there, in order (the resumed question may add a reminder after it).
+    expect((await messages(second)).map((m) => m.messageId).slice(0, before.length)).toEqual(before);
+    const revisions = await until(async () => {
+      const { revisions } = await getJson(`${second.url}/console/api/messages/${cardId}/history`, history);
+      const resumed = revisions.filter((revision) => revision.at >= restartedAt);
+      return resumed.length >= 2 && resumed;
+    }, "the resumed card's updates");
+    expect(JSON.stringify(revisions[0]?.card)).toContain("任务正在恢复执行");
+    expect(submitValue(revisions[0]?.card)).toBeUndefined();
+
+    // The resumed run asks again; a submit on the form from before the restart gets what Feishu users get.
+    const form = await until(async () => {
+      const card = (await messages(second)).find((m) => m.messageId === cardId);
+      return submitValue(card?.card);
+    }, "the form again");
+    expect(form.requestId).not.toBe(oldForm.requestId);
+    expect(await submit(second, cardId, oldForm)).toBe("问题已失效");
+    expect(await submit(second, cardId, form)).toBe("已提交");
+    await until(async () => {
+      const card = (await messages(second)).find((m) => m.messageId === cardId);
+      return JSON.stringify(card?.card).includes("已完成");
+    }, "the completed card");
+
+    const { entries } = await getJson(`${second.url}/console/api/calls`, calls);
+    expect(entries.filter((entry) => entry.code === 230001)).toEqual([]);
+    const errors = second
+      .output()
+      .split("\n")
+      .filter((line) => /"level":(50|60)/.test(line));
+    expect(errors).toEqual([]);
+  }, 60_000);
+});
