@@ -26,6 +26,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 
 const envSchema = z.object({
   PORT: intFrom("PORT", 0, 65_535).default(3000),
+  HOST: optionalText,
   DATA_DIR: z.string().trim().min(1).default("./data"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   FEISHU_APP_ID: optionalText,
@@ -62,6 +63,8 @@ export type Env = z.infer<typeof envSchema>;
 
 export interface Config {
   port: number;
+  /** The interface to listen on: 127.0.0.1 in local mode unless HOST says otherwise; all interfaces in feishu mode. */
+  host: string | undefined;
   dataDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
   mode: "local" | "feishu";
@@ -117,6 +120,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 
   return {
     port: e.PORT,
+    // Local mode's console lets anyone act as any user: loopback only, unless the operator asks for more.
+    host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
     mode,

@@ -4,12 +4,13 @@ import { type Emulator, startEmulator } from "./emulator/index.ts";
 /**
  * Local mode (no FEISHU_APP_ID): the Feishu side is the emulator on loopback, and the bot talks to it exactly
  * as it talks to Feishu — the SDK over HTTP for the Open API, signed and encrypted webhooks for events and
- * card callbacks. Only the base URL differs.
+ * card callbacks. Only the base URL differs. The webhook key is the DATA_DIR's own (auth/secret.ts).
  */
-export const LOCAL_ENCRYPT_KEY = "local-mode-encrypt-key";
-
-export async function startLocalFeishu(config: Config): Promise<{ emulator: Emulator; config: Config }> {
-  const emulator = await startEmulator({ encryptKey: LOCAL_ENCRYPT_KEY });
+export async function startLocalFeishu(
+  config: Config,
+  encryptKey: string,
+): Promise<{ emulator: Emulator; config: Config }> {
+  const emulator = await startEmulator({ encryptKey });
   return {
     emulator,
     config: {
@@ -20,7 +21,7 @@ export async function startLocalFeishu(config: Config): Promise<{ emulator: Emul
         appSecret: emulator.appSecret,
         domain: emulator.url,
         transport: "webhook",
-        encryptKey: LOCAL_ENCRYPT_KEY,
+        encryptKey,
       },
     },
   };
