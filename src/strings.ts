@@ -11,6 +11,8 @@ export const zh = {
   askInvalidSummary: (detail: string) => `提问参数无效: ${detail}`,
   toolFailedSummary: (detail: string) => `失败: ${detail}`,
   recovering: "任务正在恢复执行",
+  storageFailed: (detail: string) =>
+    `无法写入数据库（${detail}），任务已停止：检查磁盘空间，以及是否有其他进程占用 DATA_DIR`,
   feishu: {
     onlySender: "仅消息发送者可操作",
     submitted: "已提交",

@@ -1,14 +1,104 @@
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import type { Agent } from "../../src/harness/agents/agent.ts";
+import type { ToolImpl } from "../../src/harness/dispatcher.ts";
 import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
 import { DataDirLockedError, lockDataDir } from "../../src/store/lock.ts";
+import { cardText } from "../helpers/feishu.ts";
 import { type BotProcess, startBot, tempDataDir } from "./helpers/bot-process.ts";
-import { record } from "./helpers/env.ts";
-import { ENCRYPT_KEY } from "./helpers/stack.ts";
+import { record, until } from "./helpers/env.ts";
+import { ALICE, ENCRYPT_KEY, stacksForEachTest } from "./helpers/stack.ts";
 
 /**
- * Hardening II, storage: one process per DATA_DIR (a second exits at once naming the holder; a SIGKILLed
- * holder never blocks the restart).
+ * Hardening II, storage: an event is recorded before it is acknowledged (a database another process has
+ * locked gets the delivery refused, and Feishu's redelivery runs it once); a run whose writes are refused
+ * ends at 失败 with the reason; one process per DATA_DIR (a second exits at once naming the holder; a
+ * SIGKILLed holder never blocks the restart).
  */
+
+const { stack } = stacksForEachTest({ askPing: false });
+
+/** A second connection, as another process would hold it: the write lock until `release()`. */
+function holdWriteLock(file: string): { release(): void } {
+  const other = new Database(file);
+  other.exec("BEGIN IMMEDIATE");
+  return {
+    release() {
+      other.exec("COMMIT");
+      other.close();
+    },
+  };
+}
+
+describe("writes the database refuses", () => {
+  it("a message is refused (non-2xx) while another connection holds the write lock, then redelivered and run once", async () => {
+    const s = await stack();
+    const payload = s.emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "部署" });
+    const messageId = payload.event.message.message_id;
+    const lock = holdWriteLock(s.dbFile);
+    const startedAt = Date.now();
+    const refused = await s.deliver(payload);
+    const refusedInMs = Date.now() - startedAt;
+    // The event loop was not held for SQLite's old 5 s busy wait meanwhile.
+    const health = await fetch(`${s.httpUrl}/healthz`);
+    lock.release();
+    expect(refused.status).toBe(503);
+    expect(health.status).toBe(200);
+    expect(refusedInMs).toBeLessThan(2_000);
+    // Nothing half-recorded: no de-dup row that would swallow the redelivery.
+    const seen = s.db.prepare("SELECT COUNT(*) AS n FROM inbound_messages WHERE message_id = ?");
+    expect(seen.get(messageId)).toEqual({ n: 0 });
+
+    // Feishu redelivers (same payload): now recorded, acknowledged, run; a further redelivery runs nothing.
+    expect((await s.deliver(payload)).status).toBe(200);
+    const card = await s.progressCard(messageId);
+    expect((await s.deliver(payload)).status).toBe(200);
+    // (The demo run now waits at its question; it is the only run.)
+    const runs = s.db.prepare("SELECT COUNT(*) AS n FROM runs").get();
+    expect(runs).toEqual({ n: 1 });
+    expect(card).toBeTruthy();
+    record("persist before ack", { refusedStatus: refused.status, refusedInMs });
+  });
+
+  it("a run whose writes are refused ends at 失败 naming the database, and its state lands once the lock is gone", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let ticking = false;
+    const tick: ToolImpl = {
+      definition: { name: "tick", description: "waits for the test", parameters: { type: "object" } },
+      async execute() {
+        ticking = true;
+        await gate;
+        return "ok";
+      },
+    };
+    const agent: Agent = {
+      name: "ticker",
+      async run(ctx) {
+        await ctx.callTool("tick", {});
+        return { text: "done" };
+      },
+    };
+    const s = await stack({ agent, tools: [tick] });
+    const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
+    const card = await s.progressCard(messageId);
+    await until(() => ticking, "the tool running");
+    const lock = holdWriteLock(s.dbFile);
+    release(); // the turn's write now meets the lock
+    const failed = await until(() => {
+      const text = cardText(s.cardOf(card));
+      return text.includes("无法写入数据库") ? text : undefined;
+    }, "the card showing the failure");
+    expect(failed).toContain("失败");
+    expect(failed).not.toContain("执行中");
+    lock.release();
+    const status = () =>
+      (s.db.prepare("SELECT status FROM runs").get() as { status: string } | undefined)?.status;
+    await until(() => status() === "failed", "the failed state written once the lock is gone");
+  });
+});
 
 const running: BotProcess[] = [];
 const closers: (() => Promise<void>)[] = [];
