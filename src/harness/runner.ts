@@ -474,26 +474,28 @@ export class SessionRunner {
   }
 
   /**
-   * Listeners hear every change at once; the write follows. A write the database refuses (locked by another
-   * process, disk full) neither blocks nor throws into the run: the state is kept and retried off this path
-   * until it lands. The run itself fails, visibly, at its next write that cannot wait (a turn, the answer).
+   * Writes the run, then tells listeners (some read the store back). A write the database refuses (locked by
+   * another process, disk full) neither blocks nor throws into the run: listeners still hear the change, and
+   * the state is kept and retried off this path until it lands. The run itself fails, visibly, at its next
+   * write that cannot wait (a turn, the answer).
    */
   #touch(run: RunView): void {
-    this.#events.emit("run_updated", snapshot(run));
     if (this.#unsaved.has(run.id)) {
       this.#unsaved.set(run.id, run);
-      return this.#scheduleRetry();
-    }
-    try {
-      this.#deps.store.saveRun(run);
-    } catch (error) {
-      this.#deps.logger.warn(
-        { err: error, runId: run.id },
-        "run state not saved: the database refused; retrying",
-      );
-      this.#unsaved.set(run.id, run);
       this.#scheduleRetry();
+    } else {
+      try {
+        this.#deps.store.saveRun(run);
+      } catch (error) {
+        this.#deps.logger.warn(
+          { err: error, runId: run.id },
+          "run state not saved: the database refused; retrying",
+        );
+        this.#unsaved.set(run.id, run);
+        this.#scheduleRetry();
+      }
     }
+    this.#events.emit("run_updated", snapshot(run));
   }
 
   #scheduleRetry(): void {
