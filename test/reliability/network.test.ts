@@ -16,6 +16,8 @@ import { ALICE, AUTH_SECRET, ENCRYPT_KEY } from "./helpers/stack.ts";
  * Host names it answers to (DNS rebinding), shown against the real entry point as a child process.
  */
 
+/** Each test starts the real entry point (tsx) once or twice; a busy machine makes that slow. */
+const PROCESS_TEST_MS = 60_000;
 const running: { bot?: BotProcess; emulator: Emulator }[] = [];
 afterEach(async () => {
   for (const { bot, emulator } of running.splice(0)) {
@@ -106,91 +108,108 @@ function urlCheck(key: string): { body: string; headers: Record<string, string> 
 }
 
 describe("local mode on the network", () => {
-  it("listens on loopback only, warns when HOST widens it, and signs webhooks with its DATA_DIR's own key", async () => {
-    const { bot, dataDir } = await localBot();
-    // Linux routes all of 127/8 to lo: a socket bound to every interface accepts 127.0.0.2, one on 127.0.0.1 does not.
-    expect(await connects("127.0.0.1", bot.port)).toBe(true);
-    expect(await connects("127.0.0.2", bot.port)).toBe(false);
-    expect(bot.output()).toContain('"host":"127.0.0.1"');
+  it(
+    "listens on loopback only, warns when HOST widens it, and signs webhooks with its DATA_DIR's own key",
+    async () => {
+      const { bot, dataDir } = await localBot();
+      // Linux routes all of 127/8 to lo: a socket bound to every interface accepts 127.0.0.2, one on 127.0.0.1 does not.
+      expect(await connects("127.0.0.1", bot.port)).toBe(true);
+      expect(await connects("127.0.0.2", bot.port)).toBe(false);
+      expect(bot.output()).toContain('"host":"127.0.0.1"');
 
-    // The key is the DATA_DIR's, owner-only, not the constant the source used to ship.
-    const keyFile = path.join(dataDir, "webhook-key");
-    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
-    const key = localWebhookKey(dataDir);
-    expect(key).not.toBe("local-mode-encrypt-key");
-    expect(localWebhookKey(tempDataDir())).not.toBe(key);
-    const post = (wire: { body: string; headers: Record<string, string> }) =>
-      fetch(`http://127.0.0.1:${bot.port}/feishu/events`, { method: "POST", ...wire });
-    expect((await post(urlCheck("local-mode-encrypt-key"))).status).toBe(401);
-    const good = await post(urlCheck(key));
-    expect(good.status).toBe(200);
-    expect(await good.json()).toEqual({ challenge: "c-42" });
+      // The key is the DATA_DIR's, owner-only, not the constant the source used to ship.
+      const keyFile = path.join(dataDir, "webhook-key");
+      expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+      const key = localWebhookKey(dataDir);
+      expect(key).not.toBe("local-mode-encrypt-key");
+      expect(localWebhookKey(tempDataDir())).not.toBe(key);
+      const post = (wire: { body: string; headers: Record<string, string> }) =>
+        fetch(`http://127.0.0.1:${bot.port}/feishu/events`, { method: "POST", ...wire });
+      expect((await post(urlCheck("local-mode-encrypt-key"))).status).toBe(401);
+      const good = await post(urlCheck(key));
+      expect(good.status).toBe(200);
+      expect(await good.json()).toEqual({ challenge: "c-42" });
 
-    const wide = await localBot({ HOST: "0.0.0.0" });
-    expect(await connects("127.0.0.2", wide.bot.port)).toBe(true);
-    await until(() => wide.bot.output().includes("listening beyond loopback"), "the warning", 5000);
-  });
+      const wide = await localBot({ HOST: "0.0.0.0" });
+      expect(await connects("127.0.0.2", wide.bot.port)).toBe(true);
+      await until(() => wide.bot.output().includes("listening beyond loopback"), "the warning", 5000);
+    },
+    PROCESS_TEST_MS,
+  );
 
-  it("refuses a Host that is not ours (DNS rebinding) on pages, the API and the WebSocket upgrade", async () => {
-    const { bot } = await localBot({ PUBLIC_URL: "http://bot.lan.example:8080" });
-    const token = signToken(AUTH_SECRET, ALICE, Date.now() + 60_000); // startBot sets AUTH_SECRET
-    const ours = [`localhost:${bot.port}`, `127.0.0.1:${bot.port}`, "app.localhost", "bot.lan.example:8080"];
-    const foreign = [
-      "evil.example",
-      `evil.example:${bot.port}`,
-      "localhost.evil.example",
-      "127.0.0.1@evil",
-      "bot.lan.example.evil.example",
-    ];
-    const tally = { served: 0, refused: 0 };
-    for (const host of ours) {
-      expect((await get(bot.port, "/console", host)).status, host).toBe(200);
-      expect(await upgrade(bot.port, token, host), host).toBe("open");
-      tally.served += 2;
-    }
-    for (const host of foreign) {
-      for (const route of ["/console", "/healthz", "/metrics", "/feishu/events", "/sessions/anything"]) {
-        const answer = await get(bot.port, route, host);
-        expect(answer.status, `${route} Host "${host}"`).toBe(403);
+  it(
+    "refuses a Host that is not ours (DNS rebinding) on pages, the API and the WebSocket upgrade",
+    async () => {
+      const { bot } = await localBot({ PUBLIC_URL: "http://bot.lan.example:8080" });
+      const token = signToken(AUTH_SECRET, ALICE, Date.now() + 60_000); // startBot sets AUTH_SECRET
+      const ours = [
+        `localhost:${bot.port}`,
+        `127.0.0.1:${bot.port}`,
+        "app.localhost",
+        "bot.lan.example:8080",
+      ];
+      const foreign = [
+        "evil.example",
+        `evil.example:${bot.port}`,
+        "localhost.evil.example",
+        "127.0.0.1@evil",
+        "bot.lan.example.evil.example",
+      ];
+      const tally = { served: 0, refused: 0 };
+      for (const host of ours) {
+        expect((await get(bot.port, "/console", host)).status, host).toBe(200);
+        expect(await upgrade(bot.port, token, host), host).toBe("open");
+        tally.served += 2;
+      }
+      for (const host of foreign) {
+        for (const route of ["/console", "/healthz", "/metrics", "/feishu/events", "/sessions/anything"]) {
+          const answer = await get(bot.port, route, host);
+          expect(answer.status, `${route} Host "${host}"`).toBe(403);
+          tally.refused += 1;
+        }
+        expect(await upgrade(bot.port, token, host), host).toBe(403);
         tally.refused += 1;
       }
-      expect(await upgrade(bot.port, token, host), host).toBe(403);
-      tally.refused += 1;
-    }
-    record("host check (local mode)", tally);
-  });
+      record("host check (local mode)", tally);
+    },
+    PROCESS_TEST_MS,
+  );
 
-  it("feishu mode: the webhook is served whatever the Host (the signature guards it), other routes are not", async () => {
-    const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
-    const entry: { bot?: BotProcess; emulator: Emulator } = { emulator };
-    running.push(entry);
-    const bot = await startBot({
-      emulator,
-      dataDir: tempDataDir(),
-      env: { PUBLIC_URL: "https://bot.example.com" },
-    });
-    entry.bot = bot;
-    expect((await get(bot.port, "/healthz", "bot.example.com")).status).toBe(200);
-    expect((await get(bot.port, "/healthz", "10.0.0.7:3000")).status).toBe(200); // a probe by IP
-    expect((await get(bot.port, "/healthz", "evil.example")).status).toBe(403);
-    // An unsigned POST reaches the webhook, which refuses it as unsigned: 401, not the Host guard's 403.
-    const hook = await new Promise<number>((resolve, reject) => {
-      const request = http.request(
-        {
-          host: "127.0.0.1",
-          port: bot.port,
-          path: "/feishu/events",
-          method: "POST",
-          headers: { host: "upstream" },
-        },
-        (response) => {
-          response.resume();
-          resolve(response.statusCode ?? 0);
-        },
-      );
-      request.on("error", reject);
-      request.end("{}");
-    });
-    expect(hook).toBe(401);
-  });
+  it(
+    "feishu mode: the webhook is served whatever the Host (the signature guards it), other routes are not",
+    async () => {
+      const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
+      const entry: { bot?: BotProcess; emulator: Emulator } = { emulator };
+      running.push(entry);
+      const bot = await startBot({
+        emulator,
+        dataDir: tempDataDir(),
+        env: { PUBLIC_URL: "https://bot.example.com" },
+      });
+      entry.bot = bot;
+      expect((await get(bot.port, "/healthz", "bot.example.com")).status).toBe(200);
+      expect((await get(bot.port, "/healthz", "10.0.0.7:3000")).status).toBe(200); // a probe by IP
+      expect((await get(bot.port, "/healthz", "evil.example")).status).toBe(403);
+      // An unsigned POST reaches the webhook, which refuses it as unsigned: 401, not the Host guard's 403.
+      const hook = await new Promise<number>((resolve, reject) => {
+        const request = http.request(
+          {
+            host: "127.0.0.1",
+            port: bot.port,
+            path: "/feishu/events",
+            method: "POST",
+            headers: { host: "upstream" },
+          },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          },
+        );
+        request.on("error", reject);
+        request.end("{}");
+      });
+      expect(hook).toBe(401);
+    },
+    PROCESS_TEST_MS,
+  );
 });

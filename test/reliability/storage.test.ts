@@ -87,17 +87,21 @@ describe("writes the database refuses", () => {
     await until(() => ticking, "the tool running");
     const lock = holdWriteLock(s.dbFile);
     release(); // the turn's write now meets the lock
-    const failed = await until(() => {
-      const text = cardText(s.cardOf(card));
-      return text.includes("无法写入数据库") ? text : undefined;
-    }, "the card showing the failure");
+    const failed = await until(
+      () => {
+        const text = cardText(s.cardOf(card));
+        return text.includes("无法写入数据库") ? text : undefined;
+      },
+      "the card showing the failure",
+      20_000,
+    );
     expect(failed).toContain("失败");
     expect(failed).not.toContain("执行中");
     lock.release();
     const status = () =>
       (s.db.prepare("SELECT status FROM runs").get() as { status: string } | undefined)?.status;
-    await until(() => status() === "failed", "the failed state written once the lock is gone");
-  });
+    await until(() => status() === "failed", "the failed state written once the lock is gone", 20_000);
+  }, 45_000);
 });
 
 const running: BotProcess[] = [];
@@ -137,7 +141,7 @@ describe("two processes on one DATA_DIR", () => {
     running.push(third);
     expect((await fetch(`http://127.0.0.1:${third.port}/healthz`)).status).toBe(200);
     record("data-dir lock", { refusedInMs });
-  });
+  }, 60_000); // three starts of the real entry point (tsx) on a busy machine
 
   it("in one process too: a second lock on the same directory is refused until the first is released", () => {
     const dataDir = tempDataDir();

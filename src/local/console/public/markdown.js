@@ -31,11 +31,27 @@ md.disable("image");
 md.core.ruler.push("compact", (state) => {
   for (const token of state.tokens) {
     token.block = false;
-    if (token.type === "inline") {
-      for (const child of token.children ?? []) if (child.tag === "s") child.tag = "del";
-    }
+    if (token.type === "inline") inlineOnly(token.children ?? []);
   }
 });
+
+/**
+ * `<del>` for strike; and a link whose target is not http(s) keeps its label as text. (`[a]()` is a link
+ * with an empty href in CommonMark: validateLink cannot refuse it, it only blanks the href.)
+ */
+function inlineOnly(children) {
+  const open = [];
+  for (const child of children) {
+    if (child.tag === "s") child.tag = "del";
+    if (child.type === "link_open") {
+      const keep = /^https?:\/\//i.test(child.attrGet("href") ?? "");
+      open.push(keep);
+      if (!keep) Object.assign(child, { type: "text", content: "", attrs: null });
+    } else if (child.type === "link_close" && open.pop() === false) {
+      Object.assign(child, { type: "text", content: "" });
+    }
+  }
+}
 
 const CLASSES = {
   heading_open: "md-h",
