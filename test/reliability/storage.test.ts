@@ -30,6 +30,31 @@ function holdWriteLock(file: string): { release(): void } {
   };
 }
 
+/** An agent that calls `tick` once per run; every tick waits until the test calls `release()`. */
+function gatedAgent() {
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let ticks = 0;
+  const tick: ToolImpl = {
+    definition: { name: "tick", description: "waits for the test", parameters: { type: "object" } },
+    async execute() {
+      ticks += 1;
+      await gate;
+      return "ok";
+    },
+  };
+  const agent: Agent = {
+    name: "ticker",
+    async run(ctx) {
+      await ctx.callTool("tick", {});
+      return { text: "done" };
+    },
+  };
+  return { agent, tick, release: () => release(), ticking: () => ticks };
+}
+
 describe("writes the database refuses", () => {
   it("a message is refused (non-2xx) while another connection holds the write lock, then redelivered and run once", async () => {
     const s = await stack();
@@ -61,30 +86,11 @@ describe("writes the database refuses", () => {
   });
 
   it("a run whose writes are refused ends at 失败 naming the database, and its state lands once the lock is gone", async () => {
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let ticking = false;
-    const tick: ToolImpl = {
-      definition: { name: "tick", description: "waits for the test", parameters: { type: "object" } },
-      async execute() {
-        ticking = true;
-        await gate;
-        return "ok";
-      },
-    };
-    const agent: Agent = {
-      name: "ticker",
-      async run(ctx) {
-        await ctx.callTool("tick", {});
-        return { text: "done" };
-      },
-    };
+    const { agent, tick, release, ticking } = gatedAgent();
     const s = await stack({ agent, tools: [tick] });
     const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
     const card = await s.progressCard(messageId);
-    await until(() => ticking, "the tool running");
+    await until(() => ticking() > 0, "the tool running");
     const lock = holdWriteLock(s.dbFile);
     release(); // the turn's write now meets the lock
     const failed = await until(
@@ -101,6 +107,29 @@ describe("writes the database refuses", () => {
     const status = () =>
       (s.db.prepare("SELECT status FROM runs").get() as { status: string } | undefined)?.status;
     await until(() => status() === "failed", "the failed state written once the lock is gone", 20_000);
+  }, 45_000);
+
+  it("a queued message is not lost when the run before it ends while the database is locked", async () => {
+    const { agent, tick, release, ticking } = gatedAgent();
+    const s = await stack({ agent, tools: [tick] });
+    await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "第一件事" });
+    await until(() => ticking() === 1, "the first run's tool running");
+    await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "第二件事" }); // queued behind it
+    const queued = () => (s.db.prepare("SELECT COUNT(*) AS n FROM queued_messages").get() as { n: number }).n;
+    expect(queued()).toBe(1);
+    const lock = holdWriteLock(s.dbFile);
+    release(); // the first run ends now; taking the next message off the queue meets the lock
+    await until(() => s.core.runner.activeRun(s.privateSessionId(ALICE)) === undefined, "the first run over");
+    lock.release();
+    // The queue was left intact and is drained once the database takes writes again.
+    await until(() => ticking() === 2, "the queued message running", 20_000);
+    await s.core.runner.idle();
+    const runs = s.db.prepare("SELECT input, status FROM runs ORDER BY started_at").all();
+    expect(runs).toEqual([
+      { input: "第一件事", status: "failed" },
+      { input: "第二件事", status: "completed" },
+    ]);
+    expect(queued()).toBe(0);
   }, 45_000);
 });
 
