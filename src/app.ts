@@ -1,9 +1,11 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { Duplex } from "node:stream";
 import express, { type NextFunction, type Request, type Response } from "express";
 import type { AskRegistry } from "./asks/registry.ts";
 import { AppError } from "./errors.ts";
 import type { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
+import { type HostPolicy, hostGuard, upgradeAllowed } from "./web/host-guard.ts";
 import type { WsHub } from "./ws/hub.ts";
 
 export interface AppDeps {
@@ -13,12 +15,41 @@ export interface AppDeps {
   logger: Logger;
   /** Extra routes from channels (e.g. the Feishu webhook), mounted before the error middleware. */
   routes?: ((app: express.Express) => void)[];
+  /** Refuse requests whose Host is not ours (DNS rebinding); absent only in tests that build bare apps. */
+  hostPolicy?: HostPolicy;
+  /** Overrides of SERVER_LIMITS (tests use short timeouts to keep a slowloris run short). */
+  serverLimits?: Partial<ServerLimits>;
 }
+
+/**
+ * How long a client may take and how many may be connected. Node's defaults (60 s for headers, 300 s for a
+ * request, checked every 30 s, no cap) let a few hundred slow clients hold the port. Feishu sends a webhook
+ * at once and in well under a second, so the bounds are short; the cap leaves file descriptors for the bot's
+ * own outbound calls and is still far above a team's sockets (the hub caps those per user).
+ */
+export interface ServerLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  /** How often Node looks for connections past those timeouts. */
+  checkIntervalMs: number;
+  maxConnections: number;
+}
+
+export const SERVER_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  checkIntervalMs: 1_000,
+  maxConnections: 1_000,
+};
 
 /** Builds the HTTP server (routes, WebSocket hub, one error middleware). It does not listen. */
 export function createApp(deps: AppDeps): { app: express.Express; server: Server } {
   const app = express();
   app.disable("x-powered-by");
+  const hostPolicy = deps.hostPolicy;
+  if (hostPolicy) app.use(hostGuard(hostPolicy));
 
   app.get("/healthz", (_req, res) => {
     res.json({ ok: true });
@@ -57,8 +88,30 @@ export function createApp(deps: AppDeps): { app: express.Express; server: Server
     res.status(appError.status).json({ error: { code: appError.code, message: appError.message } });
   });
 
-  const server = createServer(app);
-  deps.hub.attach(server);
+  const limits = { ...SERVER_LIMITS, ...deps.serverLimits };
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
+    app,
+  );
+  server.maxConnections = limits.maxConnections;
+  if (hostPolicy) {
+    // Express never sees an upgrade: the hub listens on a server that only ever hears upgrades whose Host
+    // passed, so a rebound page cannot open the socket either.
+    const upgrades = createServer();
+    deps.hub.attach(upgrades);
+    server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // A reset on a refused socket must not become an unhandled 'error' event (that would end the process).
+      socket.on("error", (error) => deps.logger.debug({ err: error }, "refused upgrade socket error"));
+      if (upgradeAllowed(request, socket, hostPolicy)) upgrades.emit("upgrade", request, socket, head);
+    });
+  } else {
+    deps.hub.attach(server);
+  }
   return { app, server };
 }
 

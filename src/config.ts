@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
+import { DEFAULT_RUN_BUDGET } from "./harness/agents/budget.ts";
 
 /**
  * The environment the service reads, validated once at start-up (DESIGN §10).
@@ -26,6 +27,7 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 
 const envSchema = z.object({
   PORT: intFrom("PORT", 0, 65_535).default(3000),
+  HOST: optionalText,
   DATA_DIR: z.string().trim().min(1).default("./data"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   FEISHU_APP_ID: optionalText,
@@ -50,6 +52,12 @@ const envSchema = z.object({
   ASK_TIMEOUT_MS: intFrom("ASK_TIMEOUT_MS", 1_000, 24 * 60 * 60 * 1000).default(900_000),
   CARD_PATCH_INTERVAL_MS: intFrom("CARD_PATCH_INTERVAL_MS", 200, 60_000).default(1000),
   DEMO_STEP_MS: intFrom("DEMO_STEP_MS", 0, 60_000).default(500),
+  // One run's budget across all its sub-agents (harness/agents/budget.ts).
+  MAX_MODEL_REQUESTS_PER_RUN: intFrom("MAX_MODEL_REQUESTS_PER_RUN", 1, 10_000).default(
+    DEFAULT_RUN_BUDGET.modelRequests,
+  ),
+  MAX_SUBAGENTS_PER_RUN: intFrom("MAX_SUBAGENTS_PER_RUN", 0, 1_000).default(DEFAULT_RUN_BUDGET.subAgents),
+  MAX_DELEGATE_DEPTH: intFrom("MAX_DELEGATE_DEPTH", 0, 5).default(DEFAULT_RUN_BUDGET.depth),
   PUBLIC_URL: optionalText.pipe(z.url({ message: "PUBLIC_URL must be an absolute URL" }).optional()),
   FEISHU_ASK_PING: z
     .enum(["on", "off", "true", "false", "1", "0"], { message: "FEISHU_ASK_PING accepts on or off" })
@@ -62,6 +70,8 @@ export type Env = z.infer<typeof envSchema>;
 
 export interface Config {
   port: number;
+  /** The interface to listen on: 127.0.0.1 in local mode unless HOST says otherwise; all interfaces in feishu mode. */
+  host: string | undefined;
   dataDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
   mode: "local" | "feishu";
@@ -79,6 +89,8 @@ export interface Config {
     kind: "demo" | "openai";
     demoStepMs: number;
     openai: { baseUrl?: string; apiKey?: string; model?: string };
+    /** One run's budget, shared by all its sub-agents. */
+    budget: { modelRequests: number; subAgents: number; depth: number };
   };
   askTimeoutMs: number;
   cardPatchIntervalMs: number;
@@ -122,6 +134,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 
   return {
     port: e.PORT,
+    // Local mode's console lets anyone act as any user: loopback only, unless the operator asks for more.
+    host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
     mode,
@@ -138,6 +152,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       kind: e.AGENT,
       demoStepMs: e.DEMO_STEP_MS,
       openai: { baseUrl: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY, model: e.OPENAI_MODEL },
+      budget: {
+        modelRequests: e.MAX_MODEL_REQUESTS_PER_RUN,
+        subAgents: e.MAX_SUBAGENTS_PER_RUN,
+        depth: e.MAX_DELEGATE_DEPTH,
+      },
     },
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,

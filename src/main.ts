@@ -3,23 +3,28 @@ import path from "node:path";
 import type { Express } from "express";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
-import { resolveAuthSecret } from "./auth/secret.ts";
+import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
 import { type Config, loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
+import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger } from "./logger.ts";
 import { openDatabase } from "./store/db.ts";
+import { lockDataDir } from "./store/lock.ts";
+import { isLoopbackAddress } from "./web/host-guard.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
   const config = configOrExit();
   const logger = createLogger({ level: config.logLevel });
+  // Before anything reads the store: a second process on this DATA_DIR exits here, naming the holder.
+  const dataDirLock = lockDataDir(config.dataDir);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   const core = createCore({
@@ -46,6 +51,7 @@ async function main(): Promise<void> {
       started.server ? started.server.close(() => resolve()) : resolve(),
     );
     db.close();
+    dataDirLock.release();
     process.exit(exitCode);
   };
   process.on("SIGINT", () => void shutdown("SIGINT", 0));
@@ -53,7 +59,8 @@ async function main(): Promise<void> {
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
 
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
-  const local = config.mode === "local" ? await startLocalFeishu(config) : undefined;
+  const local =
+    config.mode === "local" ? await startLocalFeishu(config, localWebhookKey(config.dataDir)) : undefined;
   started.emulator = local?.emulator;
   started.feishu = await startFeishu({
     config: local?.config ?? config,
@@ -83,18 +90,29 @@ async function main(): Promise<void> {
       }),
   ];
   if (local) {
-    const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
+    const botWebhookUrl = () => `http://${callableHost(config.host)}:${port}${FEISHU_WEBHOOK_PATH}`;
     const logSeqStart = Date.now() * 1000; // above every number the previous process gave (console/index.ts)
     routes.push((app: Express) =>
       mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger, logSeqStart }),
     );
   }
-  const { server } = createApp({ ...core, logger, routes });
+  const hostPolicy = {
+    publicUrl: config.publicUrl,
+    // Feishu reaches the webhook by whatever Host its console URL or a proxy gives; the signature guards it.
+    exemptPaths: local ? [] : [FEISHU_WEBHOOK_PATH],
+  };
+  const { server } = createApp({ ...core, logger, routes, hostPolicy });
   started.server = server;
-  await new Promise<void>((resolve) => server.listen(config.port, resolve));
+  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  if (local && config.host !== undefined && !isLoopbackAddress(config.host)) {
+    logger.warn(
+      { host: config.host },
+      "local mode is listening beyond loopback: anyone who can reach this port can act as any user in the console",
+    );
+  }
   const address = server.address();
   port = typeof address === "object" && address ? address.port : config.port;
-  logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
+  logger.info({ port, host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 
   const resumed = core.runner.recover();
@@ -111,6 +129,12 @@ function configOrExit(): Config {
     }
     throw error;
   }
+}
+
+/** Where the emulator reaches the bot: loopback when we listen everywhere, else the one address we bound. */
+function callableHost(host: string | undefined): string {
+  if (host === undefined || host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
 }
 
 function announceConsole(port: number): void {

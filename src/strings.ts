@@ -11,6 +11,8 @@ export const zh = {
   askInvalidSummary: (detail: string) => `提问参数无效: ${detail}`,
   toolFailedSummary: (detail: string) => `失败: ${detail}`,
   recovering: "任务正在恢复执行",
+  storageFailed: (detail: string) =>
+    `无法写入数据库（${detail}），任务已停止：检查磁盘空间，以及是否有其他进程占用 DATA_DIR`,
   feishu: {
     onlySender: "仅消息发送者可操作",
     submitted: "已提交",
@@ -110,6 +112,12 @@ export const zh = {
     emptyAnswer: "(模型没有返回文字)",
     askTitle: "等待你的回答",
     delegateTitle: (task: string) => `委派: ${task || "子任务"}`,
+    requestBudgetSpent: (limit: number) =>
+      `本次任务已用完模型请求预算（${limit} 次，含所有子代理），已停止：可拆成更小的任务，或调高 MAX_MODEL_REQUESTS_PER_RUN`,
+    subAgentBudgetSpent: (limit: number) =>
+      `本次任务已启动 ${limit} 个子代理，达到上限（MAX_SUBAGENTS_PER_RUN），请直接完成剩下的工作`,
+    delegateTooDeep: (depth: number) =>
+      `子代理最多嵌套 ${depth} 层（MAX_DELEGATE_DEPTH），请直接完成这个子任务`,
   },
   demo: {
     scanned: (files: number) => `扫描了 ${files} 个文件`,

@@ -578,7 +578,8 @@ describe("console page and assets", () => {
       expect(response.headers.get("content-type")).toContain(
         types[file.split(".").pop() as keyof typeof types],
       );
-      const text = await response.text();
+      // A vendored library's licence banner (/*! … */) may name its homepage; it loads nothing from there.
+      const text = (await response.text()).replace(/^\/\*![^*]*\*\//, "");
       if (file.endsWith(".svg")) continue;
       expect(text, `${file} names no other origin`).not.toMatch(/\bhttps?:\/\/[a-z0-9]/i);
       if (file.endsWith(".css")) expect(text).not.toMatch(/@import|\burl\(/i);
@@ -602,8 +603,9 @@ describe("cards.js: pure parts", () => {
     expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
     expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
     expect(html).toContain("<strong>b</strong> &amp; &quot;c&quot;");
+    // markdown-it percent-encodes the quote in a URL and escapes the `&`: neither can leave the attribute.
     expect(markdownToHtml('[x](https://example.com/?a=1&b="2")')).toBe(
-      '<p class="md-p"><a class="md-link" href="https://example.com/?a=1&amp;b=&quot;2&quot;" target="_blank" rel="noopener noreferrer">x</a></p>',
+      '<p class="md-p"><a class="md-link" href="https://example.com/?a=1&amp;b=%222%22" target="_blank" rel="noopener noreferrer">x</a></p>',
     );
   });
 

@@ -170,7 +170,7 @@ describe("Feishu webhook: events and callbacks from the platform", () => {
     work.resolve();
   });
 
-  it("does not wait for an async onMessage, and survives one that throws or rejects", async () => {
+  it("does not wait for an async onMessage, survives one that rejects, and refuses (503) one that could not record the event", async () => {
     const emu = await emulator();
     const never = deferred();
     const slow = await webhook({ onMessage: async () => await never.promise });
@@ -179,18 +179,20 @@ describe("Feishu webhook: events and callbacks from the platform", () => {
       body: {},
     });
 
+    // A synchronous throw is the handler saying "not recorded": never acknowledged, so Feishu redelivers.
     const throwing = await webhook({
       onMessage: () => {
-        throw new Error("boom");
+        throw new Error("database is locked");
       },
     });
+    expect(await emu.deliverWebhook(throwing.url, message(emu))).toMatchObject({ status: 503 });
+    expect(throwing.lines.some((line) => line.includes("message not recorded"))).toBe(true);
+    // A rejection comes from the background work after the event was recorded: acknowledged and logged.
     const rejecting = await webhook({ onMessage: async () => Promise.reject(new Error("async boom")) });
-    for (const hook of [throwing, rejecting]) {
-      expect(await emu.deliverWebhook(hook.url, message(emu))).toMatchObject({ status: 200, body: {} });
-      await vi.waitFor(() =>
-        expect(hook.lines.some((line) => line.includes("message handler failed"))).toBe(true),
-      );
-    }
+    expect(await emu.deliverWebhook(rejecting.url, message(emu))).toMatchObject({ status: 200, body: {} });
+    await vi.waitFor(() =>
+      expect(rejecting.lines.some((line) => line.includes("message handler failed"))).toBe(true),
+    );
   });
 
   it("answers a card action with the handler's body and runs afterResponse only once the response is out", async () => {
@@ -382,6 +384,19 @@ describe("Feishu long connection: the SDK's EventDispatcher", () => {
     expect(result).toBeUndefined();
     // The SDK also keeps `schema` (and a symbol key, which JSON drops); everything else is identical.
     expect(JSON.parse(JSON.stringify(ws.messages[0]))).toEqual({ schema: "2.0", ...hook.messages[0] });
+  });
+
+  it("rejects when onMessage could not record the event, so WSClient answers the frame with code 500", async () => {
+    const emu = await emulator();
+    const ws = recording({
+      onMessage: () => {
+        throw new Error("database is locked");
+      },
+    });
+    // WSClient.handleEventData turns a rejected invoke into {code: 500}: Feishu redelivers such an event.
+    await expect(
+      createEventDispatcher(ws.handlers, quiet).invoke(message(emu), { needCheck: false }),
+    ).rejects.toThrow("could not be recorded");
   });
 
   it("returns the callback response and runs afterResponse only after the SDK could send it", async () => {

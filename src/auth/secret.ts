@@ -7,8 +7,20 @@ import path from "node:path";
  * and keeps it in DATA_DIR, so `npm run token` and a restarted bot agree on it.
  */
 export function resolveAuthSecret(configured: string | undefined, dataDir: string): string {
-  if (configured) return configured;
-  const file = path.join(dataDir, "auth-secret");
+  return configured ?? keptSecret(dataDir, "auth-secret");
+}
+
+/**
+ * Local mode's webhook key (the emulator signs and encrypts with it): one per DATA_DIR, made on first start,
+ * so nobody can forge the local bot's events by reading the source.
+ */
+export function localWebhookKey(dataDir: string): string {
+  return keptSecret(dataDir, "webhook-key");
+}
+
+/** A random secret kept in `DATA_DIR/name` (owner-only); made on first use, read back on every later start. */
+function keptSecret(dataDir: string, name: string): string {
+  const file = path.join(dataDir, name);
   try {
     const existing = fs.readFileSync(file, "utf8").trim();
     if (existing.length >= 16) return existing;

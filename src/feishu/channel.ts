@@ -148,57 +148,59 @@ export class FeishuChannel implements AskSurface {
     ) {
       return; // in groups the bot answers only when @-mentioned
     }
-    // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later.
-    if (!this.#o.store.markInbound(message.messageId)) {
-      this.#log.info({ messageId: message.messageId }, "redelivered message ignored");
-      return;
-    }
-    this.#track(this.#accept(message));
-  }
-
-  async #accept(message: InboundMessage): Promise<void> {
-    if (message.rawText === undefined) {
-      await this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.nonText, {
-        replyTo: message.messageId,
-      });
-      return;
-    }
-    const text = stripMentions(message.rawText, message.mentions);
-    if (text === "") {
-      await this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.emptyText, {
-        replyTo: message.messageId,
-      });
+    // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later. The id is
+    // recorded in the same transaction as the run or queue row (runner.accept): a write that fails throws
+    // from here, the transport refuses the delivery, and Feishu sends it again with nothing half-recorded.
+    const markInbound = () => this.#o.store.markInbound(message.messageId);
+    const text = message.rawText === undefined ? undefined : stripMentions(message.rawText, message.mentions);
+    if (text === undefined || text === "") {
+      if (!markInbound()) return this.#redelivered(message);
+      this.#track(
+        this.#replyText(message, text === undefined ? strings.feishu.nonText : strings.feishu.emptyText),
+      );
       return;
     }
     const { signInLink } = this.#o;
     if (signInLink && isSignInCommand(text)) {
+      if (!markInbound()) return this.#redelivered(message);
       const reply = signInReply(
         message.chatType,
         () => signInLink(message.senderOpenId),
         this.#o.now(),
         strings,
       );
-      await this.#o.messenger.sendText({ chatId: message.chatId }, reply, { replyTo: message.messageId });
+      this.#track(this.#replyText(message, reply));
       this.#log.info({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
       return;
     }
-    const session = this.#o.runner.ensureSession(this.#sessionFor(message));
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
-    const result = this.#o.runner.submit({
-      sessionId: session.id,
-      senderId: message.senderOpenId,
-      text,
-      source,
-    });
+    const result = this.#o.runner.accept(
+      { session: this.#sessionFor(message), senderId: message.senderOpenId, text, source },
+      markInbound,
+    );
+    if (result === undefined) return this.#redelivered(message);
     if (result.kind === "queued") {
-      await this.queuedCards.post(result.queued, result.position, {
-        sourceMessageId: message.messageId,
-        chatId: message.chatId,
-      });
-      // While a form is open nothing is PATCHed, so a recalled card would go unnoticed and this message would
-      // wait for the ask's timeout: make sure what it waits behind is still there.
-      await this.#checkActiveCard(session.id);
+      const { sessionId } = result.queued;
+      this.#track(
+        (async () => {
+          await this.queuedCards.post(result.queued, result.position, {
+            sourceMessageId: message.messageId,
+            chatId: message.chatId,
+          });
+          // While a form is open nothing is PATCHed, so a recalled card would go unnoticed and this message
+          // would wait for the ask's timeout: make sure what it waits behind is still there.
+          await this.#checkActiveCard(sessionId);
+        })(),
+      );
     }
+  }
+
+  #redelivered(message: InboundMessage): void {
+    this.#log.info({ messageId: message.messageId }, "redelivered message ignored");
+  }
+
+  async #replyText(message: InboundMessage, text: string): Promise<void> {
+    await this.#o.messenger.sendText({ chatId: message.chatId }, text, { replyTo: message.messageId });
   }
 
   #sessionFor(message: InboundMessage): SessionInfo {

@@ -1,3 +1,4 @@
+import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
 
@@ -7,7 +8,7 @@ import { strings } from "../strings.ts";
  * follow-ups run only after the answer has gone out (feishu-platform §2.3).
  */
 export interface FeishuEventHandlers {
-  /** im.message.receive_v1, flattened like the SDK does ({...header, ...event}). Must return at once (acknowledge fast); the handler does its work in the background. */
+  /** im.message.receive_v1, flattened like the SDK does ({...header, ...event}). Must return at once (acknowledge fast) once the event is recorded; the handler does its work in the background. Throws when it could not record the event. */
   onMessage(data: Record<string, unknown>): void;
   /** card.action.trigger, flattened. Resolves with the callback response body ({toast}, {toast, card:{type:"raw", data}} or {}) and a function to call once the response has been SENT (PATCHes wait for it: Feishu reverts an update made before or in parallel with the response). */
   onCardAction(
@@ -26,15 +27,29 @@ export function timeoutResponse(): Record<string, unknown> {
 }
 
 /**
- * Hands a message event over without waiting: Feishu redelivers an event that is not acknowledged within
- * 3 s (§5). A throw is logged, never propagated, so one bad event cannot fail the acknowledgement.
+ * Hands a message event over: the handler records it (synchronously) and does its work in the background, so
+ * the acknowledgement is quick (Feishu redelivers what is not acknowledged within 3 s, §5). A background
+ * failure is logged, never propagated. A synchronous throw means the event was NOT recorded (the database
+ * refused): it becomes a 503 the transport must not turn into an acknowledgement, so Feishu redelivers it
+ * (webhook: non-2xx; long connection: the SDK answers the frame with code 500).
  */
 export function deliverMessage(
   handlers: FeishuEventHandlers,
   data: Record<string, unknown>,
   log: Logger,
 ): void {
-  runLogged(() => handlers.onMessage(data), log, "message handler failed");
+  let result: unknown;
+  try {
+    result = handlers.onMessage(data);
+  } catch (error) {
+    log.error({ err: error }, "message not recorded; refusing it so Feishu redelivers");
+    throw new AppError("INTERNAL", "The event could not be recorded; redeliver it", {
+      cause: error,
+      status: 503,
+    });
+  }
+  if (result instanceof Promise)
+    result.catch((error: unknown) => log.error({ err: error }, "message handler failed"));
 }
 
 export interface AnsweredCardAction {

@@ -71,7 +71,10 @@ export function mountFeishuWebhook(app: express.Express, options: FeishuWebhookO
     } catch (error) {
       if (error instanceof AppError && error.status < 500) return refuse(res, log, error);
       log.error({ err: error }, "webhook request failed");
-      if (!res.headersSent) res.status(500).json({ error: { code: "INTERNAL", message: "Internal error" } });
+      // Never a 2xx here: Feishu redelivers a refused event, and one we could not record must come again.
+      const status = error instanceof AppError ? error.status : 500;
+      const message = error instanceof AppError ? error.message : "Internal error";
+      if (!res.headersSent) res.status(status).json({ error: { code: "INTERNAL", message } });
     }
   });
 }

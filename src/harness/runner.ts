@@ -2,7 +2,9 @@ import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS, summarizeToolResult } from "../asks/summary.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { isStorageError } from "../store/db.ts";
 import type { Store } from "../store/repos.ts";
+import { strings } from "../strings.ts";
 import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { Agent, AgentContext, ToolCallRequest } from "./agents/agent.ts";
@@ -44,6 +46,9 @@ export interface RunnerDeps {
   onListenerError: (error: unknown, event: string) => void;
 }
 
+/** A run's state that could not be written is retried at this pace, off the caller's path. */
+const WRITE_RETRY_MS = [100, 250, 500, 1000, 2000];
+
 interface ActiveRun {
   run: RunView;
   controller: AbortController;
@@ -82,6 +87,12 @@ export class SessionRunner {
   readonly #active = new Map<string, ActiveRun>();
   readonly #events: Emitter<RunnerEvents>;
   #stopping = false;
+  /** Runs whose latest state is not on disk yet, with when their writes started failing. */
+  readonly #unsaved = new Map<string, RunView>();
+  /** Sessions whose queue could not be drained (the database refused): drained again by the retry timer. */
+  readonly #undrained = new Set<string>();
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #retryAttempt = 0;
 
   constructor(deps: RunnerDeps) {
     this.#deps = deps;
@@ -135,23 +146,60 @@ export class SessionRunner {
     source?: Record<string, unknown>;
   }): SubmitResult {
     const session = this.#requireSession(input.sessionId);
-    if (this.#active.has(session.id) || this.#stopping) {
-      const queued: QueuedMessage = {
-        id: this.#deps.newId(),
-        sessionId: session.id,
-        senderId: input.senderId,
-        text: input.text,
-        ...(input.source ? { source: input.source } : {}),
-        createdAt: this.#deps.now(),
+    const result = this.#persistAndStart(session, input, () => true);
+    if (!result) throw new Error("unreachable: an unconditional submit always writes");
+    return result;
+  }
+
+  /**
+   * A channel's inbound message, made durable before the channel acknowledges it: `claim` (the channel's
+   * de-duplication row), the session, and the run or queue row are written in ONE transaction. `claim`
+   * returning false (a redelivery) writes nothing and returns undefined. A failed write throws and leaves
+   * nothing behind, so the channel can refuse the delivery and Feishu sends it again.
+   */
+  accept(
+    input: { session: SessionInfo; senderId: string; text: string; source?: Record<string, unknown> },
+    claim: () => boolean,
+  ): SubmitResult | undefined {
+    return this.#persistAndStart(input.session, input, claim, true);
+  }
+
+  #persistAndStart(
+    given: SessionInfo,
+    input: { senderId: string; text: string; source?: Record<string, unknown> },
+    claim: () => boolean,
+    upsert = false,
+  ): SubmitResult | undefined {
+    const { store } = this.#deps;
+    // Everything up to the commit is synchronous, so no other submit can start a run in between.
+    const planned = store.transaction(() => {
+      if (!claim()) return undefined;
+      if (upsert) store.upsertSession(given);
+      const session = upsert ? (store.getSession(given.id) ?? given) : given;
+      if (this.#active.has(session.id) || this.#stopping) {
+        const queued: QueuedMessage = {
+          id: this.#deps.newId(),
+          sessionId: session.id,
+          senderId: input.senderId,
+          text: input.text,
+          ...(input.source ? { source: input.source } : {}),
+          createdAt: this.#deps.now(),
+        };
+        return { kind: "queued" as const, session, queued, position: store.enqueue(queued) };
+      }
+      return {
+        kind: "started" as const,
+        session,
+        run: this.#insertRun(session, input.senderId, input.text, input.source),
       };
-      const position = this.#deps.store.enqueue(queued);
-      this.#emitQueue(session.id);
-      return { kind: "queued", queued, position };
+    });
+    if (!planned) return undefined;
+    if (planned.kind === "queued") {
+      this.#emitQueue(planned.session.id);
+      return { kind: "queued", queued: planned.queued, position: planned.position };
     }
-    return {
-      kind: "started",
-      run: this.#start(session, input.senderId, input.text, input.source, undefined),
-    };
+    this.#begin(planned.session, planned.run, input.source, undefined);
+    return { kind: "started", run: planned.run };
   }
 
   /** Only the run's sender may cancel it. */
@@ -247,14 +295,19 @@ export class SessionRunner {
     this.#stopping = true;
     for (const active of this.#active.values()) active.controller.abort(new ShutdownError());
     await Promise.all([...this.#active.values()].map((active) => active.done));
+    // One last try for state the database refused; what still fails is resumed from disk next start.
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    if (this.#unsaved.size > 0) this.#retryWrites();
+    clearTimeout(this.#retryTimer);
   }
 
-  #start(
+  /** Writes a new run and its user message (inside the caller's transaction); starts nothing. */
+  #insertRun(
     session: SessionInfo,
     senderId: string,
     text: string,
     source: Record<string, unknown> | undefined,
-    queueId: string | undefined,
   ): RunView {
     const run: RunView = {
       id: this.#deps.newId(),
@@ -267,6 +320,16 @@ export class SessionRunner {
     };
     this.#deps.store.insertRun(run, source);
     this.#deps.store.appendMessage(session.id, { role: "user", content: text, runId: run.id });
+    return run;
+  }
+
+  /** Starts a run whose rows are committed. */
+  #begin(
+    session: SessionInfo,
+    run: RunView,
+    source: Record<string, unknown> | undefined,
+    queueId: string | undefined,
+  ): void {
     this.#launch(session, run, false);
     this.#events.emit("run_started", {
       run: snapshot(run),
@@ -274,7 +337,6 @@ export class SessionRunner {
       ...(queueId ? { queueId } : {}),
       resumed: false,
     });
-    return run;
   }
 
   #launch(session: SessionInfo, run: RunView, resumed: boolean): RunView {
@@ -313,7 +375,10 @@ export class SessionRunner {
         logger.info({ sessionId: session.id, runId: run.id, reason: reason.message }, "run abandoned");
       } else {
         run.status = "failed";
-        run.error = describeError(error);
+        // A write the database refused (a turn, the answer) fails the run; the card says what to check.
+        run.error = isStorageError(error)
+          ? strings.storageFailed(describeError(error))
+          : describeError(error);
         logger.warn({ sessionId: session.id, runId: run.id, err: error }, "run failed");
       }
     }
@@ -422,18 +487,86 @@ export class SessionRunner {
     };
   }
 
+  /** Starts the next queued message: taking it off the queue and writing its run is one transaction. */
   #drain(sessionId: string): void {
-    const next = this.#deps.store.dequeue(sessionId);
-    if (!next) return;
+    const { store } = this.#deps;
+    let started: { session: SessionInfo; run: RunView; next: QueuedMessage } | undefined;
+    try {
+      started = store.transaction(() => {
+        const session = store.getSession(sessionId);
+        if (!session) return undefined;
+        const next = store.dequeue(sessionId);
+        if (!next) return undefined;
+        return { session, next, run: this.#insertRun(session, next.senderId, next.text, next.source) };
+      });
+    } catch (error) {
+      // The queue is still intact on disk; try again shortly rather than leave it stuck.
+      this.#deps.logger.warn({ err: error, sessionId }, "queue not drained: the database refused; retrying");
+      this.#undrained.add(sessionId);
+      this.#scheduleRetry();
+      return;
+    }
+    this.#undrained.delete(sessionId);
+    if (!started) return;
     this.#emitQueue(sessionId);
-    const session = this.#deps.store.getSession(sessionId);
-    if (!session) return;
-    this.#start(session, next.senderId, next.text, next.source, next.id);
+    this.#begin(started.session, started.run, started.next.source, started.next.id);
   }
 
+  /**
+   * Writes the run, then tells listeners (some read the store back). A write the database refuses (locked by
+   * another process, disk full) neither blocks nor throws into the run: listeners still hear the change, and
+   * the state is kept and retried off this path until it lands. The run itself fails, visibly, at its next
+   * write that cannot wait (a turn, the answer).
+   */
   #touch(run: RunView): void {
-    this.#deps.store.saveRun(run);
+    if (this.#unsaved.has(run.id)) {
+      this.#unsaved.set(run.id, run);
+      this.#scheduleRetry();
+    } else {
+      try {
+        this.#deps.store.saveRun(run);
+      } catch (error) {
+        this.#deps.logger.warn(
+          { err: error, runId: run.id },
+          "run state not saved: the database refused; retrying",
+        );
+        this.#unsaved.set(run.id, run);
+        this.#scheduleRetry();
+      }
+    }
     this.#events.emit("run_updated", snapshot(run));
+  }
+
+  #scheduleRetry(): void {
+    if (this.#retryTimer !== undefined) return;
+    const delay = WRITE_RETRY_MS[Math.min(this.#retryAttempt, WRITE_RETRY_MS.length - 1)] ?? 2000;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#retryWrites();
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
+  #retryWrites(): void {
+    try {
+      // Stops at the first refusal: each try may block for the busy timeout, the rest wait for the next round.
+      for (const [runId, run] of this.#unsaved) {
+        this.#deps.store.saveRun(run);
+        this.#unsaved.delete(runId);
+      }
+      for (const sessionId of [...this.#undrained]) {
+        this.#undrained.delete(sessionId);
+        if (!this.#active.has(sessionId) && !this.#stopping) this.#drain(sessionId);
+      }
+    } catch (error) {
+      this.#deps.logger.debug({ err: error }, "database still refuses writes");
+    }
+    if (this.#unsaved.size > 0 || this.#undrained.size > 0) {
+      this.#retryAttempt += 1;
+      this.#scheduleRetry();
+    } else {
+      this.#retryAttempt = 0;
+    }
   }
 
   #emitQueue(sessionId: string): void {

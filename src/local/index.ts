@@ -5,17 +5,19 @@ import { type Emulator, startEmulator } from "./emulator/index.ts";
 /**
  * Local mode (no FEISHU_APP_ID): the Feishu side is the emulator on loopback, and the bot talks to it exactly
  * as it talks to Feishu — the SDK over HTTP for the Open API, signed and encrypted webhooks for events and
- * card callbacks. Only the base URL differs.
+ * card callbacks. Only the base URL differs. The webhook key is the DATA_DIR's own (auth/secret.ts).
  *
  * The emulator keeps its chats and cards in `DATA_DIR/emulator.sqlite`, so a restart behaves as on Feishu:
  * the bot resumes its runs from its own database and finds their cards where it left them.
  */
-export const LOCAL_ENCRYPT_KEY = "local-mode-encrypt-key";
 export const EMULATOR_STATE_FILE = "emulator.sqlite";
 
-export async function startLocalFeishu(config: Config): Promise<{ emulator: Emulator; config: Config }> {
+export async function startLocalFeishu(
+  config: Config,
+  encryptKey: string,
+): Promise<{ emulator: Emulator; config: Config }> {
   const emulator = await startEmulator({
-    encryptKey: LOCAL_ENCRYPT_KEY,
+    encryptKey,
     stateFile: path.join(config.dataDir, EMULATOR_STATE_FILE),
   });
   return {
@@ -28,7 +30,7 @@ export async function startLocalFeishu(config: Config): Promise<{ emulator: Emul
         appSecret: emulator.appSecret,
         domain: emulator.url,
         transport: "webhook",
-        encryptKey: LOCAL_ENCRYPT_KEY,
+        encryptKey,
       },
     },
   };

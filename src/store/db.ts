@@ -117,13 +117,20 @@ export const MIGRATIONS: readonly string[] = [
   `,
 ];
 
+/**
+ * How long a write waits for a lock another process holds. Every write runs on the event loop, so 5 s here
+ * froze the whole server 5 s per write; a refused write is retried off the hot path instead (the runner's
+ * retry, Feishu's redelivery of an event we could not record).
+ */
+export const BUSY_TIMEOUT_MS = 100;
+
 export function openDatabase(file: string): Db {
   if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   migrate(db);
   return db;
 }
@@ -137,4 +144,10 @@ export function migrate(db: Db): void {
       db.pragma(`user_version = ${version + 1}`);
     })();
   }
+}
+
+/** SQLite refused (busy, locked, full, read-only, I/O): the data is fine, the write did not happen. */
+export function isStorageError(error: unknown): boolean {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" && code.startsWith("SQLITE_");
 }

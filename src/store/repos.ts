@@ -166,6 +166,11 @@ export class Store {
     });
   }
 
+  /** Runs `fn` in one transaction (a savepoint when already inside one): all of its writes or none. */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
   // sessions ------------------------------------------------------------------------------------------
 
   upsertSession(session: SessionInfo): void {

@@ -6,6 +6,7 @@ import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { mountRunApi } from "./runs.ts";
+import { MARKDOWN_IT_FILE, markdownItBundle } from "./vendor.ts";
 
 /**
  * The session page (`GET /sessions/:id`, the 会话详情 link on every progress card) and its assets.
@@ -38,7 +39,8 @@ const ASSETS: Record<string, { type: string; source?: URL }> = {
   "session.css": { type: "text/css; charset=utf-8" },
   /**
    * The console's card-markdown renderer, one file for both pages: the console's cards.js imports it as
-   * `./markdown.js` in the browser and in Node (tests), so it has to sit beside cards.js.
+   * `./markdown.js` in the browser and in Node (tests), so it has to sit beside cards.js. It imports
+   * `./markdown-it.js`, served from web/vendor.ts.
    */
   "markdown.js": { type: JS, source: new URL("../local/console/public/markdown.js", import.meta.url) },
 };
@@ -78,6 +80,10 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   });
 
   app.get("/web/:file", (req, res, next) => {
+    if (req.params.file === MARKDOWN_IT_FILE) {
+      sendAsset(res, { body: markdownItBundle(), type: JS });
+      return;
+    }
     const asset = assets.get(req.params.file);
     if (!asset) return next();
     sendAsset(res, asset);

@@ -23,6 +23,6 @@ export function createAgentFromConfig(
   if (!baseUrl || !model) throw new ConfigError("AGENT=openai needs OPENAI_BASE_URL and OPENAI_MODEL");
   const registry = new ToolRegistry().register(currentTimeTool());
   // Registers `delegate` on the registry (it needs this agent's model), so list the tools after it.
-  const openai = createOpenAIAgent({ baseUrl, apiKey, model, tools: registry, logger });
+  const openai = createOpenAIAgent({ baseUrl, apiKey, model, tools: registry, budget: agent.budget, logger });
   return { agent: openai, tools: registry.list() };
 }

@@ -2,6 +2,7 @@ import { ASK_TOOL_NAME } from "../../asks/schema.ts";
 import type { Logger } from "../../logger.ts";
 import { strings } from "../../strings.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";
+import { budgeted, type RunBudgetLimits, RunBudgets } from "./budget.ts";
 import { toChatMessages } from "./chat-history.ts";
 import { type ChatModel, createChatModel, type ModelToolCall } from "./chat-model.ts";
 import { createDelegateTool, DELEGATE_TOOL_NAME } from "./delegate.ts";
@@ -25,8 +26,10 @@ export interface OpenAIAgentOptions {
   textIntervalMs?: number;
   /** When given, `delegate` is registered on it, bound to this agent's model. */
   tools?: ToolRegistry;
-  /** How deep `delegate` may nest; default 2 (a sub-agent may delegate once more). */
+  /** How deep `delegate` may nest; default 2 (a sub-agent may delegate once more). Same as budget.depth. */
   maxDelegateDepth?: number;
+  /** One run's budget across all its sub-agents: model requests, sub-agents, depth (budget.ts defaults). */
+  budget?: Partial<RunBudgetLimits>;
   /** Replaces the default system prompt; the Feishu instruction is still added on Feishu sessions. */
   systemPrompt?: string;
   logger: Logger;
@@ -49,15 +52,12 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
     ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
     ...(options.retryBaseMs === undefined ? {} : { retryBaseMs: options.retryBaseMs }),
   });
+  const budgets = new RunBudgets({
+    ...options.budget,
+    ...(options.maxDelegateDepth === undefined ? {} : { depth: options.maxDelegateDepth }),
+  });
   if (options.tools && !options.tools.has(DELEGATE_TOOL_NAME)) {
-    options.tools.register(
-      createDelegateTool({
-        chat,
-        maxSteps,
-        logger,
-        ...(options.maxDelegateDepth === undefined ? {} : { maxDepth: options.maxDelegateDepth }),
-      }),
-    );
+    options.tools.register(createDelegateTool({ chat, maxSteps, budgets, logger }));
   }
 
   return {
@@ -72,26 +72,32 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
         messages.push({ role: "user", content: ctx.input });
       const text = throttledText(ctx.reportText, options.textIntervalMs ?? 100);
       logger.info({ runId: ctx.runId, resumed: ctx.resumed, tools: ctx.tools.length }, "model run started");
-      const answer = await runToolLoop({
-        chat,
-        messages,
-        tools: ctx.tools,
-        signal: ctx.signal,
-        maxSteps,
-        onText: text.push,
-        callTools: (calls, said) => {
-          text.flush();
-          return ctx.callTools(
-            calls.map((call) => ({
-              name: call.name,
-              args: parseArguments(call.arguments),
-              title: titleOf(call),
-            })),
-            { text: said },
-          );
-        },
-      });
-      return { text: answer || strings.model.emptyAnswer };
+      const budget = budgets.open(ctx.runId);
+      try {
+        const answer = await runToolLoop({
+          chat: budgeted(chat, budget),
+          messages,
+          tools: ctx.tools,
+          signal: ctx.signal,
+          maxSteps,
+          onText: text.push,
+          callTools: (calls, said) => {
+            text.flush();
+            return ctx.callTools(
+              calls.map((call) => ({
+                name: call.name,
+                args: parseArguments(call.arguments),
+                title: titleOf(call),
+              })),
+              { text: said },
+            );
+          },
+        });
+        return { text: answer || strings.model.emptyAnswer };
+      } finally {
+        logger.info({ runId: ctx.runId, used: budget.used }, "model run ended");
+        budgets.close(ctx.runId);
+      }
     },
   };
 }

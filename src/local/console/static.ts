@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type express from "express";
 import type { Request, Response } from "express";
+import { MARKDOWN_IT_FILE, markdownItBundle } from "../../web/vendor.ts";
 
 /** The page and its assets: files in ./public, nothing from a CDN, nothing fetched from anywhere else. */
 const PUBLIC_DIR = fileURLToPath(new URL("./public/", import.meta.url));
@@ -43,6 +44,11 @@ export function mountStatic(app: express.Express): void {
       return;
     }
     res.set({ "Content-Type": type, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff" });
+    // The file on disk re-exports the npm package for Node; a browser gets the package bundled (web/vendor.ts).
+    if (req.params.file === MARKDOWN_IT_FILE) {
+      res.send(markdownItBundle());
+      return;
+    }
     send(res, req.params.file, next);
   });
 }

@@ -6,7 +6,7 @@ import path from "node:path";
 import type { Express } from "express";
 import { afterEach } from "vitest";
 import { WebSocket } from "ws";
-import { createApp } from "../../../src/app.ts";
+import { createApp, type ServerLimits } from "../../../src/app.ts";
 import { signToken } from "../../../src/auth/token.ts";
 import type { Card } from "../../../src/cards/model.ts";
 import { type Core, createCore } from "../../../src/core.ts";
@@ -71,6 +71,8 @@ export interface StackOptions {
   callbackBudgetMs?: number;
   /** The app-wide limiter (default: the production one); a test may stand in a congested budget. */
   appLimiter?: Limiter;
+  /** HTTP server timeouts and connection cap (default: production's SERVER_LIMITS). */
+  serverLimits?: Partial<ServerLimits>;
 }
 
 export interface LogLine {
@@ -210,7 +212,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     (app: Express) =>
       mountSessionPages(app, { runner: core.runner, authSecret: AUTH_SECRET, now: Date.now, logger }),
   ];
-  const server: Server = createApp({ ...core, logger, routes }).server;
+  const server: Server = createApp({
+    ...core,
+    logger,
+    routes,
+    ...(options.serverLimits ? { serverLimits: options.serverLimits } : {}),
+  }).server;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const hookUrl = `${httpUrl}/feishu/events`;
