@@ -8,6 +8,7 @@ import { recordAskAudit } from "./store/audit.ts";
 import type { Db } from "./store/db.ts";
 import { Store } from "./store/repos.ts";
 import { WsHub } from "./ws/hub.ts";
+import type { WsLimits } from "./ws/limits.ts";
 
 export interface CoreOptions {
   db: Db;
@@ -19,6 +20,8 @@ export interface CoreOptions {
   now?: () => number;
   newId?: () => string;
   heartbeatIntervalMs?: number;
+  /** Overrides of the WebSocket limits (ws/limits.ts). */
+  wsLimits?: Partial<WsLimits>;
   /** Surfaces besides the WebSocket hub (the Feishu channel adds its card later with `dispatcher.addSurface`). */
   surfaces?: AskSurface[];
 }
@@ -62,6 +65,7 @@ export function createCore(options: CoreOptions): Core {
     now,
     logger: options.logger.child({ module: "ws" }),
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+    ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
   recordAskAudit(options.db, registry, now);

@@ -370,7 +370,7 @@ function onSnapshot(snapshot) {
   // No ask outlives its run; the cancelled frames follow, this just does not wait for them.
   if (!snapshot.active) for (const requestId of [...page.panels.keys()]) removePanel(requestId);
   renderRun(run);
-  renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : []);
+  renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : [], snapshot.queuedCount);
   renderStatus();
 }
 
@@ -431,16 +431,23 @@ function stepItem(step) {
   return item;
 }
 
-function renderQueue(queued) {
+function renderQueue(queued, total) {
   byTestId("queue").hidden = queued.length === 0;
-  byTestId("queue-list").replaceChildren(
-    ...queued.map((message) => {
-      const item = document.createElement("li");
-      item.dataset.testid = "queued-message";
-      item.textContent = oneLine(message.text ?? "", 120);
-      return item;
-    }),
-  );
+  const items = queued.map((message) => {
+    const item = document.createElement("li");
+    item.dataset.testid = "queued-message";
+    item.textContent = oneLine(message.text ?? "", 120);
+    return item;
+  });
+  // The snapshot lists the first few queued messages only (ws/snapshot.ts); say how many more wait.
+  const more = typeof total === "number" ? total - queued.length : 0;
+  if (more > 0) {
+    const item = document.createElement("li");
+    item.dataset.testid = "queued-more";
+    item.textContent = `还有 ${more} 条消息在排队`;
+    items.push(item);
+  }
+  byTestId("queue-list").replaceChildren(...items);
 }
 
 function oneLine(text, max) {
