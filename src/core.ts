@@ -7,6 +7,7 @@ import type { Logger } from "./logger.ts";
 import { recordAskAudit } from "./store/audit.ts";
 import type { Db } from "./store/db.ts";
 import { Store } from "./store/repos.ts";
+import { SqliteTokenRevocations } from "./store/token-revocations.ts";
 import { WsHub } from "./ws/hub.ts";
 import type { WsLimits } from "./ws/limits.ts";
 
@@ -32,6 +33,7 @@ export interface Core {
   dispatcher: ToolDispatcher;
   runner: SessionRunner;
   hub: WsHub;
+  revocations: SqliteTokenRevocations;
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
@@ -58,10 +60,12 @@ export function createCore(options: CoreOptions): Core {
     logger: options.logger.child({ module: "runner" }),
     onListenerError,
   });
+  const revocations = new SqliteTokenRevocations(options.db);
   const hub = new WsHub({
     registry,
     runner,
     authSecret: options.authSecret,
+    revocations,
     now,
     logger: options.logger.child({ module: "ws" }),
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
@@ -69,5 +73,5 @@ export function createCore(options: CoreOptions): Core {
   });
   dispatcher.addSurface(hub);
   recordAskAudit(options.db, registry, now);
-  return { store, registry, dispatcher, runner, hub };
+  return { store, registry, dispatcher, runner, hub, revocations };
 }

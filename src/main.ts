@@ -73,6 +73,8 @@ async function main(): Promise<void> {
       mountSessionPages(app, {
         runner: core.runner,
         authSecret,
+        revocations: core.revocations,
+        signInTtlMs: config.signInTtlMs,
         now: Date.now,
         logger,
         ...(local ? { localUsers: LOCAL_USERS } : {}),

@@ -108,6 +108,21 @@ export const MIGRATIONS: readonly string[] = [
   -- chat again even if its card was never recorded.
   ALTER TABLE runs ADD COLUMN source_json TEXT;
   `,
+  `
+  -- Revoking a user's tokens: every token issued before not_before is refused (npm run token -- --revoke).
+  CREATE TABLE IF NOT EXISTS token_revocations (
+    user_id     TEXT PRIMARY KEY,
+    not_before  INTEGER NOT NULL,
+    revoked_at  INTEGER NOT NULL
+  );
+  -- Who has written to the bot in a session's chat: they may view its runs (harness/viewing.ts).
+  CREATE TABLE IF NOT EXISTS session_members (
+    session_id  TEXT NOT NULL,
+    user_id     TEXT NOT NULL,
+    joined_at   INTEGER NOT NULL,
+    PRIMARY KEY (session_id, user_id)
+  );
+  `,
 ];
 
 export function openDatabase(file: string): Db {

@@ -4,6 +4,7 @@ import type { Response } from "express";
 import { canViewSession } from "../harness/access.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
+import type { TokenRevocations } from "../store/token-revocations.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 
 /**
@@ -20,6 +21,8 @@ export interface SessionPageOptions {
   logger: Logger;
   /** Present only in local mode: the users one may sign in as without Feishu. */
   localUsers?: LocalUser[];
+  revocations?: TokenRevocations;
+  signInTtlMs?: number;
 }
 
 interface Asset {

@@ -24,6 +24,8 @@ export interface Connection {
   subscriptions: Set<string>;
   /** Set once its socket has closed: a closed connection is in no index and never re-enters one. */
   closed: boolean;
+  /** The token it signed in with: checked again at every heartbeat (expiry, revocation). */
+  token: { issuedAt: number; expiresAt: number };
 }
 
 interface Entry {
@@ -66,13 +68,14 @@ export class ConnectionPool {
     this.#deps = deps;
   }
 
-  accept(ws: WebSocket, userId: string): Connection {
+  accept(ws: WebSocket, userId: string, token: Connection["token"]): Connection {
     const connection: Connection = {
       id: this.#nextId++,
       userId,
       socket: ws,
       subscriptions: new Set(),
       closed: false,
+      token,
     };
     const entry: Entry = {
       connection,
@@ -186,9 +189,21 @@ export class ConnectionPool {
     }
   }
 
-  /** One heartbeat: terminate connections that did not answer the last ping, ping the rest with a fresh nonce. */
-  beat(): void {
+  /**
+   * One heartbeat: terminate connections that did not answer the last ping, close those whose token no
+   * longer holds (`tokenValid`), ping the rest with a fresh nonce.
+   */
+  beat(tokenValid: (connection: Connection) => boolean = () => true): void {
     for (const entry of [...this.#entries.values()]) {
+      if (!tokenValid(entry.connection)) {
+        this.#deps.logger.info(
+          { userId: entry.connection.userId },
+          "websocket closed: token expired or revoked",
+        );
+        entry.ws.close(POLICY, "token expired or revoked");
+        this.#forget(entry);
+        continue;
+      }
       if (!entry.alive) {
         entry.ws.terminate();
         this.#forget(entry);

@@ -9,6 +9,7 @@ import { canViewSession } from "../harness/access.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
+import type { TokenRevocations } from "../store/token-revocations.ts";
 import { sameOrigin } from "../web/cookie.ts";
 import { type Connection, ConnectionPool } from "./connections.ts";
 import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
@@ -30,6 +31,8 @@ export interface HubDeps {
   registry: AskRegistry;
   runner: SessionRunner;
   authSecret: string;
+  /** Revoked tokens are refused at the upgrade, and open connections using one close at the next heartbeat. */
+  revocations?: TokenRevocations;
   now: () => number;
   logger: Logger;
   heartbeatIntervalMs?: number;
@@ -84,7 +87,10 @@ export class WsHub implements AskSurface {
       deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
     );
-    this.#heartbeat = setInterval(() => this.#pool.beat(), deps.heartbeatIntervalMs ?? 30_000);
+    this.#heartbeat = setInterval(
+      () => this.#pool.beat((connection) => this.#tokenHolds(connection)),
+      deps.heartbeatIntervalMs ?? 30_000,
+    );
     this.#heartbeat.unref();
   }
 
@@ -129,13 +135,15 @@ export class WsHub implements AskSurface {
         return refuse(socket, 403, "Forbidden");
       }
       const check = token
-        ? verifyToken(this.#deps.authSecret, token, this.#deps.now())
+        ? verifyToken(this.#deps.authSecret, token, this.#deps.now(), this.#deps.revocations)
         : { ok: false as const, reason: "no token" };
       if (!check.ok) {
         this.#deps.logger.info({ reason: check.reason, via }, "websocket refused");
         return refuse(socket, 401, "Unauthorized");
       }
-      this.#wss.handleUpgrade(request, socket, head, (ws) => this.#pool.accept(ws, check.userId));
+      this.#wss.handleUpgrade(request, socket, head, (ws) =>
+        this.#pool.accept(ws, check.userId, { issuedAt: check.issuedAt, expiresAt: check.expiresAt }),
+      );
     });
   }
 
@@ -145,6 +153,12 @@ export class WsHub implements AskSurface {
     this.#pool.terminateAll();
     for (const client of this.#wss.clients) client.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+  }
+
+  #tokenHolds(connection: Connection): boolean {
+    if (connection.token.expiresAt <= this.#deps.now()) return false;
+    const notBefore = this.#deps.revocations?.notBefore(connection.userId);
+    return notBefore === undefined || connection.token.issuedAt >= notBefore;
   }
 
   #onFrame(connection: Connection, text: string | null): void {

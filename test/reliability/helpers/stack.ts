@@ -207,7 +207,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         ...(options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {}),
       }),
     (app: Express) =>
-      mountSessionPages(app, { runner: core.runner, authSecret: AUTH_SECRET, now: Date.now, logger }),
+      mountSessionPages(app, {
+        runner: core.runner,
+        authSecret: AUTH_SECRET,
+        revocations: core.revocations,
+        now: Date.now,
+        logger,
+      }),
   ];
   const server: Server = createApp({ ...core, logger, routes }).server;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
