@@ -63,6 +63,7 @@ const envSchema = z.object({
       .optional(),
   ),
   SIGNIN_TTL_HOURS: intFrom("SIGNIN_TTL_HOURS", 1, 24 * 30).default(12),
+  QUEUE_MAX: intFrom("QUEUE_MAX", 1, 1000).default(20),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -94,6 +95,8 @@ export interface Config {
   authSecret?: string;
   /** How long a browser sign-in (the session page's cookie) lasts. */
   signInTtlMs: number;
+  /** Messages that may wait behind a chat's running task; the next one is refused with a reply. */
+  queueMax: number;
 }
 
 /** Parse the environment. A bad value throws one ConfigError naming every bad variable and what it accepts. */
@@ -148,6 +151,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
     authSecret: e.AUTH_SECRET,
     signInTtlMs: e.SIGNIN_TTL_HOURS * 60 * 60 * 1000,
+    queueMax: e.QUEUE_MAX,
   };
 }
 

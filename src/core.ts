@@ -21,6 +21,8 @@ export interface CoreOptions {
   now?: () => number;
   newId?: () => string;
   heartbeatIntervalMs?: number;
+  /** Queued messages per session at most (QUEUE_MAX); the runner's default when absent. */
+  maxQueued?: number;
   /** Overrides of the WebSocket limits (ws/limits.ts). */
   wsLimits?: Partial<WsLimits>;
   /** Surfaces besides the WebSocket hub (the Feishu channel adds its card later with `dispatcher.addSurface`). */
@@ -59,6 +61,7 @@ export function createCore(options: CoreOptions): Core {
     newId,
     logger: options.logger.child({ module: "runner" }),
     onListenerError,
+    ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
   });
   const revocations = new SqliteTokenRevocations(options.db);
   const hub = new WsHub({

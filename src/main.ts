@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     ...createAgentFromConfig(config, logger),
     askTimeoutMs: config.askTimeoutMs,
     authSecret,
+    maxQueued: config.queueMax,
   });
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point.

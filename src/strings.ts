@@ -27,6 +27,8 @@ export const zh = {
     askPing: (count: number) => `有 ${count} 个问题等你回答,请在上方卡片中作答`,
     nonText: "暂时只能处理文字消息,请用文字描述你的需求。",
     emptyText: "请在 @ 我之后写下你的需求。",
+    queueFull: (limit: number) =>
+      `前面已有 ${limit} 条消息在排队，这条消息没有加入队列。请等前面的任务完成后再发送。`,
   },
   card: {
     status: {

@@ -167,6 +167,12 @@ export class FeishuChannel implements AskSurface {
         sourceMessageId: message.messageId,
         chatId: message.chatId,
       });
+    } else if (result.kind === "full") {
+      await this.#o.appLimiter(() =>
+        this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.queueFull(result.limit), {
+          replyTo: message.messageId,
+        }),
+      );
     }
   }
 

@@ -13,9 +13,14 @@ import type { HistoryMessage, QueuedMessage, RunView, SessionInfo, Step } from "
 /** Steps kept per run: enough for any card (which shows far fewer) without growing without bound. */
 export const MAX_STEPS_KEPT = 200;
 
+/** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
+export const DEFAULT_MAX_QUEUED = 20;
+
 export type SubmitResult =
   | { kind: "started"; run: RunView }
-  | { kind: "queued"; queued: QueuedMessage; position: number };
+  | { kind: "queued"; queued: QueuedMessage; position: number }
+  /** The session's queue is at its limit; the message was not kept. */
+  | { kind: "full"; limit: number };
 
 export type ActionResult<T = object> =
   | ({ ok: true } & T)
@@ -42,6 +47,8 @@ export interface RunnerDeps {
   newId: () => string;
   logger: Logger;
   onListenerError: (error: unknown, event: string) => void;
+  /** Queued messages per session at most (DEFAULT_MAX_QUEUED): a full queue refuses the next message. */
+  maxQueued?: number;
 }
 
 interface ActiveRun {
@@ -114,6 +121,9 @@ export class SessionRunner {
   }): SubmitResult {
     const session = this.#requireSession(input.sessionId);
     if (this.#active.has(session.id) || this.#stopping) {
+      // Unbounded, a busy chat's queue grew without end and every message re-sent every queued card.
+      const limit = this.#deps.maxQueued ?? DEFAULT_MAX_QUEUED;
+      if (this.#deps.store.queued(session.id).length >= limit) return { kind: "full", limit };
       const queued: QueuedMessage = {
         id: this.#deps.newId(),
         sessionId: session.id,
