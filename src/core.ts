@@ -6,6 +6,7 @@ import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { recordAskAudit } from "./store/audit.ts";
 import type { Db } from "./store/db.ts";
+import { SessionMembers } from "./store/members.ts";
 import { Store } from "./store/repos.ts";
 import { SqliteTokenRevocations } from "./store/token-revocations.ts";
 import { WsHub } from "./ws/hub.ts";
@@ -62,6 +63,7 @@ export function createCore(options: CoreOptions): Core {
     logger: options.logger.child({ module: "runner" }),
     onListenerError,
     ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
+    members: new SessionMembers(options.db),
   });
   const revocations = new SqliteTokenRevocations(options.db);
   const hub = new WsHub({

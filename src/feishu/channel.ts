@@ -176,6 +176,12 @@ export class FeishuChannel implements AskSurface {
     }
   }
 
+  /** Someone clicked a card in `chatId`: if it is a group the bot has a session for, they are in it. */
+  noteChatMember(chatId: string, userId: string): void {
+    const sessionId = groupSessionId(this.#o.appId, chatId);
+    if (this.#o.runner.getSession(sessionId)) this.#o.runner.noteInChat(sessionId, userId);
+  }
+
   #sessionFor(message: InboundMessage): SessionInfo {
     const { appId, dataDir } = this.#o;
     if (message.chatType === "p2p") {
@@ -190,7 +196,7 @@ export class FeishuChannel implements AskSurface {
       };
     }
     return {
-      id: `feishu-${appId}-group-${message.chatId}`,
+      id: groupSessionId(appId, message.chatId),
       channel: "feishu",
       chatType: "group",
       chatId: message.chatId,
@@ -462,4 +468,8 @@ async function withRetries<T>(send: () => Promise<T>, attempts = 4): Promise<T> 
 
 function isTerminal(run: RunView): boolean {
   return run.status === "completed" || run.status === "failed" || run.status === "cancelled";
+}
+
+function groupSessionId(appId: string, chatId: string): string {
+  return `feishu-${appId}-group-${chatId}`;
 }

@@ -2,6 +2,7 @@ import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS, summarizeToolResult } from "../asks/summary.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
 import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
@@ -49,6 +50,8 @@ export interface RunnerDeps {
   onListenerError: (error: unknown, event: string) => void;
   /** Queued messages per session at most (DEFAULT_MAX_QUEUED): a full queue refuses the next message. */
   maxQueued?: number;
+  /** Who has been seen in each session's chat (the viewing rule, access.ts); nobody is when absent. */
+  members?: SessionMembers;
 }
 
 interface ActiveRun {
@@ -91,8 +94,10 @@ export class SessionRunner {
     return this.#events.on(event, listener);
   }
 
+  /** `session.ownerId` is whoever the session is opened for now (a chat's sender): they are seen in its chat. */
   ensureSession(session: SessionInfo): SessionInfo {
     this.#deps.store.upsertSession(session);
+    this.noteInChat(session.id, session.ownerId);
     return this.#deps.store.getSession(session.id) ?? session;
   }
 
@@ -113,6 +118,20 @@ export class SessionRunner {
     return this.#deps.store.queued(sessionId);
   }
 
+  now(): number {
+    return this.#deps.now();
+  }
+
+  /** `userId` wrote to the bot, or clicked one of its cards, in the session's chat just now. */
+  noteInChat(sessionId: string, userId: string): void {
+    this.#deps.members?.note(sessionId, userId, this.#deps.now());
+  }
+
+  /** When `userId` was last seen in the session's chat, if ever. */
+  lastSeenInChat(sessionId: string, userId: string): number | undefined {
+    return this.#deps.members?.lastSeen(sessionId, userId);
+  }
+
   submit(input: {
     sessionId: string;
     senderId: string;
@@ -120,6 +139,7 @@ export class SessionRunner {
     source?: Record<string, unknown>;
   }): SubmitResult {
     const session = this.#requireSession(input.sessionId);
+    this.noteInChat(session.id, input.senderId);
     if (this.#active.has(session.id) || this.#stopping) {
       // Unbounded, a busy chat's queue grew without end and every message re-sent every queued card.
       const limit = this.#deps.maxQueued ?? DEFAULT_MAX_QUEUED;

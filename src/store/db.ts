@@ -115,13 +115,16 @@ export const MIGRATIONS: readonly string[] = [
     not_before  INTEGER NOT NULL,
     revoked_at  INTEGER NOT NULL
   );
-  -- Who has written to the bot in a session's chat: they may view its runs (harness/viewing.ts).
+  -- Who has written to the bot, or clicked one of its cards, in a session's chat, and when last: they may
+  -- view its runs (harness/access.ts). Seeded with everyone who started a run before this table existed.
   CREATE TABLE IF NOT EXISTS session_members (
-    session_id  TEXT NOT NULL,
-    user_id     TEXT NOT NULL,
-    joined_at   INTEGER NOT NULL,
+    session_id    TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    last_seen_at  INTEGER NOT NULL,
     PRIMARY KEY (session_id, user_id)
   );
+  INSERT OR IGNORE INTO session_members (session_id, user_id, last_seen_at)
+    SELECT session_id, sender_id, MAX(started_at) FROM runs GROUP BY session_id, sender_id;
   `,
 ];
 
