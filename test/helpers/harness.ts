@@ -37,6 +37,8 @@ export interface TestServerOptions {
   askTimeoutMs?: number;
   heartbeatIntervalMs?: number;
   wsLimits?: Partial<WsLimits>;
+  /** QUEUE_MAX: the runner's default (20) when absent. */
+  maxQueued?: number;
 }
 
 export interface ConnectOptions {
@@ -85,6 +87,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     authSecret: secret,
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
     ...(options.wsLimits ? { wsLimits: options.wsLimits } : {}),
+    ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
   });
   const { server } = createApp({ ...core, logger });
   await new Promise<void>((resolve, reject) => {

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { WebSocket } from "ws";
 import type { Agent } from "../../src/harness/agents/agent.ts";
-import { fullBucket, takeFrame } from "../../src/ws/limits.ts";
+import { DEFAULT_WS_LIMITS, fullBucket, takeFrame } from "../../src/ws/limits.ts";
 import { eventually, startRun, startTestServer, type TestServer } from "../helpers/harness.ts";
 import { PROPERTY_RUNS, record, until } from "./helpers/env.ts";
 
@@ -59,7 +59,8 @@ async function served(s: TestServer, userId: string, sessionId: string): Promise
 
 describe("a WebSocket client that floods and never reads", () => {
   it("is cut off with memory bounded, while other users are served", async () => {
-    server = await startTestServer({ agent: busyAgent });
+    // The session: 40 queued messages of 20 KB (QUEUE_MAX raised to allow them).
+    server = await startTestServer({ agent: busyAgent, maxQueued: 40 });
     const s = server;
     const target = busySession(s, MALLORY, 40, 20 * 1024);
     const aliceSession = busySession(s, ALICE, 0, 0);
@@ -110,6 +111,8 @@ describe("a WebSocket client that floods and never reads", () => {
     expect(peakGrowth, "memory grew without bound after the flood").toBeLessThan(MAX_RSS_GROWTH_BYTES);
     expect(s.core.hub.connectionCount(MALLORY)).toBe(0);
     expect(s.core.hub.droppedConnections().slowReader).toBeGreaterThanOrEqual(1);
+    // What waited unsent never passed the per-connection bound by more than the frame that crossed it.
+    expect(peakBuffered).toBeLessThan(DEFAULT_WS_LIMITS.maxBufferedBytes + 64 * 1024);
 
     // Alice's open connection and Bob's new one are served as usual.
     await alice.sync();
@@ -156,6 +159,29 @@ describe("one user opening 300 connections", () => {
       otherUserServedMs: bobMs,
     });
   }, 30_000);
+});
+
+describe("a connection subscribing to many sessions", () => {
+  it("is refused past the per-connection limit with too_many_subscriptions, keeping what it had", async () => {
+    server = await startTestServer({ agent: busyAgent, wsLimits: { maxSubscriptionsPerConnection: 2 } });
+    const sessions = [1, 2, 3].map(() => server?.createSession(ALICE).id ?? "");
+    const client = await server.connect(ALICE);
+    for (const sessionId of sessions) client.send({ type: "subscribe", sessionId });
+    await client.sync();
+    expect(client.received.filter((frame) => frame.type === "subscribed").map((f) => f.sessionId)).toEqual(
+      sessions.slice(0, 2),
+    );
+    const refused = client.pending("error");
+    expect(refused.map((frame) => frame.type === "error" && [frame.sessionId, frame.data.code])).toEqual([
+      [sessions[2], "too_many_subscriptions"],
+    ]);
+    // Unsubscribing makes room.
+    client.send({ type: "unsubscribe", sessionId: sessions[0] });
+    client.send({ type: "subscribe", sessionId: sessions[2] });
+    expect((await client.next("subscribed", (frame) => frame.sessionId === sessions[2])).sessionId).toBe(
+      sessions[2],
+    );
+  });
 });
 
 describe("a client that sends frames faster than the rate", () => {
