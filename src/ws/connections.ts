@@ -41,7 +41,7 @@ interface Entry {
 }
 
 const OPEN = 1;
-/** RFC 6455 §7.4.1: 1008 policy violation (the client broke a limit), 1013 try again later. */
+/** RFC 6455 §7.4.1: 1008 policy violation — the client broke a limit, or its token no longer holds. */
 const POLICY = 1008;
 
 export interface PoolDeps {
@@ -61,7 +61,7 @@ export class ConnectionPool {
   readonly #bySession = new Map<string, Set<Connection>>();
   readonly #entries = new Map<Connection, Entry>();
   #nextId = 1;
-  /** Connections closed for a limit, by reason: what an operator (and the reliability tests) can read. */
+  /** What the limits did so far: connections closed, by reason, and frames refused for the rate. */
   readonly dropped = { slowReader: 0, tooManyConnections: 0, rateLimitedFrames: 0 };
 
   constructor(deps: PoolDeps) {
