@@ -23,7 +23,7 @@ import type { SessionRunner } from "./runner.ts";
 export const VIEW_MEMBERSHIP_MS = 30 * 24 * 60 * 60 * 1000;
 
 export function canViewSession(
-  runner: Pick<SessionRunner, "getSession" | "currentRun" | "queued" | "lastSeenInChat" | "now">,
+  runner: Pick<SessionRunner, "getSession" | "currentRun" | "hasQueuedFrom" | "lastSeenInChat" | "now">,
   userId: string,
   sessionId: string,
 ): boolean {
@@ -36,5 +36,5 @@ export function canViewSession(
     return true;
   }
   if (runner.currentRun(sessionId)?.senderId === userId) return true;
-  return runner.queued(sessionId).some((queued) => queued.senderId === userId);
+  return runner.hasQueuedFrom(sessionId, userId);
 }

@@ -118,6 +118,16 @@ export class SessionRunner {
     return this.#deps.store.queued(sessionId);
   }
 
+  /** What a snapshot shows of the queue: the first `limit`, texts cut to `chars`, and how many wait in all. */
+  queuedPreview(sessionId: string, limit: number, chars: number) {
+    const { store } = this.#deps;
+    return { items: store.queuedPreview(sessionId, limit, chars), total: store.queuedCount(sessionId) };
+  }
+
+  hasQueuedFrom(sessionId: string, userId: string): boolean {
+    return this.#deps.store.hasQueuedFrom(sessionId, userId);
+  }
+
   now(): number {
     return this.#deps.now();
   }
@@ -143,7 +153,7 @@ export class SessionRunner {
     if (this.#active.has(session.id) || this.#stopping) {
       // Unbounded, a busy chat's queue grew without end and every message re-sent every queued card.
       const limit = this.#deps.maxQueued ?? DEFAULT_MAX_QUEUED;
-      if (this.#deps.store.queued(session.id).length >= limit) return { kind: "full", limit };
+      if (this.#deps.store.queuedCount(session.id) >= limit) return { kind: "full", limit };
       const queued: QueuedMessage = {
         id: this.#deps.newId(),
         sessionId: session.id,

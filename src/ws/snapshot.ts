@@ -15,23 +15,19 @@ export const SNAPSHOT_TEXT_MAX = 200;
 export const SNAPSHOT_INPUT_MAX = 2000;
 
 export function sessionSnapshot(
-  runner: Pick<SessionRunner, "activeRun" | "currentRun" | "queued">,
+  runner: Pick<SessionRunner, "activeRun" | "currentRun" | "queuedPreview">,
   sessionId: string,
 ): SessionSnapshot {
   const active = runner.activeRun(sessionId);
   const current = active ?? runner.currentRun(sessionId);
   const run = current ? { ...current, input: preview(current.input, SNAPSHOT_INPUT_MAX) } : null;
-  const queued = runner.queued(sessionId);
+  // One character more than shown, so a cut text is known to be cut; SQLite counts characters.
+  const queue = runner.queuedPreview(sessionId, SNAPSHOT_QUEUED_MAX, SNAPSHOT_TEXT_MAX + 1);
   return {
     active: active !== undefined,
     run,
-    queued: queued.slice(0, SNAPSHOT_QUEUED_MAX).map(({ id, senderId, text, createdAt }) => ({
-      id,
-      senderId,
-      text: preview(text, SNAPSHOT_TEXT_MAX),
-      createdAt,
-    })),
-    queuedCount: queued.length,
+    queued: queue.items.map((item) => ({ ...item, text: preview(item.text, SNAPSHOT_TEXT_MAX) })),
+    queuedCount: queue.total,
   };
 }
 
