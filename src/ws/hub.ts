@@ -113,7 +113,7 @@ export class WsHub implements AskSurface {
     return this.#pool.bufferedBytes();
   }
 
-  /** Connections closed for breaking a limit, by reason. */
+  /** What the limits did: connections closed, by reason, and frames refused for the rate. */
   droppedConnections(): Readonly<ConnectionPool["dropped"]> {
     return { ...this.#pool.dropped };
   }
