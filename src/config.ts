@@ -63,7 +63,15 @@ const envSchema = z.object({
     .enum(["on", "off", "true", "false", "1", "0"], { message: "FEISHU_ASK_PING accepts on or off" })
     .transform((value) => value === "on" || value === "true" || value === "1")
     .default(true),
-  AUTH_SECRET: optionalText.pipe(z.string().min(16, "AUTH_SECRET must be at least 16 characters").optional()),
+  // 32 characters: a secret that signs every user's token must not be guessable offline from one token.
+  AUTH_SECRET: optionalText.pipe(
+    z
+      .string()
+      .min(32, "AUTH_SECRET must be at least 32 characters (e.g. openssl rand -base64 32)")
+      .optional(),
+  ),
+  SIGNIN_TTL_HOURS: intFrom("SIGNIN_TTL_HOURS", 1, 24 * 30).default(12),
+  QUEUE_MAX: intFrom("QUEUE_MAX", 1, 1000).default(20),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -102,6 +110,10 @@ export interface Config {
   detailsLinks: boolean;
   /** Absent only in local mode, where main.ts generates and keeps one under DATA_DIR. */
   authSecret?: string;
+  /** How long a browser sign-in (the session page's cookie) lasts. */
+  signInTtlMs: number;
+  /** Messages that may wait behind a chat's running task; the next one is refused with a reply. */
+  queueMax: number;
 }
 
 /** Parse the environment. A bad value throws one ConfigError naming every bad variable and what it accepts. */
@@ -119,7 +131,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const mode = e.FEISHU_APP_ID ? "feishu" : "local";
   if (mode === "feishu") {
     if (!e.FEISHU_APP_SECRET) problems.push("  FEISHU_APP_SECRET: required when FEISHU_APP_ID is set");
-    if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 16 characters)");
+    if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 32 characters)");
     if (e.FEISHU_TRANSPORT === "webhook" && !e.FEISHU_ENCRYPT_KEY) {
       problems.push(
         "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)",
@@ -163,6 +175,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
     detailsLinks: mode === "local" || e.PUBLIC_URL !== undefined,
     authSecret: e.AUTH_SECRET,
+    signInTtlMs: e.SIGNIN_TTL_HOURS * 60 * 60 * 1000,
+    queueMax: e.QUEUE_MAX,
   };
 }
 

@@ -6,8 +6,11 @@ import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { recordAskAudit } from "./store/audit.ts";
 import type { Db } from "./store/db.ts";
+import { SessionMembers } from "./store/members.ts";
 import { Store } from "./store/repos.ts";
+import { SqliteTokenRevocations } from "./store/token-revocations.ts";
 import { WsHub } from "./ws/hub.ts";
+import type { WsLimits } from "./ws/limits.ts";
 
 export interface CoreOptions {
   db: Db;
@@ -19,6 +22,10 @@ export interface CoreOptions {
   now?: () => number;
   newId?: () => string;
   heartbeatIntervalMs?: number;
+  /** Queued messages per session at most (QUEUE_MAX); the runner's default when absent. */
+  maxQueued?: number;
+  /** Overrides of the WebSocket limits (ws/limits.ts). */
+  wsLimits?: Partial<WsLimits>;
   /** Surfaces besides the WebSocket hub (the Feishu channel adds its card later with `dispatcher.addSurface`). */
   surfaces?: AskSurface[];
 }
@@ -29,6 +36,7 @@ export interface Core {
   dispatcher: ToolDispatcher;
   runner: SessionRunner;
   hub: WsHub;
+  revocations: SqliteTokenRevocations;
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
@@ -54,16 +62,21 @@ export function createCore(options: CoreOptions): Core {
     newId,
     logger: options.logger.child({ module: "runner" }),
     onListenerError,
+    ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
+    members: new SessionMembers(options.db),
   });
+  const revocations = new SqliteTokenRevocations(options.db);
   const hub = new WsHub({
     registry,
     runner,
     authSecret: options.authSecret,
+    revocations,
     now,
     logger: options.logger.child({ module: "ws" }),
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+    ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
   recordAskAudit(options.db, registry, now);
-  return { store, registry, dispatcher, runner, hub };
+  return { store, registry, dispatcher, runner, hub, revocations };
 }

@@ -33,6 +33,7 @@ async function main(): Promise<void> {
     ...createAgentFromConfig(config, logger),
     askTimeoutMs: config.askTimeoutMs,
     authSecret,
+    maxQueued: config.queueMax,
   });
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point.
@@ -84,6 +85,8 @@ async function main(): Promise<void> {
       mountSessionPages(app, {
         runner: core.runner,
         authSecret,
+        revocations: core.revocations,
+        signInTtlMs: config.signInTtlMs,
         now: Date.now,
         logger,
         ...(local ? { localUsers: LOCAL_USERS } : {}),

@@ -36,6 +36,8 @@ export const zh = {
     unanswered: (index: number, header: string) => `第 ${index} 题「${header}」还没有回答`,
     cardGone: "这个任务的进度卡片已被撤回或删除，任务已停止，其中的问题也已失效。如需继续，请重新发送消息。",
     cardGoneError: "进度卡片已被撤回或删除",
+    queueFull: (limit: number) =>
+      `前面已有 ${limit} 条消息在排队，这条消息没有加入队列。请等前面的任务完成后再发送。`,
   },
   card: {
     status: {

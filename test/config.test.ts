@@ -33,7 +33,7 @@ describe("loadConfig", () => {
     const config = loadConfig({
       FEISHU_APP_ID: "cli_x",
       FEISHU_APP_SECRET: "s",
-      AUTH_SECRET: "0123456789abcdef",
+      AUTH_SECRET: "0123456789abcdef0123456789abcdef",
       FEISHU_DOMAIN: "http://127.0.0.1:9999",
       PUBLIC_URL: "https://bot.example.com/",
     });
@@ -52,7 +52,7 @@ describe("loadConfig", () => {
     [{ CARD_PATCH_INTERVAL_MS: "50" }, "CARD_PATCH_INTERVAL_MS must be at least 200"],
     [{ AGENT: "gpt" }, "AGENT"],
     [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL must be an absolute URL"],
-    [{ AUTH_SECRET: "short" }, "AUTH_SECRET must be at least 16 characters"],
+    [{ AUTH_SECRET: "short" }, "AUTH_SECRET must be at least 32 characters"],
     [{ FEISHU_ASK_PING: "sometimes" }, "FEISHU_ASK_PING accepts on or off"],
     [{ FEISHU_APP_ID: "cli_x" }, "FEISHU_APP_SECRET: required when FEISHU_APP_ID is set"],
     [{ FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s" }, "AUTH_SECRET: required in feishu mode"],
@@ -60,7 +60,7 @@ describe("loadConfig", () => {
       {
         FEISHU_APP_ID: "cli_x",
         FEISHU_APP_SECRET: "s",
-        AUTH_SECRET: "0123456789abcdef",
+        AUTH_SECRET: "0123456789abcdef0123456789abcdef",
         FEISHU_TRANSPORT: "webhook",
       },
       "FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook",

@@ -70,7 +70,7 @@ describe("npm start in feishu mode (webhook transport)", () => {
       FEISHU_DOMAIN: emulator.url,
       FEISHU_TRANSPORT: "webhook",
       FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
-      AUTH_SECRET: "main-process-test-secret",
+      AUTH_SECRET: "main-process-test-secret-0123456789",
       DEMO_STEP_MS: "10",
       CARD_PATCH_INTERVAL_MS: "200",
     });
@@ -126,7 +126,7 @@ describe("npm start in feishu mode (webhook transport)", () => {
         PATH: process.env.PATH ?? "",
         FEISHU_APP_ID: "cli_0123456789abcdef",
         FEISHU_APP_SECRET: "x",
-        AUTH_SECRET: "0123456789abcdef0123",
+        AUTH_SECRET: "0123456789abcdef0123456789abcdef",
         FEISHU_TRANSPORT: "webhook",
       },
       stdio: ["ignore", "pipe", "pipe"],

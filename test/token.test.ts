@@ -6,8 +6,13 @@ const NOW = 1_800_000_000_000;
 
 describe("user tokens", () => {
   it("round-trips a user id until it expires", () => {
-    const token = signToken(SECRET, "ou_a", NOW + 1000);
-    expect(verifyToken(SECRET, token, NOW)).toEqual({ ok: true, userId: "ou_a", expiresAt: NOW + 1000 });
+    const token = signToken(SECRET, "ou_a", NOW + 1000, NOW - 5);
+    expect(verifyToken(SECRET, token, NOW)).toEqual({
+      ok: true,
+      userId: "ou_a",
+      expiresAt: NOW + 1000,
+      issuedAt: NOW - 5,
+    });
     expect(verifyToken(SECRET, token, NOW + 1000)).toEqual({ ok: false, reason: "token expired" });
   });
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { findInvisible } from "./invisible.ts";
 
 /**
  * The `ask_user_questions` tool: its input and output, with the seed's limits
@@ -21,21 +22,45 @@ export const LIMITS = {
   maxCustomInputChars: 1000,
 } as const;
 
+/**
+ * Text a person reads on the form: NFC-normalized before any check (so "é" typed two ways is one label,
+ * and lengths count what is shown), then free of invisible and bidi control characters (asks/invisible.ts),
+ * which would make two options look alike or reverse what a label says.
+ */
+const visible = <T extends z.ZodString>(what: string, schema: T) =>
+  schema.superRefine((value, ctx) => {
+    const found = findInvisible(value);
+    if (found) {
+      ctx.addIssue({
+        code: "custom",
+        message: `${what} contains an invisible or bidirectional control character (${found}); remove it`,
+      });
+    }
+  });
+
 const text = (what: string, max: number) =>
-  z
-    .string({ error: `${what} must be a string` })
-    .trim()
-    .min(1, `${what} must not be empty`)
-    .max(max, `${what} must be at most ${max} characters`);
+  visible(
+    what,
+    z
+      .string({ error: `${what} must be a string` })
+      .trim()
+      .normalize("NFC")
+      .min(1, `${what} must not be empty`)
+      .max(max, `${what} must be at most ${max} characters`),
+  );
 
 export const optionSchema = z.strictObject({
   label: text("label", LIMITS.maxLabelChars).describe("Display text, 1-5 words"),
   description: text("description", LIMITS.maxDescriptionChars).describe(
     "Explanation of what this option means",
   ),
-  preview: z
-    .string({ error: "preview must be a string" })
-    .max(LIMITS.maxPreviewChars, `preview must be at most ${LIMITS.maxPreviewChars} characters`)
+  preview: visible(
+    "preview",
+    z
+      .string({ error: "preview must be a string" })
+      .normalize("NFC")
+      .max(LIMITS.maxPreviewChars, `preview must be at most ${LIMITS.maxPreviewChars} characters`),
+  )
     .optional()
     .describe("Optional preview content (mockups, code, diagrams)"),
 });
@@ -43,12 +68,7 @@ export const optionSchema = z.strictObject({
 export const questionSchema = z
   .strictObject({
     question: text("question", LIMITS.maxQuestionChars).describe("The complete question, ending with ?"),
-    header: z
-      .string({ error: "header must be a string" })
-      .trim()
-      .min(1, "header must not be empty")
-      .max(LIMITS.maxHeaderChars, `header must be at most ${LIMITS.maxHeaderChars} characters`)
-      .describe("Very short label, shown as chip/tag"),
+    header: text("header", LIMITS.maxHeaderChars).describe("Very short label, shown as chip/tag"),
     options: z
       .array(optionSchema, { error: "options must be an array" })
       .min(LIMITS.minOptions, `options must have at least ${LIMITS.minOptions} items`)

@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
+export const MIN_AUTH_SECRET_CHARS = 32;
+
 /**
  * The secret that signs user tokens. Feishu mode requires AUTH_SECRET; local mode makes one on first start
  * and keeps it in DATA_DIR, so `npm run token` and a restarted bot agree on it.
@@ -23,7 +25,8 @@ function keptSecret(dataDir: string, name: string): string {
   const file = path.join(dataDir, name);
   try {
     const existing = fs.readFileSync(file, "utf8").trim();
-    if (existing.length >= 16) return existing;
+    // A file from before the 32-character minimum is replaced (local mode only: its tokens were local too).
+    if (existing.length >= MIN_AUTH_SECRET_CHARS) return existing;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }

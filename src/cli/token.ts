@@ -4,6 +4,10 @@ import { personalLink } from "../auth/link.ts";
 import { resolveAuthSecret } from "../auth/secret.ts";
 import { loadConfig } from "../config.ts";
 import { describeError } from "../errors.ts";
+import { openDatabase } from "../store/db.ts";
+import { SqliteTokenRevocations } from "../store/token-revocations.ts";
+import { openDatabase } from "../store/db.ts";
+import { SqliteTokenRevocations } from "../store/token-revocations.ts";
 
 /**
  * `npm run token -- <open_id> [days]`: a sign-in link for the session pages and, on the last line, the bare
@@ -74,7 +78,35 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
   return output;
 }
 
+/**
+ * `npm run token -- --revoke <open_id>`: every token of that user issued until now stops working — page
+ * cookies, links and desktop tokens alike; a running bot refuses them at once and closes their open
+ * sockets at its next heartbeat. New tokens work again.
+ */
+function revoke(userId: string | undefined): void {
+  if (!userId) {
+    process.stderr.write("usage: npm run token -- --revoke <open_id>\n");
+    process.exit(2);
+  }
+  const config = loadConfig(process.env);
+  const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
+  try {
+    new SqliteTokenRevocations(db).revoke(userId, Date.now());
+  } finally {
+    db.close();
+  }
+  process.stdout.write(`revoked every token of ${userId} issued until ${new Date().toISOString()}\n`);
+}
+
 function main(): void {
+  if (process.argv[2] === "--revoke") {
+    try {
+      return revoke(process.argv[3]);
+    } catch (error) {
+      process.stderr.write(`${describeError(error)}\n`);
+      process.exit(1);
+    }
+  }
   try {
     const { lines } = tokenCli(process.argv.slice(2), process.env, Date.now());
     process.stdout.write(`${lines.join("\n")}\n`);

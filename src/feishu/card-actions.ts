@@ -40,6 +40,8 @@ export async function handleCardAction(
     return toast("warning", strings.feishu.unknownAction);
   }
   const operator = action.value.operatorOpenId;
+  // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
+  if (action.value.chatId) channel.noteChatMember(action.value.chatId, operator);
   const active = action.value.messageId ? channel.cardByMessage(action.value.messageId) : undefined;
   const release = active?.publisher?.hold();
   const result = await route(

@@ -192,6 +192,9 @@ export class FeishuChannel implements AskSurface {
           await this.#checkActiveCard(sessionId);
         })(),
       );
+    } else if (result.kind === "full") {
+      const limit = result.limit;
+      this.#track(this.#o.appLimiter(() => this.#replyText(message, strings.feishu.queueFull(limit))));
     }
   }
 
@@ -201,6 +204,12 @@ export class FeishuChannel implements AskSurface {
 
   async #replyText(message: InboundMessage, text: string): Promise<void> {
     await this.#o.messenger.sendText({ chatId: message.chatId }, text, { replyTo: message.messageId });
+  }
+
+  /** Someone clicked a card in `chatId`: if it is a group the bot has a session for, they are in it. */
+  noteChatMember(chatId: string, userId: string): void {
+    const sessionId = groupSessionId(this.#o.appId, chatId);
+    if (this.#o.runner.getSession(sessionId)) this.#o.runner.noteInChat(sessionId, userId);
   }
 
   #sessionFor(message: InboundMessage): SessionInfo {
@@ -217,7 +226,7 @@ export class FeishuChannel implements AskSurface {
       };
     }
     return {
-      id: `feishu-${appId}-group-${message.chatId}`,
+      id: groupSessionId(appId, message.chatId),
       channel: "feishu",
       chatType: "group",
       chatId: message.chatId,
@@ -570,4 +579,8 @@ async function withRetries<T>(send: () => Promise<T>, degrade: () => boolean, at
 
 function isTerminal(run: RunView): boolean {
   return run.status === "completed" || run.status === "failed" || run.status === "cancelled";
+}
+
+function groupSessionId(appId: string, chatId: string): string {
+  return `feishu-${appId}-group-${chatId}`;
 }

@@ -11,7 +11,8 @@ import type { FeishuMessenger } from "./messenger.ts";
 /**
  * The cards that answer messages which arrived while a task was running: posted when a message queues,
  * updated as its place in line changes, and retired when it starts or is withdrawn. The mapping lives in
- * SQLite so a restart keeps updating them.
+ * SQLite so a restart keeps updating them. A card is updated only when what it shows changed: re-sending
+ * every queued card on every change once made 60 queued messages cost 626 API calls.
  */
 export class QueuedCards {
   readonly #o: {
@@ -21,6 +22,8 @@ export class QueuedCards {
     appLimiter: Limiter;
     logger: Logger;
   };
+  /** The card each queued message shows now (as JSON), posted or patched; absent after a restart. */
+  readonly #shown = new Map<string, string>();
 
   constructor(options: {
     store: FeishuStore;
@@ -49,6 +52,7 @@ export class QueuedCards {
     const sent = await this.#o.appLimiter(() =>
       this.#o.messenger.replyCard(where.sourceMessageId, card, { uuid: `q-${queued.id}` }),
     );
+    this.#shown.set(queued.id, JSON.stringify(card));
     this.#o.store.saveQueuedCard({
       queueId: queued.id,
       sessionId: queued.sessionId,
@@ -70,6 +74,7 @@ export class QueuedCards {
   ): Promise<void> {
     await this.#patch(queueId, { ...message, id: queueId }, 1, "started");
     this.#o.store.deleteQueuedCard(queueId);
+    this.#shown.delete(queueId);
   }
 
   /** The card a callback answers with, for a message still in line (or just withdrawn). */
@@ -81,7 +86,7 @@ export class QueuedCards {
     const row = this.#o.store.queuedCard(queueId);
     if (!row) return undefined;
     const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
-    return buildQueuedCard({
+    const card = buildQueuedCard({
       sessionId: row.sessionId,
       queueId,
       senderId: message.senderId,
@@ -89,10 +94,14 @@ export class QueuedCards {
       position: Math.max(1, index + 1),
       state,
     });
+    // The callback's answer replaces the card: the reorder that follows need not send it again.
+    if (state === "queued") this.#shown.set(queueId, JSON.stringify(card));
+    return card;
   }
 
   forget(queueId: string): void {
     this.#o.store.deleteQueuedCard(queueId);
+    this.#shown.delete(queueId);
   }
 
   async #patch(
@@ -111,9 +120,14 @@ export class QueuedCards {
       position,
       state,
     });
+    const json = JSON.stringify(card);
+    if (this.#shown.get(queueId) === json) return;
+    // Recorded before the call, so a second change meanwhile compares against what is on its way.
+    this.#shown.set(queueId, json);
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(row.messageId, card));
     } catch (error) {
+      if (this.#shown.get(queueId) === json) this.#shown.delete(queueId);
       this.#o.logger.warn({ err: describeError(error), queueId }, "queued card update failed");
     }
   }

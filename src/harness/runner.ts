@@ -3,6 +3,7 @@ import { ASK_ERRORS, summarizeToolResult } from "../asks/summary.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isStorageError } from "../store/db.ts";
+import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
 import { strings } from "../strings.ts";
 import { Emitter } from "../util/emitter.ts";
@@ -15,9 +16,14 @@ import type { HistoryMessage, QueuedMessage, RunView, SessionInfo, Step } from "
 /** Steps kept per run: enough for any card (which shows far fewer) without growing without bound. */
 export const MAX_STEPS_KEPT = 200;
 
+/** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
+export const DEFAULT_MAX_QUEUED = 20;
+
 export type SubmitResult =
   | { kind: "started"; run: RunView }
-  | { kind: "queued"; queued: QueuedMessage; position: number };
+  | { kind: "queued"; queued: QueuedMessage; position: number }
+  /** The session's queue is at its limit; the message was not kept. */
+  | { kind: "full"; limit: number };
 
 export type ActionResult<T = object> =
   | ({ ok: true } & T)
@@ -44,6 +50,10 @@ export interface RunnerDeps {
   newId: () => string;
   logger: Logger;
   onListenerError: (error: unknown, event: string) => void;
+  /** Queued messages per session at most (DEFAULT_MAX_QUEUED): a full queue refuses the next message. */
+  maxQueued?: number;
+  /** Who has been seen in each session's chat (the viewing rule, access.ts); nobody is when absent. */
+  members?: SessionMembers;
 }
 
 /** A run's state that could not be written is retried at this pace, off the caller's path. */
@@ -103,8 +113,10 @@ export class SessionRunner {
     return this.#events.on(event, listener);
   }
 
+  /** `session.ownerId` is whoever the session is opened for now (a chat's sender): they are seen in its chat. */
   ensureSession(session: SessionInfo): SessionInfo {
     this.#deps.store.upsertSession(session);
+    this.noteInChat(session.id, session.ownerId);
     return this.#deps.store.getSession(session.id) ?? session;
   }
 
@@ -137,6 +149,30 @@ export class SessionRunner {
 
   queued(sessionId: string): QueuedMessage[] {
     return this.#deps.store.queued(sessionId);
+  }
+
+  /** What a snapshot shows of the queue: the first `limit`, texts cut to `chars`, and how many wait in all. */
+  queuedPreview(sessionId: string, limit: number, chars: number) {
+    const { store } = this.#deps;
+    return { items: store.queuedPreview(sessionId, limit, chars), total: store.queuedCount(sessionId) };
+  }
+
+  hasQueuedFrom(sessionId: string, userId: string): boolean {
+    return this.#deps.store.hasQueuedFrom(sessionId, userId);
+  }
+
+  now(): number {
+    return this.#deps.now();
+  }
+
+  /** `userId` wrote to the bot, or clicked one of its cards, in the session's chat just now. */
+  noteInChat(sessionId: string, userId: string): void {
+    this.#deps.members?.note(sessionId, userId, this.#deps.now());
+  }
+
+  /** When `userId` was last seen in the session's chat, if ever. */
+  lastSeenInChat(sessionId: string, userId: string): number | undefined {
+    return this.#deps.members?.lastSeen(sessionId, userId);
   }
 
   submit(input: {
@@ -176,7 +212,11 @@ export class SessionRunner {
       if (!claim()) return undefined;
       if (upsert) store.upsertSession(given);
       const session = upsert ? (store.getSession(given.id) ?? given) : given;
+      this.noteInChat(session.id, input.senderId);
       if (this.#active.has(session.id) || this.#stopping) {
+        // Unbounded, a busy chat's queue grew without end and every message re-sent every queued card.
+        const limit = this.#deps.maxQueued ?? DEFAULT_MAX_QUEUED;
+        if (store.queuedCount(session.id) >= limit) return { kind: "full" as const, limit };
         const queued: QueuedMessage = {
           id: this.#deps.newId(),
           sessionId: session.id,
@@ -194,6 +234,7 @@ export class SessionRunner {
       };
     });
     if (!planned) return undefined;
+    if (planned.kind === "full") return planned;
     if (planned.kind === "queued") {
       this.#emitQueue(planned.session.id);
       return { kind: "queued", queued: planned.queued, position: planned.position };

@@ -115,6 +115,24 @@ export const MIGRATIONS: readonly string[] = [
     sent_at  INTEGER NOT NULL
   );
   `,
+  `
+  -- Revoking a user's tokens: every token issued before not_before is refused (npm run token -- --revoke).
+  CREATE TABLE IF NOT EXISTS token_revocations (
+    user_id     TEXT PRIMARY KEY,
+    not_before  INTEGER NOT NULL,
+    revoked_at  INTEGER NOT NULL
+  );
+  -- Who has written to the bot, or clicked one of its cards, in a session's chat, and when last: they may
+  -- view its runs (harness/access.ts). Seeded with everyone who started a run before this table existed.
+  CREATE TABLE IF NOT EXISTS session_members (
+    session_id    TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    last_seen_at  INTEGER NOT NULL,
+    PRIMARY KEY (session_id, user_id)
+  );
+  INSERT OR IGNORE INTO session_members (session_id, user_id, last_seen_at)
+    SELECT session_id, sender_id, MAX(started_at) FROM runs GROUP BY session_id, sender_id;
+  `,
 ];
 
 /**

@@ -61,6 +61,13 @@ interface MessageRow {
   summary: string | null;
 }
 
+interface QueuePreviewRow {
+  id: string;
+  sender_id: string;
+  text: string;
+  created_at: number;
+}
+
 interface QueueRow {
   id: string;
   session_id: string;
@@ -139,6 +146,19 @@ function prepareStatements(db: Db) {
       setSeq: db.prepare("UPDATE queued_messages SET seq = ? WHERE id = ?"),
       remove: db.prepare("DELETE FROM queued_messages WHERE id = ?"),
       sessions: db.prepare<[], string>("SELECT DISTINCT session_id FROM queued_messages").pluck(),
+      // Snapshots and the queue cap read these on every subscribe and message: never the whole texts.
+      preview: db.prepare<[number, string, number], QueuePreviewRow>(
+        `SELECT id, sender_id, substr(text, 1, ?) AS text, created_at FROM queued_messages
+         WHERE session_id = ? ORDER BY seq LIMIT ?`,
+      ),
+      count: db
+        .prepare<[string], number>("SELECT COUNT(*) FROM queued_messages WHERE session_id = ?")
+        .pluck(),
+      hasFrom: db
+        .prepare<[string, string], number>(
+          "SELECT 1 FROM queued_messages WHERE session_id = ? AND sender_id = ? LIMIT 1",
+        )
+        .pluck(),
     },
   };
 }
@@ -289,6 +309,28 @@ export class Store {
 
   queued(sessionId: string): QueuedMessage[] {
     return this.#sql.queue.ofSession.all(sessionId).map(queuedFromRow);
+  }
+
+  /** The first `limit` queued messages of a session, their text cut to `chars` characters. */
+  queuedPreview(
+    sessionId: string,
+    limit: number,
+    chars: number,
+  ): Pick<QueuedMessage, "id" | "senderId" | "text" | "createdAt">[] {
+    return this.#sql.queue.preview.all(chars, sessionId, limit).map((row) => ({
+      id: row.id,
+      senderId: row.sender_id,
+      text: row.text,
+      createdAt: row.created_at,
+    }));
+  }
+
+  queuedCount(sessionId: string): number {
+    return this.#sql.queue.count.get(sessionId) ?? 0;
+  }
+
+  hasQueuedFrom(sessionId: string, senderId: string): boolean {
+    return this.#sql.queue.hasFrom.get(sessionId, senderId) !== undefined;
   }
 
   getQueued(id: string): QueuedMessage | undefined {

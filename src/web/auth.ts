@@ -1,7 +1,8 @@
 import type express from "express";
 import type { Request, Response } from "express";
-import { DEFAULT_TOKEN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
+import { DEFAULT_SIGNIN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
 import type { Logger } from "../logger.ts";
+import type { TokenRevocations } from "../store/token-revocations.ts";
 import { readCookie, SESSION_COOKIE, sameOrigin, sessionCookie } from "./cookie.ts";
 
 /**
@@ -22,6 +23,10 @@ export interface AuthOptions {
   logger: Logger;
   /** Present only in local mode: the users one may sign in as without Feishu. */
   localUsers?: LocalUser[];
+  /** Tokens issued before a user's revocation are refused (store/token-revocations.ts). */
+  revocations?: TokenRevocations;
+  /** How long a browser sign-in lasts (SIGNIN_TTL_HOURS); DEFAULT_SIGNIN_TTL_MS when absent. */
+  signInTtlMs?: number;
 }
 
 /** How a signed-out page can sign in: the local users to pick from, or "use the bot's personal link". */
@@ -31,11 +36,12 @@ const MAX_NEXT_CHARS = 2000;
 
 export function mountAuth(app: express.Express, options: AuthOptions): void {
   const log = options.logger.child({ module: "web-auth" });
+  const signInTtlMs = options.signInTtlMs ?? DEFAULT_SIGNIN_TTL_MS;
 
   app.get("/auth/link", (req, res) => {
     const token = queryParam(req, "token");
     const check = token
-      ? verifyToken(options.authSecret, token, options.now())
+      ? verifyToken(options.authSecret, token, options.now(), options.revocations)
       : { ok: false as const, reason: "no token" };
     if (!check.ok) {
       log.info({ reason: check.reason }, "sign-in link refused");
@@ -46,7 +52,10 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
       });
     }
     log.info({ userId: check.userId }, "signed in with a personal link");
-    signIn(req, res, token ?? "", check.expiresAt - options.now());
+    // The cookie gets a token of its own, for a browser's lifetime: the link's may last far longer.
+    const expiresAt = Math.min(check.expiresAt, options.now() + signInTtlMs);
+    const cookieToken = signToken(options.authSecret, check.userId, expiresAt, options.now());
+    signIn(req, res, cookieToken, expiresAt - options.now());
   });
 
   if (options.localUsers) {
@@ -60,8 +69,8 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
         });
       }
       log.info({ userId: user.openId }, "signed in as a local user");
-      const token = signToken(options.authSecret, user.openId, options.now() + DEFAULT_TOKEN_TTL_MS);
-      signIn(req, res, token, DEFAULT_TOKEN_TTL_MS);
+      const token = signToken(options.authSecret, user.openId, options.now() + signInTtlMs, options.now());
+      signIn(req, res, token, signInTtlMs);
     });
   }
 
@@ -108,10 +117,13 @@ export function findLocalUser(users: readonly LocalUser[], given: string | undef
 }
 
 /** The signed-in user of a request (from the `fpb_session` cookie), or undefined. */
-export function viewerOf(req: Request, options: Pick<AuthOptions, "authSecret" | "now">): string | undefined {
+export function viewerOf(
+  req: Request,
+  options: Pick<AuthOptions, "authSecret" | "now" | "revocations">,
+): string | undefined {
   const token = readCookie(req.headers.cookie, SESSION_COOKIE);
   if (!token) return undefined;
-  const check = verifyToken(options.authSecret, token, options.now());
+  const check = verifyToken(options.authSecret, token, options.now(), options.revocations);
   return check.ok ? check.userId : undefined;
 }
 

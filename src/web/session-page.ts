@@ -4,6 +4,7 @@ import type { Response } from "express";
 import { canViewSession } from "../harness/access.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
+import type { TokenRevocations } from "../store/token-revocations.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { mountRunApi } from "./runs.ts";
 import { MARKDOWN_IT_FILE, markdownItBundle } from "./vendor.ts";
@@ -22,6 +23,8 @@ export interface SessionPageOptions {
   logger: Logger;
   /** Present only in local mode: the users one may sign in as without Feishu. */
   localUsers?: LocalUser[];
+  revocations?: TokenRevocations;
+  signInTtlMs?: number;
 }
 
 interface Asset {

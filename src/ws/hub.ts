@@ -1,53 +1,46 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
-import { type WebSocket, WebSocketServer } from "ws";
+import { WebSocketServer } from "ws";
 import { checkAnswers } from "../asks/answers.ts";
-import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import { verifyToken } from "../auth/token.ts";
 import { describeError } from "../errors.ts";
 import { canViewSession } from "../harness/access.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
-import { readCookie, sameOrigin } from "../web/cookie.ts";
+import type { TokenRevocations } from "../store/token-revocations.ts";
+import { sameOrigin } from "../web/cookie.ts";
+import { type Connection, ConnectionPool } from "./connections.ts";
+import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
 import {
   askFrame,
   type ClientFrame,
+  cancelledFrame,
   type ErrorCode,
   MAX_FRAME_BYTES,
   parseClientFrame,
   type ServerFrame,
-  type SessionSnapshot,
 } from "./protocol.ts";
+import { sessionSnapshot } from "./snapshot.ts";
+import { credential, refuse } from "./upgrade.ts";
 
-/** The part of a WebSocket the hub uses; tests and other transports can satisfy it. */
-export interface HubSocket {
-  send(data: string): void;
-  close(code?: number, reason?: string): void;
-  readonly readyState: number;
-}
-
-interface Connection {
-  id: number;
-  userId: string;
-  socket: HubSocket;
-  /** The sessions this connection is subscribed to; mirrored by `WsHub#bySession`. */
-  subscriptions: Set<string>;
-  /** Set once its socket has closed: a closed connection is in no index and never re-enters one. */
-  closed: boolean;
-}
+export type { HubSocket } from "./connections.ts";
 
 export interface HubDeps {
   registry: AskRegistry;
   runner: SessionRunner;
   authSecret: string;
+  /** Revoked tokens are refused at the upgrade, and open connections using one close at the next heartbeat. */
+  revocations?: TokenRevocations;
   now: () => number;
   logger: Logger;
   heartbeatIntervalMs?: number;
+  /** Overrides of DEFAULT_WS_LIMITS (tests use small ones). */
+  limits?: Partial<WsLimits>;
 }
 
 export const WS_PATH = "/ws";
-const OPEN = 1;
 
 /**
  * The WebSocket hub (DESIGN §7). Authenticated connections, grouped by user. It is also an ask surface:
@@ -58,19 +51,22 @@ const OPEN = 1;
 export class WsHub implements AskSurface {
   readonly name = "websocket";
   readonly #deps: HubDeps;
-  readonly #byUser = new Map<string, Set<Connection>>();
-  /** Open connections by the sessions they are subscribed to; a session with none has no entry. */
-  readonly #bySession = new Map<string, Set<Connection>>();
+  readonly #pool: ConnectionPool;
   readonly #wss: WebSocketServer;
   readonly #unsubscribe: (() => void)[] = [];
   readonly #heartbeat: ReturnType<typeof setInterval>;
-  readonly #alive = new WeakMap<WebSocket, boolean>();
-  #nextId = 1;
   /** Set only while `registry.complete` runs for an answer from this hub. */
   #answering: { requestId: string; connection: Connection } | undefined;
 
   constructor(deps: HubDeps) {
     this.#deps = deps;
+    this.#pool = new ConnectionPool({
+      limits: { ...DEFAULT_WS_LIMITS, ...deps.limits },
+      logger: deps.logger,
+      onFrame: (connection, text) => this.#onFrame(connection, text),
+      onRateLimited: (connection) =>
+        this.#error(connection, null, "rate_limited", "too many frames; slow down and send again"),
+    });
     // ws closes the socket (1009) above maxPayload; below it, our own 1 MiB check answers with an error frame.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
     this.#unsubscribe.push(
@@ -91,23 +87,35 @@ export class WsHub implements AskSurface {
       deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
     );
-    this.#heartbeat = setInterval(() => this.#beat(), deps.heartbeatIntervalMs ?? 30_000);
+    this.#heartbeat = setInterval(
+      () => this.#pool.beat((connection) => this.#tokenHolds(connection)),
+      deps.heartbeatIntervalMs ?? 30_000,
+    );
     this.#heartbeat.unref();
   }
 
   canReach(target: { userId: string }): boolean {
-    return (this.#byUser.get(target.userId)?.size ?? 0) > 0;
+    return this.#pool.countFor(target.userId) > 0;
   }
 
-  connectionCount(): number {
-    let count = 0;
-    for (const set of this.#byUser.values()) count += set.size;
-    return count;
+  /** Open connections: all of them, or one user's. */
+  connectionCount(userId?: string): number {
+    return userId === undefined ? this.#pool.count() : this.#pool.countFor(userId);
   }
 
   /** How many sessions at least one open connection is subscribed to. */
   subscribedSessionCount(): number {
-    return this.#bySession.size;
+    return this.#pool.sessionCount();
+  }
+
+  /** Bytes queued to clients and not yet written to the network (bounded per connection by the limits). */
+  bufferedBytes(): number {
+    return this.#pool.bufferedBytes();
+  }
+
+  /** What the limits did: connections closed, by reason, and frames refused for the rate. */
+  droppedConnections(): Readonly<ConnectionPool["dropped"]> {
+    return { ...this.#pool.dropped };
   }
 
   /**
@@ -127,61 +135,41 @@ export class WsHub implements AskSurface {
         return refuse(socket, 403, "Forbidden");
       }
       const check = token
-        ? verifyToken(this.#deps.authSecret, token, this.#deps.now())
+        ? verifyToken(this.#deps.authSecret, token, this.#deps.now(), this.#deps.revocations)
         : { ok: false as const, reason: "no token" };
       if (!check.ok) {
         this.#deps.logger.info({ reason: check.reason, via }, "websocket refused");
         return refuse(socket, 401, "Unauthorized");
       }
-      this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, check.userId));
+      this.#wss.handleUpgrade(request, socket, head, (ws) =>
+        this.#pool.accept(ws, check.userId, { issuedAt: check.issuedAt, expiresAt: check.expiresAt }),
+      );
     });
   }
 
   async close(): Promise<void> {
     clearInterval(this.#heartbeat);
     for (const off of this.#unsubscribe) off();
+    this.#pool.terminateAll();
     for (const client of this.#wss.clients) client.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
   }
 
-  #accept(ws: WebSocket, userId: string): void {
-    const connection: Connection = {
-      id: this.#nextId++,
-      userId,
-      socket: ws,
-      subscriptions: new Set(),
-      closed: false,
-    };
-    let set = this.#byUser.get(userId);
-    if (!set) {
-      set = new Set();
-      this.#byUser.set(userId, set);
+  #tokenHolds(connection: Connection): boolean {
+    if (connection.token.expiresAt <= this.#deps.now()) return false;
+    const notBefore = this.#deps.revocations?.notBefore(connection.userId);
+    return notBefore === undefined || connection.token.issuedAt >= notBefore;
+  }
+
+  #onFrame(connection: Connection, text: string | null): void {
+    if (text === null)
+      return this.#error(connection, null, "bad_frame", "binary frames are not supported; send JSON text");
+    try {
+      this.#handle(connection, text);
+    } catch (error) {
+      this.#deps.logger.error({ err: error, userId: connection.userId }, "websocket frame handling failed");
+      this.#error(connection, null, "bad_frame", `could not handle frame: ${describeError(error)}`);
     }
-    set.add(connection);
-    this.#alive.set(ws, true);
-    ws.on("pong", () => this.#alive.set(ws, true));
-    ws.on("message", (data, isBinary) => {
-      if (isBinary)
-        return this.#error(connection, null, "bad_frame", "binary frames are not supported; send JSON text");
-      const text = Array.isArray(data)
-        ? Buffer.concat(data).toString("utf8")
-        : Buffer.from(data as ArrayBuffer).toString("utf8");
-      try {
-        this.#handle(connection, text);
-      } catch (error) {
-        this.#deps.logger.error({ err: error, userId }, "websocket frame handling failed");
-        this.#error(connection, null, "bad_frame", `could not handle frame: ${describeError(error)}`);
-      }
-    });
-    ws.on("error", (error) => this.#deps.logger.debug({ err: error, userId }, "websocket error"));
-    ws.on("close", () => {
-      // A disconnect never fails an ask (resume seed D1): the user may come back and answer.
-      connection.closed = true;
-      set.delete(connection);
-      if (set.size === 0) this.#byUser.delete(userId);
-      for (const sessionId of connection.subscriptions) this.#removeSubscriber(connection, sessionId);
-      connection.subscriptions.clear();
-    });
   }
 
   #handle(connection: Connection, text: string): void {
@@ -194,9 +182,7 @@ export class WsHub implements AskSurface {
       case "subscribe":
         return this.#subscribe(connection, frame.sessionId);
       case "unsubscribe":
-        connection.subscriptions.delete(frame.sessionId);
-        this.#removeSubscriber(connection, frame.sessionId);
-        return;
+        return this.#pool.unsubscribe(connection, frame.sessionId);
       case "ask_user_questions_result":
         return this.#answer(connection, frame.sessionId, frame.data.requestId, frame.data.answers);
       case "cancel":
@@ -209,11 +195,22 @@ export class WsHub implements AskSurface {
     if (!this.#canView(connection.userId, sessionId)) {
       return this.#error(connection, sessionId, "forbidden", "you may not view this session");
     }
-    this.#addSubscriber(connection, sessionId);
+    if (!this.#pool.subscribe(connection, sessionId)) {
+      return this.#error(
+        connection,
+        sessionId,
+        "too_many_subscriptions",
+        "this connection is subscribed to too many sessions; unsubscribe from one first",
+      );
+    }
     const active = this.#deps.runner.activeRun(sessionId);
     const canAnswer = active?.senderId === connection.userId;
     this.#send(connection, { type: "subscribed", sessionId, data: { canAnswer } });
-    this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
+    this.#send(connection, {
+      type: "session_snapshot",
+      sessionId,
+      data: sessionSnapshot(this.#deps.runner, sessionId),
+    });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
       // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
       this.#send(connection, askFrame(ask));
@@ -292,55 +289,26 @@ export class WsHub implements AskSurface {
     return canViewSession(this.#deps.runner, userId, sessionId);
   }
 
-  #snapshot(sessionId: string): SessionSnapshot {
-    const active = this.#deps.runner.activeRun(sessionId);
-    const run = active ?? this.#deps.runner.currentRun(sessionId) ?? null;
-    return {
-      active: active !== undefined,
-      run,
-      queued: this.#deps.runner
-        .queued(sessionId)
-        .map(({ id, senderId, text, createdAt }) => ({ id, senderId, text, createdAt })),
-    };
-  }
-
   /**
    * Every connection of the answerer (subscribed or not, like the seed's send(userId)), and every other
    * connection subscribed to the session, which may view it read-only.
    */
   #sendAround(ask: PendingAsk, frame: ServerFrame): void {
     this.#sendToUser(ask.answererId, frame);
-    for (const connection of this.#bySession.get(ask.sessionId) ?? [])
+    for (const connection of this.#pool.subscribers(ask.sessionId) ?? [])
       if (connection.userId !== ask.answererId) this.#send(connection, frame);
   }
 
   #sendToUser(userId: string, frame: ServerFrame): void {
-    for (const connection of this.#byUser.get(userId) ?? []) this.#send(connection, frame);
+    for (const connection of this.#pool.ofUser(userId)) this.#send(connection, frame);
   }
 
   #sendToSubscribers(sessionId: string): void {
-    const subscribers = this.#bySession.get(sessionId);
+    const subscribers = this.#pool.subscribers(sessionId);
     if (!subscribers) return;
-    const snapshot = this.#snapshot(sessionId);
+    const snapshot = sessionSnapshot(this.#deps.runner, sessionId);
     for (const connection of subscribers)
       this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
-  }
-
-  #addSubscriber(connection: Connection, sessionId: string): void {
-    if (connection.closed) return;
-    connection.subscriptions.add(sessionId);
-    let set = this.#bySession.get(sessionId);
-    if (!set) {
-      set = new Set();
-      this.#bySession.set(sessionId, set);
-    }
-    set.add(connection);
-  }
-
-  #removeSubscriber(connection: Connection, sessionId: string): void {
-    const set = this.#bySession.get(sessionId);
-    if (!set?.delete(connection)) return;
-    if (set.size === 0) this.#bySession.delete(sessionId);
   }
 
   #error(
@@ -358,61 +326,6 @@ export class WsHub implements AskSurface {
   }
 
   #send(connection: Connection, frame: ServerFrame): void {
-    if (connection.socket.readyState !== OPEN) return;
-    try {
-      connection.socket.send(JSON.stringify(frame));
-    } catch (error) {
-      this.#deps.logger.debug({ err: error, userId: connection.userId }, "websocket send failed");
-    }
+    this.#pool.send(connection, frame);
   }
-
-  #beat(): void {
-    for (const ws of this.#wss.clients) {
-      if (this.#alive.get(ws) === false) {
-        ws.terminate();
-        continue;
-      }
-      this.#alive.set(ws, false);
-      ws.ping();
-    }
-  }
-}
-
-function cancelledFrame(ask: PendingAsk, outcome: AskOutcome): ServerFrame {
-  const reason =
-    outcome.kind === "answered"
-      ? `answered via ${outcome.surface}`
-      : outcome.kind === "timeout"
-        ? "timeout"
-        : outcome.reason;
-  return {
-    type: "ask_user_questions_cancelled",
-    sessionId: ask.sessionId,
-    data: { requestId: ask.requestId, reason },
-  };
-}
-
-/** The token an upgrade carries: `?token=`, else `Authorization: Bearer`, else the sign-in cookie. */
-function credential(
-  request: IncomingMessage,
-  url: URL,
-): { token: string | null; via: "query" | "bearer" | "cookie" | "none" } {
-  const query = url.searchParams.get("token");
-  if (query) return { token: query, via: "query" };
-  const header = bearer(request.headers.authorization);
-  if (header) return { token: header, via: "bearer" };
-  const cookie = readCookie(request.headers.cookie);
-  if (cookie) return { token: cookie, via: "cookie" };
-  return { token: null, via: "none" };
-}
-
-function bearer(header: string | undefined): string | null {
-  const match = header?.match(/^Bearer\s+(\S+)$/i);
-  return match?.[1] ?? null;
-}
-
-function refuse(socket: Duplex, status: number, text: string): void {
-  socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\n\r\n${text}`,
-  );
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { PendingAsk } from "../asks/registry.ts";
+import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { QueuedMessage, RunView } from "../harness/types.ts";
 
 /**
@@ -33,7 +33,9 @@ export type ErrorCode =
   | "not_found"
   | "invalid_answers"
   | "stale_request"
-  | "not_running";
+  | "not_running"
+  | "too_many_subscriptions"
+  | "rate_limited";
 
 export type ServerFrame =
   | {
@@ -61,7 +63,9 @@ export type ServerFrame =
 export interface SessionSnapshot {
   active: boolean;
   run: RunView | null;
+  /** The first queued messages, their text cut to a preview (ws/snapshot.ts); `queuedCount` counts them all. */
   queued: Pick<QueuedMessage, "id" | "senderId" | "text" | "createdAt">[];
+  queuedCount: number;
 }
 
 export function askFrame(ask: PendingAsk): ServerFrame {
@@ -74,6 +78,20 @@ export function askFrame(ask: PendingAsk): ServerFrame {
       metadata: ask.metadata ?? {},
       expiresAt: ask.expiresAt,
     },
+  };
+}
+
+export function cancelledFrame(ask: PendingAsk, outcome: AskOutcome): ServerFrame {
+  const reason =
+    outcome.kind === "answered"
+      ? `answered via ${outcome.surface}`
+      : outcome.kind === "timeout"
+        ? "timeout"
+        : outcome.reason;
+  return {
+    type: "ask_user_questions_cancelled",
+    sessionId: ask.sessionId,
+    data: { requestId: ask.requestId, reason },
   };
 }
 

@@ -13,6 +13,7 @@ import type { ToolImpl } from "../../src/harness/dispatcher.ts";
 import { type RunView, type SessionInfo, TERMINAL_STATUSES } from "../../src/harness/types.ts";
 import { createLogger } from "../../src/logger.ts";
 import { type Db, openDatabase } from "../../src/store/db.ts";
+import type { WsLimits } from "../../src/ws/limits.ts";
 import type { ServerFrame } from "../../src/ws/protocol.ts";
 import { sampleAsk } from "../fixtures.ts";
 
@@ -35,6 +36,9 @@ export interface TestServerOptions {
   /** Defaults to 60 s: long enough that no test sees a timeout it did not ask for. */
   askTimeoutMs?: number;
   heartbeatIntervalMs?: number;
+  wsLimits?: Partial<WsLimits>;
+  /** QUEUE_MAX: the runner's default (20) when absent. */
+  maxQueued?: number;
 }
 
 export interface ConnectOptions {
@@ -82,6 +86,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     askTimeoutMs: options.askTimeoutMs ?? 60_000,
     authSecret: secret,
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
+    ...(options.wsLimits ? { wsLimits: options.wsLimits } : {}),
+    ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
   });
   const { server } = createApp({ ...core, logger });
   await new Promise<void>((resolve, reject) => {

@@ -451,7 +451,7 @@ function onSnapshot(snapshot) {
   renderOlderRun(live);
   if (run && !page.history.some((entry) => entry.id === run.id && entry.status === run.status))
     void loadHistory();
-  renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : []);
+  renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : [], snapshot.queuedCount);
   renderStatus();
 }
 
@@ -534,16 +534,23 @@ function renderHistory() {
   );
 }
 
-function renderQueue(queued) {
+function renderQueue(queued, total) {
   byTestId("queue").hidden = queued.length === 0;
-  byTestId("queue-list").replaceChildren(
-    ...queued.map((message) => {
-      const item = document.createElement("li");
-      item.dataset.testid = "queued-message";
-      item.textContent = oneLine(message.text ?? "", 120);
-      return item;
-    }),
-  );
+  const items = queued.map((message) => {
+    const item = document.createElement("li");
+    item.dataset.testid = "queued-message";
+    item.textContent = oneLine(message.text ?? "", 120);
+    return item;
+  });
+  // The snapshot lists the first few queued messages only (ws/snapshot.ts); say how many more wait.
+  const more = typeof total === "number" ? total - queued.length : 0;
+  if (more > 0) {
+    const item = document.createElement("li");
+    item.dataset.testid = "queued-more";
+    item.textContent = `还有 ${more} 条消息在排队`;
+    items.push(item);
+  }
+  byTestId("queue-list").replaceChildren(...items);
 }
 
 function oneLine(text, max) {

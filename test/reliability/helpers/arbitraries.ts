@@ -7,12 +7,21 @@ import type { AskInput, AskQuestion } from "../../../src/asks/schema.ts";
  * written from DESIGN §6 and the README, not from the code.
  */
 
-/** Text that survives the schema's trim: 1..max UTF-16 units, no surrounding whitespace. */
+/**
+ * Characters a person cannot see (format characters and blank fillers): a valid ask has none (issue 14
+ * item 9). Written here from the Unicode categories, not taken from src/asks/invisible.ts.
+ */
+const INVISIBLE = /\p{Cf}|\u034F|\u17B4|\u17B5|[\u115F\u1160\u2800\u3164\uFFA0]/u;
+
+/**
+ * Text that survives the schema unchanged: NFC already, no surrounding whitespace, nothing invisible,
+ * 1..max UTF-16 units.
+ */
 export const cleanText = (maxUnits: number, maxGraphemes = Math.min(maxUnits, 24)) =>
   fc
     .string({ unit: "grapheme", minLength: 1, maxLength: maxGraphemes })
-    .map((text) => text.trim())
-    .filter((text) => text.length > 0 && text.length <= maxUnits);
+    .map((text) => text.normalize("NFC").trim())
+    .filter((text) => text.length > 0 && text.length <= maxUnits && !INVISIBLE.test(text));
 
 export const optionArb = fc.record(
   {

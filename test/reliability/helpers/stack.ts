@@ -210,7 +210,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
         ...(options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {}),
       }),
     (app: Express) =>
-      mountSessionPages(app, { runner: core.runner, authSecret: AUTH_SECRET, now: Date.now, logger }),
+      mountSessionPages(app, {
+        runner: core.runner,
+        authSecret: AUTH_SECRET,
+        revocations: core.revocations,
+        now: Date.now,
+        logger,
+      }),
   ];
   const server: Server = createApp({
     ...core,
