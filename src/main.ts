@@ -79,14 +79,20 @@ async function main(): Promise<void> {
       }),
   ];
   if (local) {
+    // Events and clicks from the console go where the app is subscribed: the long connection by default.
+    const webhook = local.config.feishu.transport === "webhook";
     const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
-    routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
+    routes.push((app: Express) =>
+      mountConsole(app, { emulator: local.emulator, ...(webhook ? { botWebhookUrl } : {}), logger }),
+    );
   }
   const { server } = createApp({ ...core, logger, routes });
   started.server = server;
   await new Promise<void>((resolve) => server.listen(config.port, resolve));
   const address = server.address();
   port = typeof address === "object" && address ? address.port : config.port;
+  // In local mode the console's first message must find the bot connected (the emulator is in-process).
+  if (local) await withTimeout(started.feishu.ready, 10_000, () => logger.warn("long connection not up yet"));
   logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 
@@ -104,6 +110,16 @@ function configOrExit(): Config {
     }
     throw error;
   }
+}
+
+/** Waits for `promise`, but no longer than `ms` (then runs `onTimeout` and goes on). */
+async function withTimeout(promise: Promise<void>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<"expired">((resolve) => {
+    timer = setTimeout(resolve, ms, "expired");
+  });
+  if ((await Promise.race([promise, expired])) === "expired") onTimeout();
+  clearTimeout(timer);
 }
 
 function announceConsole(port: number): void {

@@ -102,17 +102,24 @@ export class CardPublisher {
 
   /**
    * Holds PATCHes while a card callback for this message is being answered; call the returned function once
-   * the response has been sent. Feishu reverts an update made before or in parallel with the response.
+   * the response has been sent and has settled. Feishu reverts an update made before or in parallel with the
+   * response. Pass the card the response carried: that is what the platform shows now, so the state current
+   * at release is PATCHed if (and only if) it differs from it.
    */
-  hold(): () => void {
+  hold(): (shown?: Card) => void {
     this.#holds += 1;
     this.#clearTimer();
     let released = false;
-    return () => {
+    return (shown) => {
       if (released) return;
       released = true;
       this.#holds -= 1;
       if (this.#holds === 0) this.#wantedWhileHeld = false;
+      if (shown) {
+        this.#lastSentJson = JSON.stringify(shown);
+        this.#lastSentKey = undefined;
+        this.#version += 1; // compare a fresh render with what is shown, even if nothing was requested
+      }
       this.#schedule();
     };
   }

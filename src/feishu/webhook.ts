@@ -28,6 +28,8 @@ export interface FeishuWebhookOptions {
   maxSkewMs?: number;
   /** How long a card callback handler may take (default 2500 ms of Feishu's 3 s). */
   callbackBudgetMs?: number;
+  /** Wait after a callback's answer before the card's next PATCH (default DEFAULT_SETTLE_MS). */
+  settleMs?: number;
 }
 
 export const FEISHU_WEBHOOK_PATH = "/feishu/events";
@@ -153,6 +155,7 @@ async function dispatch(
       const answer = await answerCardAction(options.handlers, data, {
         budgetMs: options.callbackBudgetMs ?? DEFAULT_CALLBACK_BUDGET_MS,
         logger: log,
+        ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       });
       void done.then(answer.sent);
       res.json(answer.response);

@@ -3,13 +3,17 @@ import { type Emulator, startEmulator } from "./emulator/index.ts";
 
 /**
  * Local mode (no FEISHU_APP_ID): the Feishu side is the emulator on loopback, and the bot talks to it exactly
- * as it talks to Feishu — the SDK over HTTP for the Open API, signed and encrypted webhooks for events and
- * card callbacks. Only the base URL differs.
+ * as it talks to Feishu — the SDK over HTTP for the Open API, and for events and card callbacks the long
+ * connection (the SDK's WSClient against the emulator's pbbp2 server), like production. FEISHU_TRANSPORT=webhook
+ * switches to signed and encrypted webhooks instead. Only the base URL differs.
  */
 export const LOCAL_ENCRYPT_KEY = "local-mode-encrypt-key";
 
 export async function startLocalFeishu(config: Config): Promise<{ emulator: Emulator; config: Config }> {
+  const webhook = config.feishu.transport === "webhook";
   const emulator = await startEmulator({ encryptKey: LOCAL_ENCRYPT_KEY });
+  // The webhook subscription needs the bot's port, known only after listen: main.ts subscribes it then.
+  if (!webhook) emulator.subscribe({ mode: "long_connection" });
   return {
     emulator,
     config: {
@@ -19,7 +23,7 @@ export async function startLocalFeishu(config: Config): Promise<{ emulator: Emul
         appId: emulator.appId,
         appSecret: emulator.appSecret,
         domain: emulator.url,
-        transport: "webhook",
+        transport: webhook ? "webhook" : "ws",
         encryptKey: LOCAL_ENCRYPT_KEY,
       },
     },

@@ -1,6 +1,7 @@
 import { createClock } from "./clock.ts";
 import { FaultQueue } from "./faults.ts";
 import { KeyedWindows, SlidingWindow } from "./limits.ts";
+import { LongConnectionServer } from "./long-connection/server.ts";
 import { Observer } from "./observer.ts";
 import { MessageStore, TokenStore, UpdateTokenStore, UuidCache } from "./state.ts";
 import type { EmulatorClock, EmulatorOptions } from "./types.ts";
@@ -30,6 +31,8 @@ export interface EmulatorContext {
   patchWindows: KeyedWindows;
   faults: FaultQueue;
   observer: Observer;
+  /** The long-connection server (connections live in memory only). */
+  longConnection: LongConnectionServer;
 }
 
 const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
@@ -57,9 +60,13 @@ export function resolveConfig(options: EmulatorOptions): EmulatorConfig {
 
 export function createContext(options: EmulatorOptions): EmulatorContext {
   const config = resolveConfig(options);
+  const clock = createClock(options.now);
+  const observer = new Observer(
+    options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
+  );
   return {
     config,
-    clock: createClock(options.now),
+    clock,
     messages: new MessageStore(),
     tokens: new TokenStore(config.tokenTtlSeconds * 1000),
     updateTokens: new UpdateTokenStore(),
@@ -67,8 +74,7 @@ export function createContext(options: EmulatorOptions): EmulatorContext {
     appWindow: new SlidingWindow(config.appCallsPerSecond),
     patchWindows: new KeyedWindows(config.perMessagePatchPerSecond),
     faults: new FaultQueue(),
-    observer: new Observer(
-      options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
-    ),
+    observer,
+    longConnection: new LongConnectionServer({ clock, observer }, options.longConnection),
   };
 }
