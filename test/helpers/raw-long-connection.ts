@@ -1,6 +1,12 @@
 import { WebSocket } from "ws";
 import { z } from "zod";
-import { decodeFrame, type Emulator, encodeFrame, type Frame, METHOD } from "../../src/local/emulator/index.ts";
+import {
+  decodeFrame,
+  type Emulator,
+  encodeFrame,
+  type Frame,
+  METHOD,
+} from "../../src/local/emulator/index.ts";
 
 /**
  * A bare long-connection client for tests that need to misbehave where the SDK's WSClient would not (ack late,
@@ -62,7 +68,9 @@ export async function connectRaw(emulator: Emulator): Promise<RawClient> {
     ping: () => send({ SeqID: 0, LogID: 0, service, method: METHOD.control, headers: { type: "ping" } }),
     ack(frame, result, code = 200) {
       const body =
-        result === undefined ? { code } : { code, data: Buffer.from(JSON.stringify(result)).toString("base64") };
+        result === undefined
+          ? { code }
+          : { code, data: Buffer.from(JSON.stringify(result)).toString("base64") };
       send({ ...frame, payload: new TextEncoder().encode(JSON.stringify(body)) });
     },
     next(predicate) {
@@ -74,4 +82,5 @@ export async function connectRaw(emulator: Emulator): Promise<RawClient> {
   };
 }
 
-export const payloadOf = (frame: Frame): unknown => JSON.parse(Buffer.from(frame.payload ?? []).toString("utf8"));
+export const payloadOf = (frame: Frame): unknown =>
+  JSON.parse(Buffer.from(frame.payload ?? []).toString("utf8"));

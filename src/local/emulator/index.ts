@@ -110,6 +110,8 @@ export interface LongConnectionControl {
   drop(connectionId?: string): number;
   /** Sends bytes as they are, to test a client's handling of malformed frames. Returns how many got them. */
   sendRaw(data: Uint8Array | string, connectionId?: string): number;
+  /** The next `count` acks are lost on the way, so their deliveries time out (and events come again). */
+  loseAcks(count: number): void;
   /** Changes ClientConfig for the next endpoint calls and pongs. */
   configure(change: { pingIntervalS?: number; reconnectIntervalS?: number }): void;
 }
@@ -171,6 +173,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       drop: (connectionId) => lc.drop(connectionId),
       sendRaw: (data, connectionId) => lc.sendRaw(data, connectionId),
       configure: (change) => lc.configure(change),
+      loseAcks: (count) => lc.deliveries.loseAcks(count),
     },
     deliverWebhook: (targetUrl, payload, deliveryOptions = {}) =>
       deliverWebhook(targetUrl, payload, {

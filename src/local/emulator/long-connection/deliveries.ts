@@ -62,6 +62,7 @@ export class Deliveries {
   readonly #pending = new Map<string, Pending>();
   readonly #retries = new Set<NodeJS.Timeout>();
   #closed = false;
+  #acksToLose = 0;
 
   constructor(deps: DeliveriesDeps) {
     this.#deps = deps;
@@ -92,9 +93,26 @@ export class Deliveries {
     );
   }
 
+  /** The next `count` acks are lost on the way (a fault for tests): their deliveries time out. */
+  loseAcks(count: number): void {
+    this.#acksToLose = count;
+  }
+
   /** An ack (a data frame from the client): settles its delivery, or is logged as late. */
   ack(connectionId: string, frame: Frame, bytes: number): void {
     const frameId = frame.headers.message_id ?? "";
+    if (this.#acksToLose > 0) {
+      this.#acksToLose -= 1;
+      this.#deps.record({
+        direction: "in",
+        connectionId,
+        kind: "ack",
+        frameId,
+        bytes,
+        detail: "lost (injected)",
+      });
+      return;
+    }
     const pending = this.#pending.get(frameId);
     const parsed = ackPayload.safeParse(parseJson(frame.payload));
     const base = { direction: "in" as const, connectionId, kind: "ack" as const, frameId, bytes };

@@ -1,0 +1,368 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { exampleCards } from "../src/cards/examples.ts";
+import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
+import { startLongConnection } from "../src/feishu/long-connection.ts";
+import type { FeishuEventHandlers } from "../src/feishu/transport.ts";
+import {
+  ACK_DEADLINE_MS,
+  type Emulator,
+  type EmulatorOptions,
+  encodeFrame,
+  METHOD,
+  startEmulator,
+} from "../src/local/emulator/index.ts";
+import { createLogger } from "../src/logger.ts";
+import {
+  FAST_LONG_CONNECTION,
+  type FeishuRig,
+  formsOn,
+  requestIdsOn,
+  startFeishuRig,
+  WEBHOOK_KEY,
+} from "./helpers/feishu.ts";
+import { connectRaw, endpoint, payloadOf, type RawClient } from "./helpers/raw-long-connection.ts";
+
+/**
+ * The long connection at the wire: the SDK's real WSClient (through our startLongConnection) against the
+ * emulator's pbbp2 server. Waits are real but short: the SDK's own timers cannot be faked, so ClientConfig
+ * makes them short (reconnect after 1 s, no random nonce) and redeliveries come after 100 ms.
+ */
+
+const ALICE = "ou_alice000000000000000000000000000";
+const quiet = createLogger({ level: "silent" });
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function emulator(longConnection: EmulatorOptions["longConnection"] = {}): Promise<Emulator> {
+  const emu = await startEmulator({
+    encryptKey: WEBHOOK_KEY,
+    longConnection: { ...FAST_LONG_CONNECTION, redeliveryMs: [100, 100], ...longConnection },
+  });
+  cleanup.push(() => emu.close());
+  return emu;
+}
+
+async function rig(emu: Emulator): Promise<FeishuRig> {
+  const r = await startFeishuRig({ emulator: emu, transport: "ws" });
+  cleanup.push(() => r.stop());
+  return r;
+}
+
+async function raw(emu: Emulator): Promise<RawClient> {
+  const client = await connectRaw(emu);
+  cleanup.push(() => client.close());
+  return client;
+}
+
+/** A bare bot on the long connection that records what it was handed. */
+async function recordingBot(emu: Emulator) {
+  const messages: Record<string, unknown>[] = [];
+  const handlers: FeishuEventHandlers = {
+    onMessage: (data) => {
+      messages.push(data);
+    },
+    onCardAction: async () => ({ response: {} }),
+  };
+  const fatal: unknown[] = [];
+  const connection = startLongConnection({
+    appId: emu.appId,
+    appSecret: emu.appSecret,
+    domain: emu.url,
+    handlers,
+    logger: quiet,
+    onFatal: (error) => fatal.push(error),
+  });
+  cleanup.push(() => connection.close());
+  await connection.ready;
+  return { messages, fatal, connection };
+}
+
+const waitFor = <T>(probe: () => T | undefined | false, timeout = 8000) =>
+  vi.waitFor(
+    () => {
+      const value = probe();
+      if (value === undefined || value === false) throw new Error("not yet");
+      return value;
+    },
+    { timeout, interval: 10 },
+  );
+
+async function askedCard(r: FeishuRig) {
+  const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+  const cardId = await r.progressCard(userMessageId);
+  const card = await r.until(() => {
+    const c = r.cardOf(cardId);
+    return formsOn(c).length > 0 && c;
+  }, "a form on the card");
+  return { userMessageId, cardId, requestId: requestIdsOn(card)[0] ?? "" };
+}
+
+describe("the emulator's long-connection endpoint and handshake", () => {
+  it("hands out a ticket URL and ClientConfig for the app's credentials, and refuses others", async () => {
+    const emu = await emulator();
+    const ok = await endpoint(emu);
+    expect(ok.code).toBe(0);
+    expect(ok.data.URL).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/ws\/v2\?.*device_id=\d+.*service_id=\d+.*ticket=/);
+    expect(ok.data.ClientConfig).toEqual({
+      PingInterval: 5,
+      ReconnectCount: -1,
+      ReconnectInterval: 1,
+      ReconnectNonce: 0,
+    });
+    expect((await endpoint(emu, "wrong-secret")).code).toBe(514);
+    expect(emu.callsTo("POST", "/callback/ws/endpoint")).toHaveLength(2);
+  });
+
+  it("answers a ping with a pong carrying ClientConfig, and hands live changes to the next pong", async () => {
+    const emu = await emulator();
+    const client = await raw(emu);
+    client.ping();
+    const pong = await client.next((f) => f.method === METHOD.control && f.headers.type === "pong");
+    expect(payloadOf(pong)).toMatchObject({ PingInterval: 5, ReconnectInterval: 1 });
+    emu.longConnection.configure({ pingIntervalS: 1 });
+    client.frames.length = 0;
+    client.ping();
+    const second = await client.next((f) => f.headers.type === "pong");
+    expect(payloadOf(second)).toMatchObject({ PingInterval: 1 });
+  });
+
+  it("refuses an upgrade without a live ticket, and a ticket twice", async () => {
+    const emu = await emulator();
+    const url = (await endpoint(emu)).data.URL ?? "";
+    const { WebSocket } = await import("ws");
+    const open = (target: string) =>
+      new Promise<string>((resolve) => {
+        const ws = new WebSocket(target);
+        ws.once("open", () => {
+          resolve("open");
+          cleanup.push(() => ws.terminate());
+        });
+        ws.once("unexpected-response", (_req, res) => resolve(String(res.headers["handshake-status"])));
+        ws.once("error", () => resolve("error"));
+      });
+    expect(await open(url)).toBe("open");
+    expect(await open(url)).toBe("403"); // one-time ticket
+    expect(await open(url.replace(/ticket=\w+/, "ticket=forged"))).toBe("403");
+  });
+
+  it("stops the SDK for good on bad credentials: startLongConnection reports it as fatal", async () => {
+    const emu = await emulator();
+    const fatal: unknown[] = [];
+    const connection = startLongConnection({
+      appId: emu.appId,
+      appSecret: "not-the-secret",
+      domain: emu.url,
+      handlers: { onMessage: () => {}, onCardAction: async () => ({ response: {} }) },
+      logger: quiet,
+      onFatal: (error) => fatal.push(error),
+    });
+    cleanup.push(() => connection.close());
+    await waitFor(() => fatal.length > 0);
+    expect(String(fatal[0])).toContain("514");
+    expect(emu.longConnection.online).toBe(0);
+  });
+});
+
+describe("the bot over the long connection (real WSClient)", () => {
+  it("gets a message as a data frame, acks it, and a click is answered through the ack and applied to the card", async () => {
+    const emu = await emulator();
+    const r = await rig(emu);
+    const { cardId, requestId } = await askedCard(r);
+    const ask = r.core.registry.get(requestId);
+    const outcome = await emu.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: { kind: "feishu_ask", act: "submit", sessionId: ask?.sessionId, requestId, sender: ALICE },
+      formValue: { ask0_q0: "1", ask0_c0: "", ask0_q1: ["0", "2"], ask0_c1: "" },
+      name: "ask0_submit",
+    });
+    expect(outcome).toMatchObject({
+      status: 200,
+      card: "applied",
+      toast: { type: "success", content: "已提交" },
+    });
+    expect(formsOn(r.cardOf(cardId))).toEqual([]); // the answer's card is what the message shows now
+
+    const frames = emu.longConnection.frames;
+    const message = frames.find((f) => f.kind === "event" && f.eventType === "im.message.receive_v1");
+    const callback = frames.find((f) => f.kind === "event" && f.eventType === "card.action.trigger");
+    expect(message).toBeDefined();
+    expect(callback).toBeDefined();
+    const acks = frames.filter((f) => f.kind === "ack");
+    expect(acks.find((f) => f.frameId === message?.frameId)).toMatchObject({ code: 200 });
+    expect(acks.find((f) => f.frameId === callback?.frameId)).toMatchObject({ code: 200, attempt: 1 });
+    expect(frames.some((f) => f.kind === "ping")).toBe(true); // the SDK pings on open
+  });
+
+  it("reassembles a payload split into several frames, sent out of order", async () => {
+    const emu = await emulator();
+    const r = await rig(emu);
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "拆分的消息 ".repeat(50) });
+    const ack = await emu.longConnection.deliver(payload, { fragments: 3, reverse: true });
+    expect(ack.status).toBe(200);
+    const parts = emu.longConnection.frames.filter(
+      (f) => f.kind === "event" && f.eventId === payload.header.event_id,
+    );
+    expect(parts.map((f) => [f.seq, f.sum])).toEqual([
+      [2, 3],
+      [1, 3],
+      [0, 3],
+    ]);
+    const cardId = await r.progressCard(payload.event.message.message_id);
+    expect(cardId).toMatch(/^om_/);
+  });
+
+  it("reconnects through a fresh endpoint call after the platform drops the connection, and keeps working", async () => {
+    const emu = await emulator();
+    const r = await rig(emu);
+    const [before] = emu.longConnection.connectionIds();
+    expect(emu.longConnection.drop()).toBe(1);
+    const endpointCalls = emu.callsTo("POST", "/callback/ws/endpoint").length;
+    await waitFor(() => emu.longConnection.online === 1 && emu.longConnection.connectionIds()[0] !== before);
+    expect(emu.callsTo("POST", "/callback/ws/endpoint").length).toBe(endpointCalls + 1);
+    const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "重连之后" });
+    expect(await r.progressCard(userMessageId)).toMatch(/^om_/);
+  });
+
+  it("redelivers an event whose ack was lost, and the bot handles it once", async () => {
+    const emu = await emulator();
+    const r = await rig(emu);
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "只处理一次" });
+    // The bot handles it, but its ack is lost: the platform counts the delivery as failed and sends it again.
+    emu.longConnection.loseAcks(1);
+    await expect(emu.longConnection.deliver(payload, { timeoutMs: 300 })).rejects.toThrow(/no ack/);
+    const attempts = () =>
+      emu.longConnection.frames.filter((f) => f.kind === "event" && f.eventId === payload.header.event_id);
+    await waitFor(() => attempts().some((f) => f.attempt === 2));
+    const second = attempts().find((f) => f.attempt === 2);
+    await waitFor(() =>
+      emu.longConnection.frames.some((f) => f.kind === "ack" && f.frameId === second?.frameId),
+    );
+    expect(emu.longConnection.frames.some((f) => f.kind === "ack" && f.detail === "lost (injected)")).toBe(
+      true,
+    );
+    await r.progressCard(payload.event.message.message_id);
+    await r.channel.idle();
+    const cards = emu.messages
+      .listMessages()
+      .filter((m) => m.parentId === payload.event.message.message_id && m.msgType === "interactive");
+    expect(cards).toHaveLength(1); // the same event_id twice is one task
+  });
+
+  it("with two connections (cluster mode), each event goes to exactly one of them", async () => {
+    const emu = await emulator();
+    const a = await recordingBot(emu);
+    const b = await recordingBot(emu);
+    expect(emu.longConnection.online).toBe(2);
+    const sent = Array.from({ length: 24 }, (_, i) =>
+      emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: `第 ${i} 条` }),
+    );
+    for (const payload of sent) expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    const ids = (got: Record<string, unknown>[]) => got.map((data) => String(data.event_id));
+    expect([...ids(a.messages), ...ids(b.messages)].sort()).toEqual(
+      sent.map((p) => p.header.event_id).sort(),
+    );
+    expect(a.messages.length).toBeGreaterThan(0);
+    expect(b.messages.length).toBeGreaterThan(0);
+  });
+
+  it("survives malformed frames (garbage, text, a data frame without sum/seq) and handles the next event", async () => {
+    const emu = await emulator();
+    const bot = await recordingBot(emu);
+    emu.longConnection.sendRaw(new Uint8Array([0xff, 0x01, 0x02, 0x03]));
+    emu.longConnection.sendRaw("not a protobuf frame");
+    const [connection] = emu.longConnection.connectionIds();
+    emu.longConnection.sendRaw(
+      encodeFrame({ SeqID: 1, LogID: 1, service: 1, method: METHOD.data, headers: { type: "event" } }),
+      connection,
+    );
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "还活着吗" });
+    expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    expect(bot.messages.map((data) => data.event_id)).toEqual([payload.header.event_id]);
+    expect(emu.longConnection.online).toBe(1);
+    expect(bot.fatal).toEqual([]);
+  });
+});
+
+describe("callbacks that fail on the platform's side", () => {
+  it("an ack later than 3 s: the click failed, the late answer's card is not applied, and it is never retried", async () => {
+    const emu = await emulator();
+    const cardId = await sentCard(emu);
+    const shown = emu.messages.getMessage(cardId)?.content;
+    const client = await raw(emu);
+    emu.subscribe({ mode: "long_connection" });
+
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const clicking = emu.click({ messageId: cardId, operatorOpenId: ALICE, value: { kind: "x" } });
+    const frame = await client.next((f) => f.method === METHOD.data);
+    await vi.advanceTimersByTimeAsync(ACK_DEADLINE_MS);
+    const outcome = await clicking;
+    expect(outcome).toMatchObject({ card: "none", toast: { type: "error" } });
+    expect(outcome.error).toMatch(/^200341/);
+    const late = {
+      toast: { type: "success", content: "迟到" },
+      card: { type: "raw", data: exampleCards()["progress-completed"] },
+    };
+    client.ack(frame, late);
+    await waitFor(() => emu.longConnection.frames.some((f) => f.kind === "ack" && f.late));
+    expect(emu.messages.getMessage(cardId)?.content).toBe(shown);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(client.data()).toHaveLength(1); // callbacks are never re-sent
+  });
+
+  it("the same answer within 3 s is applied: the deadline, not the answer, made the difference", async () => {
+    const emu = await emulator();
+    const cardId = await sentCard(emu);
+    const client = await raw(emu);
+    emu.subscribe({ mode: "long_connection" });
+    const clicking = emu.click({ messageId: cardId, operatorOpenId: ALICE, value: { kind: "x" } });
+    const frame = await client.next((f) => f.method === METHOD.data);
+    const completed = exampleCards()["progress-completed"];
+    client.ack(frame, {
+      toast: { type: "success", content: "及时" },
+      card: { type: "raw", data: completed },
+    });
+    expect(await clicking).toMatchObject({ card: "applied", toast: { content: "及时" }, status: 200 });
+    expect(JSON.parse(emu.messages.getMessage(cardId)?.content ?? "")).toEqual(completed);
+  });
+
+  it("a callback frame typed card (subscription not in effect) is dropped by the SDK: the click times out", async () => {
+    const emu = await emulator({ frameType: "card" });
+    await recordingBot(emu);
+    emu.subscribe({ mode: "long_connection" });
+    const cardId = await sentCard(emu);
+    const outcome = await emu.click(
+      { messageId: cardId, operatorOpenId: ALICE, value: {} },
+      { timeoutMs: 300 },
+    );
+    expect(outcome.error).toMatch(/^200341/);
+    expect(emu.longConnection.frames.filter((f) => f.kind === "ack")).toEqual([]);
+  });
+
+  it("an event no connection acks is sent again on the redelivery schedule, then given up", async () => {
+    const emu = await emulator();
+    const client = await raw(emu);
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "没人确认" });
+    await expect(emu.longConnection.deliver(payload, { timeoutMs: 50 })).rejects.toThrow(/no ack/);
+    await waitFor(() => client.data().length === 3); // first try + the two redeliveries configured
+    const ids = client.data().map((f) => (payloadOf(f) as { header: { event_id: string } }).header.event_id);
+    expect(new Set(ids)).toEqual(new Set([payload.header.event_id]));
+    await waitFor(() => emu.longConnection.scheduledRedeliveries === 0);
+  });
+});
+
+/** A card the bot sent, so the emulator will build a click on it. */
+async function sentCard(emu: Emulator): Promise<string> {
+  const messenger = createLarkMessenger({
+    appId: emu.appId,
+    appSecret: emu.appSecret,
+    domain: emu.url,
+    logger: quiet,
+  });
+  const card = exampleCards()["progress-running"];
+  if (!card) throw new Error("no example card progress-running");
+  return (await messenger.sendCard({ chatId: "oc_chat1" }, card)).messageId;
+}
