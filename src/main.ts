@@ -12,6 +12,7 @@ import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger } from "./logger.ts";
+import { installProcessGuard } from "./process-guard.ts";
 import { openDatabase } from "./store/db.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
@@ -19,6 +20,7 @@ import { mountSessionPages } from "./web/session-page.ts";
 async function main(): Promise<void> {
   const config = configOrExit();
   const logger = createLogger({ level: config.logLevel });
+  installProcessGuard(logger);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   const core = createCore({
@@ -49,7 +51,6 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void shutdown("SIGINT", 0));
   process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
-  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
 
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
   const local = config.mode === "local" ? await startLocalFeishu(config) : undefined;
