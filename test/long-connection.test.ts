@@ -30,7 +30,7 @@ import { connectRaw, endpoint, payloadOf, type RawClient } from "./helpers/raw-l
 
 const ALICE = "ou_alice000000000000000000000000000";
 const quiet = createLogger({ level: "silent" });
-const cleanup: (() => Promise<void> | void)[] = [];
+const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
   vi.useRealTimers();
   for (const step of cleanup.splice(0).reverse()) await step();

@@ -13,7 +13,7 @@ import { cardsReplyingTo, freePort, startBot, tempDataDir } from "./reliability/
 
 const ALICE = "ou_alice000000000000000000000000000";
 const REJECT_ON_SIGNAL = path.resolve(import.meta.dirname, "helpers", "reject-on-signal.ts");
-const cleanup: (() => Promise<unknown> | void)[] = [];
+const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
