@@ -547,4 +547,19 @@ describe("after a card callback: the settle rule (docs/long-connection.md)", () 
     await vi.runAllTimersAsync();
     expect(rig.contents()).toEqual(["answered step 0 forms "]);
   });
+
+  it("PATCHes the current state after two overlapping callbacks, whichever card the platform applied last", async () => {
+    const rig = setup({ patch: async () => {} });
+    const releaseSubmit = rig.publisher.hold();
+    const submitCard = cardFor({ ...rig.state, status: "submitted" });
+    const releaseCancel = rig.publisher.hold();
+    rig.state.status = "cancelled";
+    rig.publisher.request();
+    const cancelCard = cardFor(rig.state);
+    // Released in this order, yet the platform may have applied the submit's answer last: the screen is unknown.
+    releaseSubmit(submitCard);
+    releaseCancel(cancelCard);
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["cancelled step 0 forms "]);
+  });
 });
