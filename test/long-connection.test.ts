@@ -1,104 +1,17 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { exampleCards } from "../src/cards/examples.ts";
-import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
-import { startLongConnection } from "../src/feishu/long-connection.ts";
-import type { FeishuEventHandlers } from "../src/feishu/transport.ts";
-import {
-  ACK_DEADLINE_MS,
-  type Emulator,
-  type EmulatorOptions,
-  encodeFrame,
-  METHOD,
-  startEmulator,
-} from "../src/local/emulator/index.ts";
-import { createLogger } from "../src/logger.ts";
-import {
-  FAST_LONG_CONNECTION,
-  type FeishuRig,
-  formsOn,
-  requestIdsOn,
-  startFeishuRig,
-  WEBHOOK_KEY,
-} from "./helpers/feishu.ts";
-import { connectRaw, endpoint, payloadOf, type RawClient } from "./helpers/raw-long-connection.ts";
+import { describe, expect, it } from "vitest";
+import { encodeFrame, METHOD } from "../src/local/emulator/index.ts";
+import { formsOn } from "./helpers/feishu.ts";
+import { ALICE, askedCard, longConnectionFixtures, waitFor } from "./helpers/long-connection.ts";
+import { endpoint, payloadOf } from "./helpers/raw-long-connection.ts";
 
 /**
  * The long connection at the wire: the SDK's real WSClient (through our startLongConnection) against the
  * emulator's pbbp2 server. Waits are real but short: the SDK's own timers cannot be faked, so ClientConfig
- * makes them short (reconnect after 1 s, no random nonce) and redeliveries come after 100 ms.
+ * makes them short (reconnect after 1 s, no random nonce) and redeliveries come after 100 ms. Failures on the
+ * platform's side (late acks, refusals) are in long-connection-failures.test.ts.
  */
 
-const ALICE = "ou_alice000000000000000000000000000";
-const quiet = createLogger({ level: "silent" });
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  vi.useRealTimers();
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
-
-async function emulator(longConnection: EmulatorOptions["longConnection"] = {}): Promise<Emulator> {
-  const emu = await startEmulator({
-    encryptKey: WEBHOOK_KEY,
-    longConnection: { ...FAST_LONG_CONNECTION, redeliveryMs: [100, 100], ...longConnection },
-  });
-  cleanup.push(() => emu.close());
-  return emu;
-}
-
-async function rig(emu: Emulator): Promise<FeishuRig> {
-  const r = await startFeishuRig({ emulator: emu, transport: "ws" });
-  cleanup.push(() => r.stop());
-  return r;
-}
-
-async function raw(emu: Emulator): Promise<RawClient> {
-  const client = await connectRaw(emu);
-  cleanup.push(() => client.close());
-  return client;
-}
-
-/** A bare bot on the long connection that records what it was handed. */
-async function recordingBot(emu: Emulator) {
-  const messages: Record<string, unknown>[] = [];
-  const handlers: FeishuEventHandlers = {
-    onMessage: (data) => {
-      messages.push(data);
-    },
-    onCardAction: async () => ({ response: {} }),
-  };
-  const fatal: unknown[] = [];
-  const connection = startLongConnection({
-    appId: emu.appId,
-    appSecret: emu.appSecret,
-    domain: emu.url,
-    handlers,
-    logger: quiet,
-    onFatal: (error) => fatal.push(error),
-  });
-  cleanup.push(() => connection.close());
-  await connection.ready;
-  return { messages, fatal, connection };
-}
-
-const waitFor = <T>(probe: () => T | undefined | false, timeout = 8000) =>
-  vi.waitFor(
-    () => {
-      const value = probe();
-      if (value === undefined || value === false) throw new Error("not yet");
-      return value;
-    },
-    { timeout, interval: 10 },
-  );
-
-async function askedCard(r: FeishuRig) {
-  const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
-  const cardId = await r.progressCard(userMessageId);
-  const card = await r.until(() => {
-    const c = r.cardOf(cardId);
-    return formsOn(c).length > 0 && c;
-  }, "a form on the card");
-  return { userMessageId, cardId, requestId: requestIdsOn(card)[0] ?? "" };
-}
+const { emulator, rig, raw, recordingBot, cleanup } = longConnectionFixtures();
 
 describe("the emulator's long-connection endpoint and handshake", () => {
   it("hands out a ticket URL and ClientConfig for the app's credentials, and refuses others", async () => {
@@ -146,23 +59,6 @@ describe("the emulator's long-connection endpoint and handshake", () => {
     expect(await open(url)).toBe("open");
     expect(await open(url)).toBe("403"); // one-time ticket
     expect(await open(url.replace(/ticket=\w+/, "ticket=forged"))).toBe("403");
-  });
-
-  it("stops the SDK for good on bad credentials: startLongConnection reports it as fatal", async () => {
-    const emu = await emulator();
-    const fatal: unknown[] = [];
-    const connection = startLongConnection({
-      appId: emu.appId,
-      appSecret: "not-the-secret",
-      domain: emu.url,
-      handlers: { onMessage: () => {}, onCardAction: async () => ({ response: {} }) },
-      logger: quiet,
-      onFatal: (error) => fatal.push(error),
-    });
-    cleanup.push(() => connection.close());
-    await waitFor(() => fatal.length > 0);
-    expect(String(fatal[0])).toContain("514");
-    expect(emu.longConnection.online).toBe(0);
   });
 });
 
@@ -256,6 +152,7 @@ describe("the bot over the long connection (real WSClient)", () => {
     const emu = await emulator();
     const a = await recordingBot(emu);
     const b = await recordingBot(emu);
+    await Promise.all([a.connection.ready, b.connection.ready]);
     expect(emu.longConnection.online).toBe(2);
     const sent = Array.from({ length: 24 }, (_, i) =>
       emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: `第 ${i} 条` }),
@@ -272,6 +169,7 @@ describe("the bot over the long connection (real WSClient)", () => {
   it("survives malformed frames (garbage, text, a data frame without sum/seq) and handles the next event", async () => {
     const emu = await emulator();
     const bot = await recordingBot(emu);
+    await bot.connection.ready;
     emu.longConnection.sendRaw(new Uint8Array([0xff, 0x01, 0x02, 0x03]));
     emu.longConnection.sendRaw("not a protobuf frame");
     const [connection] = emu.longConnection.connectionIds();
@@ -286,83 +184,3 @@ describe("the bot over the long connection (real WSClient)", () => {
     expect(bot.fatal).toEqual([]);
   });
 });
-
-describe("callbacks that fail on the platform's side", () => {
-  it("an ack later than 3 s: the click failed, the late answer's card is not applied, and it is never retried", async () => {
-    const emu = await emulator();
-    const cardId = await sentCard(emu);
-    const shown = emu.messages.getMessage(cardId)?.content;
-    const client = await raw(emu);
-    emu.subscribe({ mode: "long_connection" });
-
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    const clicking = emu.click({ messageId: cardId, operatorOpenId: ALICE, value: { kind: "x" } });
-    const frame = await client.next((f) => f.method === METHOD.data);
-    await vi.advanceTimersByTimeAsync(ACK_DEADLINE_MS);
-    const outcome = await clicking;
-    expect(outcome).toMatchObject({ card: "none", toast: { type: "error" } });
-    expect(outcome.error).toMatch(/^200341/);
-    const late = {
-      toast: { type: "success", content: "迟到" },
-      card: { type: "raw", data: exampleCards()["progress-completed"] },
-    };
-    client.ack(frame, late);
-    await waitFor(() => emu.longConnection.frames.some((f) => f.kind === "ack" && f.late));
-    expect(emu.messages.getMessage(cardId)?.content).toBe(shown);
-    await vi.advanceTimersByTimeAsync(60_000);
-    expect(client.data()).toHaveLength(1); // callbacks are never re-sent
-  });
-
-  it("the same answer within 3 s is applied: the deadline, not the answer, made the difference", async () => {
-    const emu = await emulator();
-    const cardId = await sentCard(emu);
-    const client = await raw(emu);
-    emu.subscribe({ mode: "long_connection" });
-    const clicking = emu.click({ messageId: cardId, operatorOpenId: ALICE, value: { kind: "x" } });
-    const frame = await client.next((f) => f.method === METHOD.data);
-    const completed = exampleCards()["progress-completed"];
-    client.ack(frame, {
-      toast: { type: "success", content: "及时" },
-      card: { type: "raw", data: completed },
-    });
-    expect(await clicking).toMatchObject({ card: "applied", toast: { content: "及时" }, status: 200 });
-    expect(JSON.parse(emu.messages.getMessage(cardId)?.content ?? "")).toEqual(completed);
-  });
-
-  it("a callback frame typed card (subscription not in effect) is dropped by the SDK: the click times out", async () => {
-    const emu = await emulator({ frameType: "card" });
-    await recordingBot(emu);
-    emu.subscribe({ mode: "long_connection" });
-    const cardId = await sentCard(emu);
-    const outcome = await emu.click(
-      { messageId: cardId, operatorOpenId: ALICE, value: {} },
-      { timeoutMs: 300 },
-    );
-    expect(outcome.error).toMatch(/^200341/);
-    expect(emu.longConnection.frames.filter((f) => f.kind === "ack")).toEqual([]);
-  });
-
-  it("an event no connection acks is sent again on the redelivery schedule, then given up", async () => {
-    const emu = await emulator();
-    const client = await raw(emu);
-    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "没人确认" });
-    await expect(emu.longConnection.deliver(payload, { timeoutMs: 50 })).rejects.toThrow(/no ack/);
-    await waitFor(() => client.data().length === 3); // first try + the two redeliveries configured
-    const ids = client.data().map((f) => (payloadOf(f) as { header: { event_id: string } }).header.event_id);
-    expect(new Set(ids)).toEqual(new Set([payload.header.event_id]));
-    await waitFor(() => emu.longConnection.scheduledRedeliveries === 0);
-  });
-});
-
-/** A card the bot sent, so the emulator will build a click on it. */
-async function sentCard(emu: Emulator): Promise<string> {
-  const messenger = createLarkMessenger({
-    appId: emu.appId,
-    appSecret: emu.appSecret,
-    domain: emu.url,
-    logger: quiet,
-  });
-  const card = exampleCards()["progress-running"];
-  if (!card) throw new Error("no example card progress-running");
-  return (await messenger.sendCard({ chatId: "oc_chat1" }, card)).messageId;
-}
