@@ -93,6 +93,29 @@ describe("the bot over the long connection (real WSClient)", () => {
     expect(frames.some((f) => f.kind === "ping")).toBe(true); // the SDK pings on open
   });
 
+  it("after a click, the card's next PATCH waits for the ack plus the settle delay, then lands the state of then", async () => {
+    const emu = await emulator();
+    const settleMs = 400;
+    const r = await rig(emu, { settleMs });
+    const { cardId, requestId } = await askedCard(r);
+    const ask = r.core.registry.get(requestId);
+    const outcome = await emu.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: { kind: "feishu_ask", act: "submit", sessionId: ask?.sessionId, requestId, sender: ALICE },
+      formValue: { ask0_q0: "1", ask0_c0: "", ask0_q1: ["0"], ask0_c1: "" },
+      name: "ask0_submit",
+    });
+    expect(outcome.card).toBe("applied");
+    const ackAt = emu.longConnection.frames.findLast((f) => f.kind === "ack")?.at ?? 0;
+    // The demo agent goes on at once (steps, then done); none of it may reach the card before the settle.
+    await r.until(() => r.cardOf(cardId).header?.template === "green", "the completed card");
+    const patches = emu.callsTo("PATCH", `/open-apis/im/v1/messages/${cardId}`).filter((c) => c.at >= ackAt);
+    expect(patches.length).toBeGreaterThan(0);
+    // The settle timer starts when the SDK has handed the ack to its socket, a moment before it arrives here.
+    expect((patches[0]?.at ?? 0) - ackAt).toBeGreaterThanOrEqual(settleMs - 20);
+  });
+
   it("reassembles a payload split into several frames, sent out of order", async () => {
     const emu = await emulator();
     const r = await rig(emu);

@@ -40,8 +40,8 @@ export function longConnectionFixtures() {
     return emu;
   }
 
-  async function rig(emu: Emulator): Promise<FeishuRig> {
-    const r = await startFeishuRig({ emulator: emu, transport: "ws" });
+  async function rig(emu: Emulator, options: { settleMs?: number } = {}): Promise<FeishuRig> {
+    const r = await startFeishuRig({ emulator: emu, transport: "ws", ...options });
     cleanup.push(() => r.stop());
     return r;
   }
