@@ -97,16 +97,21 @@ describe("refusals at the endpoint", () => {
     expect(emu.longConnection.online).toBe(1);
   });
 
-  it("retries an endpoint hiccup (a gateway 502) and connects on the next attempt", async () => {
+  it("retries an endpoint hiccup (a gateway 502) on reconnect, after ReconnectInterval, and connects", async () => {
     const emu = await emulator();
+    const bot = await recordingBot(emu);
+    await bot.connection.ready; // from here on the SDK uses our ClientConfig: no nonce, 1 s between attempts
     emu.injectFault({
       match: { method: "POST", path: "/callback/ws/endpoint" },
       times: 1,
       response: { httpStatus: 502 },
     });
-    const bot = await recordingBot(emu);
-    await bot.connection.ready; // ReconnectInterval is 1 s in these tests
-    expect(emu.callsTo("POST", "/callback/ws/endpoint").map((call) => call.status)).toEqual([502, 200]);
+    const [before] = emu.longConnection.connectionIds();
+    emu.longConnection.drop();
+    await waitFor(() => emu.longConnection.online === 1 && emu.longConnection.connectionIds()[0] !== before);
+    expect(emu.callsTo("POST", "/callback/ws/endpoint").map((call) => call.status)).toEqual([200, 502, 200]);
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "重试之后" });
+    expect((await emu.longConnection.deliver(payload)).status).toBe(200);
     expect(bot.fatal).toEqual([]);
   });
 });
