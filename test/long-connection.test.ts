@@ -134,6 +134,25 @@ describe("the bot over the long connection (real WSClient)", () => {
     expect(cardId).toMatch(/^om_/);
   });
 
+  it("an event missing a fragment is never acked; its redelivery arrives whole and is handled", async () => {
+    const emu = await emulator();
+    const r = await rig(emu);
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "丢了一片 ".repeat(40) });
+    await expect(
+      emu.longConnection.deliver(payload, { fragments: 3, lose: [1], timeoutMs: 300 }),
+    ).rejects.toThrow(/no ack/);
+    const cardId = await r.progressCard(payload.event.message.message_id); // from the redelivery (100 ms later)
+    expect(cardId).toMatch(/^om_/);
+    const attempts = emu.longConnection.frames.filter(
+      (f) => f.kind === "event" && f.eventId === payload.header.event_id,
+    );
+    expect(attempts.map((f) => [f.attempt, f.seq])).toEqual([
+      [1, 0],
+      [1, 2],
+      [2, 0],
+    ]);
+  });
+
   it("reconnects through a fresh endpoint call after the platform drops the connection, and keeps working", async () => {
     const emu = await emulator();
     const r = await rig(emu);

@@ -55,6 +55,8 @@ export interface DeliverOptions {
   fragments?: number;
   /** Send the fragments last-first, as a network may reorder them. */
   reverse?: boolean;
+  /** Fragments (by `seq`) that are lost on the way: the client can never reassemble the payload. */
+  lose?: readonly number[];
 }
 
 export class Deliveries {
@@ -189,6 +191,7 @@ export class Deliveries {
       const order = parts.map((part, seq) => ({ part, seq }));
       if (options.reverse) order.reverse();
       for (const { part, seq } of order) {
+        if (options.lose?.includes(seq)) continue;
         connection.seq += 1;
         const headers = {
           type: this.#deps.frameType,
