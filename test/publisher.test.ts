@@ -525,6 +525,18 @@ describe("after a card callback: the settle rule (docs/long-connection.md)", () 
     expect(rig.patched).toHaveLength(0);
   });
 
+  it("PATCHes the current state when the connection closed before the answer could be sent", async () => {
+    const rig = setup({ patch: async () => {} });
+    const handlers = callback(rig, () => {
+      rig.state.status = "answered";
+      rig.publisher.request();
+    });
+    const answer = await answerCardAction(handlers, {}, { budgetMs: 2500, logger, settleMs: 1000 });
+    answer.sent(false); // e.g. the webhook's socket closed first: the platform still shows the old card
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["answered step 0 forms "]);
+  });
+
   it("PATCHes the current state when the callback's card never reached the platform (the handler overran)", async () => {
     const rig = setup({ patch: async () => {} });
     const base = callback(rig, () => {

@@ -51,8 +51,11 @@ export function deliverMessage(
 export interface AnsweredCardAction {
   /** The body to send: the handler's when it answered in time with a JSON object, else the timeout toast. */
   response: Record<string, unknown>;
-  /** Call once the response has been sent. Runs the handler's afterResponse, at most once, `settleMs` later. */
-  sent(): void;
+  /**
+   * Call once the response has been sent (`reached: false` when the connection closed before it could be).
+   * Runs the handler's afterResponse, at most once, `settleMs` later.
+   */
+  sent(reached?: boolean): void;
 }
 
 /**
@@ -67,20 +70,22 @@ export async function answerCardAction(
   const { budgetMs, logger: log } = options;
   const settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
   let settled = false;
+  let reachedPlatform = true;
   let followUp: { run: (delivered: boolean) => void; delivered: boolean } | undefined;
   const runFollowUp = () => {
     if (!settled || !followUp) return;
     const { run, delivered } = followUp;
     followUp = undefined;
-    runLogged(() => run(delivered), log, "card afterResponse failed");
+    runLogged(() => run(delivered && reachedPlatform), log, "card afterResponse failed");
   };
   const answer = (response: Record<string, unknown>): AnsweredCardAction => {
     let called = false;
     return {
       response,
-      sent: () => {
+      sent: (reached = true) => {
         if (called) return;
         called = true;
+        reachedPlatform = reached;
         const ready = () => {
           settled = true;
           runFollowUp();
