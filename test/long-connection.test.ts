@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeFrame, METHOD } from "../src/local/emulator/index.ts";
 import { formsOn } from "./helpers/feishu.ts";
@@ -222,6 +223,42 @@ describe("the bot over the long connection (real WSClient)", () => {
     const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "还活着吗" });
     expect((await emu.longConnection.deliver(payload)).status).toBe(200);
     expect(bot.messages.map((data) => data.event_id)).toEqual([payload.header.event_id]);
+    expect(emu.longConnection.online).toBe(1);
+    expect(bot.fatal).toEqual([]);
+  });
+
+  it("survives 300 random frames (random bytes, and well-formed frames with random headers and payloads)", async () => {
+    const emu = await emulator();
+    const bot = await recordingBot(emu);
+    await bot.connection.ready;
+    const text = fc.string({ maxLength: 12 });
+    const header = fc.record(
+      {
+        type: fc.constantFrom("event", "card", "ping", "pong", ""),
+        message_id: text,
+        sum: fc.oneof(fc.constantFrom("0", "1", "2", "-1", "NaN", "1e9"), text),
+        seq: fc.oneof(fc.constantFrom("0", "1", "5"), text),
+        trace_id: text,
+      },
+      { requiredKeys: [] },
+    );
+    const frames = fc.oneof(
+      fc.uint8Array({ maxLength: 64 }),
+      fc
+        .record({
+          method: fc.constantFrom(0, 1, 2),
+          headers: header,
+          payload: fc.oneof(
+            fc.uint8Array({ maxLength: 64 }),
+            fc.json().map((j) => new TextEncoder().encode(j)),
+          ),
+        })
+        .map((f) => encodeFrame({ SeqID: 1, LogID: 1, service: 1, ...f })),
+    );
+    for (const frame of fc.sample(frames, { numRuns: 300, seed: 12 })) emu.longConnection.sendRaw(frame);
+    const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "之后的消息" });
+    expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    expect(bot.messages.map((data) => data.event_id)).toContain(payload.header.event_id);
     expect(emu.longConnection.online).toBe(1);
     expect(bot.fatal).toEqual([]);
   });
