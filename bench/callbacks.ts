@@ -26,9 +26,10 @@ import { startTsWorker } from "./worker.ts";
 
 /**
  * Benchmark 3: card submits (valid, invalid, not the sender) arriving all at once or spread over a second,
- * answered by the real channel through the signed webhook (HTTP from a worker thread) and through the long
- * connection's dispatcher (what WSClient calls for each frame; the emulator does not speak WSClient's
- * protobuf frames). Every card holds a pending ask from the demo agent.
+ * answered by the real channel through the signed webhook (HTTP from a worker thread), through the long
+ * connection's dispatcher (what WSClient calls for each frame), and through the long connection at the wire
+ * (pbbp2 frames from the emulator to the SDK's WSClient, timed until the ack is back). Every card holds a
+ * pending ask from the demo agent.
  */
 
 type Kind = "valid" | "invalid" | "not the sender";
@@ -40,7 +41,7 @@ const EXPECTED: Record<Kind, string> = {
 const STRANGER = "ou_stranger0000000000000000000000000";
 
 export interface CallbackRow {
-  transport: "webhook" | "long connection";
+  transport: "webhook" | "long connection" | "long connection (wire)";
   arrival: Arrival;
   submits: number;
   p50: number;
@@ -65,7 +66,7 @@ export async function runCallbacks(options: BenchOptions): Promise<CallbackRow[]
   const count = options.quick ? 50 : 200;
   // One app (emulator, bot, limiter) per measurement, set up side by side, so that no measurement waits for
   // another's Open API quota; the measurements themselves run one after the other.
-  const setups = (["webhook", "long connection"] as const).flatMap((transport) =>
+  const setups = (["webhook", "long connection", "long connection (wire)"] as const).flatMap((transport) =>
     ARRIVALS.map((arrival) => prepare(transport, arrival, count)),
   );
   const prepared = await Promise.all(setups);
@@ -121,7 +122,12 @@ async function measure({ transport, arrival, rig, cards }: Prepared): Promise<Ca
   // Serial submits that change nothing (invalid, not the sender) on a card whose ask stays pending.
   const serialSubmits = (n: number) =>
     Array.from({ length: n }, (_, i) => submitFor(rig, spare, i % 2 ? "invalid" : "not the sender", 0));
-  const send = transport === "webhook" ? await webhookSender(rig) : dispatcherSender(rig);
+  const send =
+    transport === "webhook"
+      ? await webhookSender(rig)
+      : transport === "long connection"
+        ? dispatcherSender(rig)
+        : wireSender(rig);
   try {
     await send.warmUp(cards.length, serialSubmits(40));
     const serial: number[] = [];
@@ -272,6 +278,38 @@ function dispatcherSender(rig: FeishuRig): Sender {
             };
             // Each frame arrives as its own event-loop task, as WebSocket messages do.
             if (submit.atMs > 0) setTimeout(arrive, submit.atMs);
+            else setImmediate(arrive);
+          }),
+      ),
+    );
+  };
+  return {
+    async warmUp(_connections, submits) {
+      for (const submit of submits) await burst([submit]);
+    },
+    burst,
+    close: async () => undefined,
+  };
+}
+
+/** Frames from the emulator's long-connection server to the rig's WSClient, timed until the ack is back. */
+function wireSender(rig: FeishuRig): Sender {
+  const burst = (submits: Submit[]) => {
+    const startedAt = clock();
+    return Promise.all(
+      submits.map(
+        (submit) =>
+          new Promise<{ ms: number; text: string }>((resolve, reject) => {
+            const arrive = () => {
+              const sentAt = clock();
+              rig.emulator.longConnection.deliver(submit.payload, { timeoutMs: 10_000 }).then((ack) => {
+                resolve({
+                  ms: clock() - sentAt,
+                  text: ack.status === 200 ? JSON.stringify(ack.body) : `ack ${ack.status}`,
+                });
+              }, reject);
+            };
+            if (submit.atMs > 0) setTimeout(arrive, Math.max(0, startedAt + submit.atMs - clock()));
             else setImmediate(arrive);
           }),
       ),

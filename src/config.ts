@@ -45,6 +45,7 @@ const envSchema = z.object({
   FEISHU_TRANSPORT: z.enum(["ws", "webhook"]).default("ws"),
   FEISHU_ENCRYPT_KEY: optionalText,
   FEISHU_VERIFICATION_TOKEN: optionalText,
+  FEISHU_CALLBACK_SETTLE_MS: intFrom("FEISHU_CALLBACK_SETTLE_MS", 0, 10_000).default(1000),
   AGENT: z.enum(["demo", "openai"]).default("demo"),
   OPENAI_BASE_URL: optionalText,
   OPENAI_API_KEY: optionalText,
@@ -92,6 +93,8 @@ export interface Config {
     verificationToken?: string;
     /** Send a short @-mention message when a form appears on a card (a PATCH notifies nobody). */
     askPing: boolean;
+    /** After a card callback's answer went out, its card's next PATCH waits this long (docs/long-connection.md). */
+    callbackSettleMs: number;
   };
   agent: {
     kind: "demo" | "openai";
@@ -159,6 +162,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       encryptKey: e.FEISHU_ENCRYPT_KEY,
       verificationToken: e.FEISHU_VERIFICATION_TOKEN,
       askPing: e.FEISHU_ASK_PING,
+      callbackSettleMs: e.FEISHU_CALLBACK_SETTLE_MS,
     },
     agent: {
       kind: e.AGENT,

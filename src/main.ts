@@ -14,6 +14,7 @@ import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger } from "./logger.ts";
+import { installProcessGuard } from "./process-guard.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   // Before anything reads the store: a second process on this DATA_DIR exits here, naming the holder.
   const dataDirLock = lockDataDir(config.dataDir);
+  installProcessGuard(logger);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   const core = createCore({
@@ -57,7 +59,6 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void shutdown("SIGINT", 0));
   process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
-  process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
 
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
   const local =
@@ -93,10 +94,17 @@ async function main(): Promise<void> {
       }),
   ];
   if (local) {
+    // Events and clicks from the console go where the app is subscribed: the long connection by default.
+    const webhook = local.config.feishu.transport === "webhook";
     const botWebhookUrl = () => `http://${callableHost(config.host)}:${port}${FEISHU_WEBHOOK_PATH}`;
     const logSeqStart = Date.now() * 1000; // above every number the previous process gave (console/index.ts)
     routes.push((app: Express) =>
-      mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger, logSeqStart }),
+      mountConsole(app, {
+        emulator: local.emulator,
+        ...(webhook ? { botWebhookUrl } : {}),
+        logger,
+        logSeqStart,
+      }),
     );
   }
   const hostPolicy = {
@@ -115,6 +123,8 @@ async function main(): Promise<void> {
   }
   const address = server.address();
   port = typeof address === "object" && address ? address.port : config.port;
+  // In local mode the console's first message must find the bot connected (the emulator is in-process).
+  if (local) await withTimeout(started.feishu.ready, 10_000, () => logger.warn("long connection not up yet"));
   logger.info({ port, host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 
@@ -138,6 +148,16 @@ function configOrExit(): Config {
 function callableHost(host: string | undefined): string {
   if (host === undefined || host === "0.0.0.0" || host === "::") return "127.0.0.1";
   return host.includes(":") ? `[${host}]` : host;
+}
+
+/** Waits for `promise`, but no longer than `ms` (then runs `onTimeout` and goes on). */
+async function withTimeout(promise: Promise<void>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<"expired">((resolve) => {
+    timer = setTimeout(resolve, ms, "expired");
+  });
+  if ((await Promise.race([promise, expired])) === "expired") onTimeout();
+  clearTimeout(timer);
 }
 
 function announceConsole(port: number): void {

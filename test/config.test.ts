@@ -50,6 +50,8 @@ describe("loadConfig", () => {
     [{ FEISHU_TRANSPORT: "http" }, "FEISHU_TRANSPORT"],
     [{ ASK_TIMEOUT_MS: "10" }, "ASK_TIMEOUT_MS: ASK_TIMEOUT_MS must be at least 1000"],
     [{ CARD_PATCH_INTERVAL_MS: "50" }, "CARD_PATCH_INTERVAL_MS must be at least 200"],
+    [{ FEISHU_CALLBACK_SETTLE_MS: "soon" }, "FEISHU_CALLBACK_SETTLE_MS must be a whole number"],
+    [{ FEISHU_CALLBACK_SETTLE_MS: "60000" }, "FEISHU_CALLBACK_SETTLE_MS must be at most 10000"],
     [{ AGENT: "gpt" }, "AGENT"],
     [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL must be an absolute URL"],
     [{ AUTH_SECRET: "short" }, "AUTH_SECRET must be at least 32 characters"],
@@ -79,6 +81,12 @@ describe("loadConfig", () => {
   it("turns the ask ping off with FEISHU_ASK_PING=off", () => {
     expect(loadConfig({}).feishu.askPing).toBe(true);
     expect(loadConfig({ FEISHU_ASK_PING: "off" }).feishu.askPing).toBe(false);
+  });
+
+  it("waits 1 s after a callback's answer by default, and takes another settle delay (0 included)", () => {
+    expect(loadConfig({}).feishu.callbackSettleMs).toBe(1000);
+    expect(loadConfig({ FEISHU_CALLBACK_SETTLE_MS: "0" }).feishu.callbackSettleMs).toBe(0);
+    expect(loadConfig({ FEISHU_CALLBACK_SETTLE_MS: "2500" }).feishu.callbackSettleMs).toBe(2500);
   });
 
   it("ignores variables it does not know", () => {

@@ -6,7 +6,7 @@ import { exampleCards } from "../src/cards/examples.ts";
 import { ConfigError } from "../src/errors.ts";
 import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
 import { createEventDispatcher, startLongConnection } from "../src/feishu/long-connection.ts";
-import type { FeishuEventHandlers } from "../src/feishu/transport.ts";
+import { DEFAULT_SETTLE_MS, type FeishuEventHandlers } from "../src/feishu/transport.ts";
 import { CALLBACK_TIMEOUT_TOAST, FEISHU_WEBHOOK_PATH, mountFeishuWebhook } from "../src/feishu/webhook.ts";
 import {
   type Emulator,
@@ -87,7 +87,7 @@ async function emulator(options: EmulatorOptions = {}): Promise<Emulator> {
 /** A bare express app with only the webhook, as `createApp({ routes })` would mount it. */
 async function webhook(
   behaviour: Parameters<typeof recording>[0] = {},
-  options: { callbackBudgetMs?: number; verificationToken?: string } = {},
+  options: { callbackBudgetMs?: number; verificationToken?: string; settleMs?: number } = {},
 ) {
   const recorder = recording(behaviour);
   const { logger, lines } = captureLogger();
@@ -99,6 +99,7 @@ async function webhook(
     logger,
     now: () => T0,
     ...(options.callbackBudgetMs === undefined ? {} : { callbackBudgetMs: options.callbackBudgetMs }),
+    ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
   });
   const server = createServer(app);
   const url = `${await listen(server)}${FEISHU_WEBHOOK_PATH}`;
@@ -199,12 +200,15 @@ describe("Feishu webhook: events and callbacks from the platform", () => {
     const emu = await emulator();
     const order: string[] = [];
     const response = { toast: { type: "success", content: "已提交" } };
-    const hook = await webhook({
-      onCardAction: async () => {
-        order.push("handler");
-        return { response, afterResponse: () => order.push("afterResponse") };
+    const hook = await webhook(
+      {
+        onCardAction: async () => {
+          order.push("handler");
+          return { response, afterResponse: () => order.push("afterResponse") };
+        },
       },
-    });
+      { settleMs: 0 },
+    );
     hook.server.on("request", (_req, res) => res.once("finish", () => order.push("response sent")));
     const messageId = await sentCard(emu);
     const payload = emu.cardAction({ messageId, operatorOpenId: "ou_alice", value: { kind: "answer" } });
@@ -348,7 +352,10 @@ describe("Feishu webhook: forged and malformed requests", () => {
     const late = deferred<Awaited<ReturnType<CardAction>>>();
     const afterLate = vi.fn();
     const throwing = await webhook({ onCardAction: () => Promise.reject(new Error("handler bug")) });
-    const hanging = await webhook({ onCardAction: () => late.promise }, { callbackBudgetMs: 50 });
+    const hanging = await webhook(
+      { onCardAction: () => late.promise },
+      { callbackBudgetMs: 50, settleMs: 0 },
+    );
 
     const click = () => emu.cardAction({ messageId, operatorOpenId: "ou_alice" });
     expect(await emu.deliverWebhook(throwing.url, click())).toMatchObject({
@@ -360,6 +367,8 @@ describe("Feishu webhook: forged and malformed requests", () => {
     // The overrunning handler finishes later: its follow-up still runs, after the (timeout) answer.
     late.resolve({ response: { toast: { type: "success", content: "late" } }, afterResponse: afterLate });
     await vi.waitFor(() => expect(afterLate).toHaveBeenCalledTimes(1));
+    // What went out was the timeout toast, not the late handler's answer.
+    expect(afterLate).toHaveBeenCalledWith(false);
     expect(await emu.deliverWebhook(hanging.url, message(emu))).toMatchObject({ status: 200, body: {} });
   });
 });
@@ -421,8 +430,14 @@ describe("Feishu long connection: the SDK's EventDispatcher", () => {
       operator: { open_id: "ou_bob" },
     });
     expect(afterResponse).not.toHaveBeenCalled();
-    await vi.advanceTimersByTimeAsync(50);
+    // The SDK sends the ack in the microtasks after the handler; "sent" is marked on the next macrotask,
+    // and the follow-up runs the settle delay (default 1 s) after it.
+    await new Promise((resolve) => setImmediate(resolve));
+    await vi.advanceTimersByTimeAsync(DEFAULT_SETTLE_MS - 1);
+    expect(afterResponse).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1);
     expect(afterResponse).toHaveBeenCalledTimes(1);
+    expect(afterResponse).toHaveBeenCalledWith(true);
   });
 
   it("returns {} rather than undefined for an empty response, and the toast for a failing or hanging handler", async () => {

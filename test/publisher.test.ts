@@ -3,6 +3,7 @@ import type { Card } from "../src/cards/model.ts";
 import { IGNORED_SLOT, type Limiter, type Slot } from "../src/feishu/limits.ts";
 import { FeishuApiError } from "../src/feishu/messenger.ts";
 import { CardPublisher, type CardShape } from "../src/feishu/publisher.ts";
+import { answerCardAction, DEFAULT_SETTLE_MS, type FeishuEventHandlers } from "../src/feishu/transport.ts";
 import { createLogger } from "../src/logger.ts";
 
 /** A card whose body says which state it shows, so each PATCH can be read back. */
@@ -493,5 +494,115 @@ describe("CardPublisher", () => {
       await vi.runAllTimersAsync();
       expect(patched).toHaveLength(1);
     });
+  });
+});
+
+describe("after a card callback: the settle rule (docs/long-connection.md)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(0);
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const logger = createLogger({ level: "silent" });
+
+  /** A callback handled like card-actions.ts does: hold, answer with the card of the state, release with it. */
+  function callback(rig: ReturnType<typeof setup>, change: () => void): FeishuEventHandlers {
+    return {
+      onMessage: () => {},
+      onCardAction: async () => {
+        const release = rig.publisher.hold();
+        change();
+        const card = cardFor(rig.state);
+        return {
+          response: { card: { type: "raw", data: card } },
+          afterResponse: (d) => release(d ? card : undefined),
+        };
+      },
+    };
+  }
+
+  it("holds the next PATCH until the answer is sent and the settle delay has passed, then sends the state of that moment", async () => {
+    const rig = setup({ patch: async () => {} });
+    const handlers = callback(rig, () => {
+      rig.state.status = "answered";
+    });
+    const answer = await answerCardAction(handlers, {}, { budgetMs: 2500, logger });
+    rig.state.step = 3; // the agent moves on while the answer is on its way
+    rig.publisher.request();
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(rig.patched).toHaveLength(0); // not sent yet: nothing may overtake the answer
+
+    answer.sent();
+    await vi.advanceTimersByTimeAsync(DEFAULT_SETTLE_MS - 1);
+    expect(rig.patched).toHaveLength(0);
+    await vi.runAllTimersAsync();
+    expect(rig.patched).toHaveLength(1);
+    expect(rig.patched[0]?.at).toBeGreaterThanOrEqual(5000 + DEFAULT_SETTLE_MS);
+    expect(rig.patched[0]?.at).toBeLessThan(5000 + DEFAULT_SETTLE_MS + 50);
+    expect(rig.contents()).toEqual(["answered step 3 forms "]);
+  });
+
+  it("sends nothing after the settle delay when the state is still the callback's card", async () => {
+    const rig = setup({ patch: async () => {} });
+    const handlers = callback(rig, () => {
+      rig.state.status = "answered";
+      rig.publisher.request();
+    });
+    const answer = await answerCardAction(handlers, {}, { budgetMs: 2500, logger, settleMs: 1000 });
+    answer.sent();
+    await vi.runAllTimersAsync();
+    expect(rig.patched).toHaveLength(0);
+  });
+
+  it("PATCHes the current state when the connection closed before the answer could be sent", async () => {
+    const rig = setup({ patch: async () => {} });
+    const handlers = callback(rig, () => {
+      rig.state.status = "answered";
+      rig.publisher.request();
+    });
+    const answer = await answerCardAction(handlers, {}, { budgetMs: 2500, logger, settleMs: 1000 });
+    answer.sent(false); // e.g. the webhook's socket closed first: the platform still shows the old card
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["answered step 0 forms "]);
+  });
+
+  it("PATCHes the current state when the callback's card never reached the platform (the handler overran)", async () => {
+    const rig = setup({ patch: async () => {} });
+    const base = callback(rig, () => {
+      rig.state.status = "answered";
+      rig.publisher.request();
+    });
+    const handlers: FeishuEventHandlers = {
+      ...base,
+      onCardAction: async (data) => {
+        const result = await base.onCardAction(data);
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        return result;
+      },
+    };
+    const answering = answerCardAction(handlers, {}, { budgetMs: 2500, logger, settleMs: 1000 });
+    await vi.advanceTimersByTimeAsync(2500);
+    const answer = await answering;
+    expect(answer.response).toHaveProperty("toast"); // the timeout toast went out instead of the card
+    answer.sent();
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["answered step 0 forms "]);
+  });
+
+  it("PATCHes the current state after two overlapping callbacks, whichever card the platform applied last", async () => {
+    const rig = setup({ patch: async () => {} });
+    const releaseSubmit = rig.publisher.hold();
+    const submitCard = cardFor({ ...rig.state, status: "submitted" });
+    const releaseCancel = rig.publisher.hold();
+    rig.state.status = "cancelled";
+    rig.publisher.request();
+    const cancelCard = cardFor(rig.state);
+    // Released in this order, yet the platform may have applied the submit's answer last: the screen is unknown.
+    releaseSubmit(submitCard);
+    releaseCancel(cancelCard);
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["cancelled step 0 forms "]);
   });
 });

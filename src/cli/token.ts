@@ -6,8 +6,6 @@ import { loadConfig } from "../config.ts";
 import { describeError } from "../errors.ts";
 import { openDatabase } from "../store/db.ts";
 import { SqliteTokenRevocations } from "../store/token-revocations.ts";
-import { openDatabase } from "../store/db.ts";
-import { SqliteTokenRevocations } from "../store/token-revocations.ts";
 
 /**
  * `npm run token -- <open_id> [days]`: a sign-in link for the session pages and, on the last line, the bare

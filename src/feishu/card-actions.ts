@@ -21,7 +21,8 @@ import { parseCardAction } from "./events.ts";
 type Toast = { type: "success" | "error" | "info" | "warning"; content: string };
 export interface CallbackResult {
   response: { toast?: Toast; card?: { type: "raw"; data: Card } };
-  afterResponse?: () => void;
+  /** `delivered`: this response (not the transport's timeout toast) is what the platform got. */
+  afterResponse?: (delivered: boolean) => void;
 }
 
 export async function handleCardAction(
@@ -52,7 +53,12 @@ export async function handleCardAction(
     action.value.name,
     active,
   );
-  return { response: result.response, afterResponse: () => release?.() };
+  // The card the platform shows once a delivered answer carried one: the publisher compares against it.
+  const answered = result.response.card?.data;
+  return {
+    response: result.response,
+    afterResponse: (delivered) => release?.(delivered ? answered : undefined),
+  };
 }
 
 async function route(

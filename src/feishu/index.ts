@@ -15,6 +15,8 @@ export interface FeishuRuntime {
   handlers: FeishuEventHandlers;
   /** Routes to mount on the HTTP app (the webhook, in webhook mode). */
   routes: ((app: import("express").Express) => void)[];
+  /** Resolves once events can arrive: at once for the webhook, on the first connection for the long one. */
+  ready: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -33,7 +35,8 @@ export async function startFeishu(options: {
   signInLink?: (userId: string) => { url: string; expiresAt: number };
 }): Promise<FeishuRuntime> {
   const { config, core, logger, now } = options;
-  const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing } = config.feishu;
+  const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing, callbackSettleMs } =
+    config.feishu;
   if (!appId || !appSecret)
     throw new Error("FEISHU_APP_ID and FEISHU_APP_SECRET are required for the Feishu channel");
   const messenger = createLarkMessenger({ appId, appSecret, domain, logger });
@@ -60,7 +63,7 @@ export async function startFeishu(options: {
     onCardAction: (data) => handleCardAction(channel, data, logger),
   };
   const routes: FeishuRuntime["routes"] = [];
-  let connection: { close(): void } | undefined;
+  let connection: { ready: Promise<void>; close(): void } | undefined;
   if (transport === "webhook") {
     if (!encryptKey) throw new Error("FEISHU_ENCRYPT_KEY is required with FEISHU_TRANSPORT=webhook");
     routes.push((app) =>
@@ -70,6 +73,7 @@ export async function startFeishu(options: {
         handlers,
         logger,
         now,
+        settleMs: callbackSettleMs,
       }),
     );
   } else {
@@ -79,6 +83,7 @@ export async function startFeishu(options: {
       domain,
       handlers,
       logger,
+      settleMs: callbackSettleMs,
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
     });
   }
@@ -86,6 +91,7 @@ export async function startFeishu(options: {
     channel,
     handlers,
     routes,
+    ready: connection?.ready ?? Promise.resolve(),
     async close() {
       connection?.close();
       await channel.idle();

@@ -15,12 +15,6 @@ import {
  * the connection authenticates once with the app secret and payloads arrive in plaintext.
  */
 
-/**
- * WSClient sends the return value right after the handler resolves (`invoke` → `sendMessage`), with no hook
- * for "sent". Follow-ups wait this long so a PATCH cannot overtake the answer (§2.3: it would revert).
- */
-export const AFTER_RESPONSE_DELAY_MS = 50;
-
 /** WSClient.start() only logs and returns for other app ids (§4.4); we fail loudly instead. */
 const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
 
@@ -29,7 +23,7 @@ type Flat = Record<string, unknown>;
 export function createEventDispatcher(
   handlers: FeishuEventHandlers,
   logger: Logger,
-  options: { callbackBudgetMs?: number } = {},
+  options: { callbackBudgetMs?: number; settleMs?: number } = {},
 ): lark.EventDispatcher {
   const log = logger.child({ module: "feishu-long-connection" });
   // No encryptKey: WSClient invokes with needCheck:false and the frames are not encrypted.
@@ -48,8 +42,12 @@ export function createEventDispatcher(
       const answer = await answerCardAction(handlers, data, {
         budgetMs: options.callbackBudgetMs ?? DEFAULT_CALLBACK_BUDGET_MS,
         logger: log,
+        ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       });
-      setTimeout(answer.sent, AFTER_RESPONSE_DELAY_MS);
+      // WSClient has no "sent" hook: it encodes the ack and hands it to the socket in the microtasks right
+      // after this handler resolves, so by the next macrotask the answer is out. The settle delay counts
+      // from there (docs/long-connection.md §Settle).
+      setImmediate(answer.sent);
       // Never undefined: WSClient would send a frame with no data, which may count as a malformed answer.
       return answer.response;
     },
@@ -64,17 +62,27 @@ export interface LongConnectionOptions {
   handlers: FeishuEventHandlers;
   logger: Logger;
   callbackBudgetMs?: number;
+  /** Wait after a callback's answer before the card's next PATCH (default DEFAULT_SETTLE_MS). */
+  settleMs?: number;
   /** The SDK gave up for good; without this the bot would silently hear nothing more. */
   onFatal?: (error: unknown) => void;
 }
 
-export function startLongConnection(options: LongConnectionOptions): { close(): void } {
+export function startLongConnection(options: LongConnectionOptions): {
+  /** Resolves once the first connection is up (never rejects; a fatal failure goes to onFatal). */
+  ready: Promise<void>;
+  close(): void;
+} {
   if (!APP_ID.test(options.appId)) {
     throw new ConfigError(
       `FEISHU_APP_ID must look like cli_ followed by 16 hex digits for the long connection`,
     );
   }
   const log = options.logger.child({ module: "feishu-long-connection" });
+  let markReady = () => {};
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
   const client = new lark.WSClient({
     appId: options.appId,
     appSecret: options.appSecret,
@@ -83,7 +91,10 @@ export function startLongConnection(options: LongConnectionOptions): { close(): 
     // LoggerLevel.fatal (0) would be ignored as falsy (§4.1); info keeps connect/reconnect lines.
     loggerLevel: lark.LoggerLevel.info,
     handshakeTimeoutMs: 15_000,
-    onReady: () => log.info("long connection ready"),
+    onReady: () => {
+      log.info("long connection ready");
+      markReady();
+    },
     // Called when the SDK gives up (bad credentials or retries exhausted): the bot hears nothing from now on.
     onError: (error) => {
       log.error({ err: error }, "long connection failed");
@@ -94,9 +105,10 @@ export function startLongConnection(options: LongConnectionOptions): { close(): 
   });
   const dispatcher = createEventDispatcher(options.handlers, options.logger, {
     ...(options.callbackBudgetMs === undefined ? {} : { callbackBudgetMs: options.callbackBudgetMs }),
+    ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
   });
   client
     .start({ eventDispatcher: dispatcher })
     .catch((error: unknown) => log.error({ err: error }, "long connection failed to start"));
-  return { close: () => client.close({ force: true }) };
+  return { ready, close: () => client.close({ force: true }) };
 }

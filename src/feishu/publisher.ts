@@ -74,6 +74,8 @@ export class CardPublisher {
   #rateFailures = 0;
   #idleWaiters: (() => void)[] = [];
   #wantedWhileHeld = false;
+  /** Callbacks overlapped during the current hold: the card the platform shows is not known. */
+  #overlapped = false;
   /** Cards sent without an answer since the last PATCH that landed: the platform may still apply them. */
   #unanswered: string[] = [];
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
@@ -118,17 +120,30 @@ export class CardPublisher {
 
   /**
    * Holds PATCHes while a card callback for this message is being answered; call the returned function once
-   * the response has been sent. Feishu reverts an update made before or in parallel with the response.
+   * the response has been sent and has settled. Feishu reverts an update made before or in parallel with the
+   * response. Pass the card the response carried: that is what the platform shows now, so the state current
+   * at release is PATCHed if (and only if) it differs from it.
    */
-  hold(): () => void {
+  hold(): (shown?: Card) => void {
+    // Two callbacks at once: the platform applies their cards in an order we cannot see, so what it shows
+    // afterwards is unknown and the current state goes out whatever it is.
+    if (this.#holds > 0) this.#overlapped = true;
     this.#holds += 1;
     this.#clearTimer();
     let released = false;
-    return () => {
+    return (shown) => {
       if (released) return;
       released = true;
       this.#holds -= 1;
-      if (this.#holds === 0) this.#wantedWhileHeld = false;
+      if (shown || this.#overlapped) {
+        this.#lastSentJson = shown && !this.#overlapped ? JSON.stringify(shown) : undefined;
+        this.#lastSentKey = undefined;
+        this.#version += 1; // compare a fresh render with what is shown, even if nothing was requested
+      }
+      if (this.#holds === 0) {
+        this.#wantedWhileHeld = false;
+        this.#overlapped = false;
+      }
       this.#schedule();
     };
   }

@@ -10,10 +10,15 @@ import { strings } from "../strings.ts";
 export interface FeishuEventHandlers {
   /** im.message.receive_v1, flattened like the SDK does ({...header, ...event}). Must return at once (acknowledge fast) once the event is recorded; the handler does its work in the background. Throws when it could not record the event. */
   onMessage(data: Record<string, unknown>): void;
-  /** card.action.trigger, flattened. Resolves with the callback response body ({toast}, {toast, card:{type:"raw", data}} or {}) and a function to call once the response has been SENT (PATCHes wait for it: Feishu reverts an update made before or in parallel with the response). */
+  /**
+   * card.action.trigger, flattened. Resolves with the callback response body ({toast}, {toast, card:{type:"raw",
+   * data}} or {}) and a function the transport calls once the response has been SENT and the settle delay has
+   * passed (PATCHes wait for it: Feishu reverts an update made before or in parallel with the response).
+   * `delivered` is false when the transport sent the timeout toast instead of this response.
+   */
   onCardAction(
     data: Record<string, unknown>,
-  ): Promise<{ response: Record<string, unknown>; afterResponse?: () => void }>;
+  ): Promise<{ response: Record<string, unknown>; afterResponse?: (delivered: boolean) => void }>;
 }
 
 /** The toast sent when a callback handler fails or overruns its budget (to move to strings.ts). */
@@ -21,6 +26,12 @@ export const CALLBACK_TIMEOUT_TOAST = strings.feishu.callbackTimeout;
 
 /** Feishu waits 3 s for a callback answer and never retries (§2.3); keep the rest for the network. */
 export const DEFAULT_CALLBACK_BUDGET_MS = 2500;
+
+/**
+ * How long after a callback's answer went out the card's next PATCH waits (docs/long-connection.md §Settle).
+ * The docs only say "after"; a field report needed about 1 s before an update stuck (FEISHU_CALLBACK_SETTLE_MS).
+ */
+export const DEFAULT_SETTLE_MS = 1000;
 
 export function timeoutResponse(): Record<string, unknown> {
   return { toast: { type: "error", content: CALLBACK_TIMEOUT_TOAST } };
@@ -55,35 +66,50 @@ export function deliverMessage(
 export interface AnsweredCardAction {
   /** The body to send: the handler's when it answered in time with a JSON object, else the timeout toast. */
   response: Record<string, unknown>;
-  /** Call once the response has been sent. Runs the handler's afterResponse, at most once. */
-  sent(): void;
+  /**
+   * Call once the response has been sent (`reached: false` when the connection closed before it could be).
+   * Runs the handler's afterResponse, at most once, `settleMs` later.
+   */
+  sent(reached?: boolean): void;
 }
 
 /**
  * Runs onCardAction, but never past `budgetMs`. When the handler overruns and finishes later, its
- * afterResponse still runs (once the timeout answer was sent), since its state change already happened.
+ * afterResponse still runs (once the timeout answer was sent and settled), since its state change happened.
  */
 export async function answerCardAction(
   handlers: FeishuEventHandlers,
   data: Record<string, unknown>,
-  options: { budgetMs: number; logger: Logger },
+  options: { budgetMs: number; logger: Logger; settleMs?: number },
 ): Promise<AnsweredCardAction> {
   const { budgetMs, logger: log } = options;
-  let responseSent = false;
-  let followUp: (() => void) | undefined;
+  const settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
+  let settled = false;
+  let reachedPlatform = true;
+  let followUp: { run: (delivered: boolean) => void; delivered: boolean } | undefined;
   const runFollowUp = () => {
-    if (!responseSent || !followUp) return;
-    const run = followUp;
+    if (!settled || !followUp) return;
+    const { run, delivered } = followUp;
     followUp = undefined;
-    runLogged(run, log, "card afterResponse failed");
+    runLogged(() => run(delivered && reachedPlatform), log, "card afterResponse failed");
   };
-  const answer = (response: Record<string, unknown>): AnsweredCardAction => ({
-    response,
-    sent: () => {
-      responseSent = true;
-      runFollowUp();
-    },
-  });
+  const answer = (response: Record<string, unknown>): AnsweredCardAction => {
+    let called = false;
+    return {
+      response,
+      sent: (reached = true) => {
+        if (called) return;
+        called = true;
+        reachedPlatform = reached;
+        const ready = () => {
+          settled = true;
+          runFollowUp();
+        };
+        if (settleMs > 0) setTimeout(ready, settleMs);
+        else ready();
+      },
+    };
+  };
 
   const outcome = settle(() => handlers.onCardAction(data));
   let timer: NodeJS.Timeout | undefined;
@@ -97,7 +123,9 @@ export async function answerCardAction(
     log.warn({ budgetMs }, "card handler overran its budget; answered with the timeout toast");
     void outcome.then((late) => {
       if (!late.ok) return log.error({ err: late.error }, "card handler failed after its budget");
-      followUp = late.value?.afterResponse;
+      const run = late.value?.afterResponse;
+      // What went out was the timeout toast, not this handler's card.
+      if (run) followUp = { run, delivered: false };
       runFollowUp();
     });
     return answer(timeoutResponse());
@@ -106,8 +134,10 @@ export async function answerCardAction(
     log.error({ err: first.error }, "card handler failed");
     return answer(timeoutResponse());
   }
-  followUp = first.value?.afterResponse;
+  const run = first.value?.afterResponse;
   const body = first.value?.response;
+  const delivered = body !== undefined && body !== null && isJsonObject(body);
+  if (run) followUp = { run, delivered };
   if (body === undefined || body === null) return answer({}); // "no update" is `{}`, never an empty body
   if (isJsonObject(body)) return answer(body);
   // A malformed body is error 200672 on the client (§2.3); the toast at least says something.

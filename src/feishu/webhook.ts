@@ -28,6 +28,8 @@ export interface FeishuWebhookOptions {
   maxSkewMs?: number;
   /** How long a card callback handler may take (default 2500 ms of Feishu's 3 s). */
   callbackBudgetMs?: number;
+  /** Wait after a callback's answer before the card's next PATCH (default DEFAULT_SETTLE_MS). */
+  settleMs?: number;
 }
 
 export const FEISHU_WEBHOOK_PATH = "/feishu/events";
@@ -148,16 +150,18 @@ async function dispatch(
       return;
     case "card.action.trigger": {
       // Follow-up PATCHes wait until the answer is out (§2.3: an update before or alongside it reverts).
-      // `close` covers a connection dropped meanwhile: then no answer is in flight that an update could race.
-      const done = new Promise<void>((resolve) => {
-        res.once("finish", resolve);
-        res.once("close", resolve);
+      // `close` covers a connection dropped meanwhile: then no answer is in flight that an update could race,
+      // and its card never reached the platform (so the card it shows is the old one).
+      const done = new Promise<boolean>((resolve) => {
+        res.once("finish", () => resolve(true));
+        res.once("close", () => resolve(res.writableFinished));
       });
       const answer = await answerCardAction(options.handlers, data, {
         budgetMs: options.callbackBudgetMs ?? DEFAULT_CALLBACK_BUDGET_MS,
         logger: log,
+        ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       });
-      void done.then(answer.sent);
+      void done.then((reached) => answer.sent(reached));
       res.json(answer.response);
       return;
     }

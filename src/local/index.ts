@@ -4,8 +4,10 @@ import { type Emulator, startEmulator } from "./emulator/index.ts";
 
 /**
  * Local mode (no FEISHU_APP_ID): the Feishu side is the emulator on loopback, and the bot talks to it exactly
- * as it talks to Feishu — the SDK over HTTP for the Open API, signed and encrypted webhooks for events and
- * card callbacks. Only the base URL differs. The webhook key is the DATA_DIR's own (auth/secret.ts).
+ * as it talks to Feishu — the SDK over HTTP for the Open API, and for events and card callbacks the long
+ * connection (the SDK's WSClient against the emulator's pbbp2 server), like production. FEISHU_TRANSPORT=webhook
+ * switches to signed and encrypted webhooks instead. Only the base URL differs. The webhook key is the
+ * DATA_DIR's own (auth/secret.ts).
  *
  * The emulator keeps its chats and cards in `DATA_DIR/emulator.sqlite`, so a restart behaves as on Feishu:
  * the bot resumes its runs from its own database and finds their cards where it left them.
@@ -16,10 +18,13 @@ export async function startLocalFeishu(
   config: Config,
   encryptKey: string,
 ): Promise<{ emulator: Emulator; config: Config }> {
+  const webhook = config.feishu.transport === "webhook";
   const emulator = await startEmulator({
     encryptKey,
     stateFile: path.join(config.dataDir, EMULATOR_STATE_FILE),
   });
+  // The webhook subscription needs the bot's port, known only after listen: main.ts subscribes it then.
+  if (!webhook) emulator.subscribe({ mode: "long_connection" });
   return {
     emulator,
     config: {
@@ -29,7 +34,7 @@ export async function startLocalFeishu(
         appId: emulator.appId,
         appSecret: emulator.appSecret,
         domain: emulator.url,
-        transport: "webhook",
+        transport: webhook ? "webhook" : "ws",
         encryptKey,
       },
     },

@@ -12,7 +12,7 @@ import { handleCardAction } from "../../src/feishu/card-actions.ts";
 import { FeishuChannel } from "../../src/feishu/channel.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
 import { createAppLimiter } from "../../src/feishu/limits.ts";
-import { createEventDispatcher } from "../../src/feishu/long-connection.ts";
+import { startLongConnection } from "../../src/feishu/long-connection.ts";
 import type { FeishuMessenger } from "../../src/feishu/messenger.ts";
 import type { FeishuEventHandlers } from "../../src/feishu/transport.ts";
 import { mountFeishuWebhook } from "../../src/feishu/webhook.ts";
@@ -29,8 +29,12 @@ export const WEBHOOK_KEY = "rig-encrypt-key";
 
 /**
  * The Feishu channel end to end: the real SDK over HTTP to the emulator, a real SQLite file, the demo agent.
- * Events reach the bot through the transport under test: the long connection's dispatcher or signed webhooks.
+ * Events reach the bot through the transport under test, at the wire: the SDK's WSClient connected to the
+ * emulator's long-connection server (pbbp2 frames, acks), or signed and encrypted webhooks.
  */
+
+/** ClientConfig for tests: reconnect at once and every second instead of after 30 s + 120 s. */
+export const FAST_LONG_CONNECTION = { pingIntervalS: 5, reconnectIntervalS: 1, reconnectNonceS: 0 } as const;
 export interface FeishuRig {
   emulator: Emulator;
   core: Core;
@@ -50,6 +54,7 @@ export interface FeishuRig {
   send(input: Parameters<Emulator["userMessage"]>[0]): Promise<string>;
   /** Delivers an already-built event again (a redelivery). */
   deliver(payload: ReturnType<Emulator["userMessage"]>): Promise<void>;
+  /** A click as the Feishu client makes it: answered within 3 s, the answer's card applied to the message. */
   click(
     input: Parameters<Emulator["cardAction"]>[0],
   ): Promise<{ toast?: { type: string; content: string }; card?: { data: Card } }>;
@@ -74,14 +79,19 @@ export async function startFeishuRig(
     recover?: boolean;
     /** Also serve HTTP (WebSocket hub) on an ephemeral port; implied by the webhook transport. */
     withServer?: boolean;
-    /** How events reach the bot: the long connection's dispatcher (default) or signed webhooks over HTTP. */
+    /** How events reach the bot: the long connection (default) or signed webhooks over HTTP. */
     transport?: "ws" | "webhook";
     /** Personal sign-in links for /login (as main.ts wires them). */
     signInLink?: (userId: string) => { url: string; expiresAt: number };
+    /** The wait after a callback's answer before its card's next PATCH (production 1000; tests 20). */
+    settleMs?: number;
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
-  const emulator = options.emulator ?? (await startEmulator({ encryptKey: WEBHOOK_KEY }));
+  const emulator =
+    options.emulator ??
+    (await startEmulator({ encryptKey: WEBHOOK_KEY, longConnection: FAST_LONG_CONNECTION }));
+  const settleMs = options.settleMs ?? 20;
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-feishu-"));
   const dbFile = path.join(dataDir, "bot.sqlite");
   const db = openDatabase(dbFile);
@@ -124,16 +134,36 @@ export async function startFeishuRig(
     onMessage: (data) => channel.handleMessage(data),
     onCardAction: (data) => handleCardAction(channel, data, logger),
   };
-  const dispatcher = createEventDispatcher(handlers, logger);
   if (options.withServer || transport === "webhook") {
     const routes = [
       (app: Express) =>
-        mountFeishuWebhook(app, { encryptKey: WEBHOOK_KEY, handlers, logger, now: emulator.clock.now }),
+        mountFeishuWebhook(app, {
+          encryptKey: WEBHOOK_KEY,
+          handlers,
+          logger,
+          now: emulator.clock.now,
+          settleMs,
+        }),
     ];
     server = createApp({ ...core, logger, routes }).server;
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
     const address = server.address();
     httpUrl = typeof address === "object" && address ? `http://127.0.0.1:${address.port}` : "";
+  }
+  let connection: { ready: Promise<void>; close(): void } | undefined;
+  if (transport === "ws") {
+    connection = startLongConnection({
+      appId: emulator.appId,
+      appSecret: emulator.appSecret,
+      domain: emulator.url,
+      handlers,
+      logger,
+      settleMs,
+    });
+    await connection.ready;
+    emulator.subscribe({ mode: "long_connection" });
+  } else {
+    emulator.subscribe({ mode: "webhook", url: `${httpUrl}/feishu/events` });
   }
   if (options.recover) core.runner.recover();
 
@@ -155,7 +185,9 @@ export async function startFeishuRig(
         throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
       return result.body;
     }
-    return dispatcher.invoke(payload, { needCheck: false });
+    const ack = await emulator.longConnection.deliver(payload);
+    if (ack.status !== 200) throw new Error(`long connection acked ${ack.status}`);
+    return ack.body === "" ? undefined : ack.body;
   };
 
   return {
@@ -187,10 +219,10 @@ export async function startFeishuRig(
       await deliverEvent(payload);
     },
     async click(input) {
-      const answer = (await deliverEvent(emulator.cardAction(input))) as {
-        toast?: { type: string; content: string };
-        card?: { data: Card };
-      };
+      // As the Feishu client: the answer's toast is shown and its card applied to the message.
+      const outcome = await emulator.click(input);
+      if (outcome.answer === undefined) throw new Error(`the click failed: ${outcome.error}`);
+      const answer = outcome.answer as { toast?: { type: string; content: string }; card?: { data: Card } };
       // The card of every callback answer must pass the emulator's independent checker, as Feishu's client
       // would refuse it (200673) otherwise.
       if (answer?.card) {
@@ -209,6 +241,7 @@ export async function startFeishuRig(
     },
     until,
     async stop() {
+      connection?.close();
       for (const ws of sockets) ws.terminate();
       await core.runner.stop();
       await channel.idle();

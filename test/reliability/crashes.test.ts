@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Card } from "../../src/cards/model.ts";
-import { type Emulator, type MessageReceiveEvent, startEmulator } from "../../src/local/emulator/index.ts";
+import {
+  type CardActionInput,
+  type Emulator,
+  type MessageReceiveEvent,
+  startEmulator,
+} from "../../src/local/emulator/index.ts";
 import { strings } from "../../src/strings.ts";
 import {
   type BotProcess,
@@ -46,6 +51,14 @@ async function deliver(bot: BotProcess, emu: Emulator, payload: unknown) {
   if (result.status !== 200)
     throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
   return result.body as { toast?: { type: string; content: string }; card?: { data: Card } };
+}
+
+/** A click as the Feishu client makes it: over the bot's webhook, the answer's card applied to the message. */
+async function click(bot: BotProcess, emu: Emulator, input: CardActionInput) {
+  emu.subscribe({ mode: "webhook", url: bot.hookUrl });
+  const outcome = await emu.click(input, { timeoutMs: 10_000 });
+  if (outcome.status !== 200) throw new Error(`the click failed: ${outcome.error}`);
+  return outcome.answer as { toast?: { type: string; content: string }; card?: { data: Card } };
 }
 
 const sessionOf = (emu: Emulator, user = ALICE) => `feishu-${emu.appId}-private-${user}`;
@@ -104,17 +117,13 @@ describe("kill -9 mid-ask", () => {
 
       // The old form's submit finds no waiting question.
       const sessionId = sessionOf(emu);
-      const stale = await deliver(
-        second,
-        emu,
-        emu.cardAction({
-          messageId: cardId,
-          operatorOpenId: ALICE,
-          name: "ask0_submit",
-          value: submitValue(sessionId, oldRequest, ALICE),
-          formValue: { ask0_q0: "0", ask0_q1: ["0"] },
-        }),
-      );
+      const stale = await click(second, emu, {
+        messageId: cardId,
+        operatorOpenId: ALICE,
+        name: "ask0_submit",
+        value: submitValue(sessionId, oldRequest, ALICE),
+        formValue: { ask0_q0: "0", ask0_q1: ["0"] },
+      });
       expect(stale.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
 
       // Feishu redelivers the message: no second run.
@@ -122,17 +131,13 @@ describe("kill -9 mid-ask", () => {
 
       // The resumed run asks again on the same card; that answer finishes it.
       const newRequest = await formOn(emu, cardId, oldRequest);
-      const answered = await deliver(
-        second,
-        emu,
-        emu.cardAction({
-          messageId: cardId,
-          operatorOpenId: ALICE,
-          name: "ask0_submit",
-          value: submitValue(sessionId, newRequest, ALICE),
-          formValue: { ask0_q0: "1", ask0_q1: ["2"] },
-        }),
-      );
+      const answered = await click(second, emu, {
+        messageId: cardId,
+        operatorOpenId: ALICE,
+        name: "ask0_submit",
+        value: submitValue(sessionId, newRequest, ALICE),
+        formValue: { ask0_q0: "1", ask0_q1: ["2"] },
+      });
       expect(answered.toast?.content).toBe(strings.feishu.submitted);
       await until(() => isCompleted(cardOf(emu, cardId)), "the completed card", 20_000);
       const recoveredMs = Date.now() - restartedAt;
@@ -328,17 +333,13 @@ async function answerOpenForms(
       const sender = users.find((user) => message.chatId.includes(user));
       if (!sender) continue;
       answered.add(requestId);
-      await deliver(
-        bot,
-        emu,
-        emu.cardAction({
-          messageId: message.messageId,
-          operatorOpenId: sender,
-          name: "ask0_submit",
-          value: submitValue(sessionOf(emu, sender), requestId, sender),
-          formValue: { ask0_q0: "0", ask0_q1: ["1"] },
-        }),
-      ).catch(() => undefined);
+      await click(bot, emu, {
+        messageId: message.messageId,
+        operatorOpenId: sender,
+        name: "ask0_submit",
+        value: submitValue(sessionOf(emu, sender), requestId, sender),
+        formValue: { ask0_q0: "0", ask0_q1: ["1"] },
+      }).catch(() => undefined);
     }
   }
 }

@@ -146,6 +146,7 @@ describe("load", () => {
       running.push(bot);
       // No pause after start: the start-up call (bot info) takes its place in the app limiter like any other.
       const cards = watchCards(emu);
+      emu.subscribe({ mode: "webhook", url: bot.hookUrl });
       const deliver = async (payload: unknown) => {
         const result = await emu.deliverWebhook(bot.hookUrl, payload, { timeoutMs: 10_000 });
         expect(result.status).toBe(200);
@@ -192,16 +193,18 @@ describe("load", () => {
             `the form for ${text}`,
             STAGE_MS,
           );
-          const answer = await deliver(
-            emu.cardAction({
+          // As the Feishu client: the answer's card is applied to the message.
+          const outcome = await emu.click(
+            {
               messageId: cardId,
               operatorOpenId: person.openId,
               name: "ask0_submit",
               value: submitValue(sessionOf(person.openId), requestId, person.openId),
               formValue: answers[0]!,
-            }),
+            },
+            { timeoutMs: 10_000 },
           );
-          expect(answer.toast?.content, text).toBe(strings.feishu.submitted);
+          expect(outcome.toast?.content, text).toBe(strings.feishu.submitted);
         } else {
           const desktop = person.desktop!;
           const ask = await desktop.next("ask_user_questions", () => true, STAGE_MS);

@@ -28,6 +28,8 @@ import {
  */
 
 const { stack, closers } = stacksForEachTest({ askPing: false });
+/** The callback races run over both transports, at the wire. */
+const TRANSPORTS = ["webhook", "ws"] as const;
 
 const QUESTIONS = [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features];
 /** Two different answers, so the tool result shows which surface won. */
@@ -193,105 +195,107 @@ describe("two surfaces answering the same question at once", () => {
   );
 });
 
-describe("a submit while a PATCH is in flight", () => {
-  it("answers the callback at once, sends no PATCH until the answer is out, and lands the final card", async () => {
-    const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
-    const path = await startSlowPath(emulator.url);
-    closers.push(
-      () => path.close(),
-      () => emulator.close(),
-    );
-    const s = await stack({ emulator, apiUrl: path.url, stepMs: 20 });
-    const desktop = await s.connect(ALICE);
-    const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "/parallel" });
-    const cardId = await s.progressCard(messageId);
-    const sessionId = s.privateSessionId(ALICE);
-    await until(() => formsOn(s.cardOf(cardId)).length === 2, "two forms on the card");
-    await s.channel.idle();
-    const [first, second] = s.core.registry.getPendingForSession(sessionId);
-    // Answering the second question on the desktop removes its form: that PATCH is held for 1.5 s on the way.
-    const patchPath = new RegExp(`^/open-apis/im/v1/messages/${cardId}$`);
-    path.hold({ method: "PATCH", path: patchPath }, 1500);
-    const arrivedBefore = path.arrived.length;
-    desktop.send({
-      type: "ask_user_questions_result",
-      sessionId,
-      data: {
-        requestId: second!.requestId,
-        answers: second!.questions.map((q) => ({
-          question: q.question,
-          selectedLabels: [q.options[0]!.label],
-          customInput: null,
-        })),
-      },
+describe.each(TRANSPORTS)("over the %s transport", (transport) => {
+  describe("a submit while a PATCH is in flight", () => {
+    it("answers the callback at once, sends no PATCH until the answer is out, and lands the final card", async () => {
+      const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
+      const path = await startSlowPath(emulator.url);
+      closers.push(
+        () => path.close(),
+        () => emulator.close(),
+      );
+      const s = await stack({ emulator, apiUrl: path.url, stepMs: 20, transport });
+      const desktop = await s.connect(ALICE);
+      const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "/parallel" });
+      const cardId = await s.progressCard(messageId);
+      const sessionId = s.privateSessionId(ALICE);
+      await until(() => formsOn(s.cardOf(cardId)).length === 2, "two forms on the card");
+      await s.channel.idle();
+      const [first, second] = s.core.registry.getPendingForSession(sessionId);
+      // Answering the second question on the desktop removes its form: that PATCH is held for 1.5 s on the way.
+      const patchPath = new RegExp(`^/open-apis/im/v1/messages/${cardId}$`);
+      path.hold({ method: "PATCH", path: patchPath }, 1500);
+      const arrivedBefore = path.arrived.length;
+      desktop.send({
+        type: "ask_user_questions_result",
+        sessionId,
+        data: {
+          requestId: second!.requestId,
+          answers: second!.questions.map((q) => ({
+            question: q.question,
+            selectedLabels: [q.options[0]!.label],
+            customInput: null,
+          })),
+        },
+      });
+      await desktop.next("ask_user_questions_accepted");
+      await until(
+        () => path.arrived.slice(arrivedBefore).some((r) => r.method === "PATCH"),
+        "the PATCH to be in flight",
+      );
+      // Now the first question is submitted on the card, while that PATCH is still out.
+      const callbackStarted = Date.now();
+      const answer = await s.click({
+        messageId: cardId,
+        operatorOpenId: ALICE,
+        name: "ask0_submit",
+        value: submitValue(sessionId, first!.requestId, ALICE),
+        formValue: FORM_B,
+      });
+      const callbackEnded = Date.now();
+      expect(answer.toast?.content).toBe(strings.feishu.submitted);
+      expect(answer.durationMs).toBeLessThan(1000);
+      expect(formsOn(answer.card!.data)).toEqual([]);
+      // Feishu shows the callback's card; no PATCH of ours may reach it before the answer is out (§2.3: it would revert).
+      s.emulator.applyCallbackCard(cardId, answer.card!.data);
+      const startedDuring = path.arrived.filter(
+        (r) => r.method === "PATCH" && r.at > callbackStarted && r.at < callbackEnded,
+      );
+      expect(startedDuring).toEqual([]);
+      // The held PATCH (with the first form still on it) lands late; the reconcile after it lands the final state.
+      const final = await until(() => {
+        const card = s.cardOf(cardId);
+        return isCompleted(card) && card;
+      }, "the completed card");
+      expect(formsOn(final)).toEqual([]);
+      expect(path.delivered).toHaveLength(1);
+      const run = s.core.store.latestRun(sessionId)!;
+      expect(run.text).toContain(DEMO_QUESTIONS.deploy.options[1]!.label);
     });
-    await desktop.next("ask_user_questions_accepted");
-    await until(
-      () => path.arrived.slice(arrivedBefore).some((r) => r.method === "PATCH"),
-      "the PATCH to be in flight",
-    );
-    // Now the first question is submitted on the card, while that PATCH is still out.
-    const callbackStarted = Date.now();
-    const answer = await s.click({
-      messageId: cardId,
-      operatorOpenId: ALICE,
-      name: "ask0_submit",
-      value: submitValue(sessionId, first!.requestId, ALICE),
-      formValue: FORM_B,
-    });
-    const callbackEnded = Date.now();
-    expect(answer.toast?.content).toBe(strings.feishu.submitted);
-    expect(answer.durationMs).toBeLessThan(1000);
-    expect(formsOn(answer.card!.data)).toEqual([]);
-    // Feishu shows the callback's card; no PATCH of ours may reach it before the answer is out (§2.3: it would revert).
-    s.emulator.applyCallbackCard(cardId, answer.card!.data);
-    const startedDuring = path.arrived.filter(
-      (r) => r.method === "PATCH" && r.at > callbackStarted && r.at < callbackEnded,
-    );
-    expect(startedDuring).toEqual([]);
-    // The held PATCH (with the first form still on it) lands late; the reconcile after it lands the final state.
-    const final = await until(() => {
-      const card = s.cardOf(cardId);
-      return isCompleted(card) && card;
-    }, "the completed card");
-    expect(formsOn(final)).toEqual([]);
-    expect(path.delivered).toHaveLength(1);
-    const run = s.core.store.latestRun(sessionId)!;
-    expect(run.text).toContain(DEMO_QUESTIONS.deploy.options[1]!.label);
   });
-});
 
-describe("a callback that ends the task", () => {
-  // Found by this suite (a change held back by a callback counted as landed, so channel.idle() returned
-  // before the final PATCH and a graceful shutdown left the card at 执行中); fixed in the publisher.
-  it("keeps the card until its final state has landed: channel.idle() waits for it", async () => {
-    const agent = {
-      name: "asks-once",
-      async run(ctx: AgentContext) {
-        const result = await ctx.callTool(ASK_TOOL_NAME, { questions: QUESTIONS });
-        return { text: `done: ${result.length}` };
-      },
-    };
-    const s = await stack({ agent });
-    const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "问一次就结束" });
-    const cardId = await s.progressCard(messageId);
-    const sessionId = s.privateSessionId(ALICE);
-    await until(() => formsOn(s.cardOf(cardId)).length > 0, "the form");
-    await s.channel.idle();
-    const ask = s.core.registry.getPendingForSession(sessionId)[0]!;
-    const answer = await s.click({
-      messageId: cardId,
-      operatorOpenId: ALICE,
-      name: "ask0_submit",
-      value: submitValue(sessionId, ask.requestId, ALICE),
-      formValue: FORM_A,
+  describe("a callback that ends the task", () => {
+    // Found by this suite (a change held back by a callback counted as landed, so channel.idle() returned
+    // before the final PATCH and a graceful shutdown left the card at 执行中); fixed in the publisher.
+    it("keeps the card until its final state has landed: channel.idle() waits for it", async () => {
+      const agent = {
+        name: "asks-once",
+        async run(ctx: AgentContext) {
+          const result = await ctx.callTool(ASK_TOOL_NAME, { questions: QUESTIONS });
+          return { text: `done: ${result.length}` };
+        },
+      };
+      const s = await stack({ agent, transport });
+      const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "问一次就结束" });
+      const cardId = await s.progressCard(messageId);
+      const sessionId = s.privateSessionId(ALICE);
+      await until(() => formsOn(s.cardOf(cardId)).length > 0, "the form");
+      await s.channel.idle();
+      const ask = s.core.registry.getPendingForSession(sessionId)[0]!;
+      const answer = await s.click({
+        messageId: cardId,
+        operatorOpenId: ALICE,
+        name: "ask0_submit",
+        value: submitValue(sessionId, ask.requestId, ALICE),
+        formValue: FORM_A,
+      });
+      expect(answer.toast?.content).toBe(strings.feishu.submitted);
+      s.emulator.applyCallbackCard(cardId, answer.card!.data); // what Feishu shows on the answer
+      await s.core.runner.idle();
+      expect(s.core.store.latestRun(sessionId)?.status).toBe("completed");
+      await s.channel.idle(); // all a shutdown waits for
+      expect(isCompleted(s.cardOf(cardId))).toBe(true);
     });
-    expect(answer.toast?.content).toBe(strings.feishu.submitted);
-    s.emulator.applyCallbackCard(cardId, answer.card!.data); // what Feishu shows on the answer
-    await s.core.runner.idle();
-    expect(s.core.store.latestRun(sessionId)?.status).toBe("completed");
-    await s.channel.idle(); // all a shutdown waits for
-    expect(isCompleted(s.cardOf(cardId))).toBe(true);
   });
 });
 

@@ -85,7 +85,7 @@ export function consoleApi(ctx: ConsoleContext): Router {
     const message = requireCard(ctx, body.messageId);
     const operator = requireMember(ctx, message.chatId, body.userId);
     const outcome = await performAction(
-      { emulator: ctx.emulator, feed: ctx.feed, webhookUrl: ctx.botWebhookUrl() },
+      { emulator: ctx.emulator, feed: ctx.feed },
       {
         messageId: message.messageId,
         chatId: message.chatId,
@@ -164,14 +164,12 @@ async function deliverEvent(
   const started = performance.now();
   let outcome: { ok: boolean; status?: number; durationMs: number; error?: string };
   try {
-    const result = await ctx.emulator.deliverWebhook(ctx.botWebhookUrl(), payload, {
-      timeoutMs: DELIVERY_TIMEOUT_MS,
-    });
+    const result = await ctx.emulator.deliver(payload, { timeoutMs: DELIVERY_TIMEOUT_MS });
     outcome = {
       ok: result.status === 200,
       status: result.status,
       durationMs: round(result.durationMs),
-      ...(result.status === 200 ? {} : { error: `the bot answered HTTP ${result.status}` }),
+      ...(result.status === 200 ? {} : { error: `the bot answered ${result.status}` }),
     };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

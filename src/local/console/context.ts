@@ -9,7 +9,6 @@ import { type ConsoleMessage, type Directory, toConsoleMessage } from "./view.ts
 export interface ConsoleContext {
   emulator: Emulator;
   feed: ConsoleFeed;
-  botWebhookUrl: () => string;
   logger: Logger;
   chats: ConsoleChat[];
   /** Mentions of the messages the console composed, by message id (the emulator keeps only the text). */
@@ -21,7 +20,6 @@ export interface ConsoleContext {
 export function createConsoleContext(options: {
   emulator: Emulator;
   feed: ConsoleFeed;
-  botWebhookUrl: () => string;
   logger: Logger;
 }): ConsoleContext {
   const { emulator } = options;

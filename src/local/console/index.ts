@@ -5,7 +5,7 @@ import { consoleApi } from "./api.ts";
 import { createConsoleContext } from "./context.ts";
 import { ConsoleFeed } from "./feed.ts";
 import { mountStatic } from "./static.ts";
-import { callEntry } from "./view.ts";
+import { callEntry, frameEntry } from "./view.ts";
 
 export { composeText } from "./compose.ts";
 export { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, type LocalUser, localChats } from "./users.ts";
@@ -13,8 +13,12 @@ export type { CallbackEntry, CallEntry, ConsoleEvent, ConsoleMessage, EventEntry
 
 export interface ConsoleOptions {
   emulator: Emulator;
-  /** Where the bot's webhook listens, e.g. http://127.0.0.1:3000/feishu/events (a getter: the port is known only after listen). */
-  botWebhookUrl: () => string;
+  /**
+   * Where the bot's webhook listens, e.g. http://127.0.0.1:3000/feishu/events (a getter: the port is known only
+   * after listen). Given, it becomes the emulator's subscription; omitted, the emulator's own subscription (the
+   * long connection in local mode) carries the console's messages and clicks.
+   */
+  botWebhookUrl?: () => string;
   logger: Logger;
   /**
    * Log entries are numbered after this. A console tab keeps the entries it has seen by number, also across a
@@ -34,9 +38,15 @@ export function mountConsole(app: express.Express, options: ConsoleOptions): voi
   const feed = new ConsoleFeed({ firstSeq: options.logSeqStart ?? 0 });
   const ctx = createConsoleContext({ ...options, logger, feed });
   const { emulator } = options;
+  if (options.botWebhookUrl) emulator.subscribe({ mode: "webhook", url: options.botWebhookUrl });
 
   for (const call of emulator.calls) feed.log(callEntry(call));
   emulator.on("call", (call) => feed.log(callEntry(call)));
+  // Long-connection frames show in the API log like the calls (pings and pongs are left out as noise).
+  emulator.on("frame", (frame) => {
+    const entry = frameEntry(frame);
+    if (entry) feed.log(entry);
+  });
   emulator.on("message_created", (message) => {
     feed.bump(message.messageId);
     feed.publish({ type: "message", change: "created", message: ctx.view(message) });

@@ -1,4 +1,4 @@
-import type { MessageView, RecordedCall } from "../emulator/index.ts";
+import type { FrameRecord, MessageView, RecordedCall } from "../emulator/index.ts";
 import type { MentionRef } from "./compose.ts";
 
 /** What the console's JSON API and event stream carry. */
@@ -104,6 +104,32 @@ export function callEntry(call: RecordedCall): NewLogEntry {
     ...(call.code !== undefined ? { code: call.code } : {}),
     ...(call.messageId ? { messageId: call.messageId } : {}),
     durationMs: Math.round(call.durationMs * 10) / 10,
+  };
+}
+
+/**
+ * A long-connection frame as an API-log line: method `WS`, what travelled in the path, and a status that reads
+ * like HTTP (an ack's code; 400 for a malformed frame, 408 for an ack after the 3 s deadline).
+ */
+export function frameEntry(frame: FrameRecord): NewLogEntry | undefined {
+  if (frame.kind === "ping" || frame.kind === "pong") return undefined;
+  const arrow = frame.direction === "out" ? "→" : "←";
+  const part = frame.sum !== undefined && frame.sum > 1 ? ` [${(frame.seq ?? 0) + 1}/${frame.sum}]` : "";
+  const retry = frame.attempt !== undefined && frame.attempt > 1 ? ` (第 ${frame.attempt} 次投递)` : "";
+  const what =
+    frame.kind === "ack"
+      ? `ack ${frame.code ?? ""}${frame.late ? " 超时后到达" : ""}`
+      : `${frame.kind}${frame.eventType ? ` ${frame.eventType}` : ""}${part}${retry}`;
+  const status =
+    frame.kind === "malformed" ? 400 : frame.late ? 408 : frame.kind === "ack" ? (frame.code ?? 200) : 200;
+  return {
+    kind: "call",
+    at: frame.at,
+    method: "WS",
+    path: `/ws/v2 ${arrow} ${what}${frame.detail ? `: ${frame.detail}` : ""}`,
+    query: { connection: frame.connectionId, ...(frame.frameId ? { message_id: frame.frameId } : {}) },
+    status,
+    durationMs: frame.durationMs ?? 0,
   };
 }
 

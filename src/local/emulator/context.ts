@@ -2,6 +2,7 @@ import { createClock } from "./clock.ts";
 import { FaultQueue } from "./faults.ts";
 import { type Journal, openJournal } from "./journal.ts";
 import { KeyedWindows, SlidingWindow } from "./limits.ts";
+import { LongConnectionServer } from "./long-connection/server.ts";
 import { Observer } from "./observer.ts";
 import { MessageStore, TokenStore, UpdateTokenStore, UuidCache } from "./state.ts";
 import type { EmulatorClock, EmulatorOptions } from "./types.ts";
@@ -33,6 +34,8 @@ export interface EmulatorContext {
   observer: Observer;
   /** Set with `stateFile`: closed when the emulator closes. */
   journal: Journal | undefined;
+  /** The long-connection server (connections live in memory only). */
+  longConnection: LongConnectionServer;
 }
 
 const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
@@ -61,9 +64,13 @@ export function resolveConfig(options: EmulatorOptions): EmulatorConfig {
 export function createContext(options: EmulatorOptions): EmulatorContext {
   const config = resolveConfig(options);
   const journal = options.stateFile === undefined ? undefined : openJournal(options.stateFile);
+  const clock = createClock(options.now);
+  const observer = new Observer(
+    options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
+  );
   return {
     config,
-    clock: createClock(options.now),
+    clock,
     messages: new MessageStore(journal),
     tokens: new TokenStore(config.tokenTtlSeconds * 1000),
     updateTokens: new UpdateTokenStore(),
@@ -71,9 +78,8 @@ export function createContext(options: EmulatorOptions): EmulatorContext {
     appWindow: new SlidingWindow(config.appCallsPerSecond),
     patchWindows: new KeyedWindows(config.perMessagePatchPerSecond),
     faults: new FaultQueue(),
-    observer: new Observer(
-      options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
-    ),
+    observer,
     journal,
+    longConnection: new LongConnectionServer({ clock, observer }, options.longConnection),
   };
 }

@@ -1,21 +1,27 @@
 import { applyCallbackCard } from "./callback-card.ts";
+import { click } from "./callback-flow.ts";
 import { createContext } from "./context.ts";
 import { type UrlVerification, urlVerification } from "./crypto.ts";
+import { createDeliverer, type Subscription } from "./delivery.ts";
 import {
   type CardActionEvent,
   cardActionEvent,
   type MessageReceiveEvent,
   userMessageEvent,
 } from "./events.ts";
+import type { DeliverOptions } from "./long-connection/deliveries.ts";
 import { createApp, listen, shutdown } from "./server.ts";
 import type {
+  AckResult,
   CallbackCardResult,
   CardActionInput,
+  ClickOutcome,
   EmulatorClock,
   EmulatorEvents,
   EmulatorOptions,
   Fault,
   FaultHandle,
+  FrameRecord,
   MessagesApi,
   MessageView,
   RecordedCall,
@@ -25,7 +31,10 @@ import type {
 import { deliverWebhook } from "./webhook.ts";
 
 export { decryptBody, encryptBody, signBody, type UrlVerification, urlVerification } from "./crypto.ts";
+export type { Subscription } from "./delivery.ts";
 export type { CardActionEvent, EventHeader, Mention, MessageReceiveEvent } from "./events.ts";
+export { ACK_DEADLINE_MS } from "./long-connection/deliveries.ts";
+export { decodeFrame, encodeFrame, type Frame, METHOD } from "./long-connection/frame.ts";
 export type * from "./types.ts";
 export type { WireMessage } from "./wire.ts";
 
@@ -70,6 +79,17 @@ export interface Emulator {
   applyCallbackCard(messageId: string, card: unknown): CallbackCardResult;
   /** The URL check payload, carrying this emulator's verification token. */
   urlVerification(challenge: string): UrlVerification;
+  /** Where events and callbacks go (the developer console's 事件与回调 setting); unset until subscribed. */
+  subscribe(subscription: Subscription): void;
+  /**
+   * Pushes an event or callback over the subscribed transport; resolves with the answer (webhook HTTP response,
+   * or the ack: `status` = its code, `body` = its decoded data). Rejects with a `TimeoutError` past `timeoutMs`.
+   */
+  deliver(payload: unknown, options?: { timeoutMs?: number }): Promise<WebhookResult>;
+  /** A click as the Feishu client sees it: delivered, answered within 3 s, its toast shown and card applied. */
+  click(input: CardActionInput, options?: { timeoutMs?: number }): Promise<ClickOutcome>;
+  /** The long-connection server: the bot's WSClient connects here through `POST /callback/ws/endpoint`. */
+  readonly longConnection: LongConnectionControl;
   /** POSTs a payload like Feishu does: encrypted and signed when `encryptKey` is set. */
   deliverWebhook(
     targetUrl: string,
@@ -79,10 +99,33 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
+export interface LongConnectionControl {
+  /** Connections open now. */
+  readonly online: number;
+  connectionIds(): string[];
+  /** Every frame sent and received, oldest first (the live array, capped). */
+  readonly frames: readonly FrameRecord[];
+  /** Redeliveries of unacked events waiting for their time. */
+  readonly scheduledRedeliveries: number;
+  /** Delivers to one online connection and resolves with its ack (no subscription needed). */
+  deliver(payload: unknown, options?: DeliverOptions): Promise<AckResult>;
+  /** Cuts all connections (or one), as a platform restart does. Returns how many. */
+  drop(connectionId?: string): number;
+  /** Sends bytes as they are, to test a client's handling of malformed frames. Returns how many got them. */
+  sendRaw(data: Uint8Array | string, connectionId?: string): number;
+  /** The next `count` acks are lost on the way, so their deliveries time out (and events come again). */
+  loseAcks(count: number): void;
+  /** Changes ClientConfig for the next endpoint calls and pongs. */
+  configure(change: { pingIntervalS?: number; reconnectIntervalS?: number }): void;
+}
+
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const ctx = createContext(options);
   const { config, clock, messages, observer } = ctx;
   const { server, url } = await listen(createApp(ctx));
+  const deliverer = createDeliverer(ctx);
+  const lc = ctx.longConnection;
+  server.on("upgrade", (req, socket, head) => lc.handleUpgrade(req, socket, head));
   let closed: Promise<void> | undefined;
 
   return {
@@ -118,6 +161,24 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     cardAction: (input) => cardActionEvent(ctx, input),
     applyCallbackCard: (messageId, card) => applyCallbackCard(ctx, messageId, card),
     urlVerification: (challenge) => urlVerification(challenge, config.verificationToken ?? ""),
+    subscribe: (subscription) => deliverer.subscribe(subscription),
+    deliver: (payload, deliveryOptions) => deliverer.deliver(payload, deliveryOptions),
+    click: (input, clickOptions) => click(ctx, deliverer, input, clickOptions),
+    longConnection: {
+      get online() {
+        return lc.online;
+      },
+      connectionIds: () => lc.connectionIds(),
+      frames: lc.frames,
+      get scheduledRedeliveries() {
+        return lc.deliveries.scheduledRedeliveries;
+      },
+      deliver: (payload, deliverOptions) => lc.deliveries.deliver(payload, deliverOptions),
+      drop: (connectionId) => lc.drop(connectionId),
+      sendRaw: (data, connectionId) => lc.sendRaw(data, connectionId),
+      configure: (change) => lc.configure(change),
+      loseAcks: (count) => lc.deliveries.loseAcks(count),
+    },
     deliverWebhook: (targetUrl, payload, deliveryOptions = {}) =>
       deliverWebhook(targetUrl, payload, {
         encryptKey: config.encryptKey,
@@ -125,6 +186,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...deliveryOptions,
       }),
     close: () => {
+      if (!closed) lc.close();
       closed ??= shutdown(server).finally(() => ctx.journal?.close());
       return closed;
     },

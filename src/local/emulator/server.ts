@@ -11,6 +11,7 @@ import {
   requireTenantToken,
   sendJson,
 } from "./http.ts";
+import { mountLongConnectionRoutes } from "./long-connection/routes.ts";
 import { mountMessageRoutes } from "./message-routes.ts";
 
 /**
@@ -28,6 +29,7 @@ export function createApp(ctx: EmulatorContext): express.Express {
 
   const open = express.Router();
   mountAuthRoutes(open, ctx);
+  mountLongConnectionRoutes(open, ctx);
   app.use(open);
 
   app.use(requireTenantToken(ctx));

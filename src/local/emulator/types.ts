@@ -4,6 +4,10 @@
  * SDK pointed at `domain: emulator.url`, can use it.
  */
 
+import type { FrameRecord, LongConnectionOptions } from "./long-connection/types.ts";
+
+export type { AckResult, FrameRecord, LongConnectionOptions } from "./long-connection/types.ts";
+
 export interface EmulatorOptions {
   /** Must match /^cli_[0-9a-fA-F]{16}$/ for the SDK's WSClient. Default "cli_0123456789abcdef". */
   appId?: string;
@@ -34,6 +38,8 @@ export interface EmulatorOptions {
    * while a bot restarts (local mode: `DATA_DIR/emulator.sqlite`). Default: everything in memory.
    */
   stateFile?: string;
+  /** The long-connection server's ClientConfig, redelivery schedule and framing (docs/long-connection.md). */
+  longConnection?: LongConnectionOptions;
 }
 
 export interface RecordedCall {
@@ -110,6 +116,8 @@ export interface EmulatorEvents {
   message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" };
   message_recalled: MessageView;
   call: RecordedCall;
+  /** A long-connection frame sent or received (or a connection opened/closed). */
+  frame: FrameRecord;
 }
 
 export type FaultResponse =
@@ -169,6 +177,19 @@ export type CallbackCardResult =
   | { ok: true; message: MessageView }
   /** `code` is the error the Feishu client shows: 200830 (not a 2.0 card), 200673 (a bad card), 230011 (recalled). */
   | { ok: false; code: number; reason: string };
+
+/** What a person sees after a click (see `Emulator.click`): the toast, and what became of the answer's card. */
+export interface ClickOutcome {
+  toast: { type: "success" | "error" | "warning" | "info"; content: string } | null;
+  durationMs: number;
+  /** HTTP status of a webhook answer, or the long connection's ack code. */
+  status?: number;
+  card: "none" | "applied" | "superseded" | "rejected";
+  /** `code: reason` of the error the client shows. */
+  error?: string;
+  /** The bot's answer as it arrived (parsed JSON), when there was one in time. */
+  answer?: unknown;
+}
 
 export interface WebhookResult {
   status: number;

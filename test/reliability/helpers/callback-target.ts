@@ -236,7 +236,7 @@ export async function startCallbackFuzzTarget(): Promise<{
         ({ toast, card } = result.body as { toast?: typeof toast; card?: unknown });
       } else {
         const result = await stack.handlers.onCardAction(data);
-        result.afterResponse?.();
+        result.afterResponse?.(true);
         ({ toast, card } = result.response as { toast?: typeof toast; card?: unknown });
       }
       expect(toast, context).toBeDefined();

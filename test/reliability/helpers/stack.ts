@@ -14,6 +14,7 @@ import { handleCardAction } from "../../../src/feishu/card-actions.ts";
 import { FeishuChannel } from "../../../src/feishu/channel.ts";
 import { createLarkMessenger } from "../../../src/feishu/lark-messenger.ts";
 import { createAppLimiter, type Limiter } from "../../../src/feishu/limits.ts";
+import { startLongConnection } from "../../../src/feishu/long-connection.ts";
 import type { FeishuEventHandlers } from "../../../src/feishu/transport.ts";
 import { mountFeishuWebhook } from "../../../src/feishu/webhook.ts";
 import type { Agent } from "../../../src/harness/agents/agent.ts";
@@ -73,6 +74,11 @@ export interface StackOptions {
   appLimiter?: Limiter;
   /** HTTP server timeouts and connection cap (default: production's SERVER_LIMITS). */
   serverLimits?: Partial<ServerLimits>;
+  /**
+   * How events and callbacks reach the bot: signed webhooks (default) or the long connection, the SDK's
+   * WSClient against the emulator (then `deliver` resolves with the ack: `status` is its code).
+   */
+  transport?: "webhook" | "ws";
 }
 
 export interface LogLine {
@@ -96,10 +102,10 @@ export interface Stack {
   logs: LogLine[];
   /** Log lines at error or above (an exception that was caught at a boundary, a failed handler…). */
   errors(): LogLine[];
-  /** A user's message delivered as a signed webhook; resolves once acknowledged. */
+  /** A user's message delivered over the stack's transport; resolves once acknowledged. */
   say(input: UserMessageInput): Promise<{ messageId: string; result: WebhookResult }>;
   deliver(payload: unknown): Promise<WebhookResult>;
-  /** A card click delivered as a signed webhook; resolves with Feishu's view of the answer. */
+  /** A card click delivered over the stack's transport; resolves with Feishu's view of the answer. */
   click(input: CardActionInput): Promise<CallbackBody & { status: number; durationMs: number }>;
   progressCard(userMessageId: string, waitMs?: number): Promise<string>;
   cardOf(messageId: string): Card;
@@ -230,7 +236,22 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   if (options.recover) core.runner.recover();
   const clients: TestClient[] = [];
 
-  const deliver = (payload: unknown) => emulator.deliverWebhook(hookUrl, payload, { timeoutMs: 10_000 });
+  let connection: { ready: Promise<void>; close(): void } | undefined;
+  if (options.transport === "ws") {
+    connection = startLongConnection({
+      appId: emulator.appId,
+      appSecret: emulator.appSecret,
+      domain: emulator.url,
+      handlers,
+      logger,
+      ...(options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {}),
+    });
+    await connection.ready;
+    emulator.subscribe({ mode: "long_connection" });
+  } else {
+    emulator.subscribe({ mode: "webhook", url: hookUrl });
+  }
+  const deliver = (payload: unknown) => emulator.deliver(payload, { timeoutMs: 10_000 });
   const tokenFor = (userId: string, ttlMs = 60 * 60_000) =>
     signToken(AUTH_SECRET, userId, Date.now() + ttlMs);
 
@@ -255,15 +276,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
     deliver,
     async click(input) {
-      const result = await deliver(emulator.cardAction(input));
-      const body = (
-        typeof result.body === "object" && result.body !== null ? result.body : {}
-      ) as CallbackBody;
+      // As the Feishu client: the answer's card is applied to the message (unless a PATCH overtook it).
+      const outcome = await emulator.click(input, { timeoutMs: 10_000 });
+      if (outcome.status === undefined) throw new Error(`the click got no answer: ${outcome.error}`);
+      const answer = outcome.answer;
+      const body = (typeof answer === "object" && answer !== null ? answer : {}) as CallbackBody;
       // Feishu's client refuses (200673) an answer whose card breaks the card rules: judge it as the emulator would.
       const verdict = body.card ? checkCard(body.card.data) : undefined;
       if (verdict && !verdict.ok)
         throw new Error(`the callback answer's card would be refused: ${verdict.summary}`);
-      return { ...body, status: result.status, durationMs: result.durationMs };
+      return { ...body, status: outcome.status, durationMs: outcome.durationMs };
     },
     progressCard(userMessageId, waitMs = 10_000) {
       return until(
@@ -321,6 +343,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     privateSessionId: (userId) => `feishu-${emulator.appId}-private-${userId}`,
     groupSessionId: (chatId = GROUP_CHAT) => `feishu-${emulator.appId}-group-${chatId}`,
     async stop() {
+      connection?.close();
       for (const client of clients) client.ws.terminate();
       await core.runner.stop();
       await channel.idle();
