@@ -81,7 +81,7 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
         return isCompleted(c) && c;
       }, "the completed card");
       expect(cardText(final)).toContain("Kubernetes");
-      expect(cardText(final)).toContain("暗色模式、导出 PDF、其他: RTL");
+      expect(cardText(final)).toContain("暗色模式、导出 PDF、其他：RTL");
       await r.until(
         () => r.emulator.messages.getMessage(ping.messageId)?.recalled,
         "the ping to be recalled",

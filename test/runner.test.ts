@@ -125,7 +125,7 @@ describe("SessionRunner", () => {
     const [ask] = await nextAsks(core, session.id, 1);
     expect(ask!.answererId).toBe("ou_a");
     const answers = [
-      { question: ask!.questions[0]!.question, selectedLabels: ["Docker (推荐)"], customInput: null },
+      { question: ask!.questions[0]!.question, selectedLabels: ["Docker（推荐）"], customInput: null },
       { question: ask!.questions[1]!.question, selectedLabels: ["暗色模式", "导出 PDF"], customInput: null },
     ];
     expect(
@@ -142,7 +142,7 @@ describe("SessionRunner", () => {
       "apply_choice",
     ]);
     expect(run.steps[1]).toMatchObject({ status: "done", summary: "回答了 2 个问题" });
-    expect(run.text).toContain("Docker (推荐)");
+    expect(run.text).toContain("Docker（推荐）");
     expect(run.text).toContain("暗色模式、导出 PDF");
     const history = core.store.history(session.id);
     expect(history[0]).toMatchObject({ role: "user", content: "go" });
@@ -174,7 +174,7 @@ describe("SessionRunner", () => {
       { surface: "fake", userId: "ou_a" },
     );
     await core.runner.idle();
-    expect(core.runner.currentRun(session.id)!.text).toContain("其他: Nomad");
+    expect(core.runner.currentRun(session.id)!.text).toContain("其他：Nomad");
   });
 
   it("runs /long as 20 steps and /quick as one, without questions", async () => {

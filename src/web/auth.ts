@@ -57,7 +57,7 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
       if (!user) {
         return sendMessagePage(res, 400, {
           title: "没有这个用户",
-          body: `可选的本地用户: ${users.map((candidate) => candidate.name).join("、") || "无"}`,
+          body: `可选的本地用户：${users.map((candidate) => candidate.name).join("、") || "无"}`,
         });
       }
       log.info({ userId: user.openId }, "signed in as a local user");

@@ -378,10 +378,10 @@ describe("local mode in a browser", () => {
       await expect(formsOf(card).count()).resolves.toBe(0);
       const text = await cardText(card);
       expect(text).toContain("已完成");
-      expect(text).toContain("✅ 应用: Kubernetes");
-      expect(text).toContain("✅ 应用: 导出 PDF");
-      expect(text).toContain("新服务要用哪种方式部署? Kubernetes");
-      expect(text).toContain("需要同时开启哪些功能? 暗色模式、导出 PDF");
+      expect(text).toContain("✅ 应用：Kubernetes");
+      expect(text).toContain("✅ 应用：导出 PDF");
+      expect(text).toContain("新服务要用哪种方式部署？ Kubernetes");
+      expect(text).toContain("需要同时开启哪些功能？ 暗色模式、导出 PDF");
       toDocs(await shot(page, "console-completed"), "console-completed");
       await messageShot(page, "card-completed", selector);
 
@@ -457,8 +457,8 @@ describe("local mode in a browser", () => {
       await expect(submitForm(page, form)).resolves.toEqual({ type: "success", content: "已提交" });
       await waitForTemplate(card, "green");
       const text = await cardText(card);
-      expect(text).toContain("新服务要用哪种方式部署? systemd");
-      expect(text).toContain("需要同时开启哪些功能? 多语言");
+      expect(text).toContain("新服务要用哪种方式部署？ systemd");
+      expect(text).toContain("需要同时开启哪些功能？ 多语言");
       expect(text).not.toContain("Kubernetes");
     },
     TEST_MS,
@@ -487,7 +487,7 @@ describe("local mode in a browser", () => {
         .toContain("kind: Deployment");
       toDocs(await shot(page, "session-page"), "session-page");
 
-      await answerOnPage(panel, "Docker (推荐)", ["暗色模式", "多语言"]);
+      await answerOnPage(panel, "Docker（推荐）", ["暗色模式", "多语言"]);
       await page.getByTestId("ask-notice").filter({ hasText: "回答已提交" }).waitFor({ timeout: WAIT_MS });
       await expect.poll(() => panelsOf(page).count(), { timeout: WAIT_MS }).toBe(0);
 
@@ -495,14 +495,14 @@ describe("local mode in a browser", () => {
       await expect.poll(() => formsOf(card).count(), { timeout: WAIT_MS }).toBe(0);
       await waitForTemplate(card, "green");
       const text = await cardText(card);
-      expect(text).toContain("新服务要用哪种方式部署? Docker (推荐)");
-      expect(text).toContain("需要同时开启哪些功能? 暗色模式、多语言");
+      expect(text).toContain("新服务要用哪种方式部署？ Docker（推荐）");
+      expect(text).toContain("需要同时开启哪些功能？ 暗色模式、多语言");
 
       // And the session page shows the run finished, with the same reply.
       await expect
         .poll(() => page.getByTestId("status").getAttribute("data-status"), { timeout: WAIT_MS })
         .toBe("completed");
-      await expect(page.getByTestId("result-text").textContent()).resolves.toContain("Docker (推荐)");
+      await expect(page.getByTestId("result-text").textContent()).resolves.toContain("Docker（推荐）");
       await shot(page, "session-page-completed");
     },
     TEST_MS,
@@ -519,7 +519,7 @@ describe("local mode in a browser", () => {
       const features = formAsking(card, FEATURES);
       await expect(deploy.count()).resolves.toBe(1);
       await expect(features.count()).resolves.toBe(1);
-      await expect(card.getByTestId("card").textContent()).resolves.toContain("需要你的回答 (2/2)");
+      await expect(card.getByTestId("card").textContent()).resolves.toContain("需要你的回答（2/2）");
       toDocs(await messageShot(page, "console-parallel", selector, { cardOnly: true }), "console-parallel");
 
       await chooseDeploy(deploy, "systemd");
@@ -535,8 +535,8 @@ describe("local mode in a browser", () => {
       await waitForTemplate(card, "green");
       await expect(formsOf(card).count()).resolves.toBe(0);
       const text = await cardText(card);
-      expect(text).toContain("新服务要用哪种方式部署? systemd");
-      expect(text).toContain("需要同时开启哪些功能? 多语言");
+      expect(text).toContain("新服务要用哪种方式部署？ systemd");
+      expect(text).toContain("需要同时开启哪些功能？ 多语言");
     },
     TEST_MS,
   );
@@ -603,11 +603,11 @@ describe("local mode in a browser", () => {
       await expect(result.locator("p > strong").first().textContent()).resolves.toBe("完成");
       const items = result.locator("ul > li");
       await expect(items.count()).resolves.toBe(2);
-      await expect(items.nth(0).locator("strong").textContent()).resolves.toBe("新服务要用哪种方式部署?");
-      await expect(items.nth(1).locator("strong").textContent()).resolves.toBe("需要同时开启哪些功能?");
+      await expect(items.nth(0).locator("strong").textContent()).resolves.toBe("新服务要用哪种方式部署？");
+      await expect(items.nth(1).locator("strong").textContent()).resolves.toBe("需要同时开启哪些功能？");
       await expect(items.nth(1).textContent()).resolves.toContain("多语言");
       // The HTML attempt is shown as the text it is: no element made from it, nothing run.
-      await expect(items.nth(0).textContent()).resolves.toContain(`其他: ${attempt}`);
+      await expect(items.nth(0).textContent()).resolves.toContain(`其他：${attempt}`);
       await expect(result.locator("img, script").count()).resolves.toBe(0);
       await expect(
         result.locator("*").evaluateAll((nodes) => nodes.map((node) => node.tagName)),

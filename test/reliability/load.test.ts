@@ -300,7 +300,7 @@ describe("load", () => {
       // No answer lost: every task ran once, completed, and its final reply quotes the answer it was given.
       expect(runs).toHaveLength(expected.size);
       const lost = runs.filter(
-        (run) => run.status !== "completed" || !run.final_text?.includes(`其他: ${expected.get(run.input)}`),
+        (run) => run.status !== "completed" || !run.final_text?.includes(`其他：${expected.get(run.input)}`),
       );
       expect(lost).toEqual([]);
       expect(audit.filter((row) => row.outcome !== "answered")).toEqual([]);

@@ -50,13 +50,13 @@ export function createDemoAgent(): Agent {
       const text = ctx.input;
       if (text.includes("/quick")) {
         await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
-        return { text: "**完成** 这是 `/quick` 的演示回复:只执行了一步,没有提问。" };
+        return { text: "**完成** 这是 `/quick` 的演示回复：只执行了一步，没有提问。" };
       }
       if (text.includes("/long")) {
         for (let index = 1; index <= 20; index += 1) {
           await ctx.callTool("process_chunk", { index }, { title: `处理第 ${index}/20 块` });
         }
-        return { text: "**完成** `/long` 执行了 20 步,没有提问。" };
+        return { text: "**完成** `/long` 执行了 20 步，没有提问。" };
       }
       await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
       if (text.includes("/fail")) throw new Error(strings.demo.failed);
@@ -78,7 +78,7 @@ export function createDemoAgent(): Agent {
         ...(answer.customInput ? [answer.customInput] : []),
       ]);
       for (const choice of chosen) {
-        await ctx.callTool("apply_choice", { choice }, { title: `应用: ${choice}` });
+        await ctx.callTool("apply_choice", { choice }, { title: `应用：${choice}` });
       }
       return { text: finalReply(answers) };
     },
@@ -94,10 +94,10 @@ async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
 }
 
 function finalReply(answers: AskAnswer[]): string {
-  if (answers.length === 0) return "**完成** 没有收到你的回答,已按推荐选项(Docker)继续。";
+  if (answers.length === 0) return "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。";
   const lines = answers.map((answer) => {
-    const parts = [...answer.selectedLabels, ...(answer.customInput ? [`其他: ${answer.customInput}`] : [])];
+    const parts = [...answer.selectedLabels, ...(answer.customInput ? [`其他：${answer.customInput}`] : [])];
     return `- **${answer.question}** ${parts.join("、")}`;
   });
-  return ["**完成** 已按你的选择执行:", "", ...lines].join("\n");
+  return ["**完成** 已按你的选择执行：", "", ...lines].join("\n");
 }

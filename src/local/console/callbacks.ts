@@ -76,7 +76,7 @@ async function deliver(
     const timedOut = error instanceof Error && error.name === "TimeoutError";
     const reason = timedOut
       ? `机器人未在 ${CALLBACK_TIMEOUT_MS / 1000} 秒内响应`
-      : `无法连接机器人: ${error instanceof Error ? error.message : String(error)}`;
+      : `无法连接机器人：${error instanceof Error ? error.message : String(error)}`;
     return { outcome: failed(200341, reason, round(performance.now() - started)) };
   }
   const durationMs = round(result.durationMs);
@@ -100,7 +100,7 @@ function applyAnswer(
   const card = parsed.data.card;
   if (!card) return { ...answered, card: "none" };
   if (card.type === "template")
-    return { ...answered, card: "rejected", error: "模拟器不支持模板卡片 (card.type=template)" };
+    return { ...answered, card: "rejected", error: "模拟器不支持模板卡片（card.type=template）" };
   // Our bot PATCHes only after its answer went out (DESIGN §5): an update that landed while the callback
   // was in flight is newer than the answer's card, which Feishu applied first. Keep the newer one.
   if (deps.feed.rev(input.messageId) !== revBefore) return { ...answered, card: "superseded" };
@@ -108,7 +108,7 @@ function applyAnswer(
   if (applied.ok) return { ...answered, card: "applied" };
   return {
     ...answered,
-    toast: { type: "error", content: `卡片更新失败(错误码 ${applied.code})` },
+    toast: { type: "error", content: `卡片更新失败（错误码 ${applied.code}）` },
     card: "rejected",
     error: `${applied.code}: ${applied.reason}`,
   };
@@ -136,7 +136,7 @@ function logCallback(feed: ConsoleFeed, input: ActionInput, at: number, outcome:
 
 function failed(code: number, reason: string, durationMs: number): ActionOutcome {
   return {
-    toast: { type: "error", content: `出错了,请稍后重试(错误码 ${code})` },
+    toast: { type: "error", content: `出错了，请稍后重试（错误码 ${code}）` },
     durationMs,
     card: "none",
     error: `${code}: ${reason}`,

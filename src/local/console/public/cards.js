@@ -122,7 +122,7 @@ export function renderCard(card, options = {}) {
   const width = ["compact", "fill"].includes(card?.config?.width_mode) ? card.config.width_mode : "default";
   const root = h("div", { class: `fc-card fc-width-${width}`, "data-testid": "card" });
   if (typeof card !== "object" || card === null || card.schema !== "2.0") {
-    root.append(h("div", { class: "fc-unsupported", text: "[不支持的卡片:仅能显示 Card JSON 2.0]" }));
+    root.append(h("div", { class: "fc-unsupported", text: "[不支持的卡片：仅能显示 Card JSON 2.0]" }));
     return root;
   }
   if (card.header) root.append(renderHeader(card.header));
@@ -185,7 +185,7 @@ function renderTag(node, ctx) {
     case "input":
       return renderInput(node);
     default:
-      return h("div", { class: "fc-unsupported", text: `[暂不支持的组件: ${String(node?.tag ?? "?")}]` });
+      return h("div", { class: "fc-unsupported", text: `[暂不支持的组件：${String(node?.tag ?? "?")}]` });
   }
 }
 

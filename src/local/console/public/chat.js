@@ -77,7 +77,7 @@ export function renderMessage(message, view) {
 function replyQuote(message, view) {
   if (!message.parentId) return null;
   const parent = view.lookup(message.parentId);
-  const label = parent ? `回复 ${parent.sender.name}: ${messagePreview(parent)}` : "回复一条消息";
+  const label = parent ? `回复 ${parent.sender.name}：${messagePreview(parent)}` : "回复一条消息";
   return h("button", {
     type: "button",
     class: "msg-reply",

@@ -176,7 +176,7 @@ function eventLine(entry) {
       { class: "log-result" },
       h("span", {
         class: entry.error ? "log-status is-bad" : "log-status",
-        text: entry.error ? `失败: ${entry.error}` : String(entry.status ?? ""),
+        text: entry.error ? `失败：${entry.error}` : String(entry.status ?? ""),
       }),
       h("span", { class: "log-ms", text: ms(entry.durationMs) }),
     ),
