@@ -95,7 +95,15 @@ export const zh = {
   },
   demo: {
     scanned: (files: number) => `扫描了 ${files} 个文件`,
-    applied: (label: string) => `已应用：${label}`,
+    // A step's title says what is done and its summary what came of it, so the card line never repeats itself.
+    deployTitle: (label: string) => `部署方式：${label}`,
+    deployed: (file: string) => `已生成 ${file}`,
+    featureTitle: (label: string) => `开启功能：${label}`,
+    featureApplied: (files: number) => `改动了 ${files} 个文件`,
+    otherTitle: (text: string) => `按补充说明处理：${text}`,
+    otherApplied: "已记入任务说明",
+    chunkTitle: (index: number, total: number) => `处理第 ${index}/${total} 块`,
+    chunkDone: (records: number) => `处理了 ${records} 条记录`,
     failed: "演示任务在第一步之后失败：无法连接到构建服务（这是 /fail 命令模拟的错误）",
   },
 };

@@ -620,9 +620,9 @@ describe("WsHub", () => {
       expect(tools).toEqual([
         { tool_name: "scan_workspace", summary: "扫描了 42 个文件" },
         { tool_name: "ask_user_questions", summary: "回答了 2 个问题" },
-        { tool_name: "apply_choice", summary: "已应用：Docker（推荐）" },
-        { tool_name: "apply_choice", summary: "已应用：暗色模式" },
-        { tool_name: "apply_choice", summary: "已应用：导出 PDF" },
+        { tool_name: "apply_choice", summary: "已生成 Dockerfile" },
+        { tool_name: "apply_choice", summary: "改动了 3 个文件" },
+        { tool_name: "apply_choice", summary: "改动了 2 个文件" },
       ]);
     });
   });

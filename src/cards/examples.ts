@@ -29,8 +29,8 @@ const bothQuestions: CardAsk = {
 const finished = [
   ...base.steps,
   { title: "等待你的回答", status: "done" as const, summary: "回答了 2 个问题" },
-  { title: "应用：Docker（推荐）", status: "done" as const, summary: "已应用：Docker（推荐）" },
-  { title: "应用：暗色模式", status: "done" as const, summary: "已应用：暗色模式" },
+  { title: "部署方式：Docker（推荐）", status: "done" as const, summary: "已生成 Dockerfile" },
+  { title: "开启功能：暗色模式", status: "done" as const, summary: "改动了 3 个文件" },
 ];
 
 export function exampleCards(): Record<string, Card> {

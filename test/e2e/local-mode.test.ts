@@ -378,8 +378,8 @@ describe("local mode in a browser", () => {
       await expect(formsOf(card).count()).resolves.toBe(0);
       const text = await cardText(card);
       expect(text).toContain("已完成");
-      expect(text).toContain("✅ 应用：Kubernetes");
-      expect(text).toContain("✅ 应用：导出 PDF");
+      expect(text).toContain("✅ 部署方式：Kubernetes");
+      expect(text).toContain("✅ 开启功能：导出 PDF");
       expect(text).toContain("新服务要用哪种方式部署？ Kubernetes");
       expect(text).toContain("需要同时开启哪些功能？ 暗色模式、导出 PDF");
       toDocs(await shot(page, "console-completed"), "console-completed");
