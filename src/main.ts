@@ -8,17 +8,18 @@ import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
+import { listen } from "./listen.ts";
 import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger, wantsPrettyLogs } from "./logger.ts";
 import { openDatabase } from "./store/db.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
   const config = configOrExit();
-  const logger = createLogger({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   const core = createCore({
@@ -84,9 +85,7 @@ async function main(): Promise<void> {
   }
   const { server } = createApp({ ...core, logger, routes });
   started.server = server;
-  await new Promise<void>((resolve) => server.listen(config.port, resolve));
-  const address = server.address();
-  port = typeof address === "object" && address ? address.port : config.port;
+  port = await listen(server, { port: config.port });
   logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 

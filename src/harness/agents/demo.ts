@@ -37,7 +37,7 @@ export function createDemoTools(options: { stepMs: number }): ToolImpl[] {
     ),
     step("process_chunk", "Process one chunk of work (demo).", (args) =>
       // A made-up but stable record count, so the long demo reads like work and golden output stays put.
-      strings.demo.chunkDone(120 + ((Number(args.index) || 0) * 37) % 60),
+      strings.demo.chunkDone(120 + (((Number(args.index) || 0) * 37) % 60)),
     ),
   ];
 }
@@ -60,7 +60,7 @@ type Choice = { kind: "deploy" | "feature" | "other"; choice: string };
 /** Each answer's choices in order, tagged with what they decide; the free text of 其他 comes last. */
 function choicesOf(answers: readonly AskAnswer[]): Choice[] {
   return answers.flatMap((answer): Choice[] => {
-    const kind = answer.question === DEMO_QUESTIONS.deploy.question ? "deploy" : "feature";
+    const kind: Choice["kind"] = answer.question === DEMO_QUESTIONS.deploy.question ? "deploy" : "feature";
     return [
       ...answer.selectedLabels.map((choice) => ({ kind, choice })),
       ...(answer.customInput ? [{ kind: "other" as const, choice: answer.customInput }] : []),
