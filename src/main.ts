@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import path from "node:path";
 import type { Express } from "express";
+import { Registry } from "prom-client";
 import { createApp } from "./app.ts";
 import { resolveAuthSecret } from "./auth/secret.ts";
 import { type Config, loadConfig } from "./config.ts";
@@ -13,6 +14,7 @@ import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
+import { createMetrics } from "./metrics.ts";
 import { openDatabase } from "./store/db.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
@@ -52,6 +54,8 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
   process.on("unhandledRejection", (reason) => logger.error({ err: reason }, "unhandled rejection"));
 
+  const metrics = createMetrics({ registry: new Registry(), sources: core });
+
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
   const local = config.mode === "local" ? await startLocalFeishu(config) : undefined;
   started.emulator = local?.emulator;
@@ -60,6 +64,7 @@ async function main(): Promise<void> {
     core,
     logger,
     now: Date.now,
+    metrics: metrics.feishu,
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
     onFatal: (error) => {
       logger.fatal({ err: describeError(error) }, "feishu long connection lost for good");
@@ -83,7 +88,7 @@ async function main(): Promise<void> {
     const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
     routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
   }
-  const { server } = createApp({ ...core, logger, routes });
+  const { server } = createApp({ ...core, logger, routes, metrics });
   started.server = server;
   port = await listen(server, { port: config.port });
   logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");

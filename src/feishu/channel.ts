@@ -14,6 +14,7 @@ import { strings } from "../strings.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import type { FeishuMetrics } from "./metrics.ts";
 import { CardPublisher } from "./publisher.ts";
 import { QueuedCards } from "./queued-cards.ts";
 
@@ -39,6 +40,8 @@ export interface FeishuChannelOptions {
   askPing: boolean;
   /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
   requestTimeoutMs?: number;
+  /** PATCH outcomes of every progress card, for `/metrics`. */
+  metrics?: Pick<FeishuMetrics, "patch">;
 }
 
 export interface ActiveCard {
@@ -323,6 +326,7 @@ export class FeishuChannel implements AskSurface {
       appLimiter: this.#o.appLimiter,
       now: this.#o.now,
       logger: this.#log,
+      ...(this.#o.metrics ? { metrics: this.#o.metrics } : {}),
       onGone: () => {
         this.#o.store.markCardGone(card.runId);
         for (const ask of card.asks) this.#o.registry.cancel(ask.requestId, strings.askUnavailable);

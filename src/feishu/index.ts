@@ -7,6 +7,7 @@ import { FeishuChannel } from "./channel.ts";
 import { createLarkMessenger } from "./lark-messenger.ts";
 import { createAppLimiter } from "./limits.ts";
 import { startLongConnection } from "./long-connection.ts";
+import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
 import type { FeishuEventHandlers } from "./transport.ts";
 import { mountFeishuWebhook } from "./webhook.ts";
 
@@ -29,8 +30,13 @@ export async function startFeishu(options: {
   now: () => number;
   /** The long connection was lost for good (bad credentials, retries exhausted). */
   onFatal?: (error: unknown) => void;
+  /** Where the channel reports PATCHes, callbacks, limiter waits and the connection (`/metrics`). */
+  metrics?: FeishuMetrics;
 }): Promise<FeishuRuntime> {
   const { config, core, logger, now } = options;
+  const metrics = options.metrics ?? NO_FEISHU_METRICS;
+  const appLimiter = createAppLimiter({ onWait: metrics.limiterWait });
+  metrics.limiterQueue(appLimiter.pending);
   const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing } = config.feishu;
   if (!appId || !appSecret)
     throw new Error("FEISHU_APP_ID and FEISHU_APP_SECRET are required for the Feishu channel");
@@ -40,7 +46,7 @@ export async function startFeishu(options: {
     runner: core.runner,
     registry: core.registry,
     store: new FeishuStore(core.store.db, now),
-    appLimiter: createAppLimiter(),
+    appLimiter,
     logger,
     now,
     appId,
@@ -48,12 +54,23 @@ export async function startFeishu(options: {
     publicUrl: config.publicUrl,
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing,
+    metrics,
   });
   core.dispatcher.addSurface(channel);
   await channel.start();
   const handlers: FeishuEventHandlers = {
     onMessage: (data) => channel.handleMessage(data),
-    onCardAction: (data) => handleCardAction(channel, data, logger),
+    onCardAction: async (data) => {
+      const startedAt = now();
+      let outcome: "answered" | "failed" = "failed";
+      try {
+        const answer = await handleCardAction(channel, data, logger);
+        outcome = "answered";
+        return answer;
+      } finally {
+        metrics.callback(now() - startedAt, outcome);
+      }
+    },
   };
   const routes: FeishuRuntime["routes"] = [];
   let connection: { close(): void } | undefined;
@@ -76,6 +93,7 @@ export async function startFeishu(options: {
       handlers,
       logger,
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+      onState: metrics.connection,
     });
   }
   return {

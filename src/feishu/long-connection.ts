@@ -2,6 +2,7 @@ import * as lark from "@larksuiteoapi/node-sdk";
 import { ConfigError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { resolveDomain, sdkLogger } from "./lark-messenger.ts";
+import type { ConnectionState } from "./metrics.ts";
 import {
   answerCardAction,
   DEFAULT_CALLBACK_BUDGET_MS,
@@ -65,6 +66,8 @@ export interface LongConnectionOptions {
   callbackBudgetMs?: number;
   /** The SDK gave up for good; without this the bot would silently hear nothing more. */
   onFatal?: (error: unknown) => void;
+  /** Each change of the connection's state (for `/metrics`). */
+  onState?: (state: ConnectionState) => void;
 }
 
 export function startLongConnection(options: LongConnectionOptions): { close(): void } {
@@ -82,20 +85,36 @@ export function startLongConnection(options: LongConnectionOptions): { close(): 
     // LoggerLevel.fatal (0) would be ignored as falsy (§4.1); info keeps connect/reconnect lines.
     loggerLevel: lark.LoggerLevel.info,
     handshakeTimeoutMs: 15_000,
-    onReady: () => log.info("long connection ready"),
+    onReady: () => {
+      log.info("long connection ready");
+      options.onState?.("ready");
+    },
     // Called when the SDK gives up (bad credentials or retries exhausted): the bot hears nothing from now on.
     onError: (error) => {
       log.error({ err: error }, "long connection failed");
+      options.onState?.("failed");
       options.onFatal?.(error);
     },
-    onReconnecting: () => log.warn("long connection lost; reconnecting"),
-    onReconnected: () => log.info("long connection restored"),
+    onReconnecting: () => {
+      log.warn("long connection lost; reconnecting");
+      options.onState?.("reconnecting");
+    },
+    onReconnected: () => {
+      log.info("long connection restored");
+      options.onState?.("ready");
+    },
   });
+  options.onState?.("connecting");
   const dispatcher = createEventDispatcher(options.handlers, options.logger, {
     ...(options.callbackBudgetMs === undefined ? {} : { callbackBudgetMs: options.callbackBudgetMs }),
   });
   client
     .start({ eventDispatcher: dispatcher })
     .catch((error: unknown) => log.error({ err: error }, "long connection failed to start"));
-  return { close: () => client.close({ force: true }) };
+  return {
+    close: () => {
+      client.close({ force: true });
+      options.onState?.("closed");
+    },
+  };
 }
