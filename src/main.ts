@@ -1,6 +1,5 @@
 import type { Server } from "node:http";
 import path from "node:path";
-import type { Express } from "express";
 import { Registry } from "prom-client";
 import { createApp } from "./app.ts";
 import { resolveAuthSecret } from "./auth/secret.ts";
@@ -10,13 +9,12 @@ import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { listen } from "./listen.ts";
-import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
+import { serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
-import { mountSessionPages } from "./web/session-page.ts";
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
@@ -73,21 +71,16 @@ async function main(): Promise<void> {
   });
 
   let port = config.port;
-  const routes = [
-    ...started.feishu.routes,
-    (app: Express) =>
-      mountSessionPages(app, {
-        runner: core.runner,
-        authSecret,
-        now: Date.now,
-        logger,
-        ...(local ? { localUsers: LOCAL_USERS } : {}),
-      }),
-  ];
-  if (local) {
-    const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
-    routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
-  }
+  const routes = serviceRoutes({
+    feishu: started.feishu,
+    core,
+    authSecret,
+    logger,
+    now: Date.now,
+    ...(local
+      ? { local: { emulator: local.emulator, botWebhookUrl: () => `http://127.0.0.1:${port}/feishu/events` } }
+      : {}),
+  });
   const { server } = createApp({ ...core, logger, routes, metrics });
   started.server = server;
   port = await listen(server, { port: config.port });
