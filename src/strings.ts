@@ -49,6 +49,8 @@ export const zh = {
     askHeading: (index: number, total: number) =>
       total > 1 ? `**需要你的回答（${index}/${total}）**` : "**需要你的回答**",
     selectPlaceholder: "请选择",
+    /** Between an option's label and its description in the form's option list. */
+    optionDescriptionSeparator: "：",
     multiSelectPlaceholder: "可多选",
     otherPlaceholder: "其他(可选)",
     submit: "提交",

@@ -218,7 +218,7 @@ function askForm(
   ask.questions.forEach((question, j) => {
     const names = fieldNames(index, j);
     const heading = j === 0 ? `${s.card.askHeading(index + 1, total)}\n\n` : "";
-    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget) });
+    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget, s) });
     const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
     // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.
     if (budget.previews && previews.length > 0) {
@@ -289,13 +289,13 @@ function askForm(
   return { tag: "form", name: fieldNames(index, 0).form, elements };
 }
 
-function questionMarkdown(question: AskQuestion, budget: Budget): string {
+function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings): string {
   const head = `**【${escapeMarkdown(question.header)}】** ${escapeMarkdown(truncate(oneLine(question.question), budget.questionChars))}`;
   if (budget.optionList === "none") return head;
   const lines = question.options.map((option) => {
     const label = `- **${escapeMarkdown(option.label)}**`;
     if (budget.optionList === "labels") return label;
-    return `${label}: ${escapeMarkdown(truncate(oneLine(option.description), budget.descriptionChars))}`;
+    return `${label}${s.card.optionDescriptionSeparator}${escapeMarkdown(truncate(oneLine(option.description), budget.descriptionChars))}`;
   });
   return [head, ...lines].join("\n");
 }
