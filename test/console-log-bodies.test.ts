@@ -1,9 +1,10 @@
 import { createServer, type Server } from "node:http";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { exampleCards } from "../src/cards/examples.ts";
 import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
-import { type CallEntry, LOCAL_USERS, type LogEntry, mountConsole } from "../src/local/console/index.ts";
+import { LOCAL_USERS, mountConsole } from "../src/local/console/index.ts";
 import { MAX_BODY_CHARS } from "../src/local/console/redact.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
@@ -14,6 +15,21 @@ import { createLogger } from "../src/logger.ts";
  */
 
 const logger = createLogger({ level: "silent" });
+
+/** The parts of `GET /console/api/calls` these tests read. */
+const logSchema = z.object({
+  entries: z.array(
+    z.object({
+      kind: z.string(),
+      method: z.string().optional(),
+      path: z.string().optional(),
+      status: z.number().optional(),
+      requestHeaders: z.record(z.string(), z.string()).optional(),
+      requestBody: z.string().optional(),
+      responseBody: z.string().optional(),
+    }),
+  ),
+});
 const cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
@@ -35,8 +51,8 @@ async function rig() {
     domain: emulator.url,
     logger,
   });
-  const calls = async (): Promise<CallEntry[]> => {
-    const body: { entries: LogEntry[] } = await (await fetch(`${base}/console/api/calls`)).json();
+  const calls = async () => {
+    const body = logSchema.parse(await (await fetch(`${base}/console/api/calls`)).json());
     return body.entries.flatMap((entry) => (entry.kind === "call" ? [entry] : []));
   };
   return { emulator, messenger, calls };
@@ -51,7 +67,7 @@ describe("the console's API log", () => {
     await messenger.patchCard(messageId, cards["progress-completed"]!);
     const entries = await calls();
 
-    const auth = entries.find((e) => e.path.endsWith("/tenant_access_token/internal"));
+    const auth = entries.find((e) => e.path?.endsWith("/tenant_access_token/internal"));
     expect(auth?.requestBody).toContain(`"app_id": "${emulator.appId}"`);
     expect(auth?.requestBody).toContain('"app_secret": "[redacted]"');
     expect(auth?.responseBody).toContain('"tenant_access_token": "[redacted]"');
