@@ -39,6 +39,8 @@ const ASSETS: Record<string, { type: string; source?: URL }> = {
    * `./markdown.js` in the browser and in Node (tests), so it has to sit beside cards.js.
    */
   "markdown.js": { type: JS, source: new URL("../local/console/public/markdown.js", import.meta.url) },
+  /** Status icons as SVG (no emoji font needed), shared with the console the same way. */
+  "icons.js": { type: JS, source: new URL("../local/console/public/icons.js", import.meta.url) },
 };
 
 /**

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -15,6 +16,7 @@ import { launchBrowser, screenshot } from "./browser.ts";
 
 const WAIT_MS = 10_000;
 const ALICE = "ou_local_alice";
+const CAROL = "ou_local_carol";
 
 let bot: { child: ChildProcess; baseUrl: string; dataDir: string };
 let browser: Browser;
@@ -34,10 +36,20 @@ afterAll(async () => {
   }
 });
 
+/** A port free right now: card links (PUBLIC_URL's default) name the configured port, so it cannot be 0. */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
+}
+
 async function startBot(): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-layout-e2e-"));
+  const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { PATH: process.env.PATH ?? "", PORT: "0", DATA_DIR: dataDir, DEMO_STEP_MS: "20" },
+    env: { PATH: process.env.PATH ?? "", PORT: String(port), DATA_DIR: dataDir, DEMO_STEP_MS: "20" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -57,10 +69,9 @@ async function startBot(): Promise<typeof bot> {
   }
 }
 
-async function openConsole(width: number): Promise<Page> {
+async function openConsole(width: number, user = ALICE): Promise<Page> {
   const page = await browser.newPage({ viewport: { width, height: 800 }, locale: "zh-CN" });
-  const chat = `oc_p2p_${ALICE}`;
-  await page.goto(`${bot.baseUrl}/console#user=${ALICE}&chat=${chat}`);
+  await page.goto(`${bot.baseUrl}/console#user=${user}&chat=oc_p2p_${user}`);
   await page.locator('[data-testid="connection-status"][data-state="open"]').waitFor({ timeout: WAIT_MS });
   return page;
 }
@@ -77,7 +88,9 @@ const MEASURE = `(() => {
     }
     return false;
   };
+  // HTML boxes only: an icon's shapes are clipped by its own <svg>.
   const wide = [...document.querySelectorAll("body *")]
+    .filter((el) => el instanceof HTMLElement)
     .filter((el) => el.getBoundingClientRect().right > innerWidth + 1 && !clipped(el))
     .map((el) => el.tagName.toLowerCase() + "." + el.className);
   const root = document.documentElement;
@@ -139,6 +152,35 @@ describe("the console's API log", () => {
     expect(all).not.toContain("emulator-secret");
     expect(all).not.toMatch(/t-[0-9a-f]{20,}/);
     await screenshot(page, "console-log-bodies", '[data-testid="call-log"]');
+    await page.close();
+  });
+});
+
+describe("icons without an emoji font", () => {
+  it("draws step icons and avatars as SVG on the console and the session page, not as emoji", async () => {
+    const page = await openConsole(1280, CAROL);
+    await page.getByTestId("composer-input").fill("/fail");
+    await page.getByTestId("composer-send").click();
+    const card = page.getByTestId("card").filter({ hasText: "/fail 命令模拟的错误" }).last();
+    await card.waitFor({ timeout: WAIT_MS });
+    // The card JSON keeps ✅ (Feishu draws it); the console shows it as an icon.
+    await expect.poll(() => card.locator('svg[data-icon="done"]').count(), { timeout: WAIT_MS }).toBe(1);
+    expect(await card.textContent()).not.toMatch(/[✅❌⏳]/u);
+    expect(await page.locator('.avatar-bot svg[data-icon="bot"]').count()).toBeGreaterThan(0);
+    expect(await page.locator('.avatar-group svg[data-icon="group"]').count()).toBe(1);
+    expect(await page.locator(".chat-list, .messages").first().textContent()).not.toMatch(/🤖/u);
+
+    const opened = page.context().waitForEvent("page", { timeout: WAIT_MS });
+    await card.getByTestId("card-button").filter({ hasText: "会话详情" }).click();
+    const session = await opened;
+    await session.waitForURL(/\/sessions\//, { timeout: WAIT_MS });
+    const sessionPath = new URL(session.url()).pathname;
+    await session.goto(`${bot.baseUrl}/auth/local?user=${CAROL}&next=${encodeURIComponent(sessionPath)}`);
+    const steps = session.getByTestId("step");
+    await steps.first().waitFor({ timeout: WAIT_MS });
+    expect(await steps.first().locator('svg[data-icon="done"]').count()).toBe(1);
+    expect(await session.getByTestId("steps").textContent()).not.toMatch(/[✅❌⏳]/u);
+    await screenshot(session, "session-page-icons");
     await page.close();
   });
 });

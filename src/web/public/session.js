@@ -1,3 +1,4 @@
+import { svgIcon } from "./icons.js";
 import { markdownToHtml } from "./markdown.js";
 import { createAskPanel } from "./question-panel.js";
 
@@ -17,7 +18,6 @@ const STATUS_TEXT = {
   cancelled: "已取消",
   none: "暂无任务",
 };
-const STEP_ICON = { done: "✅", failed: "❌", running: "⏳" };
 const ASK_TOOL = "ask_user_questions";
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 15_000;
@@ -417,7 +417,7 @@ function stepItem(step) {
   item.dataset.status = step.status;
   const icon = document.createElement("span");
   icon.className = "step-icon";
-  icon.textContent = STEP_ICON[step.status] ?? "•";
+  icon.append(svgIcon(step.status));
   const title = document.createElement("span");
   title.className = "step-title";
   title.textContent = oneLine(step.title ?? step.tool ?? "", 120);

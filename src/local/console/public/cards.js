@@ -1,4 +1,5 @@
 import { h, setSafeHtml } from "./dom.js";
+import { iconizeStatusEmoji } from "./icons.js";
 import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "./markdown.js";
 
 /**
@@ -196,12 +197,14 @@ function renderMarkdown(node) {
     class: `fc-markdown fc-text-${size} fc-align-${align}`,
     "data-testid": "card-markdown",
   });
-  return setSafeHtml(element, markdownToHtml(node.content));
+  // Feishu draws the steps' ✅ ❌ ⏳ from its own emoji set; here they become icons (no emoji font needed).
+  return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(node.content)));
 }
 
 function renderDiv(node) {
   const element = h("div", { class: "fc-markdown fc-div" });
-  if (node.text?.tag === "lark_md") return setSafeHtml(element, markdownToHtml(node.text.content));
+  if (node.text?.tag === "lark_md")
+    return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(node.text.content)));
   element.textContent = text(node.text);
   return element;
 }

@@ -1,6 +1,7 @@
 import { formatTime, messagePreview, renderMessage } from "./chat.js";
 import { createComposer } from "./composer.js";
 import { h } from "./dom.js";
+import { svgIcon } from "./icons.js";
 import { createLogPanel } from "./log.js";
 
 /**
@@ -144,10 +145,11 @@ function renderChatList() {
       h(
         "button",
         { type: "button", class: "chat-button", onclick: () => selectChat(chat.chatId) },
-        h("div", {
-          class: `avatar ${chat.type === "group" ? "avatar-group" : "avatar-bot"}`,
-          text: chat.type === "group" ? "群" : "🤖",
-        }),
+        h(
+          "div",
+          { class: `avatar ${chat.type === "group" ? "avatar-group" : "avatar-bot"}`, "aria-hidden": "true" },
+          svgIcon(chat.type === "group" ? "group" : "bot", { size: "24px" }),
+        ),
         h(
           "div",
           { class: "chat-text" },
