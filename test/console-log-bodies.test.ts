@@ -7,6 +7,7 @@ import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
 import { LOCAL_USERS, mountConsole } from "../src/local/console/index.ts";
 import { MAX_BODY_CHARS } from "../src/local/console/redact.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
+import { BODIES_KEPT, Observer } from "../src/local/emulator/observer.ts";
 import { createLogger } from "../src/logger.ts";
 
 /**
@@ -108,5 +109,33 @@ describe("the console's API log", () => {
     const clipped = patches.at(-1)?.requestBody ?? "";
     expect(clipped.length).toBeLessThan(MAX_BODY_CHARS + 100);
     expect(clipped).toMatch(/已截断，共 \d+ 个字符/);
+  });
+
+  it("keeps bodies for the latest calls only, so a long run does not hold every card it sent", () => {
+    const observer = new Observer((error) => {
+      throw error;
+    });
+    const call = (n: number) => ({
+      at: n,
+      method: "PATCH",
+      path: "/open-apis/im/v1/messages/om_1",
+      query: {},
+      status: 200,
+      code: 0,
+      durationMs: 1,
+      requestHeaders: { authorization: "Bearer t-x" },
+      requestBody: { content: `card ${n}` },
+      responseBody: { code: 0 },
+    });
+    for (let n = 0; n <= BODIES_KEPT; n += 1) observer.record(call(n));
+    expect(observer.calls).toHaveLength(BODIES_KEPT + 1);
+    expect(observer.calls[0]).toEqual({
+      ...call(0),
+      requestHeaders: undefined,
+      requestBody: undefined,
+      responseBody: undefined,
+    });
+    expect(observer.calls[1]?.requestBody).toEqual({ content: "card 1" });
+    expect(observer.calls.at(-1)?.responseBody).toEqual({ code: 0 });
   });
 });
