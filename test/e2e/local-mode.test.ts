@@ -200,8 +200,21 @@ async function progressCardFor(page: Page, parentId: string): Promise<{ selector
 }
 
 /** The card's text, whitespace collapsed. */
+/**
+ * Text of an element with the console's status icons (SVG, console/public/icons.js) read back as the emoji the
+ * card JSON carries, so expectations quote the card as Feishu shows it. Runs in the page.
+ */
+const ICON_TEXT = `(root) => {
+  const copy = root.cloneNode(true);
+  const emoji = { done: "✅", failed: "❌", running: "⏳" };
+  for (const svg of copy.querySelectorAll("svg[data-icon]")) svg.replaceWith(emoji[svg.dataset.icon] ?? "");
+  return copy.textContent ?? "";
+}`;
+// A Function built from the same source: evaluate() needs a function to hand the element to.
+const iconTextOf = new Function("root", `return (${ICON_TEXT})(root);`) as (root: unknown) => string;
+const textWithIcons = async (locator: Locator) => String(await locator.evaluate(iconTextOf));
 const cardText = async (card: Locator) =>
-  ((await card.getByTestId("card").textContent()) ?? "").replace(/\s+/g, " ");
+  (await textWithIcons(card.getByTestId("card"))).replace(/\s+/g, " ");
 const formsOf = (card: Locator) => card.getByTestId("card-form");
 const formAsking = (card: Locator, header: string) => formsOf(card).filter({ hasText: `【${header}】` });
 
@@ -242,7 +255,8 @@ async function recordCardStates(page: Page): Promise<() => Promise<string[]>> {
       for (const card of document.querySelectorAll('[data-testid="message"][data-sender-type="app"] [data-testid="card"]')) {
         const template = card.querySelector('[data-testid="card-header"]')?.dataset.template ?? "";
         const forms = card.querySelectorAll('[data-testid="card-form"]').length;
-        const steps = card.querySelector('[data-testid="card-markdown"]')?.textContent ?? "";
+        const markdown = card.querySelector('[data-testid="card-markdown"]');
+        const steps = markdown ? (${ICON_TEXT})(markdown) : "";
         const state = template + " forms=" + forms + " " + steps.replace(/\\s+/g, " ");
         if (states.at(-1) !== state) states.push(state);
       }
@@ -364,7 +378,7 @@ describe("local mode in a browser", () => {
       await waitForTemplate(card, "orange");
       await expect(formsOf(card).count()).resolves.toBe(1);
       await expect(form.textContent()).resolves.toContain(`【${FEATURES}】`);
-      await expect(card.getByTestId("card-markdown").first().textContent()).resolves.toContain(
+      await expect(textWithIcons(card.getByTestId("card-markdown").first())).resolves.toContain(
         "✅ 扫描工作区 · 扫描了 42 个文件",
       );
       toDocs(await messageShot(page, "console-form", selector, { cardOnly: true }), "console-form");
@@ -415,9 +429,10 @@ describe("local mode in a browser", () => {
       const { selector, card } = await progressCardFor(page, sent);
       const running = card.getByTestId("card").filter({
         has: page.locator('[data-testid="card-header"][data-template="blue"]'),
-        hasText: /✅ 处理第 \d+\/20 块/,
+        hasText: /处理第 \d+\/20 块/,
       });
       await running.waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => cardText(card), { timeout: WAIT_MS }).toMatch(/✅ 处理第 \d+\/20 块/);
       await messageShot(page, "card-running", selector);
       await waitForTemplate(card, "green");
       const text = await cardText(card);
