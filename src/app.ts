@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { Duplex } from "node:stream";
 import express, { type NextFunction, type Request, type Response } from "express";
+import { Registry } from "prom-client";
 import type { AskRegistry } from "./asks/registry.ts";
 import { AppError } from "./errors.ts";
 import type { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { type HostPolicy, hostGuard, upgradeAllowed } from "./web/host-guard.ts";
+import { createMetrics, type Metrics, type MetricsSources } from "./metrics.ts";
 import type { WsHub } from "./ws/hub.ts";
 
 export interface AppDeps {
@@ -13,6 +15,10 @@ export interface AppDeps {
   runner: SessionRunner;
   hub: WsHub;
   logger: Logger;
+  /** Runs and queue lengths for `/metrics`. */
+  store?: MetricsSources["store"];
+  /** The registry `/metrics` serves; main.ts passes the one the Feishu side reports into. Default: a fresh one. */
+  metrics?: Metrics;
   /** Extra routes from channels (e.g. the Feishu webhook), mounted before the error middleware. */
   routes?: ((app: express.Express) => void)[];
   /** Refuse requests whose Host is not ours (DNS rebinding); absent only in tests that build bare apps. */
@@ -55,20 +61,14 @@ export function createApp(deps: AppDeps): { app: express.Express; server: Server
     res.json({ ok: true });
   });
 
-  app.get("/metrics", (_req, res) => {
-    res
-      .type("text/plain; version=0.0.4")
-      .send(
-        [
-          "# HELP fpb_pending_asks Questions waiting for an answer.",
-          "# TYPE fpb_pending_asks gauge",
-          `fpb_pending_asks ${deps.registry.size}`,
-          "# HELP fpb_ws_connections Open WebSocket connections.",
-          "# TYPE fpb_ws_connections gauge",
-          `fpb_ws_connections ${deps.hub.connectionCount()}`,
-          "",
-        ].join("\n"),
-      );
+  const metrics =
+    deps.metrics ??
+    createMetrics({
+      registry: new Registry(),
+      sources: { registry: deps.registry, hub: deps.hub, ...(deps.store ? { store: deps.store } : {}) },
+    });
+  app.get("/metrics", async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
   for (const mount of deps.routes ?? []) mount(app);

@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import path from "node:path";
-import type { Express } from "express";
+import { Registry } from "prom-client";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
@@ -10,20 +10,21 @@ import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
-import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import { listen } from "./listen.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger, wantsPrettyLogs } from "./logger.ts";
+import { createMetrics } from "./metrics.ts";
 import { installProcessGuard } from "./process-guard.ts";
+import { serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
-import { mountSessionPages } from "./web/session-page.ts";
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
   const config = configOrExit();
-  const logger = createLogger({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
   // Before anything reads the store: a second process on this DATA_DIR exits here, naming the holder.
   const dataDirLock = lockDataDir(config.dataDir);
   installProcessGuard(logger);
@@ -60,6 +61,8 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT", 0));
   process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
 
+  const metrics = createMetrics({ registry: new Registry(), sources: core });
+
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
   const local =
     config.mode === "local" ? await startLocalFeishu(config, localWebhookKey(config.dataDir)) : undefined;
@@ -72,6 +75,7 @@ async function main(): Promise<void> {
     // /login in a private chat: the personal link that signs a Feishu user in to the session pages.
     signInLink: (userId: string) =>
       personalLink({ publicUrl: config.publicUrl, authSecret, userId, now: Date.now() }),
+    metrics: metrics.feishu,
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
     onFatal: (error) => {
       logger.fatal({ err: describeError(error) }, "feishu long connection lost for good");
@@ -80,49 +84,41 @@ async function main(): Promise<void> {
   });
 
   let port = config.port;
-  const routes = [
-    ...started.feishu.routes,
-    (app: Express) =>
-      mountSessionPages(app, {
-        runner: core.runner,
-        authSecret,
-        revocations: core.revocations,
-        signInTtlMs: config.signInTtlMs,
-        now: Date.now,
-        logger,
-        ...(local ? { localUsers: LOCAL_USERS } : {}),
-      }),
-  ];
-  if (local) {
-    // Events and clicks from the console go where the app is subscribed: the long connection by default.
-    const webhook = local.config.feishu.transport === "webhook";
-    const botWebhookUrl = () => `http://${callableHost(config.host)}:${port}${FEISHU_WEBHOOK_PATH}`;
-    const logSeqStart = Date.now() * 1000; // above every number the previous process gave (console/index.ts)
-    routes.push((app: Express) =>
-      mountConsole(app, {
-        emulator: local.emulator,
-        ...(webhook ? { botWebhookUrl } : {}),
-        logger,
-        logSeqStart,
-      }),
-    );
-  }
+  // Events and clicks from the console go where the app is subscribed: the long connection by default.
+  const webhook = local?.config.feishu.transport === "webhook";
+  const routes = serviceRoutes({
+    feishu: started.feishu,
+    core,
+    authSecret,
+    logger,
+    now: Date.now,
+    signInTtlMs: config.signInTtlMs,
+    ...(local
+      ? {
+          local: {
+            emulator: local.emulator,
+            ...(webhook
+              ? { botWebhookUrl: () => `http://${callableHost(config.host)}:${port}${FEISHU_WEBHOOK_PATH}` }
+              : {}),
+            logSeqStart: Date.now() * 1000, // above every number the previous process gave (console/index.ts)
+          },
+        }
+      : {}),
+  });
   const hostPolicy = {
     publicUrl: config.publicUrl,
     // Feishu reaches the webhook by whatever Host its console URL or a proxy gives; the signature guards it.
     exemptPaths: local ? [] : [FEISHU_WEBHOOK_PATH],
   };
-  const { server } = createApp({ ...core, logger, routes, hostPolicy });
+  const { server } = createApp({ ...core, logger, routes, hostPolicy, metrics });
   started.server = server;
-  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+  port = await listen(server, { port: config.port, ...(config.host !== undefined ? { host: config.host } : {}) });
   if (local && config.host !== undefined && !isLoopbackAddress(config.host)) {
     logger.warn(
       { host: config.host },
       "local mode is listening beyond loopback: anyone who can reach this port can act as any user in the console",
     );
   }
-  const address = server.address();
-  port = typeof address === "object" && address ? address.port : config.port;
   // In local mode the console's first message must find the bot connected (the emulator is in-process).
   if (local) await withTimeout(started.feishu.ready, 10_000, () => logger.warn("long connection not up yet"));
   logger.info({ port, host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir }, "listening");

@@ -8,8 +8,8 @@ export const zh = {
   answeredSummary: (count: number) => `回答了 ${count} 个问题`,
   askTimedOutSummary: "用户未在规定时间内回答",
   askCancelledSummary: "提问已取消",
-  askInvalidSummary: (detail: string) => `提问参数无效: ${detail}`,
-  toolFailedSummary: (detail: string) => `失败: ${detail}`,
+  askInvalidSummary: (detail: string) => `提问参数无效：${detail}`,
+  toolFailedSummary: (detail: string) => `失败：${detail}`,
   recovering: "任务正在恢复执行",
   storageFailed: (detail: string) =>
     `无法写入数据库（${detail}），任务已停止：检查磁盘空间，以及是否有其他进程占用 DATA_DIR`,
@@ -17,8 +17,8 @@ export const zh = {
     onlySender: "仅消息发送者可操作",
     submitted: "已提交",
     askExpired: "问题已失效",
-    unknownAction: "操作已失效,请刷新后重试",
-    callbackTimeout: "处理超时,请稍后重试",
+    unknownAction: "操作已失效，请刷新后重试",
+    callbackTimeout: "处理超时，请稍后重试",
     taskCancelled: "已取消任务",
     taskNotRunning: "任务已结束",
     retried: "已重新开始",
@@ -26,8 +26,8 @@ export const zh = {
     promoted: "已插队",
     unqueued: "已取消排队",
     queueGone: "这条排队消息已不存在",
-    askPing: (count: number) => `有 ${count} 个问题等你回答,请在上方卡片中作答`,
-    nonText: "暂时只能处理文字消息,请用文字描述你的需求。",
+    askPing: (count: number) => `有 ${count} 个问题等你回答，请在上方卡片中作答`,
+    nonText: "暂时只能处理文字消息，请用文字描述你的需求。",
     emptyText: "请在 @ 我之后写下你的需求。",
     signInLink: (days: number) =>
       `你的个人登录链接（${days} 天内有效，仅限本人使用，请勿转发）。打开后即可在会话详情页查看任务、回答问题：`,
@@ -52,13 +52,13 @@ export const zh = {
     summaryRunning: (steps: number) => (steps > 0 ? `执行中 · 已完成 ${steps} 步` : "执行中"),
     summaryWaiting: (questions: number) => `等待你回答 ${questions} 个问题`,
     summaryCompleted: "已完成",
-    summaryFailed: (error: string) => `失败: ${error}`,
+    summaryFailed: (error: string) => `失败：${error}`,
     summaryCancelled: "已取消",
     stepsHeading: "**步骤**",
     earlierSteps: (count: number) => `…前面还有 ${count} 步`,
     noSteps: "正在准备…",
     askHeading: (index: number, total: number) =>
-      total > 1 ? `**需要你的回答 (${index}/${total})**` : "**需要你的回答**",
+      total > 1 ? `**需要你的回答（${index}/${total}）**` : "**需要你的回答**",
     /** A group card: `mention` is the sender's `<at>` tag, which Feishu shows as @name (bold left off it). */
     askHeadingGroup: (mention: string, index: number, total: number) =>
       `**等待** ${mention} **回答${total > 1 ? `（${index}/${total}）` : ""}**`,
@@ -66,19 +66,21 @@ export const zh = {
       `**等待发起人回答${total > 1 ? `（${index}/${total}）` : ""}**`,
     summaryWaitingSender: (questions: number) => `等待发起人回答 ${questions} 个问题`,
     selectPlaceholder: "请选择",
+    /** Between an option's label and its description in the form's option list. */
+    optionDescriptionSeparator: "：",
     multiSelectPlaceholder: "可多选",
     otherPlaceholder: "其他(可选)",
     submit: "提交",
     previewTitle: "选项预览",
-    previewsOmitted: "(选项预览过长,已省略;请在会话详情中查看)",
+    previewsOmitted: "（选项预览过长，已省略；请在会话详情中查看）",
     /** Link text for an image in the model's markdown (a card cannot show an image without an upload). */
     image: "图片",
     moreAsks: (questions: number) => `**还有 ${questions} 个问题**`,
-    moreAsksLink: (url: string) => `可在[会话详情](${url})中回答,或先回答上面的问题。`,
-    moreAsksLater: "请先回答上面的问题,这些问题会依次出现在卡片上。",
+    moreAsksLink: (url: string) => `可在[会话详情](${url})中回答，或先回答上面的问题。`,
+    moreAsksLater: "请先回答上面的问题，这些问题会依次出现在卡片上。",
     resultHeading: "**结果**",
     errorHeading: "**失败原因**",
-    truncated: "…(内容过长,完整内容请在会话详情中查看)",
+    truncated: "…（内容过长，完整内容请在会话详情中查看）",
     cancelledNote: "任务已取消。",
     cancelTask: "取消任务",
     retry: "重试",
@@ -86,34 +88,34 @@ export const zh = {
     elapsed: (seconds: number) =>
       seconds < 60 ? `用时 ${seconds} 秒` : `用时 ${Math.floor(seconds / 60)} 分 ${seconds % 60} 秒`,
     queuedTitle: "消息已排队",
-    queuedBody: (position: number) => `当前有任务在执行,你的消息排在第 ${position} 位,轮到时会自动开始。`,
-    queuedStarted: "已开始执行,请看新的进度卡片。",
-    queuedWithdrawn: "已取消排队,这条消息不会执行。",
+    queuedBody: (position: number) => `当前有任务在执行，你的消息排在第 ${position} 位，轮到时会自动开始。`,
+    queuedStarted: "已开始执行，请看新的进度卡片。",
+    queuedWithdrawn: "已取消排队，这条消息不会执行。",
     queuedStatus: { queued: "排队中", started: "已开始", withdrawn: "已取消排队" },
     promote: "插队",
     unqueue: "取消排队",
   },
   /** Why a run on a real model failed: each names what the operator can check or change. */
   model: {
-    unauthorized: "模型服务返回 401: 检查 OPENAI_API_KEY",
-    forbidden: (model: string) => `模型服务返回 403: 检查 OPENAI_API_KEY 是否有权使用模型 ${model}`,
+    unauthorized: "模型服务返回 401：检查 OPENAI_API_KEY",
+    forbidden: (model: string) => `模型服务返回 403：检查 OPENAI_API_KEY 是否有权使用模型 ${model}`,
     notFound: (model: string) =>
-      `模型服务返回 404: 检查 OPENAI_MODEL(当前为 ${model})是否存在,以及 OPENAI_BASE_URL 是否指向 API 根路径(通常以 /v1 结尾)`,
+      `模型服务返回 404：检查 OPENAI_MODEL（当前为 ${model}）是否存在，以及 OPENAI_BASE_URL 是否指向 API 根路径（通常以 /v1 结尾）`,
     rejected: (status: number, detail: string) =>
-      `模型服务拒绝了请求 (${status}): ${detail}(若提示不支持 tools,请换一个支持工具调用的模型)`,
+      `模型服务拒绝了请求（${status}）：${detail}（若提示不支持 tools，请换一个支持工具调用的模型）`,
     rateLimited: (retries: number) =>
-      `模型服务限流 (429),重试 ${retries} 次后仍失败: 稍后再试,或提高该密钥的速率限额`,
+      `模型服务限流（429），重试 ${retries} 次后仍失败：稍后再试，或提高该密钥的速率限额`,
     serverError: (status: number, retries: number) =>
-      `模型服务出错 (${status}),重试 ${retries} 次后仍失败: 稍后再试`,
+      `模型服务出错（${status}），重试 ${retries} 次后仍失败：稍后再试`,
     timedOut: (seconds: number, retries: number) =>
-      `模型服务 ${seconds} 秒内没有响应,重试 ${retries} 次后仍失败: 检查 OPENAI_BASE_URL 是否可达,或稍后再试`,
+      `模型服务 ${seconds} 秒内没有响应，重试 ${retries} 次后仍失败：检查 OPENAI_BASE_URL 是否可达，或稍后再试`,
     unreachable: (baseUrl: string, reason: string) =>
-      `无法连接模型服务 ${baseUrl} (${reason}): 检查 OPENAI_BASE_URL`,
-    other: (detail: string) => `调用模型失败: ${detail}`,
-    tooManySteps: (steps: number) => `模型连续 ${steps} 轮调用工具仍未给出答复,已停止`,
-    emptyAnswer: "(模型没有返回文字)",
+      `无法连接模型服务 ${baseUrl}（${reason}）：检查 OPENAI_BASE_URL`,
+    other: (detail: string) => `调用模型失败：${detail}`,
+    tooManySteps: (steps: number) => `模型连续 ${steps} 轮调用工具仍未给出答复，已停止`,
+    emptyAnswer: "（模型没有返回文字）",
     askTitle: "等待你的回答",
-    delegateTitle: (task: string) => `委派: ${task || "子任务"}`,
+    delegateTitle: (task: string) => `委派：${task || "子任务"}`,
     requestBudgetSpent: (limit: number) =>
       `本次任务已用完模型请求预算（${limit} 次，含所有子代理），已停止：可拆成更小的任务，或调高 MAX_MODEL_REQUESTS_PER_RUN`,
     subAgentBudgetSpent: (limit: number) =>
@@ -123,8 +125,16 @@ export const zh = {
   },
   demo: {
     scanned: (files: number) => `扫描了 ${files} 个文件`,
-    applied: (label: string) => `已应用: ${label}`,
-    failed: "演示任务在第一步之后失败:无法连接到构建服务(这是 /fail 命令模拟的错误)",
+    // A step's title says what is done and its summary what came of it, so the card line never repeats itself.
+    deployTitle: (label: string) => `部署方式：${label}`,
+    deployed: (file: string) => `已生成 ${file}`,
+    featureTitle: (label: string) => `开启功能：${label}`,
+    featureApplied: (files: number) => `改动了 ${files} 个文件`,
+    otherTitle: (text: string) => `按补充说明处理：${text}`,
+    otherApplied: "已记入任务说明",
+    chunkTitle: (index: number, total: number) => `处理第 ${index}/${total} 块`,
+    chunkDone: (records: number) => `处理了 ${records} 条记录`,
+    failed: "演示任务在第一步之后失败：无法连接到构建服务（这是 /fail 命令模拟的错误）",
   },
 };
 

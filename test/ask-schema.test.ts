@@ -174,7 +174,7 @@ describe("summarizeToolResult", () => {
     [{ error: "当前通道无法向用户提问" }, "当前通道无法向用户提问"],
     [
       { error: "Invalid arguments: questions.0.header: too long" },
-      "提问参数无效: questions.0.header: too long",
+      "提问参数无效：questions.0.header: too long",
     ],
   ])("makes a readable line of an ask error %j", (result, summary) => {
     expect(summarizeToolResult("ask_user_questions", JSON.stringify(result))).toBe(summary);
@@ -182,7 +182,7 @@ describe("summarizeToolResult", () => {
 
   it("summarises other tools by their summary, their error, or their first words", () => {
     expect(summarizeToolResult("scan", JSON.stringify({ summary: "42 files" }))).toBe("42 files");
-    expect(summarizeToolResult("scan", JSON.stringify({ error: "disk\nfull" }))).toBe("失败: disk full");
+    expect(summarizeToolResult("scan", JSON.stringify({ error: "disk\nfull" }))).toBe("失败：disk full");
     expect(summarizeToolResult("scan", "x".repeat(500))).toHaveLength(120);
   });
 });

@@ -105,8 +105,8 @@ describe("buildProgressCard", () => {
     ]);
     const markdown = form!.elements.filter((node) => node.tag === "markdown").map((node) => node.content);
     expect(markdown[0]).toContain("**【Framework】** Which framework should we use for the new module?");
-    expect(markdown[0]).toContain("- **Vue 3 (Recommended)**: Composition API + TypeScript");
-    expect(markdown[1]).toContain("- **PDF export**: Generate PDF reports");
+    expect(markdown[0]).toContain("- **Vue 3 (Recommended)**：Composition API + TypeScript");
+    expect(markdown[1]).toContain("- **PDF export**：Generate PDF reports");
   });
 
   it("keeps the task buttons outside every form, and the requestId out of every name", () => {

@@ -73,7 +73,7 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
         return isCompleted(c) && c;
       }, "the completed card");
       expect(cardText(final)).toContain("Kubernetes");
-      expect(cardText(final)).toContain("暗色模式、导出 PDF、其他: RTL");
+      expect(cardText(final)).toContain("暗色模式、导出 PDF、其他：RTL");
       // In a private chat the card is the notification: no @-mention reminder (test/ask-reminder.test.ts).
       await r.channel.idle();
       const fromBot = r.emulator.messages.listMessages().filter((m) => m.senderType === "app");

@@ -230,8 +230,8 @@ describe("OpenAI agent", () => {
     expect(lastMessage((await model.request(4)).body)?.content).toContain('"selectedLabels":["React"]');
     const steps = (await waitForRun(test, run.id)).steps;
     expect(steps.map((step) => [step.status, step.summary])).toEqual([
-      ["failed", "提问参数无效: not valid JSON"],
-      ["failed", "提问参数无效: questions.0.header: header must be at most 12 characters"],
+      ["failed", "提问参数无效：not valid JSON"],
+      ["failed", "提问参数无效：questions.0.header: header must be at most 12 characters"],
       ["done", "回答了 2 个问题"],
     ]);
   });
@@ -284,7 +284,7 @@ describe("OpenAI agent", () => {
     model.script({ status: 401, body: { error: { message: "Incorrect API key", code: "invalid_api_key" } } });
     const { core: test, session } = core(model);
     const run = await waitForRun(test, start(test, session.id).id);
-    expect(run).toMatchObject({ status: "failed", error: "模型服务返回 401: 检查 OPENAI_API_KEY" });
+    expect(run).toMatchObject({ status: "failed", error: "模型服务返回 401：检查 OPENAI_API_KEY" });
     expect(model.requests).toHaveLength(1);
   });
 
@@ -302,7 +302,7 @@ describe("OpenAI agent", () => {
     model.script(limited, limited, limited);
     const failed = await waitForRun(test, start(test, session.id).id);
     expect(failed.status).toBe("failed");
-    expect(failed.error).toContain("模型服务限流 (429),重试 2 次后仍失败");
+    expect(failed.error).toContain("模型服务限流（429），重试 2 次后仍失败");
     expect(model.requests).toHaveLength(5);
   });
 
@@ -312,7 +312,7 @@ describe("OpenAI agent", () => {
     const { core: test, session } = core(model, { maxRetries: 1, requestTimeoutMs: 300 });
     const run = await waitForRun(test, start(test, session.id).id);
     expect(run.status).toBe("failed");
-    expect(run.error).toContain("模型服务 1 秒内没有响应,重试 1 次后仍失败: 检查 OPENAI_BASE_URL");
+    expect(run.error).toContain("模型服务 1 秒内没有响应，重试 1 次后仍失败：检查 OPENAI_BASE_URL");
     await model.clientClosed(1);
     await model.clientClosed(2);
   });
@@ -324,6 +324,6 @@ describe("OpenAI agent", () => {
     const { core: test, session } = core({ ...model, baseUrl }, { maxRetries: 1 });
     const run = await waitForRun(test, start(test, session.id).id);
     expect(run.status).toBe("failed");
-    expect(run.error).toBe(`无法连接模型服务 ${baseUrl} (ECONNREFUSED): 检查 OPENAI_BASE_URL`);
+    expect(run.error).toBe(`无法连接模型服务 ${baseUrl}（ECONNREFUSED）：检查 OPENAI_BASE_URL`);
   });
 });

@@ -125,7 +125,7 @@ describe("SessionRunner", () => {
     const [ask] = await nextAsks(core, session.id, 1);
     expect(ask!.answererId).toBe("ou_a");
     const answers = [
-      { question: ask!.questions[0]!.question, selectedLabels: ["Docker (推荐)"], customInput: null },
+      { question: ask!.questions[0]!.question, selectedLabels: ["Docker（推荐）"], customInput: null },
       { question: ask!.questions[1]!.question, selectedLabels: ["暗色模式", "导出 PDF"], customInput: null },
     ];
     expect(
@@ -142,7 +142,7 @@ describe("SessionRunner", () => {
       "apply_choice",
     ]);
     expect(run.steps[1]).toMatchObject({ status: "done", summary: "回答了 2 个问题" });
-    expect(run.text).toContain("Docker (推荐)");
+    expect(run.text).toContain("Docker（推荐）");
     expect(run.text).toContain("暗色模式、导出 PDF");
     const history = core.store.history(session.id);
     expect(history[0]).toMatchObject({ role: "user", content: "go" });
@@ -174,7 +174,7 @@ describe("SessionRunner", () => {
       { surface: "fake", userId: "ou_a" },
     );
     await core.runner.idle();
-    expect(core.runner.currentRun(session.id)!.text).toContain("其他: Nomad");
+    expect(core.runner.currentRun(session.id)!.text).toContain("其他：Nomad");
   });
 
   it("runs /long as 20 steps and /quick as one, without questions", async () => {
@@ -189,6 +189,40 @@ describe("SessionRunner", () => {
       ["/long", "completed", 20],
       ["/quick", "completed", 1],
     ]);
+  });
+
+  it("words every demo step in Chinese, with a summary that adds to its title instead of repeating it", async () => {
+    const { core, session } = demoCore();
+    const updates: RunView[] = [];
+    core.runner.on("run_updated", (run) => updates.push(run));
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    const [ask] = await nextAsks(core, session.id, 1);
+    core.registry.complete(
+      session.id,
+      ask!.requestId,
+      [
+        { question: ask!.questions[0]!.question, selectedLabels: ["Kubernetes"], customInput: null },
+        { question: ask!.questions[1]!.question, selectedLabels: ["导出 PDF"], customInput: "加上审计日志" },
+      ],
+      { surface: "fake", userId: "ou_a" },
+    );
+    await core.runner.idle();
+    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
+    await core.runner.idle();
+    const steps = [...new Map(updates.map((run) => [run.id, run])).values()].flatMap((run) => run.steps);
+    expect(steps.map((step) => `${step.title} · ${step.summary}`)).toEqual(
+      expect.arrayContaining([
+        "部署方式：Kubernetes · 已生成 deployment.yaml",
+        "开启功能：导出 PDF · 改动了 2 个文件",
+        "按补充说明处理：加上审计日志 · 已记入任务说明",
+        "处理第 7/20 块 · 处理了 139 条记录",
+      ]),
+    );
+    for (const step of steps) {
+      expect(step.summary, step.title).toMatch(/[\u4e00-\u9fff]/);
+      const [, object] = step.title.split("：");
+      if (object) expect(step.summary, step.title).not.toContain(object);
+    }
   });
 
   it("answers at once with 当前通道无法向用户提问 when no surface can reach the sender", async () => {

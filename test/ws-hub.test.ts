@@ -595,7 +595,7 @@ describe("WsHub", () => {
 
       client.send(
         answerFrame(session.id, ask.data.requestId, [
-          { question: DEMO_QUESTIONS.deploy.question, selectedLabels: ["Docker (推荐)"], customInput: null },
+          { question: DEMO_QUESTIONS.deploy.question, selectedLabels: ["Docker（推荐）"], customInput: null },
           {
             question: DEMO_QUESTIONS.features.question,
             selectedLabels: ["暗色模式", "导出 PDF"],
@@ -606,7 +606,7 @@ describe("WsHub", () => {
       await client.next("ask_user_questions_accepted");
       const finished = await waitForRun(server.core, run.id);
       expect(finished.status).toBe("completed");
-      expect(finished.text).toContain(`**${DEMO_QUESTIONS.deploy.question}** Docker (推荐)`);
+      expect(finished.text).toContain(`**${DEMO_QUESTIONS.deploy.question}** Docker（推荐）`);
       expect(finished.text).toContain(`**${DEMO_QUESTIONS.features.question}** 暗色模式、导出 PDF`);
       const last = await client.next("session_snapshot", (frame) => frame.data.run?.status === "completed");
       expect(last.data).toMatchObject({ active: false, run: { id: run.id, text: finished.text } });
@@ -620,9 +620,9 @@ describe("WsHub", () => {
       expect(tools).toEqual([
         { tool_name: "scan_workspace", summary: "扫描了 42 个文件" },
         { tool_name: "ask_user_questions", summary: "回答了 2 个问题" },
-        { tool_name: "apply_choice", summary: "已应用: Docker (推荐)" },
-        { tool_name: "apply_choice", summary: "已应用: 暗色模式" },
-        { tool_name: "apply_choice", summary: "已应用: 导出 PDF" },
+        { tool_name: "apply_choice", summary: "已生成 Dockerfile" },
+        { tool_name: "apply_choice", summary: "改动了 3 个文件" },
+        { tool_name: "apply_choice", summary: "改动了 2 个文件" },
       ]);
     });
   });

@@ -70,7 +70,7 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
     const names = fieldNames(index, j);
     const draft = ask.draft?.[j];
     const heading = j === 0 ? `${askHeading(c, index + 1, total)}\n\n` : "";
-    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget) });
+    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget, s) });
     const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
     // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.
     if (budget.previews && previews.length > 0) {
@@ -149,13 +149,13 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
   return { tag: "form", name: fieldNames(index, 0).form, elements };
 }
 
-function questionMarkdown(question: AskQuestion, budget: Budget): string {
+function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings): string {
   const head = `**【${escapeText(question.header)}】** ${escapeText(truncate(oneLine(question.question), budget.questionChars))}`;
   if (budget.optionList === "none") return head;
   const lines = question.options.map((option) => {
     const label = `- **${escapeText(option.label)}**`;
     if (budget.optionList === "labels") return label;
-    return `${label}: ${escapeText(truncate(oneLine(option.description), budget.descriptionChars))}`;
+    return `${label}${s.card.optionDescriptionSeparator}${escapeText(truncate(oneLine(option.description), budget.descriptionChars))}`;
   });
   return [head, ...lines].join("\n");
 }

@@ -30,8 +30,8 @@ const bothQuestions: CardAsk = {
 const finished = [
   ...base.steps,
   { title: "等待你的回答", status: "done" as const, summary: "回答了 2 个问题" },
-  { title: "应用: Docker (推荐)", status: "done" as const, summary: "已应用: Docker (推荐)" },
-  { title: "应用: 暗色模式", status: "done" as const, summary: "已应用: 暗色模式" },
+  { title: "部署方式：Docker（推荐）", status: "done" as const, summary: "已生成 Dockerfile" },
+  { title: "开启功能：暗色模式", status: "done" as const, summary: "改动了 3 个文件" },
 ];
 
 export function exampleCards(): Record<string, Card> {
@@ -68,7 +68,7 @@ export function exampleCards(): Record<string, Card> {
         ...base,
         status: "completed",
         steps: finished,
-        text: "**完成** 已按你的选择执行:\n\n- **新服务要用哪种方式部署?** Docker (推荐)\n- **需要同时开启哪些功能?** 暗色模式",
+        text: "**完成** 已按你的选择执行：\n\n- **新服务要用哪种方式部署？** Docker（推荐）\n- **需要同时开启哪些功能？** 暗色模式",
         endedAt: T0 + 74_000,
       },
       [bothQuestions],
@@ -78,7 +78,7 @@ export function exampleCards(): Record<string, Card> {
         ...base,
         status: "failed",
         steps: [{ title: "扫描工作区", status: "done", summary: "扫描了 42 个文件" }],
-        error: "演示任务在第一步之后失败:无法连接到构建服务(这是 /fail 命令模拟的错误)",
+        error: "演示任务在第一步之后失败：无法连接到构建服务（这是 /fail 命令模拟的错误）",
         endedAt: T0 + 3_000,
       },
       [],

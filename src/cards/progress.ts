@@ -247,6 +247,9 @@ function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string |
   const lines: string[] = [s.card.stepsHeading];
   if (total > shown.length) lines.push(s.card.earlierSteps(total - shown.length));
   for (const step of shown) {
+    // Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set
+    // (no font needed in the client), while an icon can only prefix a whole element, not each step line.
+    // Our own renderings (console, session page) draw these as SVG (console/public/icons.js).
     const icon = step.status === "done" ? "✅" : step.status === "failed" ? "❌" : "⏳";
     const title = escapeText(truncate(oneLine(step.title), 60));
     const note = step.summary ? ` · ${escapeText(truncate(oneLine(step.summary), 80))}` : "";

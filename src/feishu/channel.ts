@@ -17,6 +17,7 @@ import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.
 import { checkCard, provesGone, suggestsGone, tellChatCardGone } from "./gone-cards.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import type { FeishuMetrics } from "./metrics.ts";
 import { CardPublisher } from "./publisher.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
@@ -46,6 +47,8 @@ export interface FeishuChannelOptions {
   requestTimeoutMs?: number;
   /** A personal sign-in link for the session pages, sent on /login in a private chat (sign-in.ts). */
   signInLink?: (userId: string) => { url: string; expiresAt: number };
+  /** PATCH outcomes of every progress card, for `/metrics`. */
+  metrics?: Pick<FeishuMetrics, "patch">;
 }
 
 export interface ActiveCard {
@@ -394,6 +397,7 @@ export class FeishuChannel implements AskSurface {
       appLimiter: this.#o.appLimiter,
       now: this.#o.now,
       logger: this.#log,
+      ...(this.#o.metrics ? { metrics: this.#o.metrics } : {}),
       onGone: (error) => {
         if (provesGone(error)) return this.#cardGone(card);
         // 230031: the card is older than 14 days, not removed. Its questions end; the run goes on.

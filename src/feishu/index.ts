@@ -7,6 +7,7 @@ import { FeishuChannel } from "./channel.ts";
 import { createLarkMessenger } from "./lark-messenger.ts";
 import { createAppLimiter } from "./limits.ts";
 import { startLongConnection } from "./long-connection.ts";
+import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
 import type { FeishuEventHandlers } from "./transport.ts";
 import { mountFeishuWebhook } from "./webhook.ts";
 
@@ -33,8 +34,13 @@ export async function startFeishu(options: {
   onFatal?: (error: unknown) => void;
   /** Personal sign-in links for /login in a private chat (auth/link.ts). */
   signInLink?: (userId: string) => { url: string; expiresAt: number };
+  /** Where the channel reports PATCHes, callbacks, limiter waits and the connection (`/metrics`). */
+  metrics?: FeishuMetrics;
 }): Promise<FeishuRuntime> {
   const { config, core, logger, now } = options;
+  const metrics = options.metrics ?? NO_FEISHU_METRICS;
+  const appLimiter = createAppLimiter({ onWait: metrics.limiterWait });
+  metrics.limiterQueue(appLimiter.pending);
   const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing, callbackSettleMs } =
     config.feishu;
   if (!appId || !appSecret)
@@ -46,7 +52,7 @@ export async function startFeishu(options: {
     runner: core.runner,
     registry: core.registry,
     store: new FeishuStore(core.store.db, now),
-    appLimiter: createAppLimiter(),
+    appLimiter,
     logger,
     now,
     appId,
@@ -55,12 +61,23 @@ export async function startFeishu(options: {
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing,
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
+    metrics,
   });
   core.dispatcher.addSurface(channel);
   await channel.start();
   const handlers: FeishuEventHandlers = {
     onMessage: (data) => channel.handleMessage(data),
-    onCardAction: (data) => handleCardAction(channel, data, logger),
+    onCardAction: async (data) => {
+      const startedAt = now();
+      let outcome: "answered" | "failed" = "failed";
+      try {
+        const answer = await handleCardAction(channel, data, logger);
+        outcome = "answered";
+        return answer;
+      } finally {
+        metrics.callback(now() - startedAt, outcome);
+      }
+    },
   };
   const routes: FeishuRuntime["routes"] = [];
   let connection: { ready: Promise<void>; close(): void } | undefined;
@@ -85,6 +102,7 @@ export async function startFeishu(options: {
       logger,
       settleMs: callbackSettleMs,
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+      onState: metrics.connection,
     });
   }
   return {

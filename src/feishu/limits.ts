@@ -31,7 +31,13 @@ interface Job {
  * first come first served, so no card starves.
  */
 export function createAppLimiter(
-  options: { perSecond?: number; perMinute?: number; now?: () => number } = {},
+  options: {
+    perSecond?: number;
+    perMinute?: number;
+    now?: () => number;
+    /** Told how long each job waited for its turn (for `/metrics`). */
+    onWait?: (waitMs: number, urgent: boolean) => void;
+  } = {},
 ): Limiter & { pending(): number } {
   const perSecond = options.perSecond ?? 50;
   const perMinute = options.perMinute ?? 1000;
@@ -99,10 +105,12 @@ export function createAppLimiter(
       const isUrgent = typeof urgency === "function" ? urgency() : urgency === true;
       const urgentNow = typeof urgency === "function" && !isUrgent ? urgency : undefined;
       if (urgentNow) changeable += 1;
+      const queuedAt = now();
       (isUrgent ? urgent : normal).push({
         ...(urgentNow ? { urgentNow } : {}),
         run: () => {
           if (urgentNow) changeable -= 1;
+          options.onWait?.(now() - queuedAt, isUrgent || urgentNow?.() === true);
           let used = true;
           const slot: Slot = {
             unused: () => {

@@ -2,6 +2,7 @@ import * as lark from "@larksuiteoapi/node-sdk";
 import { ConfigError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { resolveDomain, sdkLogger } from "./lark-messenger.ts";
+import type { ConnectionState } from "./metrics.ts";
 import {
   answerCardAction,
   DEFAULT_CALLBACK_BUDGET_MS,
@@ -66,6 +67,8 @@ export interface LongConnectionOptions {
   settleMs?: number;
   /** The SDK gave up for good; without this the bot would silently hear nothing more. */
   onFatal?: (error: unknown) => void;
+  /** Each change of the connection's state (for `/metrics`). */
+  onState?: (state: ConnectionState) => void;
 }
 
 export function startLongConnection(options: LongConnectionOptions): {
@@ -94,15 +97,24 @@ export function startLongConnection(options: LongConnectionOptions): {
     onReady: () => {
       log.info("long connection ready");
       markReady();
+      options.onState?.("ready");
     },
     // Called when the SDK gives up (bad credentials or retries exhausted): the bot hears nothing from now on.
     onError: (error) => {
       log.error({ err: error }, "long connection failed");
+      options.onState?.("failed");
       options.onFatal?.(error);
     },
-    onReconnecting: () => log.warn("long connection lost; reconnecting"),
-    onReconnected: () => log.info("long connection restored"),
+    onReconnecting: () => {
+      log.warn("long connection lost; reconnecting");
+      options.onState?.("reconnecting");
+    },
+    onReconnected: () => {
+      log.info("long connection restored");
+      options.onState?.("ready");
+    },
   });
+  options.onState?.("connecting");
   const dispatcher = createEventDispatcher(options.handlers, options.logger, {
     ...(options.callbackBudgetMs === undefined ? {} : { callbackBudgetMs: options.callbackBudgetMs }),
     ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
@@ -110,5 +122,11 @@ export function startLongConnection(options: LongConnectionOptions): {
   client
     .start({ eventDispatcher: dispatcher })
     .catch((error: unknown) => log.error({ err: error }, "long connection failed to start"));
-  return { ready, close: () => client.close({ force: true }) };
+  return {
+    ready,
+    close: () => {
+      client.close({ force: true });
+      options.onState?.("closed");
+    },
+  };
 }

@@ -4,6 +4,7 @@ import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { createMessageLimiter, type Limiter } from "./limits.ts";
 import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
 
 /**
  * One publisher per progress card (DESIGN §5). The card is rendered from the state read when a PATCH is
@@ -46,6 +47,8 @@ export interface PublisherOptions {
   onGone?: (error: FeishuApiError) => void;
   /** Start degraded: the reply that created the card was already refused at a lower level. */
   degradeLevel?: DegradeLevel;
+  /** Where PATCH outcomes are counted for `/metrics`. */
+  metrics?: Pick<FeishuMetrics, "patch">;
 }
 
 export interface PublisherStats {
@@ -56,8 +59,9 @@ export interface PublisherStats {
 }
 
 export class CardPublisher {
-  readonly #o: Required<Omit<PublisherOptions, "onGone" | "shown" | "degradeLevel">> &
+  readonly #o: Required<Omit<PublisherOptions, "onGone" | "shown" | "degradeLevel" | "metrics">> &
     Pick<PublisherOptions, "onGone">;
+  readonly #metrics: Pick<FeishuMetrics, "patch">;
   readonly #messageLimiter: Limiter;
   readonly stats: PublisherStats = { sent: 0, skipped: 0, rateLimited: 0, failed: 0 };
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -99,6 +103,7 @@ export class CardPublisher {
       ...options,
     };
     this.#messageLimiter = createMessageLimiter(5);
+    this.#metrics = options.metrics ?? NO_FEISHU_METRICS;
     this.#lastSentJson = options.shown;
     this.#degrade = options.degradeLevel ?? 0;
   }
@@ -210,6 +215,7 @@ export class CardPublisher {
           json = JSON.stringify(card);
           if (!this.#confirming && (json === this.#lastSentJson || json === this.#lastFailedJson)) {
             this.stats.skipped += 1;
+            this.#metrics.patch("skipped");
             if (json === this.#lastSentJson) this.#lastSentKey = key;
             this.#handled = version;
             slot.unused();
@@ -218,6 +224,9 @@ export class CardPublisher {
           await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
           this.#lastSentJson = json;
           this.#lastSentKey = key;
+          // Every request() since the last rendered state went out in this one PATCH: all but one coalesced.
+          const folded = version - this.#handled - 1;
+          if (folded > 0) this.#metrics.patch("coalesced", { count: folded });
           this.#handled = version;
           this.#confirming = false;
           // An earlier PATCH that got no answer may still land on top of this one: send the latest state once
@@ -234,6 +243,7 @@ export class CardPublisher {
         this.#transientFailures = 0;
         this.#rateFailures = 0;
         this.stats.sent += 1;
+        this.#metrics.patch("sent");
       }
       this.#inFlight = false;
       // Skipped (no-op, held, stopped): nothing to reconcile; a release or the next change schedules again.
@@ -259,6 +269,7 @@ export class CardPublisher {
     const { logger, messageId } = this.#o;
     if (!(error instanceof FeishuApiError)) {
       this.stats.failed += 1;
+      this.#metrics.patch("failed");
       this.#lastFailedJson = json;
       this.#handled = version;
       this.#confirming = false;
@@ -273,6 +284,7 @@ export class CardPublisher {
     }
     if (error.rateLimited) {
       this.stats.rateLimited += 1;
+      this.#metrics.patch("rate_limited", codeOf(error));
       this.#rateFailures += 1;
       if (this.#rateFailures > this.#o.maxRateLimitRetries) return this.#giveUp(json, error, version);
       // 230020 is the per-message window (5/s): a second is enough. An app-wide 429 without a reset header
@@ -315,6 +327,7 @@ export class CardPublisher {
   /** This exact card will not be tried again; the next different state will. */
   #giveUp(json: string, error: FeishuApiError, version: number): void {
     this.stats.failed += 1;
+    this.#metrics.patch("failed", codeOf(error));
     this.#lastFailedJson = json;
     this.#handled = version;
     this.#confirming = false;
@@ -359,4 +372,10 @@ export class CardPublisher {
     if (!this.#isIdle()) return;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
+}
+
+/** Feishu's code, or the HTTP status when the platform gave none (a bare 429). */
+function codeOf(error: FeishuApiError): { code?: number } {
+  const code = error.feishuCode ?? error.httpStatus;
+  return code === undefined ? {} : { code };
 }

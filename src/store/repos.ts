@@ -364,6 +364,30 @@ export class Store {
   sessionsWithQueue(): string[] {
     return this.#sql.queue.sessions.all();
   }
+
+  // figures for /metrics (read at scrape time, not on the hot path) -------------------------------------
+
+  /** How many runs are in each status, every status present. */
+  runCounts(): Record<RunStatus, number> {
+    const counts: Record<RunStatus, number> = {
+      running: 0,
+      recovering: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+    };
+    const rows = this.db
+      .prepare<[], { status: string; n: number }>("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
+      .all();
+    const known = (status: string): status is RunStatus => Object.hasOwn(counts, status);
+    for (const row of rows) if (known(row.status)) counts[row.status] = row.n;
+    return counts;
+  }
+
+  /** Messages waiting in any chat's queue. */
+  queuedTotal(): number {
+    return this.db.prepare<[], number>("SELECT COUNT(*) FROM queued_messages").pluck().get() ?? 0;
+  }
 }
 
 function runFromRow(row: RunRow): RunView {

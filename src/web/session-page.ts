@@ -46,6 +46,8 @@ const ASSETS: Record<string, { type: string; source?: URL }> = {
    * `./markdown-it.js`, served from web/vendor.ts.
    */
   "markdown.js": { type: JS, source: new URL("../local/console/public/markdown.js", import.meta.url) },
+  /** Status icons as SVG (no emoji font needed), shared with the console the same way. */
+  "icons.js": { type: JS, source: new URL("../local/console/public/icons.js", import.meta.url) },
 };
 
 /**

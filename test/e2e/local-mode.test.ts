@@ -200,8 +200,21 @@ async function progressCardFor(page: Page, parentId: string): Promise<{ selector
 }
 
 /** The card's text, whitespace collapsed. */
+/**
+ * Text of an element with the console's status icons (SVG, console/public/icons.js) read back as the emoji the
+ * card JSON carries, so expectations quote the card as Feishu shows it. Runs in the page.
+ */
+const ICON_TEXT = `(root) => {
+  const copy = root.cloneNode(true);
+  const emoji = { done: "✅", failed: "❌", running: "⏳" };
+  for (const svg of copy.querySelectorAll("svg[data-icon]")) svg.replaceWith(emoji[svg.dataset.icon] ?? "");
+  return copy.textContent ?? "";
+}`;
+// A Function built from the same source: evaluate() needs a function to hand the element to.
+const iconTextOf = new Function("root", `return (${ICON_TEXT})(root);`) as (root: unknown) => string;
+const textWithIcons = async (locator: Locator) => String(await locator.evaluate(iconTextOf));
 const cardText = async (card: Locator) =>
-  ((await card.getByTestId("card").textContent()) ?? "").replace(/\s+/g, " ");
+  (await textWithIcons(card.getByTestId("card"))).replace(/\s+/g, " ");
 const formsOf = (card: Locator) => card.getByTestId("card-form");
 const formAsking = (card: Locator, header: string) => formsOf(card).filter({ hasText: `【${header}】` });
 
@@ -242,7 +255,8 @@ async function recordCardStates(page: Page): Promise<() => Promise<string[]>> {
       for (const card of document.querySelectorAll('[data-testid="message"][data-sender-type="app"] [data-testid="card"]')) {
         const template = card.querySelector('[data-testid="card-header"]')?.dataset.template ?? "";
         const forms = card.querySelectorAll('[data-testid="card-form"]').length;
-        const steps = card.querySelector('[data-testid="card-markdown"]')?.textContent ?? "";
+        const markdown = card.querySelector('[data-testid="card-markdown"]');
+        const steps = markdown ? (${ICON_TEXT})(markdown) : "";
         const state = template + " forms=" + forms + " " + steps.replace(/\\s+/g, " ");
         if (states.at(-1) !== state) states.push(state);
       }
@@ -358,7 +372,7 @@ describe("local mode in a browser", () => {
       await waitForTemplate(card, "orange");
       await expect(formsOf(card).count()).resolves.toBe(1);
       await expect(form.textContent()).resolves.toContain(`【${FEATURES}】`);
-      await expect(card.getByTestId("card-markdown").first().textContent()).resolves.toContain(
+      await expect(textWithIcons(card.getByTestId("card-markdown").first())).resolves.toContain(
         "✅ 扫描工作区 · 扫描了 42 个文件",
       );
       toDocs(await messageShot(page, "console-form", selector, { cardOnly: true }), "console-form");
@@ -372,10 +386,10 @@ describe("local mode in a browser", () => {
       await expect(formsOf(card).count()).resolves.toBe(0);
       const text = await cardText(card);
       expect(text).toContain("已完成");
-      expect(text).toContain("✅ 应用: Kubernetes");
-      expect(text).toContain("✅ 应用: 导出 PDF");
-      expect(text).toContain("新服务要用哪种方式部署? Kubernetes");
-      expect(text).toContain("需要同时开启哪些功能? 暗色模式、导出 PDF");
+      expect(text).toContain("✅ 部署方式：Kubernetes");
+      expect(text).toContain("✅ 开启功能：导出 PDF");
+      expect(text).toContain("新服务要用哪种方式部署？ Kubernetes");
+      expect(text).toContain("需要同时开启哪些功能？ 暗色模式、导出 PDF");
       toDocs(await shot(page, "console-completed"), "console-completed");
       await messageShot(page, "card-completed", selector);
 
@@ -409,9 +423,10 @@ describe("local mode in a browser", () => {
       const { selector, card } = await progressCardFor(page, sent);
       const running = card.getByTestId("card").filter({
         has: page.locator('[data-testid="card-header"][data-template="blue"]'),
-        hasText: /✅ 处理第 \d+\/20 块/,
+        hasText: /处理第 \d+\/20 块/,
       });
       await running.waitFor({ timeout: WAIT_MS });
+      await expect.poll(() => cardText(card), { timeout: WAIT_MS }).toMatch(/✅ 处理第 \d+\/20 块/);
       await messageShot(page, "card-running", selector);
       await waitForTemplate(card, "green");
       const text = await cardText(card);
@@ -451,8 +466,8 @@ describe("local mode in a browser", () => {
       await expect(submitForm(page, form)).resolves.toEqual({ type: "success", content: "已提交" });
       await waitForTemplate(card, "green");
       const text = await cardText(card);
-      expect(text).toContain("新服务要用哪种方式部署? systemd");
-      expect(text).toContain("需要同时开启哪些功能? 多语言");
+      expect(text).toContain("新服务要用哪种方式部署？ systemd");
+      expect(text).toContain("需要同时开启哪些功能？ 多语言");
       expect(text).not.toContain("Kubernetes");
     },
     TEST_MS,
@@ -481,7 +496,7 @@ describe("local mode in a browser", () => {
         .toContain("kind: Deployment");
       toDocs(await shot(page, "session-page"), "session-page");
 
-      await answerOnPage(panel, "Docker (推荐)", ["暗色模式", "多语言"]);
+      await answerOnPage(panel, "Docker（推荐）", ["暗色模式", "多语言"]);
       await page.getByTestId("ask-notice").filter({ hasText: "回答已提交" }).waitFor({ timeout: WAIT_MS });
       await expect.poll(() => panelsOf(page).count(), { timeout: WAIT_MS }).toBe(0);
 
@@ -489,14 +504,14 @@ describe("local mode in a browser", () => {
       await expect.poll(() => formsOf(card).count(), { timeout: WAIT_MS }).toBe(0);
       await waitForTemplate(card, "green");
       const text = await cardText(card);
-      expect(text).toContain("新服务要用哪种方式部署? Docker (推荐)");
-      expect(text).toContain("需要同时开启哪些功能? 暗色模式、多语言");
+      expect(text).toContain("新服务要用哪种方式部署？ Docker（推荐）");
+      expect(text).toContain("需要同时开启哪些功能？ 暗色模式、多语言");
 
       // And the session page shows the run finished, with the same reply.
       await expect
         .poll(() => page.getByTestId("status").getAttribute("data-status"), { timeout: WAIT_MS })
         .toBe("completed");
-      await expect(page.getByTestId("result-text").textContent()).resolves.toContain("Docker (推荐)");
+      await expect(page.getByTestId("result-text").textContent()).resolves.toContain("Docker（推荐）");
       await shot(page, "session-page-completed");
     },
     TEST_MS,
@@ -513,7 +528,7 @@ describe("local mode in a browser", () => {
       const features = formAsking(card, FEATURES);
       await expect(deploy.count()).resolves.toBe(1);
       await expect(features.count()).resolves.toBe(1);
-      await expect(card.getByTestId("card").textContent()).resolves.toContain("需要你的回答 (2/2)");
+      await expect(card.getByTestId("card").textContent()).resolves.toContain("需要你的回答（2/2）");
       toDocs(await messageShot(page, "console-parallel", selector, { cardOnly: true }), "console-parallel");
 
       await chooseDeploy(deploy, "systemd");
@@ -529,8 +544,8 @@ describe("local mode in a browser", () => {
       await waitForTemplate(card, "green");
       await expect(formsOf(card).count()).resolves.toBe(0);
       const text = await cardText(card);
-      expect(text).toContain("新服务要用哪种方式部署? systemd");
-      expect(text).toContain("需要同时开启哪些功能? 多语言");
+      expect(text).toContain("新服务要用哪种方式部署？ systemd");
+      expect(text).toContain("需要同时开启哪些功能？ 多语言");
     },
     TEST_MS,
   );
@@ -597,11 +612,11 @@ describe("local mode in a browser", () => {
       await expect(result.locator("p > strong").first().textContent()).resolves.toBe("完成");
       const items = result.locator("ul > li");
       await expect(items.count()).resolves.toBe(2);
-      await expect(items.nth(0).locator("strong").textContent()).resolves.toBe("新服务要用哪种方式部署?");
-      await expect(items.nth(1).locator("strong").textContent()).resolves.toBe("需要同时开启哪些功能?");
+      await expect(items.nth(0).locator("strong").textContent()).resolves.toBe("新服务要用哪种方式部署？");
+      await expect(items.nth(1).locator("strong").textContent()).resolves.toBe("需要同时开启哪些功能？");
       await expect(items.nth(1).textContent()).resolves.toContain("多语言");
       // The HTML attempt is shown as the text it is: no element made from it, nothing run.
-      await expect(items.nth(0).textContent()).resolves.toContain(`其他: ${attempt}`);
+      await expect(items.nth(0).textContent()).resolves.toContain(`其他：${attempt}`);
       await expect(result.locator("img, script").count()).resolves.toBe(0);
       await expect(
         result.locator("*").evaluateAll((nodes) => nodes.map((node) => node.tagName)),

@@ -302,7 +302,7 @@ describe("load", () => {
       // No answer lost: every task ran once, completed, and its final reply quotes the answer it was given.
       expect(runs).toHaveLength(expected.size);
       const lost = runs.filter(
-        (run) => run.status !== "completed" || !run.final_text?.includes(`其他: ${expected.get(run.input)}`),
+        (run) => run.status !== "completed" || !run.final_text?.includes(`其他：${expected.get(run.input)}`),
       );
       expect(lost).toEqual([]);
       // Reminders are never recalled (a recall leaves 撤回了一条消息 in the chat), and none go to private chats.

@@ -3,30 +3,30 @@ import type { AskInput } from "../../asks/schema.ts";
 /** The demo agent's questions (DESIGN §11): a single choice with previews, and a multiple choice. Pure. */
 export const DEMO_QUESTIONS = {
   deploy: {
-    question: "新服务要用哪种方式部署?",
+    question: "新服务要用哪种方式部署？",
     header: "部署方式",
     multiSelect: false,
     options: [
       {
-        label: "Docker (推荐)",
-        description: "构建镜像,沿用现有的 CI 流水线",
+        label: "Docker（推荐）",
+        description: "构建镜像，沿用现有的 CI 流水线",
         preview:
           '```dockerfile\nFROM node:20-slim\nWORKDIR /app\nCOPY . .\nRUN npm ci --omit=dev\nCMD ["npm", "start"]\n```',
       },
       {
         label: "Kubernetes",
-        description: "部署到集群,自动扩缩容",
+        description: "部署到集群，自动扩缩容",
         preview: "```yaml\napiVersion: apps/v1\nkind: Deployment\nspec:\n  replicas: 2\n```",
       },
       {
         label: "systemd",
-        description: "直接部署在虚拟机上,最简单",
+        description: "直接部署在虚拟机上，最简单",
         preview: "```ini\n[Service]\nExecStart=/usr/bin/npm start\nRestart=always\n```",
       },
     ],
   },
   features: {
-    question: "需要同时开启哪些功能?",
+    question: "需要同时开启哪些功能？",
     header: "附加功能",
     multiSelect: true,
     options: [

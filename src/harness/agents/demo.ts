@@ -34,14 +34,45 @@ export function createDemoTools(options: { stepMs: number }): ToolImpl[] {
   return [
     step("scan_workspace", "Look through the workspace (demo).", () => strings.demo.scanned(42)),
     step("apply_choice", "Apply one of the user's choices (demo).", (args) =>
-      strings.demo.applied(String(args.choice ?? "")),
+      appliedSummary(String(args.kind ?? ""), String(args.choice ?? "")),
     ),
-    step(
-      "process_chunk",
-      "Process one chunk of work (demo).",
-      (args) => `chunk ${String(args.index ?? "?")} ok`,
+    step("process_chunk", "Process one chunk of work (demo).", (args) =>
+      // A made-up but stable record count, so the long demo reads like work and golden output stays put.
+      strings.demo.chunkDone(120 + (((Number(args.index) || 0) * 37) % 60)),
     ),
   ];
+}
+
+/** Files the demo pretends to write for each way of deploying. */
+const DEPLOY_FILES: Record<string, string> = {
+  [DEMO_QUESTIONS.deploy.options[0].label]: "Dockerfile",
+  [DEMO_QUESTIONS.deploy.options[1].label]: "deployment.yaml",
+  [DEMO_QUESTIONS.deploy.options[2].label]: "app.service",
+};
+
+function appliedSummary(kind: string, choice: string): string {
+  if (kind === "deploy") return strings.demo.deployed(DEPLOY_FILES[choice] ?? "部署配置");
+  if (kind === "feature") return strings.demo.featureApplied(2 + (choice.length % 3));
+  return strings.demo.otherApplied;
+}
+
+type Choice = { kind: "deploy" | "feature" | "other"; choice: string };
+
+/** Each answer's choices in order, tagged with what they decide; the free text of 其他 comes last. */
+function choicesOf(answers: readonly AskAnswer[]): Choice[] {
+  return answers.flatMap((answer): Choice[] => {
+    const kind: Choice["kind"] = answer.question === DEMO_QUESTIONS.deploy.question ? "deploy" : "feature";
+    return [
+      ...answer.selectedLabels.map((choice) => ({ kind, choice })),
+      ...(answer.customInput ? [{ kind: "other" as const, choice: answer.customInput }] : []),
+    ];
+  });
+}
+
+function choiceTitle({ kind, choice }: Choice): string {
+  if (kind === "deploy") return strings.demo.deployTitle(choice);
+  if (kind === "feature") return strings.demo.featureTitle(choice);
+  return strings.demo.otherTitle(choice);
 }
 
 export function createDemoAgent(): Agent {
@@ -51,13 +82,13 @@ export function createDemoAgent(): Agent {
       const text = ctx.input;
       if (text.includes("/quick")) {
         await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
-        return { text: "**完成** 这是 `/quick` 的演示回复:只执行了一步,没有提问。" };
+        return { text: "**完成** 这是 `/quick` 的演示回复：只执行了一步，没有提问。" };
       }
       if (text.includes("/long")) {
         for (let index = 1; index <= 20; index += 1) {
-          await ctx.callTool("process_chunk", { index }, { title: `处理第 ${index}/20 块` });
+          await ctx.callTool("process_chunk", { index }, { title: strings.demo.chunkTitle(index, 20) });
         }
-        return { text: "**完成** `/long` 执行了 20 步,没有提问。" };
+        return { text: "**完成** `/long` 执行了 20 步，没有提问。" };
       }
       await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
       if (text.includes("/fail")) throw new Error(strings.demo.failed);
@@ -74,12 +105,8 @@ export function createDemoAgent(): Agent {
             metadata: { source: "demo" },
           });
 
-      const chosen = answers.flatMap((answer) => [
-        ...answer.selectedLabels,
-        ...(answer.customInput ? [answer.customInput] : []),
-      ]);
-      for (const choice of chosen) {
-        await ctx.callTool("apply_choice", { choice }, { title: `应用: ${choice}` });
+      for (const chosen of choicesOf(answers)) {
+        await ctx.callTool("apply_choice", chosen, { title: choiceTitle(chosen) });
       }
       return { text: finalReply(answers) };
     },
@@ -95,12 +122,12 @@ async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
 }
 
 function finalReply(answers: AskAnswer[]): string {
-  if (answers.length === 0) return "**完成** 没有收到你的回答,已按推荐选项(Docker)继续。";
+  if (answers.length === 0) return "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。";
   const lines = answers.map((answer) => {
     // The person typed the 其他 text: quoted as text in this markdown answer, so it cannot restyle the card.
-    const custom = answer.customInput ? [`其他: ${escapeText(answer.customInput)}`] : [];
+    const custom = answer.customInput ? [`其他：${escapeText(answer.customInput)}`] : [];
     const parts = [...answer.selectedLabels, ...custom];
     return `- **${answer.question}** ${parts.join("、")}`;
   });
-  return ["**完成** 已按你的选择执行:", "", ...lines].join("\n");
+  return ["**完成** 已按你的选择执行：", "", ...lines].join("\n");
 }

@@ -1,5 +1,6 @@
 import type { FrameRecord, MessageView, RecordedCall } from "../emulator/index.ts";
 import type { MentionRef } from "./compose.ts";
+import { redactHeaders, showBody } from "./redact.ts";
 
 /** What the console's JSON API and event stream carry. */
 
@@ -48,6 +49,10 @@ export interface CallEntry extends LogBase {
   status: number;
   code?: number;
   messageId?: string;
+  /** Shown folded under the line, secrets redacted (redact.ts). */
+  requestHeaders?: Record<string, string>;
+  requestBody?: string;
+  responseBody?: string;
 }
 
 /** An event the console delivered to the bot's webhook. */
@@ -104,6 +109,9 @@ export function callEntry(call: RecordedCall): NewLogEntry {
     ...(call.code !== undefined ? { code: call.code } : {}),
     ...(call.messageId ? { messageId: call.messageId } : {}),
     durationMs: Math.round(call.durationMs * 10) / 10,
+    ...(call.requestHeaders ? { requestHeaders: redactHeaders(call.requestHeaders) } : {}),
+    ...(call.requestBody !== undefined ? { requestBody: showBody(call.requestBody) } : {}),
+    ...(call.responseBody !== undefined ? { responseBody: showBody(call.responseBody) } : {}),
   };
 }
 

@@ -45,7 +45,7 @@ export async function click(
     const timedOut = error instanceof Error && error.name === "TimeoutError";
     const reason = timedOut
       ? `机器人未在 ${timeoutMs / 1000} 秒内响应`
-      : `无法连接机器人: ${error instanceof Error ? error.message : String(error)}`;
+      : `无法连接机器人：${error instanceof Error ? error.message : String(error)}`;
     return failed(200341, reason, performance.now() - started);
   }
   const durationMs = answer.durationMs;
@@ -63,7 +63,7 @@ export async function click(
   const card = parsed.data.card;
   if (!card) return { ...answered, card: "none" };
   if (card.type === "template")
-    return { ...answered, card: "rejected", error: "模拟器不支持模板卡片 (card.type=template)" };
+    return { ...answered, card: "rejected", error: "模拟器不支持模板卡片（card.type=template）" };
   // Our bot PATCHes only after its answer went out (DESIGN §5): an update that landed while the callback
   // was in flight is newer than the answer's card, which Feishu applied first. Keep the newer one.
   if ((ctx.messages.get(input.messageId)?.patches ?? 0) !== patchesBefore)
@@ -80,7 +80,7 @@ export async function click(
 
 function failed(code: number, reason: string, durationMs: number): ClickOutcome {
   return {
-    toast: { type: "error", content: `出错了,请稍后重试(错误码 ${code})` },
+    toast: { type: "error", content: `出错了，请稍后重试（错误码 ${code}）` },
     durationMs: round(durationMs),
     card: "none",
     error: `${code}: ${reason}`,

@@ -7,6 +7,7 @@ import { CODES, FeishuError, fail } from "./errors.ts";
 interface CallLocals {
   code?: number;
   messageId?: string;
+  body?: unknown;
 }
 
 export const callLocals = (res: Response): CallLocals => res.locals as CallLocals;
@@ -18,6 +19,7 @@ export function sendJson(
   headers: Record<string, string> = {},
 ): void {
   callLocals(res).code = body.code;
+  callLocals(res).body = body;
   res.status(status).set(headers).json(body);
 }
 
@@ -48,6 +50,8 @@ export function recordCalls(ctx: EmulatorContext) {
     const query = Object.fromEntries(new URLSearchParams(req.originalUrl.split("?")[1] ?? ""));
     res.once("close", () => {
       const locals = callLocals(res);
+      // express.json() further down has parsed the body by now (an unparsed request leaves it undefined).
+      const body: unknown = req.body;
       ctx.observer.record({
         at,
         method,
@@ -57,10 +61,23 @@ export function recordCalls(ctx: EmulatorContext) {
         code: locals.code,
         ...(locals.messageId ? { messageId: locals.messageId } : {}),
         durationMs: performance.now() - started,
+        requestHeaders: pickHeaders(req),
+        ...(body !== undefined ? { requestBody: body } : {}),
+        ...(locals.body !== undefined ? { responseBody: locals.body } : {}),
       });
     });
     next();
   };
+}
+
+/** The headers worth showing next to a call: who it claims to be and what it sends. */
+function pickHeaders(req: Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ["authorization", "content-type", "user-agent"]) {
+    const value = req.get(name);
+    if (value !== undefined) headers[name] = value;
+  }
+  return headers;
 }
 
 /**
@@ -77,6 +94,7 @@ export function applyFaults(ctx: EmulatorContext, options: { afterBody?: boolean
     }
     const msg = fault.msg ?? "injected fault";
     if (fault.code === undefined) {
+      callLocals(res).body = msg;
       // Gateway-style failure: no Feishu envelope, just text.
       res
         .status(fault.httpStatus)

@@ -2,6 +2,9 @@ import type { EmulatorEvents, RecordedCall } from "./types.ts";
 
 type Listener<T> = (event: T) => void;
 
+/** How many of the latest calls keep their headers and bodies. */
+export const BODIES_KEPT = 500;
+
 /** Keeps the call log and fans out live events to listeners (a console, a test). */
 export class Observer {
   readonly calls: RecordedCall[] = [];
@@ -36,6 +39,14 @@ export class Observer {
 
   record(call: RecordedCall): void {
     this.calls.push(call);
+    // Bodies are for the console's live log and a test's last few calls; a long run (a bench) would otherwise
+    // hold every card it ever sent. Older calls keep everything but their headers and bodies.
+    const old = this.calls.length - 1 - BODIES_KEPT;
+    const stale = this.calls[old];
+    if (stale?.requestBody !== undefined || stale?.responseBody !== undefined) {
+      const { requestHeaders: _headers, requestBody: _request, responseBody: _response, ...rest } = stale;
+      this.calls[old] = rest;
+    }
     this.emit("call", call);
   }
 

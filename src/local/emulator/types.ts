@@ -56,6 +56,12 @@ export interface RecordedCall {
   messageId?: string;
   /** Wall-clock time spent answering. */
   durationMs: number;
+  /** As received, secrets included: whoever shows them redacts (the console does). */
+  requestHeaders?: Record<string, string>;
+  /** The parsed JSON body, when the request had one. */
+  requestBody?: unknown;
+  /** The JSON envelope answered, or the text of a gateway-style fault. */
+  responseBody?: unknown;
 }
 
 export type SenderType = "app" | "user";

@@ -12,7 +12,7 @@ export const MAX_CUSTOM_INPUT_CHARS = 1000;
 
 export const TEXT = {
   heading: "需要你的回答",
-  headingOf: (index, total) => `需要你的回答 (${index}/${total})`,
+  headingOf: (index, total) => `需要你的回答（${index}/${total}）`,
   single: "单选",
   multi: "可多选",
   other: "其他",

@@ -1,3 +1,4 @@
+import { svgIcon } from "./icons.js";
 import { markdownToHtml } from "./markdown.js";
 import { createAskPanel } from "./question-panel.js";
 import { historyItems } from "./run-history.js";
@@ -18,7 +19,6 @@ const STATUS_TEXT = {
   cancelled: "已取消",
   none: "暂无任务",
 };
-const STEP_ICON = { done: "✅", failed: "❌", running: "⏳" };
 const ASK_TOOL = "ask_user_questions";
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 15_000;
@@ -89,15 +89,15 @@ async function getJson(url) {
 }
 
 async function boot() {
-  if (!page.sessionId) return showPageError("链接无效:缺少会话编号。");
+  if (!page.sessionId) return showPageError("链接无效：缺少会话编号。");
   let me;
   try {
     me = await getJson("/auth/me");
   } catch {
-    return showPageError("无法连接服务器,请稍后刷新重试。");
+    return showPageError("无法连接服务器，请稍后刷新重试。");
   }
   if (me.status === 401) return showSignIn(me.body?.signIn);
-  if (!me.ok || typeof me.body?.userId !== "string") return showPageError("加载失败,请稍后刷新重试。");
+  if (!me.ok || typeof me.body?.userId !== "string") return showPageError("加载失败，请稍后刷新重试。");
   page.me = me.body.userId;
   showViewer(me.body);
 
@@ -118,11 +118,11 @@ async function boot() {
   try {
     info = await getJson(`/api/sessions/${encodeURIComponent(page.sessionId)}`);
   } catch {
-    return showPageError("无法连接服务器,请稍后刷新重试。");
+    return showPageError("无法连接服务器，请稍后刷新重试。");
   }
   if (info.status === 401) return signedOut();
   if (info.status === 403) return showForbidden();
-  if (!info.ok) return showPageError("加载失败,请稍后刷新重试。");
+  if (!info.ok) return showPageError("加载失败，请稍后刷新重试。");
   page.title = info.body?.title || "会话";
   byTestId("session-title").textContent = page.title;
   document.title = `${page.title} · 会话详情`;
@@ -331,7 +331,7 @@ function finishResync() {
     const panel = page.panels.get(requestId);
     if (!panel) continue;
     panel.setBusy(false);
-    panel.showError("连接中断,回答没有送达,请重新提交。");
+    panel.showError("连接中断，回答没有送达，请重新提交。");
   }
   page.unconfirmed.clear();
   renderStatus();
@@ -341,13 +341,13 @@ function onError(frame) {
   const { code, message, requestId } = frame.data ?? {};
   const panel = requestId ? page.panels.get(requestId) : undefined;
   if (panel) {
-    if (code === "stale_request") return panel.markStale("问题已失效(可能已在其他地方回答或已超时)。");
+    if (code === "stale_request") return panel.markStale("问题已失效（可能已在其他地方回答或已超时）。");
     panel.setBusy(false);
     if (code === "forbidden") {
       panel.setCanAnswer(false);
       return panel.showError("仅任务发起人可以回答。");
     }
-    return panel.showError(code === "invalid_answers" ? `回答无效:${message}` : String(message ?? code));
+    return panel.showError(code === "invalid_answers" ? `回答无效：${message}` : String(message ?? code));
   }
   if (code !== "forbidden" || frame.sessionId !== page.sessionId || requestId) return;
   // The session is no longer this viewer's to follow (someone else's task took the chat over); a run page
@@ -382,7 +382,7 @@ function onAsk(ask) {
         sessionId: page.sessionId,
         data: { requestId: ask.requestId, answers },
       });
-      if (!sent) return panel.showError("连接已断开,正在重新连接,请稍后再提交。");
+      if (!sent) return panel.showError("连接已断开，正在重新连接，请稍后再提交。");
       panel.setBusy(true);
     },
   });
@@ -498,7 +498,7 @@ function stepItem(step) {
   item.dataset.status = step.status;
   const icon = document.createElement("span");
   icon.className = "step-icon";
-  icon.textContent = STEP_ICON[step.status] ?? "•";
+  icon.append(svgIcon(step.status));
   const title = document.createElement("span");
   title.className = "step-title";
   title.textContent = oneLine(step.title ?? step.tool ?? "", 120);

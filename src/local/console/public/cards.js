@@ -1,4 +1,5 @@
 import { h, setSafeHtml } from "./dom.js";
+import { iconizeStatusEmoji } from "./icons.js";
 import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "./markdown.js";
 
 /**
@@ -124,7 +125,7 @@ export function renderCard(card, options = {}) {
   const width = ["compact", "fill"].includes(card?.config?.width_mode) ? card.config.width_mode : "default";
   const root = h("div", { class: `fc-card fc-width-${width}`, "data-testid": "card" });
   if (typeof card !== "object" || card === null || card.schema !== "2.0") {
-    root.append(h("div", { class: "fc-unsupported", text: "[不支持的卡片:仅能显示 Card JSON 2.0]" }));
+    root.append(h("div", { class: "fc-unsupported", text: "[不支持的卡片：仅能显示 Card JSON 2.0]" }));
     return root;
   }
   if (card.header) root.append(renderHeader(card.header));
@@ -187,7 +188,7 @@ function renderTag(node, ctx) {
     case "input":
       return renderInput(node);
     default:
-      return h("div", { class: "fc-unsupported", text: `[暂不支持的组件: ${String(node?.tag ?? "?")}]` });
+      return h("div", { class: "fc-unsupported", text: `[暂不支持的组件：${String(node?.tag ?? "?")}]` });
   }
 }
 
@@ -198,7 +199,8 @@ function renderMarkdown(node, ctx) {
     class: `fc-markdown fc-text-${size} fc-align-${align}`,
     "data-testid": "card-markdown",
   });
-  return setSafeHtml(element, markdownToHtml(resolveMentions(node.content, ctx.mentionName)));
+  // Feishu draws the steps' ✅ ❌ ⏳ from its own emoji set; here they become icons (no emoji font needed).
+  return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(resolveMentions(node.content, ctx.mentionName))));
 }
 
 /**
@@ -218,7 +220,8 @@ const AT_TAG = /<at\s+id=(["']?)([A-Za-z0-9_-]+)\1\s*>\s*<\/at>/g;
 
 function renderDiv(node) {
   const element = h("div", { class: "fc-markdown fc-div" });
-  if (node.text?.tag === "lark_md") return setSafeHtml(element, markdownToHtml(node.text.content));
+  if (node.text?.tag === "lark_md")
+    return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(node.text.content)));
   element.textContent = text(node.text);
   return element;
 }

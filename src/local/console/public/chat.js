@@ -1,5 +1,6 @@
 import { cardPreview, renderCard } from "./cards.js";
 import { h } from "./dom.js";
+import { svgIcon } from "./icons.js";
 
 /**
  * Messages as the Feishu chat shows them: the bot on the left, people on the right, a quote of the message a
@@ -10,7 +11,7 @@ const AVATAR_COLORS = ["blue", "green", "purple", "orange", "turquoise"];
 
 export function avatar(sender, users) {
   if (sender.type === "app")
-    return h("div", { class: "avatar avatar-bot", "aria-hidden": "true", text: "🤖" });
+    return h("div", { class: "avatar avatar-bot", "aria-hidden": "true" }, svgIcon("bot", { size: "24px" }));
   const index = users.findIndex((user) => user.openId === sender.id);
   const color = AVATAR_COLORS[(index < 0 ? 4 : index) % AVATAR_COLORS.length];
   return h("div", {
@@ -77,7 +78,7 @@ export function renderMessage(message, view) {
 function replyQuote(message, view) {
   if (!message.parentId) return null;
   const parent = view.lookup(message.parentId);
-  const label = parent ? `回复 ${parent.sender.name}: ${messagePreview(parent)}` : "回复一条消息";
+  const label = parent ? `回复 ${parent.sender.name}：${messagePreview(parent)}` : "回复一条消息";
   return h("button", {
     type: "button",
     class: "msg-reply",

@@ -10,7 +10,7 @@ export const EXAMPLES = [
   { text: "帮我给新服务选一个部署方案", title: "一步、两个问题的表单、然后按回答执行" },
   { text: "/parallel 同时问我两件事", title: "同一张卡片上两个表单" },
   { text: "/fail 试试失败", title: "第一步之后失败" },
-  { text: "/long 跑一个长任务", title: "20 步,没有提问:看节流与合并" },
+  { text: "/long 跑一个长任务", title: "20 步，没有提问：看节流与合并" },
   { text: "/quick", title: "一步就结束" },
 ];
 
@@ -65,7 +65,7 @@ export function createComposer(elements, handlers) {
     replyTarget.hidden = !message;
     if (!message) return replyTarget.replaceChildren();
     replyTarget.replaceChildren(
-      h("span", { class: "reply-label", text: `回复 ${message.sender.name}: ${handlers.preview(message)}` }),
+      h("span", { class: "reply-label", text: `回复 ${message.sender.name}：${handlers.preview(message)}` }),
       h("button", {
         type: "button",
         class: "reply-cancel",
@@ -95,10 +95,10 @@ export function createComposer(elements, handlers) {
       mention.hidden = !group || !canWrite;
       if (!canWrite) setReplyTo(undefined);
       input.placeholder = !canWrite
-        ? `这是 ${ownerName} 的单聊,只有 ${ownerName} 能发言`
+        ? `这是 ${ownerName} 的单聊，只有 ${ownerName} 能发言`
         : group
-          ? `发消息到群里,${BOT_MENTION} 让机器人处理(Enter 发送,Shift+Enter 换行)`
-          : `发给 ${botName}(Enter 发送,Shift+Enter 换行)`;
+          ? `发消息到群里，${BOT_MENTION} 让机器人处理（Enter 发送，Shift+Enter 换行）`
+          : `发给 ${botName}（Enter 发送，Shift+Enter 换行）`;
       hint.replaceChildren(
         ...(canWrite
           ? [
@@ -108,9 +108,9 @@ export function createComposer(elements, handlers) {
                     { class: "hint-text" },
                     "群里要 ",
                     h("b", { text: BOT_MENTION }),
-                    " 它才会回应。试试:",
+                    " 它才会回应。试试：",
                   )
-                : h("span", { class: "hint-text", text: "直接说任务。试试:" }),
+                : h("span", { class: "hint-text", text: "直接说任务。试试：" }),
               ...EXAMPLES.map((example) =>
                 h("button", {
                   type: "button",

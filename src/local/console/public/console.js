@@ -1,6 +1,7 @@
 import { formatTime, messagePreview, renderMessage } from "./chat.js";
 import { createComposer } from "./composer.js";
 import { h } from "./dom.js";
+import { svgIcon } from "./icons.js";
 import { createLogPanel } from "./log.js";
 import { followUser, openAs } from "./sign-in.js";
 
@@ -63,7 +64,7 @@ async function api(path, body) {
     const json = await response.json().catch(() => ({}));
     return { ok: response.ok, status: response.status, body: json };
   } catch (error) {
-    return { ok: false, status: 0, body: { error: { message: `无法连接控制台: ${error.message}` } } };
+    return { ok: false, status: 0, body: { error: { message: `无法连接控制台：${error.message}` } } };
   }
 }
 
@@ -105,7 +106,7 @@ function saveLocation() {
 
 function renderSwitcher() {
   els.switcher.replaceChildren(
-    h("span", { class: "switcher-label", text: "你是:" }),
+    h("span", { class: "switcher-label", text: "你是：" }),
     ...state.users.map((user) =>
       h("button", {
         type: "button",
@@ -145,10 +146,11 @@ function renderChatList() {
       h(
         "button",
         { type: "button", class: "chat-button", onclick: () => selectChat(chat.chatId) },
-        h("div", {
-          class: `avatar ${chat.type === "group" ? "avatar-group" : "avatar-bot"}`,
-          text: chat.type === "group" ? "群" : "🤖",
-        }),
+        h(
+          "div",
+          { class: `avatar ${chat.type === "group" ? "avatar-group" : "avatar-bot"}`, "aria-hidden": "true" },
+          svgIcon(chat.type === "group" ? "group" : "bot", { size: "24px" }),
+        ),
         h(
           "div",
           { class: "chat-text" },
@@ -215,7 +217,7 @@ function renderChat() {
   els.title.textContent = label.name;
   els.members.textContent =
     chat.type === "group"
-      ? `${chat.memberIds.map(userName).join("、")}、${state.bot.name}(机器人)`
+      ? `${chat.memberIds.map(userName).join("、")}、${state.bot.name}（机器人）`
       : `${userName(chat.ownerId)} 与 ${state.bot.name} 的单聊`;
   const messages = messagesOf(chat.chatId);
   const view = messageView();
@@ -256,7 +258,7 @@ function showMessage(message, change) {
     els.list.append(element);
   }
   for (const quote of els.list.querySelectorAll(`[data-parent-id="${CSS.escape(message.messageId)}"]`))
-    quote.textContent = `回复 ${message.sender.name}: ${messagePreview(message)}`;
+    quote.textContent = `回复 ${message.sender.name}：${messagePreview(message)}`;
   if (stick || change === "created") toBottom();
 }
 
@@ -314,16 +316,16 @@ async function sendMessage(text, replyTo) {
   });
   if (result.ok) return true;
   if (result.body.messageId) {
-    toast("error", `消息已发出,但没能投递给机器人: ${result.body.error ?? result.status}`);
+    toast("error", `消息已发出，但没能投递给机器人：${result.body.error ?? result.status}`);
     return true;
   }
-  toast("error", result.body.error?.message ?? `发送失败(HTTP ${result.status})`);
+  toast("error", result.body.error?.message ?? `发送失败（HTTP ${result.status}）`);
   return false;
 }
 
 async function sendAction(messageId, action) {
   const result = await api("actions", { messageId, userId: state.userId, ...action });
-  if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败(HTTP ${result.status})`);
+  if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败（HTTP ${result.status}）`);
   if (result.body.toast) toast(result.body.toast.type, result.body.toast.content);
   return result.body;
 }
@@ -340,7 +342,7 @@ function onEvent(event) {
 
 async function resync() {
   const [messages, calls] = await Promise.all([api("messages"), api("calls")]);
-  if (!messages.ok || !calls.ok) return toast("error", "加载会话失败,稍后自动重试");
+  if (!messages.ok || !calls.ok) return toast("error", "加载会话失败，稍后自动重试");
   for (const message of messages.body.messages) upsert(message);
   log.addAll(calls.body.entries);
   renderChatList();
@@ -358,7 +360,7 @@ function connect() {
     status("open", "已连接");
     void resync();
   });
-  source.addEventListener("error", () => status("retrying", "连接断开,正在重连…"));
+  source.addEventListener("error", () => status("retrying", "连接断开，正在重连…"));
   source.addEventListener("message", (event) => {
     try {
       onEvent(JSON.parse(event.data));
@@ -372,7 +374,7 @@ async function start() {
   const chats = await api("chats");
   if (!chats.ok) {
     els.conn.dataset.state = "retrying";
-    els.conn.textContent = "无法加载控制台,3 秒后重试…";
+    els.conn.textContent = "无法加载控制台，3 秒后重试…";
     setTimeout(start, 3000);
     return;
   }

@@ -139,7 +139,42 @@ function renderEntry(entry, gapMs, onSelectMessage) {
   if (entry.kind === "call") item.append(...callLine(entry, gapMs));
   else if (entry.kind === "event") item.append(...eventLine(entry));
   else item.append(...callbackLine(entry));
+  const details = bodiesOf(entry);
+  if (details) item.append(details);
   return item;
+}
+
+/**
+ * The call's headers and bodies (the server already blanked secrets and clipped long bodies), folded: a
+ * <details> opens without selecting the card the line links to.
+ */
+function bodiesOf(entry) {
+  const parts =
+    entry.kind === "call"
+      ? [
+          ["请求头", entry.requestHeaders && JSON.stringify(entry.requestHeaders, null, 2)],
+          ["请求体", entry.requestBody],
+          ["响应体", entry.responseBody],
+        ]
+      : entry.kind === "callback"
+        ? [
+            ["按钮值", entry.value && JSON.stringify(entry.value, null, 2)],
+            ["表单值", entry.formValue && JSON.stringify(entry.formValue, null, 2)],
+          ]
+        : [];
+  const shown = parts.filter(([, text]) => typeof text === "string" && text !== "");
+  if (shown.length === 0) return null;
+  const details = h(
+    "details",
+    { class: "log-details", "data-testid": "log-details" },
+    h("summary", { class: "log-details-summary", text: shown.map(([label]) => label).join(" · ") }),
+    ...shown.flatMap(([label, text]) => [
+      h("div", { class: "log-details-label", text: label }),
+      h("pre", { class: "log-body", "data-testid": "log-body", text }),
+    ]),
+  );
+  details.addEventListener("click", (event) => event.stopPropagation());
+  return details;
 }
 
 function callLine(entry, gapMs) {
@@ -176,7 +211,7 @@ function eventLine(entry) {
       { class: "log-result" },
       h("span", {
         class: entry.error ? "log-status is-bad" : "log-status",
-        text: entry.error ? `失败: ${entry.error}` : String(entry.status ?? ""),
+        text: entry.error ? `失败：${entry.error}` : String(entry.status ?? ""),
       }),
       h("span", { class: "log-ms", text: ms(entry.durationMs) }),
     ),

@@ -1,0 +1,54 @@
+import type { Express } from "express";
+import type { Core } from "./core.ts";
+import type { FeishuRuntime } from "./feishu/index.ts";
+import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import type { Emulator } from "./local/emulator/index.ts";
+import type { Logger } from "./logger.ts";
+import { mountSessionPages } from "./web/session-page.ts";
+
+/**
+ * Every route the service mounts besides createApp's own (`/healthz`, `/metrics`): the channel's (the
+ * webhook), the session pages and sign-in, and in local mode the console. main.ts and the README test both
+ * build the app from this list, so the README's route table is checked against what really answers.
+ */
+export function serviceRoutes(options: {
+  feishu: Pick<FeishuRuntime, "routes">;
+  core: Pick<Core, "runner"> & Partial<Pick<Core, "revocations">>;
+  authSecret: string;
+  logger: Logger;
+  now: () => number;
+  /** How long a browser sign-in lasts (SIGNIN_TTL_HOURS). */
+  signInTtlMs?: number;
+  /**
+   * Local mode: the emulator behind the console; where the console delivers events to the bot when the app is
+   * subscribed by webhook (absent: the long connection); the first log sequence number (console/index.ts).
+   */
+  local?: { emulator: Emulator; botWebhookUrl?: () => string; logSeqStart?: number };
+}): ((app: Express) => void)[] {
+  const { core, authSecret, logger, now, local } = options;
+  const routes = [
+    ...options.feishu.routes,
+    (app: Express) =>
+      mountSessionPages(app, {
+        runner: core.runner,
+        authSecret,
+        ...(core.revocations ? { revocations: core.revocations } : {}),
+        ...(options.signInTtlMs !== undefined ? { signInTtlMs: options.signInTtlMs } : {}),
+        now,
+        logger,
+        ...(local ? { localUsers: LOCAL_USERS } : {}),
+      }),
+  ];
+  if (local) {
+    const { emulator, botWebhookUrl, logSeqStart } = local;
+    routes.push((app: Express) =>
+      mountConsole(app, {
+        emulator,
+        ...(botWebhookUrl ? { botWebhookUrl } : {}),
+        logger,
+        ...(logSeqStart !== undefined ? { logSeqStart } : {}),
+      }),
+    );
+  }
+  return routes;
+}
