@@ -6,8 +6,8 @@ import type { AskRegistry } from "./asks/registry.ts";
 import { AppError } from "./errors.ts";
 import type { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
-import { type HostPolicy, hostGuard, upgradeAllowed } from "./web/host-guard.ts";
 import { createMetrics, type Metrics, type MetricsSources } from "./metrics.ts";
+import { type HostPolicy, hostGuard, upgradeAllowed } from "./web/host-guard.ts";
 import type { WsHub } from "./ws/hub.ts";
 
 export interface AppDeps {

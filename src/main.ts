@@ -112,7 +112,10 @@ async function main(): Promise<void> {
   };
   const { server } = createApp({ ...core, logger, routes, hostPolicy, metrics });
   started.server = server;
-  port = await listen(server, { port: config.port, ...(config.host !== undefined ? { host: config.host } : {}) });
+  port = await listen(server, {
+    port: config.port,
+    ...(config.host !== undefined ? { host: config.host } : {}),
+  });
   if (local && config.host !== undefined && !isLoopbackAddress(config.host)) {
     logger.warn(
       { host: config.host },

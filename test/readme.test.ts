@@ -101,7 +101,10 @@ beforeAll(async () => {
     askTimeoutMs: 60_000,
     authSecret: "readme-test-secret-1234-5678-9012-3456",
   });
-  const local: { emulator: Emulator; config: typeof config } = await startLocalFeishu(config, "readme-test-webhook-key");
+  const local: { emulator: Emulator; config: typeof config } = await startLocalFeishu(
+    config,
+    "readme-test-webhook-key",
+  );
   const feishu: FeishuRuntime = await startFeishu({ config: local.config, core, logger, now: Date.now });
   const routes = serviceRoutes({
     feishu,

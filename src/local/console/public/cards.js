@@ -200,7 +200,9 @@ function renderMarkdown(node, ctx) {
     "data-testid": "card-markdown",
   });
   // Feishu draws the steps' ✅ ❌ ⏳ from its own emoji set; here they become icons (no emoji font needed).
-  return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(resolveMentions(node.content, ctx.mentionName))));
+  return iconizeStatusEmoji(
+    setSafeHtml(element, markdownToHtml(resolveMentions(node.content, ctx.mentionName))),
+  );
 }
 
 /**
