@@ -113,7 +113,7 @@ describe("many parallel asks on one card", () => {
       questions: BIG_ASK.questions,
     }));
     const text = cardText(buildProgressCard(noLink, asks));
-    expect(text).toContain("请先回答上面的问题,这些问题会依次出现在卡片上。");
+    expect(text).toContain("请先回答上面的问题，这些问题会依次出现在卡片上。");
     expect(text).not.toContain("/sessions/");
   });
 

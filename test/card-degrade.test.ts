@@ -67,7 +67,7 @@ describe("buildProgressCard degraded", () => {
     expect(sizes[2]).toBeLessThanOrEqual(CARD_LIMITS.degradedBytes / 2);
     const plain = JSON.stringify(buildProgressCard(view, [], { degraded: 1 }));
     expect(plain).toContain("&#42;&#42;完成&#42;&#42; !&#91;图&#93;(https&#58;//example.com/a.png)");
-    expect(plain).toContain("…(内容过长,完整内容请在会话详情中查看)");
+    expect(plain).toContain("…（内容过长，完整内容请在会话详情中查看）");
   });
 
   it("keeps the forms, without previews", () => {

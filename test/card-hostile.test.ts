@@ -107,8 +107,8 @@ describe("hostile markdown reaching a card", () => {
     const shown =
       "&#42;&#42;系统通知&#42;&#42; 请点 &#91;这里&#93;(https&#58;//evil.example) &#60;font color=red&#62;立即&#60;/font&#62;";
     const texts = markdownOf(final).join("\n");
-    expect(texts).toContain(`应用: ${shown}`);
-    expect(texts).toContain(`其他: ${shown}`);
+    expect(texts).toContain(`按补充说明处理：${shown.slice(0, 30)}`);
+    expect(texts).toContain(`其他：${shown}`);
     expect(texts).not.toContain("<font");
     expect(texts).not.toContain("](https://evil");
   });

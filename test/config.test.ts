@@ -94,7 +94,11 @@ describe("loadConfig", () => {
   });
 
   it("puts 会话详情 links on cards in local mode and with PUBLIC_URL, never to localhost on a real tenant", () => {
-    const feishu = { FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s", AUTH_SECRET: "0123456789abcdef" };
+    const feishu = {
+      FEISHU_APP_ID: "cli_x",
+      FEISHU_APP_SECRET: "s",
+      AUTH_SECRET: "0123456789abcdef0123456789abcdef",
+    };
     expect(loadConfig({}).detailsLinks).toBe(true);
     expect(loadConfig(feishu).detailsLinks).toBe(false);
     expect(loadConfig({ ...feishu, PUBLIC_URL: "https://bot.example.com" }).detailsLinks).toBe(true);

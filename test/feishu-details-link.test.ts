@@ -16,7 +16,11 @@ function capture() {
   return { lines, logger: createLogger({ level: "info", destination }) };
 }
 
-const FEISHU = { FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s", AUTH_SECRET: "0123456789abcdef" };
+const FEISHU = {
+  FEISHU_APP_ID: "cli_x",
+  FEISHU_APP_SECRET: "s",
+  AUTH_SECRET: "0123456789abcdef0123456789abcdef",
+};
 
 describe("detailsLinkBase", () => {
   it("omits the link in feishu mode without PUBLIC_URL and warns, naming PUBLIC_URL", () => {

@@ -39,7 +39,7 @@ async function start() {
     FEISHU_DOMAIN: emulator.url,
     FEISHU_TRANSPORT: "webhook",
     FEISHU_ENCRYPT_KEY: KEY,
-    AUTH_SECRET: "metrics-test-secret-123",
+    AUTH_SECRET: "metrics-test-secret-0123456789abcdef",
     CARD_PATCH_INTERVAL_MS: "200",
     FEISHU_ASK_PING: "off",
   });
@@ -135,14 +135,15 @@ describe("/metrics", () => {
     expect(sample(waiting, 'fpb_runs{state="running"}')).toBe(1);
 
     const sessionId = core.registry.get(requestId)?.sessionId ?? "";
-    const click = emulator.cardAction({
+    // As the Feishu client: the answer's card is applied to the message, so the bot need not PATCH it again.
+    emulator.subscribe({ mode: "webhook", url: webhook(base) });
+    const answered = await emulator.click({
       messageId: cardId,
       operatorOpenId: ALICE,
       value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
       name: "ask0_submit",
       formValue: { ask0_q0: "0", ask0_q1: ["0"] },
     });
-    const answered = await emulator.deliverWebhook(webhook(base), click);
     expect(answered.status).toBe(200);
     // Both cards end green: the asked one, then the queued /quick on a progress card of its own.
     await until(() => core.store.runCounts().completed === 2, "both runs to complete");

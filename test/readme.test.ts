@@ -61,7 +61,9 @@ function drift(what: string, documented: string[], actual: string[], where: stri
 // Express keeps its routing table on app.router.stack: a layer per route or mounted router.
 const layerSchema = z.object({
   rawPath: z.unknown().optional(),
-  route: z.object({ path: z.string(), methods: z.record(z.string(), z.boolean()) }).optional(),
+  route: z
+    .object({ path: z.union([z.string(), z.array(z.string())]), methods: z.record(z.string(), z.boolean()) })
+    .optional(),
   handle: z.unknown(),
 });
 /** A router's layers; a router is a function with a `stack`, so zod's object schema does not apply. */
@@ -76,7 +78,10 @@ function routesOf(stack: unknown[], prefix = ""): string[] {
     const layer = layerSchema.parse(entry);
     if (layer.route) {
       const { path: routePath, methods } = layer.route;
-      return Object.keys(methods).map((method) => `${method.toUpperCase()} ${prefix}${routePath}`);
+      const paths = typeof routePath === "string" ? [routePath] : routePath;
+      return paths.flatMap((one) =>
+        Object.keys(methods).map((method) => `${method.toUpperCase()} ${prefix}${one}`),
+      );
     }
     const inner = stackOf(layer.handle);
     if (!inner || typeof layer.rawPath !== "string") return [];
@@ -90,7 +95,7 @@ let close: () => Promise<void>;
 
 beforeAll(async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-readme-"));
-  const config = loadConfig({ DATA_DIR: dataDir });
+  const config = loadConfig({ DATA_DIR: dataDir, FEISHU_TRANSPORT: "webhook" });
   const logger = createLogger({ level: "silent" });
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
   const core = createCore({
