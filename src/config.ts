@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
 import { ConfigError } from "./errors.ts";
 
 /**
@@ -43,7 +44,8 @@ const envSchema = z.object({
   FEISHU_TRANSPORT: z.enum(["ws", "webhook"]).default("ws"),
   FEISHU_ENCRYPT_KEY: optionalText,
   FEISHU_VERIFICATION_TOKEN: optionalText,
-  AGENT: z.enum(["demo", "openai"]).default("demo"),
+  AGENT: z.enum(["demo", "openai", "acp"]).default("demo"),
+  ...acpEnvShape,
   OPENAI_BASE_URL: optionalText,
   OPENAI_API_KEY: optionalText,
   OPENAI_MODEL: optionalText,
@@ -76,9 +78,10 @@ export interface Config {
     askPing: boolean;
   };
   agent: {
-    kind: "demo" | "openai";
+    kind: "demo" | "openai" | "acp";
     demoStepMs: number;
     openai: { baseUrl?: string; apiKey?: string; model?: string };
+    acp?: AcpConfig;
   };
   askTimeoutMs: number;
   cardPatchIntervalMs: number;
@@ -118,6 +121,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
     if (!e.OPENAI_MODEL) problems.push("  OPENAI_MODEL: required with AGENT=openai");
   }
+  if (e.AGENT === "acp") problems.push(...acpProblems(e));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
 
   return {
@@ -138,6 +142,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       kind: e.AGENT,
       demoStepMs: e.DEMO_STEP_MS,
       openai: { baseUrl: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY, model: e.OPENAI_MODEL },
+      ...(e.AGENT === "acp" ? { acp: acpConfigFrom(e, env) } : {}),
     },
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,

@@ -16,7 +16,7 @@ export { type CardAsk, fieldNames } from "./ask-form.ts";
 
 export interface ProgressStepView {
   title: string;
-  status: "running" | "done" | "failed";
+  status: "pending" | "running" | "done" | "failed";
   summary?: string;
 }
 
@@ -240,6 +240,14 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
   }
 }
 
+/** ⬜ is a plan entry or call not begun yet: a checklist reads wrong if it looks already under way. */
+const STEP_ICONS: Record<ProgressStepView["status"], string> = {
+  pending: "⬜",
+  running: "⏳",
+  done: "✅",
+  failed: "❌",
+};
+
 function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string | undefined {
   const total = view.steps.length;
   if (total === 0) return view.status === "running" ? s.card.noSteps : undefined;
@@ -247,7 +255,7 @@ function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string |
   const lines: string[] = [s.card.stepsHeading];
   if (total > shown.length) lines.push(s.card.earlierSteps(total - shown.length));
   for (const step of shown) {
-    const icon = step.status === "done" ? "✅" : step.status === "failed" ? "❌" : "⏳";
+    const icon = STEP_ICONS[step.status];
     const title = escapeText(truncate(oneLine(step.title), 60));
     const note = step.summary ? ` · ${escapeText(truncate(oneLine(step.summary), 80))}` : "";
     lines.push(`${icon} ${title}${note}`);

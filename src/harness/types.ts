@@ -24,7 +24,8 @@ export interface Step {
   id: string;
   tool: string;
   title: string;
-  status: "running" | "done" | "failed";
+  /** `pending`: announced but not begun (an ACP agent's plan entry or queued tool call). */
+  status: "pending" | "running" | "done" | "failed";
   summary?: string;
   startedAt: number;
   endedAt?: number;
