@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
 import { ConfigError } from "./errors.ts";
+import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
 
 /**
  * The environment the service reads, validated once at start-up (DESIGN §10).

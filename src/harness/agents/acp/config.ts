@@ -43,7 +43,10 @@ const argsSchema = z
     if (!text.startsWith("[")) return text.split(/\s+/);
     const parsed = stringArray.safeParse(parseJson(text));
     if (parsed.success) return parsed.data;
-    ctx.addIssue({ code: "custom", message: 'ACP_ARGS must be words or a JSON array of strings, e.g. ["--x"]' });
+    ctx.addIssue({
+      code: "custom",
+      message: 'ACP_ARGS must be words or a JSON array of strings, e.g. ["--x"]',
+    });
     return z.NEVER;
   });
 
@@ -54,7 +57,10 @@ const envVarsSchema = z
     if (text === "") return {};
     const parsed = stringRecord.safeParse(parseJson(text));
     if (parsed.success) return parsed.data;
-    ctx.addIssue({ code: "custom", message: 'ACP_ENV must be a JSON object of strings, e.g. {"KEY":"value"}' });
+    ctx.addIssue({
+      code: "custom",
+      message: 'ACP_ENV must be a JSON object of strings, e.g. {"KEY":"value"}',
+    });
     return z.NEVER;
   });
 
@@ -90,7 +96,9 @@ type AcpEnv = {
 export function acpProblems(e: AcpEnv): string[] {
   return e.ACP_COMMAND
     ? []
-    : ["  ACP_COMMAND: required with AGENT=acp (e.g. ACP_COMMAND=npx ACP_ARGS=@zed-industries/claude-code-acp)"];
+    : [
+        "  ACP_COMMAND: required with AGENT=acp (e.g. ACP_COMMAND=npx ACP_ARGS=@zed-industries/claude-code-acp)",
+      ];
 }
 
 export function acpConfigFrom(e: AcpEnv, env: Record<string, string | undefined>): AcpConfig {

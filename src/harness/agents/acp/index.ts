@@ -11,7 +11,7 @@ import { permissionAsk, permissionOutcome } from "./permission.ts";
 import { AcpProcess } from "./process.ts";
 import { fileSessionIds, type SessionIdStore } from "./session-ids.ts";
 import { createTerminalHost } from "./terminals.ts";
-import { locationsOf, TurnReporter } from "./updates.ts";
+import { TurnReporter } from "./updates.ts";
 import { Watchdog } from "./watchdog.ts";
 import { openWorkspace } from "./workspace-fs.ts";
 
@@ -44,7 +44,8 @@ type Ending =
 
 export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
   const logger = options.logger.child({ module: "acp-agent" });
-  const sessionIds = options.sessionIds ?? fileSessionIds(path.join(options.dataDir, "acp-sessions.json"), logger);
+  const sessionIds =
+    options.sessionIds ?? fileSessionIds(path.join(options.dataDir, "acp-sessions.json"), logger);
   const processes = new Map<string, AcpProcess>();
 
   const start = (chatSessionId: string, cwd: string): AcpProcess => {
@@ -101,7 +102,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
           watchdog.pause();
           try {
             const about = reporter.toolCallSeen(request.toolCall);
-            const ask = permissionAsk(request, { ...about, where: locationsOf(request.toolCall) });
+            const ask = permissionAsk(request, about);
             if (requestSignal.aborted || ctx.signal.aborted) return { outcome: { outcome: "cancelled" } };
             const result = await ctx.callTool(ASK_TOOL_NAME, ask.args, {
               title: strings.acp.permissionTitle(about.title),
@@ -155,7 +156,10 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         return stored;
       } catch (error) {
         // The agent forgot it (another machine, a cleared cache): the chat goes on in a new ACP session.
-        logger.warn({ sessionId: chatSessionId, err: error }, "acp session/load failed; opening a new session");
+        logger.warn(
+          { sessionId: chatSessionId, err: error },
+          "acp session/load failed; opening a new session",
+        );
       }
     }
     const created = await proc.agent.request("session/new", { cwd, mcpServers: [] });
@@ -170,7 +174,10 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       case "abort":
         return abortReason(ctx.signal);
       case "hung":
-        logger.warn({ sessionId: ctx.session.id, idleMs: options.idleTimeoutMs }, "acp agent hung; stopping it");
+        logger.warn(
+          { sessionId: ctx.session.id, idleMs: options.idleTimeoutMs },
+          "acp agent hung; stopping it",
+        );
         await proc.kill();
         return new Error(strings.acp.hung(Math.round(options.idleTimeoutMs / 1000)));
       case "exit":

@@ -16,7 +16,12 @@ import { strings } from "../../../strings.ts";
 
 export interface PermissionAsk {
   args: {
-    questions: { question: string; header: string; options: { label: string; description: string }[]; multiSelect: false }[];
+    questions: {
+      question: string;
+      header: string;
+      options: { label: string; description: string }[];
+      multiSelect: false;
+    }[];
     metadata: Record<string, unknown>;
   };
   /** Option label on the card → the agent's option id. */
@@ -39,7 +44,10 @@ export function permissionAsk(
   });
   // One option alone cannot make a form; "不允许" beside it answers cancelled.
   if (options.length < LIMITS.minOptions)
-    options.push({ label: uniqueLabel({ name: "不允许" }, optionIds), description: strings.acp.optionKinds.reject_once });
+    options.push({
+      label: uniqueLabel({ name: "不允许" }, optionIds),
+      description: strings.acp.optionKinds.reject_once,
+    });
   const title = about.title || request.toolCall.toolCallId;
   const question = strings.acp.permissionQuestion(title, strings.acp.toolKinds[about.kind], about.where);
   return {
@@ -64,7 +72,10 @@ const askResult = z.union([
 ]);
 
 /** The ask tool's JSON result → the agent's outcome. Custom text, timeout, cancel, no surface: cancelled. */
-export function permissionOutcome(result: string, optionIds: ReadonlyMap<string, string>): RequestPermissionOutcome {
+export function permissionOutcome(
+  result: string,
+  optionIds: ReadonlyMap<string, string>,
+): RequestPermissionOutcome {
   const parsed = askResult.safeParse(parseJson(result));
   if (!parsed.success || "error" in parsed.data) return CANCELLED;
   const label = parsed.data.answers[0]?.selectedLabels[0];

@@ -27,7 +27,10 @@ import { OutsideWorkspaceError, type WorkspaceFs } from "./workspace-fs.ts";
 
 export interface SessionHandlers {
   onUpdate(update: SessionUpdate): void;
-  requestPermission(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse>;
+  requestPermission(
+    request: RequestPermissionRequest,
+    signal: AbortSignal,
+  ): Promise<RequestPermissionResponse>;
   /** Any sign of life from the agent about this session (resets the hang watchdog). */
   activity(): void;
   fs: WorkspaceFs;

@@ -60,7 +60,10 @@ function readFile(file: string, logger: Logger): Record<string, string> {
   try {
     const parsed = fileSchema.safeParse(JSON.parse(text));
     if (parsed.success) return parsed.data;
-    logger.warn({ file, issues: parsed.error.issues.length }, "acp session ids malformed; starting without them");
+    logger.warn(
+      { file, issues: parsed.error.issues.length },
+      "acp session ids malformed; starting without them",
+    );
   } catch (error) {
     logger.warn({ err: error, file }, "acp session ids not JSON; starting without them");
   }

@@ -1,4 +1,10 @@
-import type { ContentBlock, SessionUpdate, ToolCallContent, ToolCallUpdate, ToolKind } from "@agentclientprotocol/sdk";
+import type {
+  ContentBlock,
+  SessionUpdate,
+  ToolCallContent,
+  ToolCallUpdate,
+  ToolKind,
+} from "@agentclientprotocol/sdk";
 import { strings } from "../../../strings.ts";
 import type { AgentContext, ReportedStep } from "../agent.ts";
 
@@ -16,6 +22,8 @@ interface ToolState {
   kind: ToolKind;
   status: ReportedStep["status"];
   summary?: string;
+  /** The paths it touches, as announced by any of its updates. */
+  where: string;
 }
 
 const TOOL_STATUS = {
@@ -61,7 +69,14 @@ export class TurnReporter {
   /** A permission request carries the call it is about, possibly with fields not announced before. */
   toolCallSeen(call: ToolCallUpdate): ToolState {
     this.#tool(call, !this.#tools.has(call.toolCallId));
-    return this.#tools.get(call.toolCallId) ?? { title: call.title ?? "", kind: "other", status: "pending" };
+    return (
+      this.#tools.get(call.toolCallId) ?? {
+        title: call.title ?? "",
+        kind: "other",
+        status: "pending",
+        where: "",
+      }
+    );
   }
 
   #appendText(content: ContentBlock): void {
@@ -79,6 +94,7 @@ export class TurnReporter {
       kind: call.kind ?? known?.kind ?? "other",
       // A new call without a status is pending (ACP's default); an update without one keeps the old.
       status: call.status ? TOOL_STATUS[call.status] : (known?.status ?? (created ? "pending" : "running")),
+      where: locationsOf(call) || known?.where || "",
     };
     const summary = summarize(call) ?? known?.summary;
     if (summary) state.summary = summary;
@@ -132,7 +148,6 @@ function firstLine(text: string): string {
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 }
 
-/** Where a permission question says the call acts: its locations, else nothing. */
-export function locationsOf(call: ToolCallUpdate): string {
+function locationsOf(call: ToolCallUpdate): string {
   return (call.locations ?? []).map((location) => location.path).join(", ");
 }

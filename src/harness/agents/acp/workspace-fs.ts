@@ -9,7 +9,9 @@ import path from "node:path";
 
 export class OutsideWorkspaceError extends Error {
   constructor(requested: string) {
-    super(`Refused: ${requested} is outside this chat's workspace; only files inside it can be read or written`);
+    super(
+      `Refused: ${requested} is outside this chat's workspace; only files inside it can be read or written`,
+    );
     this.name = "OutsideWorkspaceError";
   }
 }
