@@ -26,11 +26,13 @@ const PASSED_THROUGH = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"
 const stringArray = z.array(z.string());
 const stringRecord = z.record(z.string(), z.string());
 
+/** Undefined for text that is not JSON: the schema then reports the variable's expected shape. */
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    return error instanceof Error ? { notJson: error.message } : { notJson: String(error) };
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
   }
 }
 
