@@ -66,7 +66,7 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
       return formsOn(c).length === 1 && c;
     }, "the permission form");
     const text = cardText(card);
-    expect(text).toContain("智能体想要编辑:Edit notes.md(notes.md)。允许吗?");
+    expect(text).toContain("智能体想要编辑:Edit notes.md。允许吗?");
     for (const label of ["Allow", "Always allow", "Reject"]) expect(text).toContain(label);
     expect(text).toContain("⬜ 编辑 · Edit notes.md");
 

@@ -59,7 +59,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
     });
     processes.set(chatSessionId, proc);
     void proc.exited.then((reason) => {
-      logger.warn({ sessionId: chatSessionId, reason }, "acp agent process ended");
+      if (proc.stoppedByUs) logger.info({ sessionId: chatSessionId }, "acp agent process stopped");
+      else logger.warn({ sessionId: chatSessionId, reason }, "acp agent process ended");
       if (processes.get(chatSessionId) === proc) processes.delete(chatSessionId);
     });
     return proc;
@@ -87,7 +88,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       throw await failure(ending, proc, ctx);
     };
 
-    const reporter = new TurnReporter(ctx);
+    const reporter = new TurnReporter(ctx, [workspace.root, ctx.session.workspace]);
     const terminals = options.terminal ? createTerminalHost(workspace.root, options.env) : undefined;
     let acpSessionId: string | undefined;
     try {

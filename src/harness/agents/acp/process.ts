@@ -54,6 +54,8 @@ export class AcpProcess {
   /** Resolves with a readable reason once the process is gone, however it went. */
   readonly exited: Promise<string>;
   #gone: string | undefined;
+  /** Set by `kill`: the process ends because we ended it (hang, shutdown), not on its own. */
+  stoppedByUs = false;
   /** ACP sessions this process has opened or loaded (a fresh process knows none of them). */
   readonly known = new Set<string>();
   capabilities: InitializeResponse | undefined;
@@ -121,6 +123,7 @@ export class AcpProcess {
   /** Ends the process: SIGTERM, then SIGKILL if it has not gone within `graceMs`. */
   async kill(graceMs = 2000): Promise<void> {
     if (!this.alive) return;
+    this.stoppedByUs = true;
     this.#child.kill("SIGTERM");
     const timer = setTimeout(() => this.#child.kill("SIGKILL"), graceMs);
     timer.unref?.();

@@ -41,8 +41,18 @@ export class TurnReporter {
   #paragraph = false;
   #planLength = 0;
 
-  constructor(sink: Sink) {
+  readonly #roots: string[];
+
+  /** `roots`: the workspace's paths, shown relative on the card (the reader knows which chat this is). */
+  constructor(sink: Sink, roots: readonly string[] = []) {
     this.#sink = sink;
+    this.#roots = [...new Set(roots)]
+      .filter((root) => root.length > 1)
+      .map((root) => `${root.replace(/\/$/, "")}/`);
+  }
+
+  #short(text: string): string {
+    return this.#roots.reduce((out, root) => out.replaceAll(root, ""), text);
   }
 
   /** The agent's message so far (the final answer once the turn stops). */
@@ -90,13 +100,15 @@ export class TurnReporter {
   #tool(call: ToolCallUpdate, created: boolean): void {
     const known = this.#tools.get(call.toolCallId);
     const state: ToolState = {
-      title: call.title ?? known?.title ?? "",
+      title: this.#short(call.title ?? known?.title ?? ""),
       kind: call.kind ?? known?.kind ?? "other",
       // A new call without a status is pending (ACP's default); an update without one keeps the old.
       status: call.status ? TOOL_STATUS[call.status] : (known?.status ?? (created ? "pending" : "running")),
-      where: locationsOf(call) || known?.where || "",
+      where: this.#short(locationsOf(call)) || known?.where || "",
     };
-    const summary = summarize(call) ?? known?.summary;
+    // Where it acts says nothing new when the title names the same path already.
+    if (state.where && state.title.includes(state.where)) state.where = "";
+    const summary = mapOptional(summarize(call), (text) => this.#short(text)) ?? known?.summary;
     if (summary) state.summary = summary;
     this.#tools.set(call.toolCallId, state);
     this.#paragraph = true;
@@ -146,6 +158,10 @@ function contentLine(item: ToolCallContent): string | undefined {
 function firstLine(text: string): string {
   const line = text.trim().split("\n")[0] ?? "";
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+}
+
+function mapOptional(value: string | undefined, map: (value: string) => string): string | undefined {
+  return value === undefined ? undefined : map(value);
 }
 
 function locationsOf(call: ToolCallUpdate): string {
