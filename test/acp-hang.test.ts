@@ -1,3 +1,6 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { setTimeout as realDelay } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunView } from "../src/harness/types.ts";
@@ -85,5 +88,31 @@ describe("AGENT=acp: a hung agent", () => {
       return r?.status === "completed" ? r : undefined;
     }, "the run to complete");
     expect(run.text).toBe("权限结果: selected reject");
+  });
+
+  it("stops a chat's idle agent process after ACP_KEEP_ALIVE_MS; the next message resumes its session in a new one", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-keep-"));
+    const agent = fixtureAgent({ keepAliveMs: 600_000, stateDir });
+    const core = buildCore({ agent });
+    closers.push(
+      () => agent.close(),
+      () => core.close(),
+    );
+    const session = core.runner.ensureSession(privateSession(ALICE));
+    const ask = async (text: string) => {
+      const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
+      if (result.kind !== "started") throw new Error("expected a start");
+      return until(() => {
+        const run = core.runner.getRun(result.run.id);
+        return run?.status === "completed" ? run : undefined;
+      }, "the run to complete");
+    };
+    expect((await ask("/count")).text).toBe("第 1 次提问");
+    await vi.advanceTimersByTimeAsync(599_000);
+    // Still the same process: it counts on without loading.
+    expect((await ask("/count")).text).toBe("第 2 次提问");
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect((await ask("/count")).text).toBe("第 3 次提问(会话已恢复)");
   });
 });

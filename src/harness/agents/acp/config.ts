@@ -18,6 +18,8 @@ export interface AcpConfig {
   terminal: boolean;
   /** Silence (no session/update, no request) after which a prompt counts as hung; paused while asking. */
   idleTimeoutMs: number;
+  /** A chat's agent process is stopped after this long without a task (the next message starts it again). */
+  keepAliveMs?: number;
 }
 
 /** Passed through from the bot's environment so the agent can find its tools and home; nothing secret. */
@@ -85,6 +87,19 @@ export const acpEnvShape = {
     .transform(Number)
     .pipe(z.number().int().min(1_000, "ACP_IDLE_TIMEOUT_MS must be at least 1000").max(86_400_000))
     .default(300_000),
+  ACP_KEEP_ALIVE_MS: z
+    .string()
+    .trim()
+    .regex(/^\d+$/, "ACP_KEEP_ALIVE_MS must be a whole number")
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(1_000, "ACP_KEEP_ALIVE_MS must be at least 1000")
+        .max(7 * 86_400_000),
+    )
+    .default(1_800_000),
 };
 
 type AcpEnv = {
@@ -93,6 +108,7 @@ type AcpEnv = {
   ACP_ENV: Record<string, string>;
   ACP_TERMINAL: boolean;
   ACP_IDLE_TIMEOUT_MS: number;
+  ACP_KEEP_ALIVE_MS: number;
 };
 
 export function acpProblems(e: AcpEnv): string[] {
@@ -115,5 +131,6 @@ export function acpConfigFrom(e: AcpEnv, env: Record<string, string | undefined>
     env: { ...base, ...e.ACP_ENV },
     terminal: e.ACP_TERMINAL,
     idleTimeoutMs: e.ACP_IDLE_TIMEOUT_MS,
+    keepAliveMs: e.ACP_KEEP_ALIVE_MS,
   };
 }

@@ -47,6 +47,23 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
   const sessionIds =
     options.sessionIds ?? fileSessionIds(path.join(options.dataDir, "acp-sessions.json"), logger);
   const processes = new Map<string, AcpProcess>();
+  /** Stops a chat's idle agent process after ACP_KEEP_ALIVE_MS, so a bot in many chats does not keep them all. */
+  const idleTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  const keepAliveMs = options.keepAliveMs ?? 1_800_000;
+  /** Forgets the process at once (the next message starts a new one), then stops it. */
+  const retire = (chatSessionId: string, proc: AcpProcess): Promise<void> => {
+    if (processes.get(chatSessionId) === proc) processes.delete(chatSessionId);
+    return proc.kill();
+  };
+  const sleepLater = (chatSessionId: string, proc: AcpProcess) => {
+    clearTimeout(idleTimers.get(chatSessionId));
+    const timer = setTimeout(() => {
+      idleTimers.delete(chatSessionId);
+      retire(chatSessionId, proc);
+    }, keepAliveMs);
+    timer.unref?.();
+    idleTimers.set(chatSessionId, timer);
+  };
 
   const start = (chatSessionId: string, cwd: string): AcpProcess => {
     const proc = new AcpProcess({
@@ -67,6 +84,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
   };
 
   async function run(ctx: AgentContext): Promise<AgentResult> {
+    clearTimeout(idleTimers.get(ctx.session.id));
+    idleTimers.delete(ctx.session.id);
     const workspace = await openWorkspace(ctx.session.workspace);
     const fresh = !processes.get(ctx.session.id)?.alive;
     const proc = fresh ? start(ctx.session.id, workspace.root) : processes.get(ctx.session.id);
@@ -144,6 +163,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       watchdog.stop();
       terminals?.releaseAll();
       if (acpSessionId) proc.detach(acpSessionId);
+      if (proc.alive) sleepLater(ctx.session.id, proc);
     }
   }
 
@@ -179,7 +199,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
           { sessionId: ctx.session.id, idleMs: options.idleTimeoutMs },
           "acp agent hung; stopping it",
         );
-        await proc.kill();
+        await retire(ctx.session.id, proc);
         return new Error(strings.acp.hung(Math.round(options.idleTimeoutMs / 1000)));
       case "exit":
         return new Error(ending.reason);
@@ -196,6 +216,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
     name: "acp",
     run,
     async close() {
+      for (const timer of idleTimers.values()) clearTimeout(timer);
+      idleTimers.clear();
       await Promise.all([...processes.values()].map((proc) => proc.kill()));
       processes.clear();
     },
