@@ -20,6 +20,9 @@ export type RunStatus = "running" | "recovering" | "completed" | "failed" | "can
 
 export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled"];
 
+/** The `tool` of steps that are an agent's plan entries: the card keeps them in view as the task's checklist. */
+export const PLAN_STEP_TOOL = "plan";
+
 export interface Step {
   id: string;
   tool: string;

@@ -6,6 +6,7 @@ import type {
   ToolKind,
 } from "@agentclientprotocol/sdk";
 import { strings } from "../../../strings.ts";
+import { PLAN_STEP_TOOL } from "../../types.ts";
 import type { AgentContext, ReportedStep } from "../agent.ts";
 
 /**
@@ -124,7 +125,7 @@ export class TurnReporter {
   #plan(entries: readonly { content: string; status: "pending" | "in_progress" | "completed" }[]): void {
     entries.forEach((entry, index) => {
       this.#sink.reportStep(`plan:${index}`, {
-        tool: "plan",
+        tool: PLAN_STEP_TOOL,
         title: `${strings.acp.planTitle} ${index + 1}. ${entry.content}`,
         status: TOOL_STATUS[entry.status],
       });
