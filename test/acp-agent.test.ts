@@ -134,6 +134,16 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(again).toContain("第 1 次提问");
   });
 
+  it("fails with a reason to act on when ACP_COMMAND cannot be started, and does not crash the bot", async () => {
+    const r = await rig(fixtureAgent({ command: "/nonexistent/acp-agent", args: [] }));
+    const failed = cardText(await settled(r, await ask(r, "你好"), "red"));
+    expect(failed).toContain("无法启动 ACP 智能体 /nonexistent/acp-agent");
+    // (the card escapes markdown in error text: `_` is sent as &#95;)
+    expect(failed).toContain("检查 ACP&#95;COMMAND / ACP&#95;ARGS");
+    // The next message tries again (and fails the same way), rather than finding a dead process.
+    expect(cardText(await settled(r, await ask(r, "再试"), "red"))).toContain("无法启动 ACP 智能体");
+  });
+
   it("reads and writes inside the chat's workspace and refuses paths outside it, through .. and symlinks", async () => {
     const r = await rig(fixtureAgent());
     const workspace = path.join(r.dataDir, "workspaces", "feishu-private", ALICE);

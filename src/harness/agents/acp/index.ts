@@ -111,7 +111,15 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
     const terminals = options.terminal ? createTerminalHost(workspace.root, options.env) : undefined;
     let acpSessionId: string | undefined;
     try {
-      if (fresh) await guard(proc.initialize(options.terminal));
+      if (fresh) {
+        try {
+          await guard(proc.initialize(options.terminal));
+        } catch (error) {
+          // A process that could not even say hello is of no use to the next message either.
+          await retire(ctx.session.id, proc);
+          throw error;
+        }
+      }
       acpSessionId = await guard(openSession(proc, ctx.session.id, workspace.root));
       proc.attach(acpSessionId, {
         onUpdate: (update) => reporter.apply(update),
@@ -138,6 +146,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         },
       });
       watchdog.kick();
+      // Cancelled while the session was being opened: nothing was asked of the agent yet.
+      if (ctx.signal.aborted) throw abortReason(ctx.signal);
       const prompt = proc.agent.request("session/prompt", {
         sessionId: acpSessionId,
         prompt: [{ type: "text", text: ctx.input }],
