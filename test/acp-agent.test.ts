@@ -103,6 +103,15 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(r.core.registry.size).toBe(0);
   });
 
+  it("answers cancelled at once when the agent withdraws its permission request, and the form goes with the run", async () => {
+    const r = await rig(fixtureAgent());
+    const cardId = await ask(r, "/withdraw");
+    const done = cardText(await settled(r, cardId));
+    expect(done).toContain("撤回后: cancelled");
+    expect(formsOn(r.cardOf(cardId))).toEqual([]);
+    expect(r.core.registry.size).toBe(0);
+  });
+
   it("sends session/cancel on 取消任务, and the same ACP session takes the next message", async () => {
     const r = await rig(fixtureAgent());
     const cardId = await ask(r, "/slow");
