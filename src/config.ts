@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
+import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
 import { DEFAULT_RUN_BUDGET } from "./harness/agents/budget.ts";
 
 /**
@@ -46,7 +47,8 @@ const envSchema = z.object({
   FEISHU_ENCRYPT_KEY: optionalText,
   FEISHU_VERIFICATION_TOKEN: optionalText,
   FEISHU_CALLBACK_SETTLE_MS: intFrom("FEISHU_CALLBACK_SETTLE_MS", 0, 10_000).default(1000),
-  AGENT: z.enum(["demo", "openai"]).default("demo"),
+  AGENT: z.enum(["demo", "openai", "acp"]).default("demo"),
+  ...acpEnvShape,
   OPENAI_BASE_URL: optionalText,
   OPENAI_API_KEY: optionalText,
   OPENAI_MODEL: optionalText,
@@ -100,11 +102,12 @@ export interface Config {
     callbackSettleMs: number;
   };
   agent: {
-    kind: "demo" | "openai";
+    kind: "demo" | "openai" | "acp";
     demoStepMs: number;
     openai: { baseUrl?: string; apiKey?: string; model?: string };
     /** One run's budget, shared by all its sub-agents. */
     budget: { modelRequests: number; subAgents: number; depth: number };
+    acp?: AcpConfig;
   };
   askTimeoutMs: number;
   cardPatchIntervalMs: number;
@@ -148,6 +151,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
     if (!e.OPENAI_MODEL) problems.push("  OPENAI_MODEL: required with AGENT=openai");
   }
+  if (e.AGENT === "acp") problems.push(...acpProblems(e));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
 
   return {
@@ -176,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         subAgents: e.MAX_SUBAGENTS_PER_RUN,
         depth: e.MAX_DELEGATE_DEPTH,
       },
+      ...(e.AGENT === "acp" ? { acp: acpConfigFrom(e, env) } : {}),
     },
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,

@@ -30,10 +30,11 @@ async function main(): Promise<void> {
   installProcessGuard(logger);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
+  const agent = createAgentFromConfig(config, logger);
   const core = createCore({
     db,
     logger,
-    ...createAgentFromConfig(config, logger),
+    ...agent,
     askTimeoutMs: config.askTimeoutMs,
     authSecret,
     maxQueued: config.queueMax,
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ reason }, "shutting down");
     await core.runner.stop();
+    // An ACP agent's child processes go with us (a live child would keep its pipes and our exit waiting).
+    await agent.agent.close?.();
     await started.feishu?.close();
     await started.emulator?.close();
     await core.hub.close();

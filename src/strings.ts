@@ -136,6 +136,40 @@ export const zh = {
     chunkDone: (records: number) => `处理了 ${records} 条记录`,
     failed: "演示任务在第一步之后失败：无法连接到构建服务（这是 /fail 命令模拟的错误）",
   },
+  acp: {
+    notStarted: (command: string, reason: string) =>
+      `无法启动 ACP 智能体 ${command}: ${reason}(检查 ACP_COMMAND / ACP_ARGS)`,
+    exited: (detail: string) => `ACP 智能体进程意外退出(${detail}),下一条消息会重新启动它`,
+    hung: (seconds: number) =>
+      `ACP 智能体 ${seconds} 秒没有任何进展,已停止它(ACP_IDLE_TIMEOUT_MS);下一条消息会重新启动它`,
+    failed: (detail: string) => `ACP 智能体出错: ${detail}`,
+    refused: "ACP 智能体拒绝了这个请求",
+    emptyAnswer: "(智能体没有返回文字)",
+    stoppedAt: (reason: string) => `(智能体已停止: ${reason})`,
+    permissionHeader: "权限请求",
+    permissionTitle: (title: string) => `请求权限: ${title}`,
+    permissionQuestion: (title: string, kind: string, where: string) =>
+      `智能体想要${kind}:${title}${where ? `(${where})` : ""}。允许吗?`,
+    toolKinds: {
+      read: "读取",
+      edit: "编辑",
+      delete: "删除",
+      move: "移动",
+      search: "搜索",
+      execute: "执行命令",
+      think: "思考",
+      fetch: "获取网页",
+      switch_mode: "切换模式",
+      other: "执行操作",
+    },
+    optionKinds: {
+      allow_once: "仅允许这一次",
+      allow_always: "以后同类操作都允许",
+      reject_once: "这一次不允许",
+      reject_always: "以后同类操作都不允许",
+    },
+    planTitle: "计划",
+  },
 };
 
 /** The shape every locale fills in. */

@@ -1,4 +1,5 @@
 import { DEMO_QUESTIONS } from "../harness/agents/demo-questions.ts";
+import { PLAN_STEP_TOOL } from "../harness/types.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
 import { buildQueuedCard } from "./queued.ts";
@@ -103,6 +104,44 @@ export function exampleCards(): Record<string, Card> {
         ...bothQuestions,
         requestId: `req_${String(i + 10).padStart(4, "0")}`,
       })),
+    ),
+    // An ACP agent (AGENT=acp): its plan as the checklist, its tool calls as steps, a permission request as
+    // the form (the shape harness/agents/acp/permission.ts makes).
+    "progress-acp-permission": buildProgressCard(
+      {
+        ...base,
+        title: "把配置里的端口改成 8080",
+        steps: [
+          { tool: PLAN_STEP_TOOL, title: "计划 1. 读取配置", status: "done" },
+          { tool: PLAN_STEP_TOOL, title: "计划 2. 修改端口", status: "running" },
+          { tool: PLAN_STEP_TOOL, title: "计划 3. 运行测试", status: "pending" },
+          { tool: "acp_read", title: "读取 · Read config.json", status: "done", summary: "found 3 keys" },
+          {
+            tool: "acp_edit",
+            title: "编辑 · Edit config.json",
+            status: "pending",
+            summary: "diff config.json",
+          },
+          { tool: "ask_user_questions", title: "请求权限: Edit config.json", status: "running" },
+        ],
+      },
+      [
+        {
+          requestId: "req_0100",
+          questions: [
+            {
+              question: "智能体想要编辑:Edit config.json。允许吗?",
+              header: "权限请求",
+              multiSelect: false,
+              options: [
+                { label: "Allow", description: "仅允许这一次" },
+                { label: "Always Allow", description: "以后同类操作都允许" },
+                { label: "Reject", description: "这一次不允许" },
+              ],
+            },
+          ],
+        },
+      ],
     ),
     "queued-waiting": buildQueuedCard({
       sessionId: base.sessionId,

@@ -1,4 +1,4 @@
-import type { RunStatus } from "../harness/types.ts";
+import { PLAN_STEP_TOOL, type RunStatus } from "../harness/types.ts";
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
@@ -22,8 +22,10 @@ export { type CardAsk, fieldNames } from "./ask-form.ts";
  */
 
 export interface ProgressStepView {
+  /** `PLAN_STEP_TOOL` marks a plan entry, kept in view however many tool steps follow. */
+  tool?: string;
   title: string;
-  status: "running" | "done" | "failed";
+  status: "pending" | "running" | "done" | "failed";
   summary?: string;
 }
 
@@ -247,22 +249,38 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
   }
 }
 
+/**
+ * ⬜ is a plan entry or call not begun yet: a checklist reads wrong if it looks already under way.
+ * Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set (no
+ * font needed in the client), while an icon can only prefix a whole element, not each step line. Our own
+ * renderings (console, session page) draw these as SVG (console/public/icons.js).
+ */
+const STEP_ICONS: Record<ProgressStepView["status"], string> = {
+  pending: "⬜",
+  running: "⏳",
+  done: "✅",
+  failed: "❌",
+};
+
 function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string | undefined {
   const total = view.steps.length;
   if (total === 0) return view.status === "running" ? s.card.noSteps : undefined;
-  const shown = budget.steps > 0 ? view.steps.slice(-budget.steps) : [];
-  const lines: string[] = [s.card.stepsHeading];
-  if (total > shown.length) lines.push(s.card.earlierSteps(total - shown.length));
-  for (const step of shown) {
-    // Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set
-    // (no font needed in the client), while an icon can only prefix a whole element, not each step line.
-    // Our own renderings (console, session page) draw these as SVG (console/public/icons.js).
-    const icon = step.status === "done" ? "✅" : step.status === "failed" ? "❌" : "⏳";
+  // A plan is the task's checklist: its entries stay on the card while older tool steps give way.
+  const plan = view.steps.filter((step) => step.tool === PLAN_STEP_TOOL).slice(0, budget.steps);
+  const others = view.steps.filter((step) => step.tool !== PLAN_STEP_TOOL);
+  const recent = budget.steps > 0 ? others.slice(-budget.steps) : [];
+  const hidden = total - plan.length - recent.length;
+  const line = (step: ProgressStepView) => {
     const title = escapeText(truncate(oneLine(step.title), 60));
     const note = step.summary ? ` · ${escapeText(truncate(oneLine(step.summary), 80))}` : "";
-    lines.push(`${icon} ${title}${note}`);
-  }
-  return lines.join("\n");
+    return `${STEP_ICONS[step.status]} ${title}${note}`;
+  };
+  return [
+    s.card.stepsHeading,
+    ...plan.map(line),
+    ...(hidden > 0 ? [s.card.earlierSteps(hidden)] : []),
+    ...recent.map(line),
+  ].join("\n");
 }
 
 /** The model's text: sanitized markdown, or (degraded) escaped plain text that cannot be refused again. */

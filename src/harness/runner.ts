@@ -8,7 +8,7 @@ import type { Store } from "../store/repos.ts";
 import { strings } from "../strings.ts";
 import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
-import type { Agent, AgentContext, ToolCallRequest } from "./agents/agent.ts";
+import type { Agent, AgentContext, ReportedStep, ToolCallRequest } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";
 import type { HistoryMessage, QueuedMessage, RunView, SessionInfo, Step } from "./types.ts";
@@ -435,6 +435,7 @@ export class SessionRunner {
   #context(session: SessionInfo, run: RunView, signal: AbortSignal, resumed: boolean): AgentContext {
     const { dispatcher, store } = this.#deps;
     const callTools = this.#turnRunner(session, run, signal);
+    const reported = new Map<string, Step>();
     const tools = filterToolsForSession([askToolDefinition(), ...dispatcher.definitions()], session);
     return {
       session,
@@ -449,6 +450,7 @@ export class SessionRunner {
         run.text = text;
         this.#events.emit("run_updated", snapshot(run));
       },
+      reportStep: (key, update) => this.#reportStep(run, reported, key, update),
       callTool: async (name, args, options) => {
         const [result] = await callTools([
           { name, args, ...(options?.title ? { title: options.title } : {}) },
@@ -526,6 +528,29 @@ export class SessionRunner {
       ]);
       return turn.map(({ result }) => result);
     };
+  }
+
+  /** A step the agent ran itself (see `AgentContext.reportStep`): upserted by key, kept in call order. */
+  #reportStep(run: RunView, reported: Map<string, Step>, key: string, update: ReportedStep | null): void {
+    const existing = reported.get(key);
+    if (update === null) {
+      if (!existing) return;
+      reported.delete(key);
+      const index = run.steps.indexOf(existing);
+      if (index >= 0) run.steps.splice(index, 1);
+    } else if (existing) {
+      const finished = update.status === "done" || update.status === "failed";
+      Object.assign(existing, update);
+      if (update.summary === undefined) delete existing.summary;
+      if (finished && existing.endedAt === undefined) existing.endedAt = this.#deps.now();
+    } else {
+      const step: Step = { id: this.#deps.newId(), ...update, startedAt: this.#deps.now() };
+      reported.set(key, step);
+      run.steps.push(step);
+      if (run.steps.length > MAX_STEPS_KEPT) run.steps.splice(0, run.steps.length - MAX_STEPS_KEPT);
+    }
+    if (run.status === "recovering") run.status = "running";
+    this.#touch(run);
   }
 
   /** Starts the next queued message: taking it off the queue and writing its run is one transaction. */

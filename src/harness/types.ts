@@ -20,11 +20,15 @@ export type RunStatus = "running" | "recovering" | "completed" | "failed" | "can
 
 export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled"];
 
+/** The `tool` of steps that are an agent's plan entries: the card keeps them in view as the task's checklist. */
+export const PLAN_STEP_TOOL = "plan";
+
 export interface Step {
   id: string;
   tool: string;
   title: string;
-  status: "running" | "done" | "failed";
+  /** `pending`: announced but not begun (an ACP agent's plan entry or queued tool call). */
+  status: "pending" | "running" | "done" | "failed";
   summary?: string;
   startedAt: number;
   endedAt?: number;

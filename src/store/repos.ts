@@ -19,7 +19,7 @@ const stepsSchema = z.array(
     id: z.string(),
     tool: z.string(),
     title: z.string(),
-    status: z.enum(["running", "done", "failed"]),
+    status: z.enum(["pending", "running", "done", "failed"]),
     summary: z.string().optional(),
     startedAt: z.number(),
     endedAt: z.number().optional(),

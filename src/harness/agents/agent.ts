@@ -1,4 +1,4 @@
-import type { HistoryMessage, SessionInfo, ToolDefinition } from "../types.ts";
+import type { HistoryMessage, SessionInfo, Step, ToolDefinition } from "../types.ts";
 
 /**
  * The port every agent implements. An agent reads the input and history, calls tools through
@@ -35,8 +35,16 @@ export interface AgentContext {
   callTools(calls: ToolCallRequest[], options?: { text?: string }): Promise<string[]>;
   /** Text of the answer so far, for a live preview; the final text is the return value. */
   reportText(text: string): void;
+  /**
+   * For agents whose tools run outside the runner (an ACP agent reports its own plan and tool calls): shows
+   * or updates the step known by `key`, or removes it when `step` is null. Not saved to history (the agent
+   * keeps its own), only on the run and its card.
+   */
+  reportStep(key: string, step: ReportedStep | null): void;
   signal: AbortSignal;
 }
+
+export type ReportedStep = Pick<Step, "tool" | "title" | "status"> & { summary?: string };
 
 export interface AgentResult {
   text: string;
@@ -45,4 +53,6 @@ export interface AgentResult {
 export interface Agent {
   readonly name: string;
   run(context: AgentContext): Promise<AgentResult>;
+  /** Stops what the agent keeps between runs (an ACP agent's child processes); called once on shutdown. */
+  close?(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import type { Config } from "../../config.ts";
 import { ConfigError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { ToolImpl } from "../dispatcher.ts";
+import { createAcpAgent } from "./acp/index.ts";
 import type { Agent } from "./agent.ts";
 import { createDemoAgent, createDemoTools } from "./demo.ts";
 import { createOpenAIAgent } from "./openai.ts";
@@ -12,10 +13,15 @@ import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
  * registry here (see tool-registry.ts); `ask_user_questions` is built in and never registered.
  */
 export function createAgentFromConfig(
-  config: Pick<Config, "agent">,
+  config: Pick<Config, "agent" | "dataDir">,
   logger: Logger,
 ): { agent: Agent; tools: ToolImpl[] } {
   const { agent } = config;
+  if (agent.kind === "acp") {
+    if (!agent.acp?.command) throw new ConfigError("AGENT=acp needs ACP_COMMAND");
+    // The ACP agent brings its own tools; the dispatcher serves only ask_user_questions (its permission forms).
+    return { agent: createAcpAgent({ ...agent.acp, dataDir: config.dataDir, logger }), tools: [] };
+  }
   if (agent.kind === "demo")
     return { agent: createDemoAgent(), tools: createDemoTools({ stepMs: agent.demoStepMs }) };
   const { baseUrl, apiKey, model } = agent.openai;

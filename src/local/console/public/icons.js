@@ -12,6 +12,22 @@ const ICONS = {
   done: { disc: "#2ea121", strokes: ["M7 12.5l3.2 3.2L17 9"] },
   failed: { disc: "#f54a45", strokes: ["M8.5 8.5l7 7", "M15.5 8.5l-7 7"] },
   running: { disc: "#3370ff", strokes: ["M12 7v5.2l3.2 2"] },
+  // A plan entry not begun yet (ACP checklists): an empty grey square.
+  pending: {
+    shapes: [
+      {
+        tag: "rect",
+        x: 4,
+        y: 4,
+        width: 16,
+        height: 16,
+        rx: 3,
+        fill: "#fff",
+        stroke: "#8f959e",
+        "stroke-width": 2,
+      },
+    ],
+  },
   bot: {
     strokes: ["M12 3.5v3"],
     shapes: [
@@ -39,8 +55,8 @@ const ICONS = {
 };
 
 /** The emoji our cards put at the start of a step line, and the icon that stands for each. */
-export const STATUS_EMOJI = { "✅": "done", "❌": "failed", "⏳": "running" };
-const LABELS = { done: "已完成", failed: "失败", running: "进行中" };
+export const STATUS_EMOJI = { "✅": "done", "❌": "failed", "⏳": "running", "⬜": "pending" };
+const LABELS = { done: "已完成", failed: "失败", running: "进行中", pending: "未开始" };
 
 /** An <svg> for `name` (done, failed, running, bot, group), 1em square unless `size` says otherwise. */
 export function svgIcon(name, { size = "1em", label } = {}) {

@@ -1,0 +1,103 @@
+import type {
+  PermissionOption,
+  RequestPermissionOutcome,
+  RequestPermissionRequest,
+} from "@agentclientprotocol/sdk";
+import { z } from "zod";
+import { LIMITS } from "../../../asks/schema.ts";
+import { strings } from "../../../strings.ts";
+
+/**
+ * `session/request_permission` as an `ask_user_questions` call: one single-choice question naming the tool
+ * call, the agent's options as the choices. Going through the same tool keeps every ask rule in one place:
+ * the form on the card, sender-only answers, first answer wins with the session page and WebSocket clients,
+ * the timeout. Whatever is not a pick of one of the agent's options answers `cancelled`.
+ */
+
+export interface PermissionAsk {
+  args: {
+    questions: {
+      question: string;
+      header: string;
+      options: { label: string; description: string }[];
+      multiSelect: false;
+    }[];
+    metadata: Record<string, unknown>;
+  };
+  /** Option label on the card → the agent's option id. */
+  optionIds: Map<string, string>;
+}
+
+const CANCELLED: RequestPermissionOutcome = { outcome: "cancelled" };
+
+export function permissionAsk(
+  request: RequestPermissionRequest,
+  about: { title: string; kind: keyof typeof strings.acp.toolKinds; where: string },
+): PermissionAsk {
+  // A form offers 2–4 choices; more than four is unheard of in practice, so the first four are offered.
+  const offered = request.options.slice(0, LIMITS.maxOptions);
+  const optionIds = new Map<string, string>();
+  const options = offered.map((option) => {
+    const label = uniqueLabel(option, optionIds);
+    optionIds.set(label, option.optionId);
+    return { label, description: strings.acp.optionKinds[option.kind] };
+  });
+  // One option alone cannot make a form; "不允许" beside it answers cancelled.
+  if (options.length < LIMITS.minOptions)
+    options.push({
+      label: uniqueLabel({ name: "不允许" }, optionIds),
+      description: strings.acp.optionKinds.reject_once,
+    });
+  const title = about.title || request.toolCall.toolCallId;
+  const question = strings.acp.permissionQuestion(title, strings.acp.toolKinds[about.kind], about.where);
+  return {
+    args: {
+      questions: [
+        {
+          question: clip(question, LIMITS.maxQuestionChars),
+          header: strings.acp.permissionHeader,
+          options,
+          multiSelect: false,
+        },
+      ],
+      metadata: { source: "acp_permission", toolCallId: request.toolCall.toolCallId },
+    },
+    optionIds,
+  };
+}
+
+const askResult = z.union([
+  z.object({ answers: z.array(z.object({ selectedLabels: z.array(z.string()) })).min(1) }),
+  z.object({ error: z.string() }),
+]);
+
+/** The ask tool's JSON result → the agent's outcome. Custom text, timeout, cancel, no surface: cancelled. */
+export function permissionOutcome(
+  result: string,
+  optionIds: ReadonlyMap<string, string>,
+): RequestPermissionOutcome {
+  const parsed = askResult.safeParse(parseJson(result));
+  if (!parsed.success || "error" in parsed.data) return CANCELLED;
+  const label = parsed.data.answers[0]?.selectedLabels[0];
+  const optionId = label === undefined ? undefined : optionIds.get(label);
+  return optionId === undefined ? CANCELLED : { outcome: "selected", optionId };
+}
+
+function uniqueLabel(option: Pick<PermissionOption, "name">, taken: ReadonlyMap<string, string>): string {
+  const base = clip(option.name.trim() || "选项", LIMITS.maxLabelChars - 3);
+  let label = base;
+  for (let n = 2; taken.has(label); n += 1) label = `${base} ${n}`;
+  return label;
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+}

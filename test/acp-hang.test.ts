@@ -1,0 +1,118 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as realDelay } from "node:timers/promises";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { RunView } from "../src/harness/types.ts";
+import { fixtureAgent } from "./helpers/acp.ts";
+import { buildCore, privateSession } from "./helpers/core.ts";
+
+const ALICE = "ou_alice";
+
+/** Polls on the real clock (node:timers is not faked) while the child process does its part. */
+async function until<T>(probe: () => T | undefined, what: string): Promise<T> {
+  for (let i = 0; i < 1000; i += 1) {
+    const value = probe();
+    if (value !== undefined) return value;
+    await realDelay(10);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+describe("AGENT=acp: a hung agent", () => {
+  it("fails the run once nothing came for ACP_IDLE_TIMEOUT_MS, stops the process and starts a new one next time", async () => {
+    // Only the timer functions are faked: the child's pipes and the SDK's I/O run for real.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const agent = fixtureAgent({ idleTimeoutMs: 60_000 });
+    const core = buildCore({ agent });
+    closers.push(
+      () => agent.close(),
+      () => core.close(),
+    );
+    const session = core.runner.ensureSession(privateSession(ALICE));
+    const submit = (text: string): RunView => {
+      const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
+      if (result.kind !== "started") throw new Error("expected a start");
+      return result.run;
+    };
+    const settledRun = (id: string) =>
+      until(() => {
+        const run = core.runner.getRun(id);
+        return run && ["completed", "failed", "cancelled"].includes(run.status) ? run : undefined;
+      }, "the run to end");
+
+    const hung = submit("/hang");
+    await until(
+      () => core.runner.getRun(hung.id)?.steps.find((s) => s.title.includes("Think hard")),
+      "the step",
+    );
+    await vi.advanceTimersByTimeAsync(59_000);
+    expect(core.runner.getRun(hung.id)?.status).toBe("running");
+    await vi.advanceTimersByTimeAsync(1_000);
+    const failed = await settledRun(hung.id);
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toContain("60 秒没有任何进展");
+
+    const next = await settledRun(submit("/count").id);
+    expect(next).toMatchObject({ status: "completed", text: "第 1 次提问" });
+  });
+
+  it("does not count the time a permission form waits for the person", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const agent = fixtureAgent({ idleTimeoutMs: 60_000 });
+    const core = buildCore({ agent, askTimeoutMs: 600_000 });
+    closers.push(
+      () => agent.close(),
+      () => core.close(),
+    );
+    const session = core.runner.ensureSession(privateSession(ALICE));
+    const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text: "/perm" });
+    if (result.kind !== "started") throw new Error("expected a start");
+    const ask = await until(() => core.registry.getPendingForSession(session.id)[0], "the permission ask");
+    await vi.advanceTimersByTimeAsync(300_000);
+    expect(core.runner.getRun(result.run.id)?.status).toBe("running");
+    const answers = [
+      { question: ask.questions[0]?.question ?? "", selectedLabels: ["Reject"], customInput: null },
+    ];
+    expect(
+      core.registry.complete(session.id, ask.requestId, answers, { surface: "test", userId: ALICE }),
+    ).toBe(true);
+    const run = await until(() => {
+      const r = core.runner.getRun(result.run.id);
+      return r?.status === "completed" ? r : undefined;
+    }, "the run to complete");
+    expect(run.text).toBe("权限结果: selected reject");
+  });
+
+  it("stops a chat's idle agent process after ACP_KEEP_ALIVE_MS; the next message resumes its session in a new one", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-keep-"));
+    const agent = fixtureAgent({ keepAliveMs: 600_000, stateDir });
+    const core = buildCore({ agent });
+    closers.push(
+      () => agent.close(),
+      () => core.close(),
+    );
+    const session = core.runner.ensureSession(privateSession(ALICE));
+    const ask = async (text: string) => {
+      const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
+      if (result.kind !== "started") throw new Error("expected a start");
+      return until(() => {
+        const run = core.runner.getRun(result.run.id);
+        return run?.status === "completed" ? run : undefined;
+      }, "the run to complete");
+    };
+    expect((await ask("/count")).text).toBe("第 1 次提问");
+    await vi.advanceTimersByTimeAsync(599_000);
+    // Still the same process: it counts on without loading.
+    expect((await ask("/count")).text).toBe("第 2 次提问");
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect((await ask("/count")).text).toBe("第 3 次提问(会话已恢复)");
+  });
+});
