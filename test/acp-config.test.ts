@@ -39,7 +39,7 @@ describe("AGENT=acp configuration", () => {
       PATH: "/usr/bin",
       FEISHU_APP_ID: "cli_x",
       FEISHU_APP_SECRET: "app-secret-value",
-      AUTH_SECRET: "auth-secret-0123456789",
+      AUTH_SECRET: "auth-secret-0123456789-0123456789ab",
       OPENAI_API_KEY: "sk-secret",
     });
     expect(config.agent.acp?.env).toEqual({ PATH: "/usr/bin" });

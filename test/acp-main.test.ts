@@ -45,7 +45,7 @@ describe("npm start with AGENT=acp", () => {
         FEISHU_DOMAIN: emulator.url,
         FEISHU_TRANSPORT: "webhook",
         FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
-        AUTH_SECRET: "acp-main-process-test-secret",
+        AUTH_SECRET: "acp-main-process-test-secret-0123456789",
         CARD_PATCH_INTERVAL_MS: "200",
         AGENT: "acp",
         ACP_COMMAND: process.execPath,
@@ -61,7 +61,7 @@ describe("npm start with AGENT=acp", () => {
     child.stderr?.on("data", (chunk) => {
       output += String(chunk);
     });
-    const port = await until(() => /"port":(\d+),"mode"/.exec(output)?.[1], "the bot to listen");
+    const port = await until(() => /"port":(\d+)/.exec(output)?.[1], "the bot to listen");
     const hook = `http://127.0.0.1:${port}/feishu/events`;
     const cardOf = (id: string) => emulator.messages.getMessage(id)?.content ?? "";
 
