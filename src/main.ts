@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import path from "node:path";
 import type { Express } from "express";
+import { agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { resolveAuthSecret } from "./auth/secret.ts";
@@ -82,6 +83,17 @@ async function main(): Promise<void> {
         ...(local ? { localUsers: LOCAL_USERS } : {}),
       }),
   ];
+  // Outside agents (issue 17): /mcp and /api/tasks|asks, their cards through the Feishu channel's own.
+  const agentsApi = createAgentsApi({
+    registry: core.registry,
+    cards: agentCardsOn(started.feishu.channel),
+    authSecret,
+    askTimeoutMs: config.askTimeoutMs,
+    now: Date.now,
+    logger,
+    tuning: local ? { nameOf: (openId) => LOCAL_USERS.find((u) => u.openId === openId)?.name } : {},
+  });
+  routes.push(agentsApi.mount);
   if (local) {
     const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
     routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));

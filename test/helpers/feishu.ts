@@ -78,6 +78,8 @@ export async function startFeishuRig(
     transport?: "ws" | "webhook";
     /** Personal sign-in links for /login (as main.ts wires them). */
     signInLink?: (userId: string) => { url: string; expiresAt: number };
+    /** More routes for the HTTP app, built from the rig's parts (e.g. the agents' API); implies withServer. */
+    routes?: (parts: { core: Core; channel: FeishuChannel }) => ((app: Express) => void)[];
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -125,10 +127,11 @@ export async function startFeishuRig(
     onCardAction: (data) => handleCardAction(channel, data, logger),
   };
   const dispatcher = createEventDispatcher(handlers, logger);
-  if (options.withServer || transport === "webhook") {
+  if (options.withServer || options.routes || transport === "webhook") {
     const routes = [
       (app: Express) =>
         mountFeishuWebhook(app, { encryptKey: WEBHOOK_KEY, handlers, logger, now: emulator.clock.now }),
+      ...(options.routes?.({ core, channel }) ?? []),
     ];
     server = createApp({ ...core, logger, routes }).server;
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
