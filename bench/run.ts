@@ -1,3 +1,4 @@
+import { runAgents } from "./agents.ts";
 import { runCallbacks } from "./callbacks.ts";
 import { benchOptions, hasGc, machine } from "./common.ts";
 import { runManyCards } from "./many-cards.ts";
@@ -6,7 +7,7 @@ import { runScale } from "./scale.ts";
 
 /**
  * `npm run bench [-- [--quick] [name…]]`: runs every benchmark, or the named ones, and prints one table each.
- * Names: one-card, many-cards, callbacks, scale. BENCH_SECONDS sets the one-card stream length (default 30).
+ * Names: one-card, many-cards, callbacks, scale, agents. BENCH_SECONDS sets the one-card stream length (default 30).
  */
 
 const BENCHMARKS = {
@@ -14,6 +15,7 @@ const BENCHMARKS = {
   "many-cards": runManyCards,
   callbacks: runCallbacks,
   scale: runScale,
+  agents: runAgents,
 } as const;
 type Name = keyof typeof BENCHMARKS;
 

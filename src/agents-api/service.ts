@@ -144,6 +144,7 @@ export class AgentTasks {
     }));
     const title = input.reason ?? questions[0]?.question ?? strings.agents.questionCardTitle(who.agent);
     const task = existing ?? this.#open(who, to, title, true);
+    const fresh = existing === undefined;
     // A group card's forms name whose answer they wait for: the answerer of its latest question.
     if (task.run.senderId !== answerer) this.#update(task, { senderId: answerer });
     const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
@@ -166,6 +167,8 @@ export class AgentTasks {
       expiresAt: ask.expiresAt,
     };
     this.ledger.add(entry);
+    // A new question card goes out once its question is registered, so its first send carries the form.
+    if (fresh) this.#show(task);
     return ask.requestId;
   }
 
@@ -235,9 +238,13 @@ export class AgentTasks {
     };
     const task: AgentTask = { agent: who.agent, to, chatType, implicit, run };
     this.#remember(id, task);
-    const target = chatType === "group" ? { chatId: to } : { openId: to };
-    this.#o.cards.open(run, { target, chatType, agent: who.agent });
+    if (!implicit) this.#show(task);
     return task;
+  }
+
+  #show(task: AgentTask): void {
+    const target = task.chatType === "group" ? { chatId: task.to } : { openId: task.to };
+    this.#o.cards.open(task.run, { target, chatType: task.chatType, agent: task.agent });
   }
 
   #remember(id: string, task: AgentTask): void {

@@ -232,6 +232,8 @@ export class FeishuChannel implements AskSurface {
     const card = this.#newCard(run, { chatId, sourceMessageId: "" });
     card.chatType = where.chatType;
     card.agent = { name: where.agent, target: where.target };
+    // A question card is opened with its question already registered: the first send carries the form.
+    card.asks = this.#o.registry.getPendingForSession(run.sessionId).filter((ask) => ask.runId === run.id);
     this.#track(this.#reply(card, { fresh: true }));
   }
 

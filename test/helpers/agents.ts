@@ -28,11 +28,13 @@ export async function startAgentsRig(
   options: {
     perAgent?: { max: number; windowMs: number };
     perTarget?: { max: number; windowMs: number };
+    cardPatchIntervalMs?: number;
+    progressIntervalMs?: number;
   } = {},
 ): Promise<AgentsRig> {
   let tasks: AgentTasks | undefined;
   const rig = await startFeishuRig({
-    cardPatchIntervalMs: 20,
+    cardPatchIntervalMs: options.cardPatchIntervalMs ?? 20,
     routes: ({ core, channel }) => {
       const api = createAgentsApi({
         registry: core.registry,
@@ -42,7 +44,7 @@ export async function startAgentsRig(
         now: Date.now,
         logger: createLogger({ level: "silent" }),
         tuning: {
-          progressIntervalMs: 40,
+          progressIntervalMs: options.progressIntervalMs ?? 40,
           nameOf: (openId) => NAMES[openId],
           ...(options.perAgent ? { perAgent: options.perAgent } : {}),
           ...(options.perTarget ? { perTarget: options.perTarget } : {}),
