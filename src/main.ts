@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import path from "node:path";
 import type { Express } from "express";
+import { mountAgentSetup } from "./agents-api/console-setup.ts";
 import { agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
@@ -10,7 +11,7 @@ import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
-import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger } from "./logger.ts";
@@ -87,6 +88,7 @@ async function main(): Promise<void> {
   const agentsApi = createAgentsApi({
     registry: core.registry,
     cards: agentCardsOn(started.feishu.channel),
+    db,
     authSecret,
     askTimeoutMs: config.askTimeoutMs,
     now: Date.now,
@@ -97,6 +99,15 @@ async function main(): Promise<void> {
   if (local) {
     const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
     routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
+    routes.push((app: Express) =>
+      mountAgentSetup(app, {
+        authSecret,
+        // The port is known only after listen (PORT=0 picks one).
+        publicUrl: () => (process.env.PUBLIC_URL?.trim() ? config.publicUrl : `http://localhost:${port}`),
+        mayAsk: [...LOCAL_USERS.map((user) => user.openId), LOCAL_GROUP_CHAT_ID],
+        now: Date.now,
+      }),
+    );
   }
   const { server } = createApp({ ...core, logger, routes });
   started.server = server;
@@ -106,6 +117,8 @@ async function main(): Promise<void> {
   logger.info({ port, mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 
+  const resumedTasks = agentsApi.tasks.resume();
+  if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
 }

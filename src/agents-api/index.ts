@@ -1,9 +1,11 @@
 import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { Logger } from "../logger.ts";
+import type { Db } from "../store/db.ts";
 import { mountAgentHttpApi } from "./http.ts";
 import { mountMcp } from "./mcp.ts";
 import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
+import { AgentStore } from "./store.ts";
 
 export type { AgentCardPort, AgentCardTarget } from "./service.ts";
 export { AgentTasks } from "./service.ts";
@@ -15,6 +17,8 @@ export { AgentTasks } from "./service.ts";
 export function createAgentsApi(options: {
   registry: AskRegistry;
   cards: AgentCardPort;
+  /** Keeps tasks and asks across restarts (the bot's SQLite). */
+  db?: Db;
   authSecret: string;
   askTimeoutMs: number;
   now: () => number;
@@ -26,6 +30,7 @@ export function createAgentsApi(options: {
     cards: options.cards,
     now: options.now,
     askTimeoutMs: options.askTimeoutMs,
+    ...(options.db ? { store: new AgentStore(options.db) } : {}),
     ...options.tuning,
   });
   const deps = { tasks, authSecret: options.authSecret, now: options.now, logger: options.logger };
@@ -38,13 +43,15 @@ export function createAgentsApi(options: {
   };
 }
 
-/** The Feishu channel as the agents' card port (its openAgentCard / updateAgentRun hook). */
+/** The Feishu channel as the agents' card port (its openAgentCard / updateAgentRun / resumeAgentCard hook). */
 export function agentCardsOn(channel: {
   openAgentCard: AgentCardPort["open"];
   updateAgentRun: AgentCardPort["update"];
+  resumeAgentCard: AgentCardPort["resume"];
 }): AgentCardPort {
   return {
     open: (run, where) => channel.openAgentCard(run, where),
     update: (run) => channel.updateAgentRun(run),
+    resume: (run, where) => channel.resumeAgentCard(run, where),
   };
 }

@@ -1,6 +1,7 @@
 import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
 import type { AskResult } from "./schemas.ts";
 import { PENDING_HINT } from "./schemas.ts";
+import type { AgentStore } from "./store.ts";
 
 /**
  * Which agent asked what, and how each of its asks ended. The registry forgets an ask the moment it settles;
@@ -25,15 +26,18 @@ export class AskLedger {
   readonly #now: () => number;
   readonly #keepMs: number;
   readonly #off: () => void;
+  readonly #store: AgentStore | undefined;
 
-  constructor(registry: AskRegistry, options: { now: () => number; keepMs?: number }) {
+  constructor(registry: AskRegistry, options: { now: () => number; keepMs?: number; store?: AgentStore }) {
     this.#now = options.now;
+    this.#store = options.store;
     this.#keepMs = options.keepMs ?? 24 * 60 * 60 * 1000;
     this.#off = registry.on("settled", ({ ask, outcome }) => {
       const entry = this.#asks.get(ask.requestId);
       if (!entry) return;
       entry.outcome = outcome;
       entry.settledAt = this.#now();
+      this.#store?.settleAsk(entry.askId, outcome, entry.settledAt);
     });
   }
 
@@ -43,12 +47,34 @@ export class AskLedger {
     this.#added += 1;
     if (this.#added % 256 === 0) this.#sweep();
     this.#asks.set(entry.askId, entry);
+    this.#store?.saveAsk(entry);
   }
 
   /** The ask if `agent` made it; another agent's ask is as unknown as one that never was. */
   get(agent: string, askId: string): AgentAsk | undefined {
-    const entry = this.#asks.get(askId);
+    const entry = this.#asks.get(askId) ?? this.#load(askId);
     return entry && entry.agent === agent ? entry : undefined;
+  }
+
+  /** An ask from before a restart, read back from the store. */
+  #load(askId: string): AgentAsk | undefined {
+    const row = this.#store?.ask(askId);
+    if (!row) return undefined;
+    const entry: AgentAsk = { askId, ...row };
+    this.#asks.set(askId, entry);
+    return entry;
+  }
+
+  /**
+   * A pending ask the registry no longer knows was lost with the process that held it (before durable asks):
+   * its form is gone from the card, so it ends as cancelled rather than pending for ever.
+   */
+  markLost(askId: string): void {
+    const entry = this.#asks.get(askId);
+    if (!entry || entry.outcome) return;
+    entry.outcome = { kind: "cancelled", reason: "the bot restarted while the question was open" };
+    entry.settledAt = this.#now();
+    this.#store?.settleAsk(askId, entry.outcome, entry.settledAt);
   }
 
   /** How the ask ended, or undefined while it is pending. */

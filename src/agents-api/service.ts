@@ -13,6 +13,7 @@ import type {
   ReportProgressInput,
   StartTaskInput,
 } from "./schemas.ts";
+import { type AgentStore, storedRunSchema } from "./store.ts";
 import type { AgentPrincipal } from "./token.ts";
 import { type WaitOptions, waitForSettle } from "./wait.ts";
 
@@ -34,6 +35,8 @@ export interface AgentCardTarget {
 export interface AgentCardPort {
   open(run: RunView, where: AgentCardTarget): void;
   update(run: RunView): void;
+  /** After a restart: the task's card again (the same message when it was recorded), showing `run`. */
+  resume(run: RunView, where: AgentCardTarget): void;
 }
 
 export interface AgentTasksOptions {
@@ -50,6 +53,8 @@ export interface AgentTasksOptions {
   nameOf?: (openId: string) => string | undefined;
   /** How often a waiting call reports progress (15 s). */
   progressIntervalMs?: number;
+  /** Tasks and asks kept across restarts; without it they live in memory only. */
+  store?: AgentStore;
 }
 
 interface AgentTask {
@@ -77,8 +82,32 @@ export class AgentTasks {
     this.#newId = options.newId ?? randomUUID;
     this.#agentLimit = new RateLimiter(options.perAgent ?? { max: 30, windowMs: 60_000 }, options.now);
     this.#targetLimit = new RateLimiter(options.perTarget ?? { max: 10, windowMs: 60_000 }, options.now);
-    this.ledger = new AskLedger(options.registry, { now: options.now });
+    this.ledger = new AskLedger(options.registry, {
+      now: options.now,
+      ...(options.store ? { store: options.store } : {}),
+    });
     options.registry.on("settled", ({ ask, outcome }) => this.#endImplicit(ask.runId, outcome.kind));
+  }
+
+  /** After a restart: every task that was running gets its card back and takes calls again. */
+  resume(): number {
+    const stored = this.#o.store?.runningTasks() ?? [];
+    let resumed = 0;
+    for (const row of stored) {
+      const run = storedRunSchema.safeParse(row.run);
+      if (!run.success) continue;
+      const task: AgentTask = {
+        agent: row.agent,
+        to: row.to,
+        chatType: row.chatType,
+        implicit: row.implicit,
+        run: run.data,
+      };
+      this.#tasks.set(row.id, task);
+      this.#o.cards.resume(task.run, this.#where(task));
+      resumed += 1;
+    }
+    return resumed;
   }
 
   startTask(who: AgentPrincipal, input: StartTaskInput): { task_id: string } {
@@ -175,6 +204,7 @@ export class AgentTasks {
   /** The ask's result now, or after waiting up to `waitMs` for it to settle. */
   async wait(who: AgentPrincipal, askId: string, options: WaitOptions): Promise<AskResult> {
     const entry = this.#ask(who, askId);
+    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.get(askId)) this.ledger.markLost(askId);
     if (!this.ledger.settledOutcome(askId)) {
       const name = this.#o.nameOf?.(entry.answererId) ?? entry.answererId;
       await waitForSettle(this.#o.registry.waitForAnswer(askId), {
@@ -243,12 +273,21 @@ export class AgentTasks {
   }
 
   #show(task: AgentTask): void {
+    this.#o.cards.open(task.run, this.#where(task));
+  }
+
+  #where(task: AgentTask): AgentCardTarget {
     const target = task.chatType === "group" ? { chatId: task.to } : { openId: task.to };
-    this.#o.cards.open(task.run, { target, chatType: task.chatType, agent: task.agent });
+    return { target, chatType: task.chatType, agent: task.agent };
+  }
+
+  #save(task: AgentTask): void {
+    this.#o.store?.saveTask({ id: task.run.id, ...task, status: task.run.status }, this.#o.now());
   }
 
   #remember(id: string, task: AgentTask): void {
     this.#tasks.set(id, task);
+    this.#save(task);
     if (this.#tasks.size <= MAX_TASKS_KEPT) return;
     for (const [oldId, old] of this.#tasks) {
       if (this.#tasks.size <= MAX_TASKS_KEPT) break;
@@ -258,6 +297,7 @@ export class AgentTasks {
 
   #update(task: AgentTask, patch: Partial<RunView>): void {
     task.run = { ...task.run, ...patch };
+    this.#save(task);
     this.#o.cards.update(task.run);
   }
 

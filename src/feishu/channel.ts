@@ -237,6 +237,20 @@ export class FeishuChannel implements AskSurface {
     this.#track(this.#reply(card, { fresh: true }));
   }
 
+  /** After a restart: the recorded card gets the task's state by PATCH; one never recorded is sent again. */
+  resumeAgentCard(run: RunView, where: AgentCardTarget): void {
+    const row = this.#o.store.cardForRun(run.id);
+    if (row?.gone) return;
+    if (!row) {
+      this.openAgentCard(run, where);
+      return;
+    }
+    const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: "" });
+    card.chatType = where.chatType;
+    card.agent = { name: where.agent, target: where.target };
+    this.#attach(card, row.messageId);
+  }
+
   updateAgentRun(run: RunView): void {
     const card = this.#cards.get(run.id);
     // In a group the answerer changes with each question: the @-reminder goes to the current one.

@@ -4,6 +4,7 @@ import { agentCardsOn, createAgentsApi } from "../../src/agents-api/index.ts";
 import type { AgentTasks } from "../../src/agents-api/service.ts";
 import { signAgentToken } from "../../src/agents-api/token.ts";
 import type { Card } from "../../src/cards/model.ts";
+import type { Emulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { type FeishuRig, startFeishuRig } from "./feishu.ts";
 
@@ -30,15 +31,21 @@ export async function startAgentsRig(
     perTarget?: { max: number; windowMs: number };
     cardPatchIntervalMs?: number;
     progressIntervalMs?: number;
+    /** A restart: the same data dir and emulator as an earlier rig (stopped), its tasks resumed. */
+    dataDir?: string;
+    emulator?: Emulator;
   } = {},
 ): Promise<AgentsRig> {
   let tasks: AgentTasks | undefined;
   const rig = await startFeishuRig({
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 20,
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.emulator ? { emulator: options.emulator } : {}),
     routes: ({ core, channel }) => {
       const api = createAgentsApi({
         registry: core.registry,
         cards: agentCardsOn(channel),
+        db: core.store.db,
         authSecret: SECRET,
         askTimeoutMs: 60_000,
         now: Date.now,
@@ -55,6 +62,7 @@ export async function startAgentsRig(
     },
   });
   if (!tasks) throw new Error("agents api not mounted");
+  tasks.resume();
   const clients: Client[] = [];
   return {
     ...rig,
