@@ -99,38 +99,48 @@ interface AskRow {
 }
 
 export class AgentStore {
-  readonly #db: Db;
+  readonly #sql;
 
   constructor(db: Db) {
-    this.#db = db;
     db.exec(SCHEMA);
-  }
-
-  saveTask(task: StoredTask & { status: string }, now: number): void {
-    this.#db
-      .prepare(
+    // Prepared once: report_progress writes a row per call.
+    this.#sql = {
+      saveTask: db.prepare(
         `INSERT INTO agent_tasks (id, agent, target, chat_type, implicit, run_json, status, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(id) DO UPDATE SET run_json = excluded.run_json, status = excluded.status,
            updated_at = excluded.updated_at`,
-      )
-      .run(
-        task.id,
-        task.agent,
-        task.to,
-        task.chatType,
-        task.implicit ? 1 : 0,
-        JSON.stringify(task.run),
-        task.status,
-        now,
-      );
+      ),
+      runningTasks: db.prepare<[], TaskRow>(
+        "SELECT * FROM agent_tasks WHERE status = 'running' ORDER BY updated_at",
+      ),
+      saveAsk: db.prepare(
+        `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
+      settleAsk: db.prepare(
+        "UPDATE agent_asks SET outcome_json = ?, settled_at = ? WHERE ask_id = ? AND outcome_json IS NULL",
+      ),
+      ask: db.prepare<[string], AskRow>("SELECT * FROM agent_asks WHERE ask_id = ?"),
+    };
+  }
+
+  saveTask(task: StoredTask & { status: string }, now: number): void {
+    this.#sql.saveTask.run(
+      task.id,
+      task.agent,
+      task.to,
+      task.chatType,
+      task.implicit ? 1 : 0,
+      JSON.stringify(task.run),
+      task.status,
+      now,
+    );
   }
 
   /** Tasks still running when the process stopped. */
   runningTasks(): StoredTask[] {
-    const rows = this.#db
-      .prepare<[], TaskRow>("SELECT * FROM agent_tasks WHERE status = 'running' ORDER BY updated_at")
-      .all();
+    const rows = this.#sql.runningTasks.all();
     return rows.map((row) => ({
       id: row.id,
       agent: row.agent,
@@ -149,20 +159,11 @@ export class AgentStore {
     createdAt: number;
     expiresAt: number;
   }): void {
-    this.#db
-      .prepare(
-        `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
-      )
-      .run(ask.askId, ask.agent, ask.taskId, ask.answererId, ask.createdAt, ask.expiresAt);
+    this.#sql.saveAsk.run(ask.askId, ask.agent, ask.taskId, ask.answererId, ask.createdAt, ask.expiresAt);
   }
 
   settleAsk(askId: string, outcome: AskOutcome, now: number): void {
-    this.#db
-      .prepare(
-        "UPDATE agent_asks SET outcome_json = ?, settled_at = ? WHERE ask_id = ? AND outcome_json IS NULL",
-      )
-      .run(JSON.stringify(outcome), now, askId);
+    this.#sql.settleAsk.run(JSON.stringify(outcome), now, askId);
   }
 
   ask(askId: string):
@@ -176,7 +177,7 @@ export class AgentStore {
         settledAt?: number;
       }
     | undefined {
-    const row = this.#db.prepare<[string], AskRow>("SELECT * FROM agent_asks WHERE ask_id = ?").get(askId);
+    const row = this.#sql.ask.get(askId);
     if (!row) return undefined;
     const outcome =
       row.outcome_json === null ? undefined : outcomeSchema.safeParse(safeJson(row.outcome_json));
