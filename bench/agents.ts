@@ -56,8 +56,9 @@ export async function runAgents(options: BenchOptions): Promise<void> {
       ["measure", "per call"],
       [
         ["waiting MCP call (client + server, this process)", fmtBytes(memory.perWaitingCall)],
-        ["the same ask with nobody waiting (baseline)", fmtBytes(memory.perIdleAsk)],
-        ["ratio", `${(memory.perWaitingCall / memory.perIdleAsk).toFixed(1)}×`],
+        ["waiting HTTP long-poll, GET /api/asks/:id?wait= (client + server)", fmtBytes(memory.perLongPoll)],
+        ["the ask itself, nobody waiting (task, card, registry, ledger)", fmtBytes(memory.perIdleAsk)],
+        ["MCP call / long-poll", `${(memory.perWaitingCall / memory.perLongPoll).toFixed(1)}×`],
       ],
     );
   } finally {
@@ -146,7 +147,19 @@ async function memoryRound(r: AgentsRig, clients: Client[]) {
   );
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const waiting = heapUsed();
+  // The same wait as a plain HTTP long-poll (GET /api/asks/:id?wait=300) on the other half of the asks.
+  const polls = asks.slice(0, Math.floor(n / 2)).map((askId, i) =>
+    fetch(`${r.httpUrl}/api/asks/${askId}?wait=300`, {
+      headers: { authorization: `Bearer ${r.token(`agent-${i}`, [person(i)], 600_000)}` },
+    }).then((response) => response.json()),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const polling = heapUsed();
   for (const askId of asks) r.core.registry.cancel(askId, "bench done");
-  await Promise.all(waits);
-  return { perIdleAsk: (idle - before) / n, perWaitingCall: (waiting - idle) / n };
+  await Promise.all([...waits, ...polls]);
+  return {
+    perIdleAsk: (idle - before) / n,
+    perWaitingCall: (waiting - idle) / n,
+    perLongPoll: (polling - waiting) / Math.floor(n / 2),
+  };
 }
