@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   routes.push(agentsApi.mount);
   if (local) {
     const botWebhookUrl = () => `http://127.0.0.1:${port}/feishu/events`;
-    routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
+    // Before the console: its /console/api router answers 404 for paths it does not know.
     routes.push((app: Express) =>
       mountAgentSetup(app, {
         authSecret,
@@ -108,6 +108,7 @@ async function main(): Promise<void> {
         now: Date.now,
       }),
     );
+    routes.push((app: Express) => mountConsole(app, { emulator: local.emulator, botWebhookUrl, logger }));
   }
   const { server } = createApp({ ...core, logger, routes });
   started.server = server;
