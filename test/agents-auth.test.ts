@@ -150,6 +150,13 @@ describe("/mcp and /api refuse what they must", () => {
     expect(JSON.stringify(refused[0]?.content)).toMatch(
       /RATE_LIMITED: too many cards and questions: try again in \d+ s/,
     );
+    const overHttp = await post(
+      "/api/tasks",
+      r.token("Spammer", [ALICE]),
+      JSON.stringify({ to: ALICE, title: "x" }),
+    );
+    expect(overHttp.status).toBe(429);
+    expect(((await overHttp.json()) as { error: { code: string } }).error.code).toBe("RATE_LIMITED");
     await r.channel.idle();
     expect(r.cardsIn(`oc_p2p_${ALICE}`)).toHaveLength(3);
   });

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { p2pChatId } from "../src/local/emulator/ids.ts";
+import { auditForSession } from "../src/store/audit.ts";
 import {
   type AgentsRig,
   ALICE,
@@ -115,6 +116,10 @@ describe("MCP server at /mcp", () => {
       answered_via: "feishu",
     });
     expect(JSON.parse(textOf(answered))).toEqual(answered.structuredContent);
+    // Audited with the agent's name (in the session id) and who answered where.
+    expect(auditForSession(r.core.store.db, `agent:Claude Code:${ALICE}`)).toMatchObject([
+      { requestId: askId, answererId: ALICE, outcome: "answered", answeredBy: ALICE, answeredVia: "feishu" },
+    ]);
 
     await client.callTool({
       name: "finish_task",

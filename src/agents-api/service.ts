@@ -4,8 +4,9 @@ import { parseAskInput } from "../asks/schema.ts";
 import { AppError } from "../errors.ts";
 import type { RunView, Step } from "../harness/types.ts";
 import { strings } from "../strings.ts";
+import { AgentGuard } from "./guard.ts";
 import { type AgentAsk, AskLedger } from "./ledger.ts";
-import { RateLimiter, type RateRule } from "./rate-limit.ts";
+import type { RateRule } from "./rate-limit.ts";
 import type {
   AskResult,
   AskUserQuestionsInput,
@@ -72,16 +73,14 @@ const MAX_TASKS_KEPT = 5000;
 export class AgentTasks {
   readonly #o: AgentTasksOptions;
   readonly #tasks = new Map<string, AgentTask>();
-  readonly #agentLimit: RateLimiter;
-  readonly #targetLimit: RateLimiter;
+  readonly #guard: AgentGuard;
   readonly #newId: () => string;
   readonly ledger: AskLedger;
 
   constructor(options: AgentTasksOptions) {
     this.#o = options;
     this.#newId = options.newId ?? randomUUID;
-    this.#agentLimit = new RateLimiter(options.perAgent ?? { max: 30, windowMs: 60_000 }, options.now);
-    this.#targetLimit = new RateLimiter(options.perTarget ?? { max: 10, windowMs: 60_000 }, options.now);
+    this.#guard = new AgentGuard(options);
     this.ledger = new AskLedger(options.registry, {
       now: options.now,
       ...(options.store ? { store: options.store } : {}),
@@ -111,7 +110,7 @@ export class AgentTasks {
   }
 
   startTask(who: AgentPrincipal, input: StartTaskInput): { task_id: string } {
-    this.#mayShow(who, input.to, input.to);
+    this.#guard.mayShow(who, input.to, input.to);
     return { task_id: this.#open(who, input.to, input.title, false).run.id };
   }
 
@@ -161,7 +160,7 @@ export class AgentTasks {
     if (!group && input.answerer !== undefined && input.answerer !== to)
       throw new AppError("INVALID_INPUT", "answerer: in a private chat only its person can answer");
     const answerer = input.answerer ?? to;
-    this.#mayShow(who, to, answerer);
+    this.#guard.mayShow(who, to, answerer);
     const questions = parsed.value.questions.map((question) => ({
       ...question,
       // Option previews from outside agents are plain text: no fence of their own, so no markdown renders.
@@ -230,28 +229,6 @@ export class AgentTasks {
   }
 
   // --------------------------------------------------------------------------------------------------
-
-  /** The allow-list first, then both rate limits; counted only when everything allowed it. */
-  #mayShow(who: AgentPrincipal, where: string, person: string): void {
-    if (!who.mayAsk.has(where))
-      throw new AppError(
-        "FORBIDDEN",
-        `agent "${who.agent}" may not ask ${where}: its token allows ${[...who.mayAsk].join(", ") || "nobody"}`,
-      );
-    const agentKey = `agent:${who.agent}`;
-    const targetKeys = [...new Set([where, person])];
-    const waitMs = Math.max(
-      this.#agentLimit.retryAfterMs(agentKey),
-      ...targetKeys.map((key) => this.#targetLimit.retryAfterMs(key)),
-    );
-    if (waitMs > 0)
-      throw new AppError(
-        "RATE_LIMITED",
-        `too many cards and questions: try again in ${Math.ceil(waitMs / 1000)} s`,
-      );
-    this.#agentLimit.take(agentKey);
-    for (const key of targetKeys) this.#targetLimit.take(key);
-  }
 
   #open(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
     const chatType = to.startsWith("oc_") ? "group" : "private";
