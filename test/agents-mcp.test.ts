@@ -43,6 +43,7 @@ describe("MCP server at /mcp", () => {
     for (const tool of tools) expect(tool.outputSchema, tool.name).toBeDefined();
     const ask = tools.find((t) => t.name === "ask_user_questions");
     expect(ask?.description).toMatch(/secrets/);
+    expect(client.getInstructions()).toMatch(/never ask for secrets/);
     expect(JSON.stringify(ask?.inputSchema)).toContain("multiSelect");
   });
 

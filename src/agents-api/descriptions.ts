@@ -2,6 +2,12 @@ import { ASK_TOOL_DESCRIPTION } from "../asks/schema.ts";
 
 /** What the models read about each tool: when to use it, what comes back, what never to do with it. */
 export const TOOL_DESCRIPTIONS = {
+  server: [
+    "Reach a person in Feishu while you work: start_task opens a progress card for them, report_progress",
+    "shows your steps, ask_user_questions puts a multiple-choice form on the card and returns their answer",
+    "(call get_answers while it is pending), finish_task ends the card. Ask only what you cannot decide",
+    "yourself, say why in reason, and never ask for secrets.",
+  ].join(" "),
   start_task: [
     "Open a live progress card in Feishu for a person (to = their open_id, ou_…, in your private chat with",
     "them) or a group (to = chat id, oc_…). The card shows your name, the title, and the steps you report.",

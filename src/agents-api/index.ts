@@ -30,6 +30,7 @@ export function createAgentsApi(options: {
     cards: options.cards,
     now: options.now,
     askTimeoutMs: options.askTimeoutMs,
+    logger: options.logger.child({ module: "agents" }),
     ...(options.db ? { store: new AgentStore(options.db) } : {}),
     ...options.tuning,
   });

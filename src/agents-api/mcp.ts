@@ -75,7 +75,13 @@ export function mountMcp(app: Express, deps: McpDeps): void {
 }
 
 export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger): McpServer {
-  const server = new McpServer({ name: "feishu-progress-bot", version: "0.1.0" });
+  // Refusals (not allowed, rate-limited, bad input) are what an operator looks for when an agent says "it failed".
+  const refused = (error: AppError) =>
+    log.info({ agent: who.agent, code: error.code, reason: error.message }, "agent call refused");
+  const server = new McpServer(
+    { name: "feishu-progress-bot", version: "0.1.0" },
+    { instructions: TOOL_DESCRIPTIONS.server },
+  );
   server.registerTool(
     "start_task",
     {
@@ -84,7 +90,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       inputSchema: startTaskInput,
       outputSchema: taskResultSchema,
     },
-    (input) => result(() => tasks.startTask(who, input)),
+    (input) => result(() => tasks.startTask(who, input), refused),
   );
   server.registerTool(
     "report_progress",
@@ -94,7 +100,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       inputSchema: reportProgressInput,
       outputSchema: stepResultSchema,
     },
-    (input) => result(() => tasks.reportProgress(who, input)),
+    (input) => result(() => tasks.reportProgress(who, input), refused),
   );
   server.registerTool(
     "ask_user_questions",
@@ -108,7 +114,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       result(async () => {
         const askId = tasks.ask(who, input);
         return tasks.wait(who, askId, waitOptions(input.wait_s, extra, log));
-      }),
+      }, refused),
   );
   server.registerTool(
     "get_answers",
@@ -118,7 +124,8 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       inputSchema: getAnswersInput,
       outputSchema: askResultSchema,
     },
-    (input, extra) => result(() => tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log))),
+    (input, extra) =>
+      result(() => tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log)), refused),
   );
   server.registerTool(
     "cancel_question",
@@ -128,7 +135,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       inputSchema: cancelQuestionInput,
       outputSchema: askResultSchema,
     },
-    (input) => result(() => tasks.cancelQuestion(who, input.ask_id)),
+    (input) => result(() => tasks.cancelQuestion(who, input.ask_id), refused),
   );
   server.registerTool(
     "finish_task",
@@ -138,7 +145,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       inputSchema: finishTaskInput,
       outputSchema: finishResultSchema,
     },
-    (input) => result(() => tasks.finishTask(who, input)),
+    (input) => result(() => tasks.finishTask(who, input), refused),
   );
   return server;
 }
@@ -172,12 +179,16 @@ function waitOptions(waitS: number | undefined, extra: ToolExtra, log: Logger): 
 }
 
 /** A tool's value as structured content and as JSON text; our own refusals as a tool error the model reads. */
-async function result<T extends Record<string, unknown>>(run: () => T | Promise<T>): Promise<CallToolResult> {
+async function result<T extends Record<string, unknown>>(
+  run: () => T | Promise<T>,
+  refused: (error: AppError) => void,
+): Promise<CallToolResult> {
   try {
     const value = await run();
     return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
+    refused(error);
     return { isError: true, content: [{ type: "text", text: `${error.code}: ${error.message}` }] };
   }
 }

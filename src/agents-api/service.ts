@@ -3,6 +3,7 @@ import type { AskRegistry } from "../asks/registry.ts";
 import { parseAskInput } from "../asks/schema.ts";
 import { AppError } from "../errors.ts";
 import type { RunView, Step } from "../harness/types.ts";
+import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
 import { AgentGuard } from "./guard.ts";
 import { type AgentAsk, AskLedger } from "./ledger.ts";
@@ -56,6 +57,7 @@ export interface AgentTasksOptions {
   progressIntervalMs?: number;
   /** Tasks and asks kept across restarts; without it they live in memory only. */
   store?: AgentStore;
+  logger?: Logger;
 }
 
 interface AgentTask {
@@ -111,7 +113,9 @@ export class AgentTasks {
 
   startTask(who: AgentPrincipal, input: StartTaskInput): { task_id: string } {
     this.#guard.mayShow(who, input.to, input.to);
-    return { task_id: this.#open(who, input.to, input.title, false).run.id };
+    const task = this.#open(who, input.to, input.title, false);
+    this.#o.logger?.info({ agent: who.agent, taskId: task.run.id, to: input.to }, "agent task started");
+    return { task_id: task.run.id };
   }
 
   reportProgress(who: AgentPrincipal, input: ReportProgressInput): { task_id: string; steps: number } {
@@ -195,6 +199,10 @@ export class AgentTasks {
       expiresAt: ask.expiresAt,
     };
     this.ledger.add(entry);
+    this.#o.logger?.info(
+      { agent: who.agent, askId: ask.requestId, taskId: task.run.id, answerer, questions: questions.length },
+      "agent asked",
+    );
     // A new question card goes out once its question is registered, so its first send carries the form.
     if (fresh) this.#show(task);
     return ask.requestId;
