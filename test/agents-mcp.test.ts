@@ -158,6 +158,37 @@ describe("MCP server at /mcp", () => {
     );
   });
 
+  it("reaches the answerer's WebSocket clients too, where an answer counts like one on the card", async () => {
+    const alice = await r.connect(ALICE);
+    const bob = await r.connect(BOB);
+    const client = await r.mcp(r.token("Claude Code", [ALICE]));
+    const waiting = client.callTool({
+      name: "ask_user_questions",
+      arguments: { to: ALICE, questions: [QUESTION], wait_s: 30 },
+    });
+    const frame = await r.until(
+      () => alice.frames.find((f) => f.type === "ask_user_questions"),
+      "the question frame",
+    );
+    expect(bob.frames.some((f) => f.type === "ask_user_questions")).toBe(false);
+    alice.send({
+      type: "ask_user_questions_result",
+      sessionId: `agent:Claude Code:${ALICE}`,
+      data: {
+        requestId: frame.data.requestId,
+        answers: [{ question: QUESTION.question, selectedLabels: ["Postgres"], customInput: null }],
+      },
+    });
+    expect(((await waiting) as ToolResult).structuredContent).toMatchObject({
+      status: "answered",
+      answered_by: ALICE,
+      answered_via: "websocket",
+    });
+    // The card's form goes away too: one answer, everywhere.
+    const cardId = await r.until(() => r.cardsIn(p2pChatId(ALICE))[0], "the card");
+    await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "no form");
+  });
+
   it("in a group, only the answerer's submit counts and the form names them", async () => {
     const token = r.token("Claude Code", [GROUP]);
     const missing = await call(token, "ask_user_questions", { to: GROUP, questions: [QUESTION] });
