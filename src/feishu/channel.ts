@@ -233,7 +233,7 @@ export class FeishuChannel implements AskSurface {
     card.chatType = where.chatType;
     card.agent = { name: where.agent, target: where.target };
     // A question card is opened with its question already registered: the first send carries the form.
-    card.asks = this.#o.registry.getPendingForSession(run.sessionId).filter((ask) => ask.runId === run.id);
+    card.asks = this.#pendingOf(run);
     this.#track(this.#reply(card, { fresh: true }));
   }
 
@@ -248,7 +248,13 @@ export class FeishuChannel implements AskSurface {
     const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: "" });
     card.chatType = where.chatType;
     card.agent = { name: where.agent, target: where.target };
+    // Questions the registry still holds (durable asks, restored before this) keep their forms.
+    card.asks = this.#pendingOf(run);
     this.#attach(card, row.messageId);
+  }
+
+  #pendingOf(run: RunView): PendingAsk[] {
+    return this.#o.registry.getPendingForSession(run.sessionId).filter((ask) => ask.runId === run.id);
   }
 
   updateAgentRun(run: RunView): void {
