@@ -105,6 +105,17 @@ describe("/mcp and /api refuse what they must", () => {
     }
   });
 
+  it("is stateless: GET and DELETE on /mcp answer 405", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const response = await fetch(`${r.httpUrl}/mcp`, {
+        method,
+        headers: { authorization: `Bearer ${r.token("Claude Code", [ALICE])}` },
+      });
+      expect(response.status, method).toBe(405);
+      expect(response.headers.get("allow")).toBe("POST");
+    }
+  });
+
   it("the official client cannot connect with a user token", async () => {
     const client = new Client({ name: "t", version: "1" });
     const transport = new StreamableHTTPClientTransport(new URL(`${r.httpUrl}/mcp`), {
