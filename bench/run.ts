@@ -1,4 +1,5 @@
 import { runAcp } from "./acp.ts";
+import { runAgents } from "./agents.ts";
 import { runCallbacks } from "./callbacks.ts";
 import { benchOptions, hasGc, machine } from "./common.ts";
 import { runManyCards } from "./many-cards.ts";
@@ -7,7 +8,7 @@ import { runScale } from "./scale.ts";
 
 /**
  * `npm run bench [-- [--quick] [name…]]`: runs every benchmark, or the named ones, and prints one table each.
- * Names: one-card, many-cards, callbacks, scale, acp. BENCH_SECONDS sets the one-card stream length (default 30).
+ * Names: one-card, many-cards, callbacks, scale, acp, agents. BENCH_SECONDS sets the one-card stream length (default 30).
  */
 
 const BENCHMARKS = {
@@ -16,6 +17,7 @@ const BENCHMARKS = {
   callbacks: runCallbacks,
   scale: runScale,
   acp: runAcp,
+  agents: runAgents,
 } as const;
 type Name = keyof typeof BENCHMARKS;
 

@@ -9,6 +9,8 @@ export type AppErrorCode =
   | "FORBIDDEN"
   | "UNAUTHORIZED"
   | "CONFLICT"
+  | "RATE_LIMITED"
+  | "TOO_LARGE"
   | "MODEL_FAILED"
   | "INTERNAL";
 
@@ -55,6 +57,10 @@ function statusFor(code: AppErrorCode): number {
       return 404;
     case "CONFLICT":
       return 409;
+    case "TOO_LARGE":
+      return 413;
+    case "RATE_LIMITED":
+      return 429;
     default:
       return 500;
   }

@@ -1,6 +1,9 @@
 import type { Server } from "node:http";
 import path from "node:path";
+import type { Express } from "express";
 import { Registry } from "prom-client";
+import { mountAgentSetup } from "./agents-api/console-setup.ts";
+import { agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
@@ -11,6 +14,7 @@ import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { listen } from "./listen.ts";
+import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
@@ -87,6 +91,29 @@ async function main(): Promise<void> {
   });
 
   let port = config.port;
+  // Outside agents (issue 17): /mcp and /api/tasks|asks, their cards through the Feishu channel's own.
+  const agentsApi = createAgentsApi({
+    registry: core.registry,
+    cards: agentCardsOn(started.feishu.channel),
+    db,
+    authSecret,
+    askTimeoutMs: config.askTimeoutMs,
+    now: Date.now,
+    logger,
+    tuning: local ? { nameOf: (openId) => LOCAL_USERS.find((u) => u.openId === openId)?.name } : {},
+  });
+  // Local mode: the console's panel for connecting an agent, mounted before the console, whose /console/api
+  // router answers 404 for paths it does not know.
+  const agentSetup = local
+    ? (app: Express) =>
+        mountAgentSetup(app, {
+          authSecret,
+          // The port is known only after listen (PORT=0 picks one).
+          publicUrl: () => (process.env.PUBLIC_URL?.trim() ? config.publicUrl : `http://localhost:${port}`),
+          mayAsk: [...LOCAL_USERS.map((user) => user.openId), LOCAL_GROUP_CHAT_ID],
+          now: Date.now,
+        })
+    : undefined;
   // Events and clicks from the console go where the app is subscribed: the long connection by default.
   const webhook = local?.config.feishu.transport === "webhook";
   const routes = serviceRoutes({
@@ -96,6 +123,7 @@ async function main(): Promise<void> {
     logger,
     now: Date.now,
     signInTtlMs: config.signInTtlMs,
+    extra: [agentsApi.mount, ...(agentSetup ? [agentSetup] : [])],
     ...(local
       ? {
           local: {
@@ -130,6 +158,8 @@ async function main(): Promise<void> {
   logger.info({ port, host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 
+  const resumedTasks = agentsApi.tasks.resume();
+  if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
 }

@@ -24,6 +24,8 @@ export function serviceRoutes(options: {
    * subscribed by webhook (absent: the long connection); the first log sequence number (console/index.ts).
    */
   local?: { emulator: Emulator; botWebhookUrl?: () => string; logSeqStart?: number };
+  /** More routes (the outside agents' API, its console panel), mounted before the console's catch-all 404. */
+  extra?: ((app: Express) => void)[];
 }): ((app: Express) => void)[] {
   const { core, authSecret, logger, now, local } = options;
   const routes = [
@@ -38,6 +40,7 @@ export function serviceRoutes(options: {
         logger,
         ...(local ? { localUsers: LOCAL_USERS } : {}),
       }),
+    ...(options.extra ?? []),
   ];
   if (local) {
     const { emulator, botWebhookUrl, logSeqStart } = local;

@@ -123,6 +123,18 @@ export const zh = {
     delegateTooDeep: (depth: number) =>
       `子代理最多嵌套 ${depth} 层（MAX_DELEGATE_DEPTH），请直接完成这个子任务`,
   },
+  /** Cards and waits of outside agents (agents-api): the card always says which agent asks, and why. */
+  agents: {
+    working: (agent: string) => `${agent} 正在处理…`,
+    ended: (agent: string, elapsed: string) => `${agent} · ${elapsed}`,
+    askReason: (reason: string) => `**提问原因:** ${reason}`,
+    /** The progress notification of a waiting MCP call: "等待 Alice 在飞书回答 · 3 分钟". */
+    waiting: (name: string, minutes: number) =>
+      minutes < 1 ? `等待 ${name} 在飞书回答` : `等待 ${name} 在飞书回答 · ${minutes} 分钟`,
+    questionCardTitle: (agent: string) => `${agent} 有问题要问你`,
+    answered: "已收到回答,谢谢!",
+    notAnswered: "提问已结束。",
+  },
   demo: {
     scanned: (files: number) => `扫描了 ${files} 个文件`,
     // A step's title says what is done and its summary what came of it, so the card line never repeats itself.

@@ -23,6 +23,8 @@ export interface PendingAsk {
   metadata: Record<string, unknown> | undefined;
   /** The surfaces that could reach the answerer when the question was asked (for the audit). */
   surfaces: string[];
+  /** Why an outside agent asks (agents-api): shown on the card above its form. */
+  reason?: string;
   createdAt: number;
   expiresAt: number;
 }
@@ -74,6 +76,7 @@ export class AskRegistry {
     questions: AskQuestion[];
     metadata?: Record<string, unknown>;
     surfaces?: string[];
+    reason?: string;
     timeoutMs?: number;
   }): PendingAsk {
     const createdAt = this.#deps.now();
@@ -86,6 +89,7 @@ export class AskRegistry {
       questions: input.questions,
       metadata: input.metadata,
       surfaces: input.surfaces ?? [],
+      ...(input.reason !== undefined ? { reason: input.reason } : {}),
       createdAt,
       expiresAt: createdAt + timeoutMs,
     };

@@ -17,6 +17,8 @@ export interface CardAsk {
   questions: readonly AskQuestion[];
   /** What the person last submitted for this ask without completing it: rendered pre-filled. */
   draft?: FormDraft;
+  /** Why an outside agent asks (agents-api): shown under the form's heading. */
+  reason?: string;
 }
 
 /** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
@@ -69,7 +71,9 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
   ask.questions.forEach((question, j) => {
     const names = fieldNames(index, j);
     const draft = ask.draft?.[j];
-    const heading = j === 0 ? `${askHeading(c, index + 1, total)}\n\n` : "";
+    const reason =
+      j === 0 && ask.reason ? `${s.agents.askReason(escapeText(truncate(oneLine(ask.reason), 300)))}\n` : "";
+    const heading = j === 0 ? `${askHeading(c, index + 1, total)}\n${reason}\n` : "";
     elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget, s) });
     const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
     // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.

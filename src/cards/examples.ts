@@ -36,7 +36,25 @@ const finished = [
 ];
 
 export function exampleCards(): Record<string, Card> {
+  // An outside agent's task (agents-api): the header names the agent, the form says why it asks; no 取消任务.
+  const agentTask: ProgressView = {
+    sessionId: "agent:Claude Code:ou_alice",
+    runId: "task_0001",
+    senderId: "ou_alice",
+    title: "Migrate the billing service",
+    status: "running",
+    steps: [{ title: "Read the schema", status: "done", summary: "12 tables" }],
+    startedAt: T0,
+    agent: "Claude Code",
+  };
   return {
+    "agent-task-asking": buildProgressCard(agentTask, [
+      { ...bothQuestions, reason: "两种部署方式都可行,需要你来定" },
+    ]),
+    "agent-task-completed": buildProgressCard(
+      { ...agentTask, status: "completed", text: "Done: migrated 12 tables", endedAt: T0 + 95_000 },
+      [],
+    ),
     "progress-running": buildProgressCard(base, []),
     "progress-one-form": buildProgressCard(asking, [bothQuestions]),
     "progress-stacked-forms": buildProgressCard(

@@ -49,6 +49,11 @@ export interface ProgressView {
    * answer they wait for (`等待 @Alice 回答`) instead of 需要你的回答. Absent: a private chat.
    */
   chatType?: "group";
+  /**
+   * An outside agent's task (agents-api): the header names it (`Claude Code 正在处理…`), and there is no
+   * 取消任务/重试: no run of ours stands behind those buttons.
+   */
+  agent?: string;
 }
 
 export interface BuildOptions {
@@ -213,7 +218,7 @@ function render(
   const actions = actionButtons(view, s);
   if (actions) elements.push(actions);
 
-  const subtitle = elapsed(view, s);
+  const subtitle = agentLine(view, s) ?? elapsed(view, s);
   return {
     schema: "2.0",
     config: { update_multi: true, width_mode: "fill", summary: { content: summary(view, shownAsks, s) } },
@@ -312,7 +317,9 @@ function actionButtons(view: ProgressView, s: Strings): ColumnSetNode | undefine
     runId: view.runId,
     sender: view.senderId,
   });
-  if (view.status === "running" || view.status === "recovering") {
+  // An outside agent's card has no run of ours behind 取消任务/重试: only the link, if any.
+  const ours = view.agent === undefined;
+  if (ours && (view.status === "running" || view.status === "recovering")) {
     buttons.push({
       tag: "button",
       text: { tag: "plain_text", content: s.card.cancelTask },
@@ -320,7 +327,7 @@ function actionButtons(view: ProgressView, s: Strings): ColumnSetNode | undefine
       behaviors: [{ type: "callback", value: progress("cancel") }],
     });
   }
-  if (view.status === "failed" || view.status === "cancelled") {
+  if (ours && (view.status === "failed" || view.status === "cancelled")) {
     buttons.push({
       tag: "button",
       text: { tag: "plain_text", content: s.card.retry },
@@ -344,6 +351,13 @@ function actionButtons(view: ProgressView, s: Strings): ColumnSetNode | undefine
     horizontal_spacing: "8px",
     columns: buttons.map((button) => ({ tag: "column", width: "auto", elements: [button] })),
   };
+}
+
+function agentLine(view: ProgressView, s: Strings): string | undefined {
+  if (view.agent === undefined) return undefined;
+  const name = truncate(oneLine(view.agent), 40);
+  const took = elapsed(view, s);
+  return took === undefined ? s.agents.working(name) : s.agents.ended(name, took);
 }
 
 function elapsed(view: ProgressView, s: Strings): string | undefined {

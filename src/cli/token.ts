@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { agentTokenLines, parseAgentArgs } from "../agents-api/token-cli.ts";
 import { personalLink } from "../auth/link.ts";
 import { resolveAuthSecret } from "../auth/secret.ts";
 import { loadConfig } from "../config.ts";
@@ -36,28 +37,20 @@ export interface TokenCliOutput {
 }
 
 export function tokenCli(argv: readonly string[], env: Record<string, string | undefined>, now: number) {
+  // `--agent <name>`: an agent token for /mcp and /api (a different kind; agents-api/token-cli.ts).
+  if (argv[0] === "--agent") {
+    const agent = parseAgentArgs(argv.slice(1));
+    if (!agent.ok) throw new TokenCliError(agent.error, 2);
+    const config = loadConfig(env);
+    return { lines: agentTokenLines(agent.value, secretFor(config), config.publicUrl, now) };
+  }
   const [userId, daysText] = argv;
   if (!userId) throw new TokenCliError("usage: npm run token -- <open_id> [days]", 2);
   const days = daysText === undefined ? undefined : Number(daysText);
   if (days !== undefined && !(Number.isFinite(days) && days > 0))
     throw new TokenCliError("days must be a positive number", 2);
   const config = loadConfig(env);
-  const secretFile = path.resolve(config.dataDir, SECRET_FILE);
-  if (!config.authSecret && !fs.existsSync(secretFile)) {
-    throw new TokenCliError(
-      [
-        "Cannot find the secret the server signs tokens with:",
-        "  AUTH_SECRET is not set, and there is no",
-        `  ${secretFile}`,
-        "  (the server writes it on its first start in local mode).",
-        "Run this with the server's settings: the same DATA_DIR (e.g. DATA_DIR=/srv/bot/data npm run token -- <open_id>),",
-        "or the same AUTH_SECRET. A token signed with any other secret would be refused.",
-      ].join("\n"),
-      1,
-    );
-  }
-  // The file exists (or AUTH_SECRET is set), so this reads it and never makes a new one.
-  const secret = resolveAuthSecret(config.authSecret, config.dataDir);
+  const secret = secretFor(config);
   // publicUrl is PUBLIC_URL, or http://localhost:$PORT: where the session pages are served.
   const { url, token, expiresAt } = personalLink({
     publicUrl: config.publicUrl,
@@ -94,6 +87,26 @@ function revoke(userId: string | undefined): void {
     db.close();
   }
   process.stdout.write(`revoked every token of ${userId} issued until ${new Date().toISOString()}\n`);
+}
+
+/** The secret the running server signs with, or a TokenCliError saying what to set. */
+function secretFor(config: ReturnType<typeof loadConfig>): string {
+  const secretFile = path.resolve(config.dataDir, SECRET_FILE);
+  if (!config.authSecret && !fs.existsSync(secretFile)) {
+    throw new TokenCliError(
+      [
+        "Cannot find the secret the server signs tokens with:",
+        "  AUTH_SECRET is not set, and there is no",
+        `  ${secretFile}`,
+        "  (the server writes it on its first start in local mode).",
+        "Run this with the server's settings: the same DATA_DIR (e.g. DATA_DIR=/srv/bot/data npm run token -- <open_id>),",
+        "or the same AUTH_SECRET. A token signed with any other secret would be refused.",
+      ].join("\n"),
+      1,
+    );
+  }
+  // The file exists (or AUTH_SECRET is set), so this reads it and never makes a new one.
+  return resolveAuthSecret(config.authSecret, config.dataDir);
 }
 
 function main(): void {

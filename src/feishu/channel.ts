@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { AgentCardTarget } from "../agents-api/service.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
@@ -69,6 +70,8 @@ export interface ActiveCard {
   drafts: Map<string, FormDraft>;
   /** Recalled, deleted or unknown to the platform: the run was ended and the chat told. */
   gone: boolean;
+  /** A task of an outside agent (agents-api): sent to `target`, not replying to a message; names the agent. */
+  agent?: { name: string; target: AgentCardTarget["target"] };
 }
 
 export class FeishuChannel implements AskSurface {
@@ -242,6 +245,47 @@ export class FeishuChannel implements AskSurface {
 
   // cards --------------------------------------------------------------------------------------------
 
+  /**
+   * An outside agent's task (agents-api): the same card, publisher and asks as a run's, but sent to a chat
+   * (no message to reply to) and updated by the agent's calls instead of the runner's events.
+   */
+  openAgentCard(run: RunView, where: AgentCardTarget): void {
+    const chatId = "chatId" in where.target ? where.target.chatId : "";
+    const card = this.#newCard(run, { chatId, sourceMessageId: "" });
+    card.chatType = where.chatType;
+    card.agent = { name: where.agent, target: where.target };
+    // A question card is opened with its question already registered: the first send carries the form.
+    card.asks = this.#pendingOf(run);
+    this.#track(this.#reply(card, { fresh: true }));
+  }
+
+  /** After a restart: the recorded card gets the task's state by PATCH; one never recorded is sent again. */
+  resumeAgentCard(run: RunView, where: AgentCardTarget): void {
+    const row = this.#o.store.cardForRun(run.id);
+    if (row?.gone) return;
+    if (!row) {
+      this.openAgentCard(run, where);
+      return;
+    }
+    const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: "" });
+    card.chatType = where.chatType;
+    card.agent = { name: where.agent, target: where.target };
+    // Questions the registry still holds (durable asks, restored before this) keep their forms.
+    card.asks = this.#pendingOf(run);
+    this.#attach(card, row.messageId);
+  }
+
+  #pendingOf(run: RunView): PendingAsk[] {
+    return this.#o.registry.getPendingForSession(run.sessionId).filter((ask) => ask.runId === run.id);
+  }
+
+  updateAgentRun(run: RunView): void {
+    const card = this.#cards.get(run.id);
+    // In a group the answerer changes with each question: the @-reminder goes to the current one.
+    if (card?.agent) card.senderId = run.senderId;
+    this.#onRunUpdated(run);
+  }
+
   #onRunStarted(event: {
     run: RunView;
     source: Record<string, unknown> | undefined;
@@ -352,9 +396,10 @@ export class FeishuChannel implements AskSurface {
               const content = this.render(card, level);
               attempts += 1;
               shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
-              return this.#o.messenger.replyCard(card.sourceMessageId, content, {
-                uuid: `run-${card.runId}`,
-              });
+              const uuid = `run-${card.runId}`;
+              return card.agent
+                ? this.#o.messenger.sendCard(card.agent.target, content, { uuid })
+                : this.#o.messenger.replyCard(card.sourceMessageId, content, { uuid });
             },
             { urgent: true },
           ),
@@ -418,7 +463,7 @@ export class FeishuChannel implements AskSurface {
     return buildProgressCard(this.#view(card.run, card), asks, { degraded: level });
   }
 
-  #view(run: RunView, card: Pick<ActiveCard, "chatType">): ProgressView {
+  #view(run: RunView, card: Pick<ActiveCard, "chatType" | "agent">): ProgressView {
     return {
       sessionId: run.sessionId,
       runId: run.id,
@@ -432,7 +477,9 @@ export class FeishuChannel implements AskSurface {
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
       // Each card links to its own run: an old card keeps showing the task it was sent for. No link without a
       // PUBLIC_URL in feishu mode: a localhost link on a real tenant is dead.
-      ...(this.#o.publicUrl !== undefined
+      ...(card.agent ? { agent: card.agent.name } : {}),
+      // An agent's task has no session page (yet): no link to one.
+      ...(this.#o.publicUrl !== undefined && !card.agent
         ? {
             detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
           }

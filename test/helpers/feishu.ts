@@ -85,6 +85,8 @@ export async function startFeishuRig(
     signInLink?: (userId: string) => { url: string; expiresAt: number };
     /** The wait after a callback's answer before its card's next PATCH (production 1000; tests 20). */
     settleMs?: number;
+    /** More routes for the HTTP app, built from the rig's parts (e.g. the agents' API); implies withServer. */
+    routes?: (parts: { core: Core; channel: FeishuChannel }) => ((app: Express) => void)[];
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -134,7 +136,7 @@ export async function startFeishuRig(
     onMessage: (data) => channel.handleMessage(data),
     onCardAction: (data) => handleCardAction(channel, data, logger),
   };
-  if (options.withServer || transport === "webhook") {
+  if (options.withServer || options.routes || transport === "webhook") {
     const routes = [
       (app: Express) =>
         mountFeishuWebhook(app, {
@@ -144,6 +146,7 @@ export async function startFeishuRig(
           now: emulator.clock.now,
           settleMs,
         }),
+      ...(options.routes?.({ core, channel }) ?? []),
     ];
     server = createApp({ ...core, logger, routes }).server;
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));

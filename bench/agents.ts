@@ -1,0 +1,165 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { askResultSchema } from "../src/agents-api/schemas.ts";
+import { p2pChatId } from "../src/local/emulator/ids.ts";
+import { type AgentsRig, QUESTION, startAgentsRig, submitValue } from "../test/helpers/agents.ts";
+import { formsOn } from "../test/helpers/feishu.ts";
+import {
+  type BenchOptions,
+  clock,
+  fmtBytes,
+  fmtMs,
+  hasGc,
+  heapUsed,
+  percentile,
+  printTable,
+} from "./common.ts";
+
+/**
+ * Benchmark 5 (issue 17): outside agents over the official MCP client against the real app and emulator.
+ * (a) N agents call ask_user_questions at once, each for its own person: time until the form is on that
+ *     person's card in the emulator. (b) get_answers already waiting when the person submits: time from the
+ *     submit to the call's result. (c) heap per waiting MCP call (client and server in this one process),
+ *     against the same asks registered with nobody waiting.
+ */
+
+const person = (i: number) => `ou_bench_${String(i).padStart(4, "0")}`;
+
+export async function runAgents(options: BenchOptions): Promise<void> {
+  const agents = options.quick ? 40 : 200;
+  const r = await startAgentsRig({
+    cardPatchIntervalMs: options.cardPatchIntervalMs,
+    perAgent: { max: 1000, windowMs: 60_000 },
+    perTarget: { max: 1000, windowMs: 60_000 },
+    progressIntervalMs: 15_000,
+  });
+  try {
+    const clients = await Promise.all(
+      Array.from({ length: agents }, (_, i) => r.mcp(r.token(`agent-${i}`, [person(i)]))),
+    );
+    const round = await askRound(r, clients);
+    const answers = await answerRound(r, clients, round.askIds);
+    const memory = await memoryRound(r, clients);
+    printTable(
+      `Outside agents over MCP (${agents} concurrent agents, CARD_PATCH_INTERVAL_MS=${options.cardPatchIntervalMs})`,
+      ["measure", "p50", "p99", "max"],
+      [
+        ["ask_user_questions → form on the card", ...stats(round.toFormMs)],
+        ["submit on the card → get_answers returns", ...stats(answers)],
+      ],
+    );
+    console.log(
+      `\nOpen API calls for the ${agents} question cards: ${round.calls.sends} sends, ${round.calls.patches} PATCHes` +
+        " (the app-wide budget is 50 calls/s: it sets the p99 above).",
+    );
+    printTable(
+      `Memory${hasGc() ? "" : " (no --expose-gc: uncollected figures)"}`,
+      ["measure", "per call"],
+      [
+        ["waiting MCP call (client + server, this process)", fmtBytes(memory.perWaitingCall)],
+        ["waiting HTTP long-poll, GET /api/asks/:id?wait= (client + server)", fmtBytes(memory.perLongPoll)],
+        ["the ask itself, nobody waiting (task, card, registry, ledger)", fmtBytes(memory.perIdleAsk)],
+        ["MCP call / long-poll", `${(memory.perWaitingCall / memory.perLongPoll).toFixed(1)}×`],
+      ],
+    );
+  } finally {
+    await r.stop();
+  }
+}
+
+function stats(values: number[]): string[] {
+  return [percentile(values, 50), percentile(values, 99), Math.max(...values)].map(fmtMs);
+}
+
+async function askRound(r: AgentsRig, clients: Client[]) {
+  const startedAt = new Map<string, number>();
+  const toFormMs: number[] = [];
+  const off = r.emulator.on("message_patched", ({ message }) => note(message.chatId, message.content));
+  const offCreated = r.emulator.on("message_created", (message) => note(message.chatId, message.content));
+  const calls = { sends: 0, patches: 0 };
+  const offCalls = r.emulator.on("call", (call) => {
+    if (call.method === "POST" && call.path === "/open-apis/im/v1/messages") calls.sends += 1;
+    if (call.method === "PATCH") calls.patches += 1;
+  });
+  function note(chatId: string, content: string) {
+    const t0 = startedAt.get(chatId);
+    if (t0 === undefined || !content.includes('"tag":"form"')) return;
+    toFormMs.push(clock() - t0);
+    startedAt.delete(chatId);
+  }
+  const askIds = await Promise.all(
+    clients.map(async (client, i) => {
+      startedAt.set(p2pChatId(person(i)), clock());
+      const result = await client.callTool({
+        name: "ask_user_questions",
+        arguments: { to: person(i), questions: [QUESTION], wait_s: 0 },
+      });
+      const parsed = askResultSchema.parse(result.structuredContent);
+      return parsed.ask_id;
+    }),
+  );
+  await r.until(() => startedAt.size === 0, "every form on its card", 120_000);
+  off();
+  offCreated();
+  offCalls();
+  return { askIds, toFormMs, calls };
+}
+
+async function answerRound(r: AgentsRig, clients: Client[], askIds: string[]): Promise<number[]> {
+  const latencies: number[] = [];
+  // One at a time, so each figure is the path submit → settle → result, not a queue behind 200 clicks.
+  for (const [i, client] of clients.entries()) {
+    const cardId = r.cardsIn(p2pChatId(person(i)))[0] ?? "";
+    const card = r.cardOf(cardId);
+    if (formsOn(card).length === 0) throw new Error("no form to answer");
+    const waiting = client.callTool({ name: "get_answers", arguments: { ask_id: askIds[i], wait_s: 60 } });
+    // Give the call time to reach the server and start waiting before the person answers.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const t0 = clock();
+    await r.click({
+      messageId: cardId,
+      operatorOpenId: person(i),
+      value: submitValue(card),
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0" },
+    });
+    const result = await waiting;
+    latencies.push(clock() - t0);
+    if (askResultSchema.parse(result.structuredContent).status !== "answered")
+      throw new Error("not answered");
+  }
+  return latencies;
+}
+
+async function memoryRound(r: AgentsRig, clients: Client[]) {
+  const n = clients.length;
+  const before = heapUsed();
+  const asks = clients.map((_, i) =>
+    r.tasks.ask(
+      { agent: `agent-${i}`, mayAsk: new Set([person(i)]), expiresAt: Date.now() + 60_000 },
+      { to: person(i), questions: [QUESTION] },
+    ),
+  );
+  const idle = heapUsed();
+  const waits = clients.map((client, i) =>
+    client.callTool({ name: "get_answers", arguments: { ask_id: asks[i], wait_s: 300 } }, undefined, {
+      timeout: 400_000,
+    }),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const waiting = heapUsed();
+  // The same wait as a plain HTTP long-poll (GET /api/asks/:id?wait=300) on the other half of the asks.
+  const polls = asks.slice(0, Math.floor(n / 2)).map((askId, i) =>
+    fetch(`${r.httpUrl}/api/asks/${askId}?wait=300`, {
+      headers: { authorization: `Bearer ${r.token(`agent-${i}`, [person(i)], 600_000)}` },
+    }).then((response) => response.json()),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const polling = heapUsed();
+  for (const askId of asks) r.core.registry.cancel(askId, "bench done");
+  await Promise.all([...waits, ...polls]);
+  return {
+    perIdleAsk: (idle - before) / n,
+    perWaitingCall: (waiting - idle) / n,
+    perLongPoll: (polling - waiting) / Math.floor(n / 2),
+  };
+}

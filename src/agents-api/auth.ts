@@ -1,0 +1,37 @@
+import type { NextFunction, Request, Response } from "express";
+import { AppError } from "../errors.ts";
+import { type AgentPrincipal, verifyAgentToken } from "./token.ts";
+
+/**
+ * `Authorization: Bearer <agent token>` on /mcp and /api/tasks|asks. A user token, a forged or an expired one
+ * is refused with 401 before any body is looked at; the reason names which (it reveals nothing secret).
+ */
+
+const principals = new WeakMap<Request, AgentPrincipal>();
+
+export function requireAgent(authSecret: string, now: () => number) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const header = req.get("authorization") ?? "";
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    if (!match?.[1]) {
+      res.setHeader("WWW-Authenticate", 'Bearer realm="agents"');
+      next(new AppError("UNAUTHORIZED", "an agent token is required: Authorization: Bearer <token>"));
+      return;
+    }
+    const check = verifyAgentToken(authSecret, match[1], now());
+    if (!check.ok) {
+      res.setHeader("WWW-Authenticate", `Bearer realm="agents", error="invalid_token"`);
+      next(new AppError("UNAUTHORIZED", `agent token refused: ${check.reason}`));
+      return;
+    }
+    principals.set(req, check.principal);
+    next();
+  };
+}
+
+/** The agent `requireAgent` let through (a route behind it always has one). */
+export function agentOf(req: Request): AgentPrincipal {
+  const principal = principals.get(req);
+  if (!principal) throw new AppError("UNAUTHORIZED", "an agent token is required");
+  return principal;
+}

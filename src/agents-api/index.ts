@@ -1,0 +1,58 @@
+import type { Express } from "express";
+import type { AskRegistry } from "../asks/registry.ts";
+import type { Logger } from "../logger.ts";
+import type { Db } from "../store/db.ts";
+import { mountAgentHttpApi } from "./http.ts";
+import { mountMcp } from "./mcp.ts";
+import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
+import { AgentStore } from "./store.ts";
+
+export type { AgentCardPort, AgentCardTarget } from "./service.ts";
+export { AgentTasks } from "./service.ts";
+
+/**
+ * Any agent can ask a Feishu user (issue 17): the MCP server at /mcp and the HTTP API under /api, over one
+ * AgentTasks. `cards` is the Feishu channel's agent-card hook; main.ts and the tests wire it the same way.
+ */
+export function createAgentsApi(options: {
+  registry: AskRegistry;
+  cards: AgentCardPort;
+  /** Keeps tasks and asks across restarts (the bot's SQLite). */
+  db?: Db;
+  authSecret: string;
+  askTimeoutMs: number;
+  now: () => number;
+  logger: Logger;
+  tuning?: Pick<AgentTasksOptions, "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId">;
+}): { tasks: AgentTasks; mount: (app: Express) => void } {
+  const tasks = new AgentTasks({
+    registry: options.registry,
+    cards: options.cards,
+    now: options.now,
+    askTimeoutMs: options.askTimeoutMs,
+    logger: options.logger.child({ module: "agents" }),
+    ...(options.db ? { store: new AgentStore(options.db) } : {}),
+    ...options.tuning,
+  });
+  const deps = { tasks, authSecret: options.authSecret, now: options.now, logger: options.logger };
+  return {
+    tasks,
+    mount(app) {
+      mountMcp(app, deps);
+      mountAgentHttpApi(app, deps);
+    },
+  };
+}
+
+/** The Feishu channel as the agents' card port (its openAgentCard / updateAgentRun / resumeAgentCard hook). */
+export function agentCardsOn(channel: {
+  openAgentCard: AgentCardPort["open"];
+  updateAgentRun: AgentCardPort["update"];
+  resumeAgentCard: AgentCardPort["resume"];
+}): AgentCardPort {
+  return {
+    open: (run, where) => channel.openAgentCard(run, where),
+    update: (run) => channel.updateAgentRun(run),
+    resume: (run, where) => channel.resumeAgentCard(run, where),
+  };
+}

@@ -1,0 +1,327 @@
+import { randomUUID } from "node:crypto";
+import type { AskRegistry } from "../asks/registry.ts";
+import { parseAskInput } from "../asks/schema.ts";
+import { AppError } from "../errors.ts";
+import type { RunView, Step } from "../harness/types.ts";
+import type { Logger } from "../logger.ts";
+import { strings } from "../strings.ts";
+import { AgentGuard } from "./guard.ts";
+import { type AgentAsk, AskLedger } from "./ledger.ts";
+import type { RateRule } from "./rate-limit.ts";
+import type {
+  AskResult,
+  AskUserQuestionsInput,
+  FinishTaskInput,
+  ReportProgressInput,
+  StartTaskInput,
+} from "./schemas.ts";
+import { type AgentStore, storedRunSchema } from "./store.ts";
+import type { AgentPrincipal } from "./token.ts";
+import { type WaitOptions, waitForSettle } from "./wait.ts";
+
+/**
+ * What an outside agent may do, whatever it speaks (MCP at /mcp, plain HTTP at /api): open a progress card,
+ * report steps, ask on it, read the answers, finish. Every check — the allow-list, the rate limits, the
+ * answerer rule — runs before the card or form exists, so a refused call shows nothing to anyone.
+ * Cards go through the Feishu channel's own card machinery (publisher, registry events) via `AgentCardPort`.
+ */
+
+export interface AgentCardTarget {
+  /** Where the card is sent: a person's private chat by open_id, or a group by chat id. */
+  target: { openId: string } | { chatId: string };
+  chatType: "private" | "group";
+  agent: string;
+}
+
+/** The Feishu channel's hook for agent cards (FeishuChannel.openAgentCard / updateAgentRun). */
+export interface AgentCardPort {
+  open(run: RunView, where: AgentCardTarget): void;
+  update(run: RunView): void;
+  /** After a restart: the task's card again (the same message when it was recorded), showing `run`. */
+  resume(run: RunView, where: AgentCardTarget): void;
+}
+
+export interface AgentTasksOptions {
+  registry: AskRegistry;
+  cards: AgentCardPort;
+  now: () => number;
+  newId?: () => string;
+  /** The ask deadline when the agent gives no timeout_s (ASK_TIMEOUT_MS). */
+  askTimeoutMs: number;
+  /** New cards and questions per agent, and per person or chat shown them. */
+  perAgent?: RateRule;
+  perTarget?: RateRule;
+  /** A person's display name for the wait notifications, when known (local mode knows Alice, Bob, Carol). */
+  nameOf?: (openId: string) => string | undefined;
+  /** How often a waiting call reports progress (15 s). */
+  progressIntervalMs?: number;
+  /** Tasks and asks kept across restarts; without it they live in memory only. */
+  store?: AgentStore;
+  logger?: Logger;
+}
+
+interface AgentTask {
+  agent: string;
+  to: string;
+  chatType: "private" | "group";
+  /** A question card opened by ask_user_questions without a task: it ends when its question does. */
+  implicit: boolean;
+  run: RunView;
+}
+
+const MAX_STEPS = 200;
+const MAX_TASKS_KEPT = 5000;
+
+export class AgentTasks {
+  readonly #o: AgentTasksOptions;
+  readonly #tasks = new Map<string, AgentTask>();
+  readonly #guard: AgentGuard;
+  readonly #newId: () => string;
+  readonly ledger: AskLedger;
+
+  constructor(options: AgentTasksOptions) {
+    this.#o = options;
+    this.#newId = options.newId ?? randomUUID;
+    this.#guard = new AgentGuard(options);
+    this.ledger = new AskLedger(options.registry, {
+      now: options.now,
+      ...(options.store ? { store: options.store } : {}),
+    });
+    options.registry.on("settled", ({ ask, outcome }) => this.#endImplicit(ask.runId, outcome.kind));
+  }
+
+  /** After a restart: every task that was running gets its card back and takes calls again. */
+  resume(): number {
+    const stored = this.#o.store?.runningTasks() ?? [];
+    let resumed = 0;
+    for (const row of stored) {
+      const run = storedRunSchema.safeParse(row.run);
+      if (!run.success) continue;
+      const task: AgentTask = {
+        agent: row.agent,
+        to: row.to,
+        chatType: row.chatType,
+        implicit: row.implicit,
+        run: run.data,
+      };
+      this.#tasks.set(row.id, task);
+      this.#o.cards.resume(task.run, this.#where(task));
+      resumed += 1;
+    }
+    return resumed;
+  }
+
+  startTask(who: AgentPrincipal, input: StartTaskInput): { task_id: string } {
+    this.#guard.mayShow(who, input.to, input.to);
+    const task = this.#open(who, input.to, input.title, false);
+    this.#o.logger?.info({ agent: who.agent, taskId: task.run.id, to: input.to }, "agent task started");
+    return { task_id: task.run.id };
+  }
+
+  reportProgress(who: AgentPrincipal, input: ReportProgressInput): { task_id: string; steps: number } {
+    const task = this.#running(who, input.task_id);
+    const now = this.#o.now();
+    const status = input.status ?? "running";
+    const steps = [...task.run.steps];
+    // The same step text updates that step (running → done); a new text is a new step.
+    const index = steps.findLastIndex((step) => step.title === input.step);
+    const previous = index >= 0 ? steps[index] : undefined;
+    const step: Step = {
+      id: previous?.id ?? `s${steps.length + 1}`,
+      tool: "agent",
+      title: input.step,
+      status,
+      ...(input.detail ? { summary: input.detail } : {}),
+      startedAt: previous?.startedAt ?? now,
+      ...(status !== "running" ? { endedAt: now } : {}),
+    };
+    if (previous) steps[index] = step;
+    else steps.push(step);
+    this.#update(task, { steps: steps.slice(-MAX_STEPS) });
+    return { task_id: task.run.id, steps: task.run.steps.length };
+  }
+
+  /** Registers the question on the card (after every check) and returns its ask id; `wait` gets the answer. */
+  ask(who: AgentPrincipal, input: AskUserQuestionsInput): string {
+    // The shared question rules (unique texts and labels, limits) from the one module that owns them.
+    const parsed = parseAskInput({
+      questions: input.questions,
+      ...(input.metadata ? { metadata: input.metadata } : {}),
+    });
+    if (!parsed.ok) throw new AppError("INVALID_INPUT", parsed.error);
+    const existing = input.task_id !== undefined ? this.#running(who, input.task_id) : undefined;
+    if (existing && input.to !== undefined && input.to !== existing.to)
+      throw new AppError(
+        "INVALID_INPUT",
+        `to: task ${existing.run.id} is shown to ${existing.to}, not ${input.to}`,
+      );
+    const to = existing?.to ?? input.to;
+    if (to === undefined)
+      throw new AppError("INVALID_INPUT", "give task_id (ask on its card) or to (a new card)");
+    const group = to.startsWith("oc_");
+    if (group && input.answerer === undefined)
+      throw new AppError("INVALID_INPUT", "answerer: required in a group chat (the open_id who may answer)");
+    if (!group && input.answerer !== undefined && input.answerer !== to)
+      throw new AppError("INVALID_INPUT", "answerer: in a private chat only its person can answer");
+    const answerer = input.answerer ?? to;
+    this.#guard.mayShow(who, to, answerer);
+    const questions = parsed.value.questions.map((question) => ({
+      ...question,
+      // Option previews from outside agents are plain text: no fence of their own, so no markdown renders.
+      options: question.options.map((option) =>
+        option.preview === undefined
+          ? option
+          : { ...option, preview: option.preview.replaceAll("```", "'''") },
+      ),
+    }));
+    const title = input.reason ?? questions[0]?.question ?? strings.agents.questionCardTitle(who.agent);
+    const task = existing ?? this.#open(who, to, title, true);
+    const fresh = existing === undefined;
+    // A group card's forms name whose answer they wait for: the answerer of its latest question.
+    if (task.run.senderId !== answerer) this.#update(task, { senderId: answerer });
+    const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
+    const ask = this.#o.registry.register({
+      sessionId: task.run.sessionId,
+      runId: task.run.id,
+      answererId: answerer,
+      questions,
+      ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+      surfaces: ["feishu"],
+      ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      timeoutMs,
+    });
+    const entry: AgentAsk = {
+      askId: ask.requestId,
+      agent: who.agent,
+      taskId: task.run.id,
+      answererId: answerer,
+      createdAt: ask.createdAt,
+      expiresAt: ask.expiresAt,
+    };
+    this.ledger.add(entry);
+    this.#o.logger?.info(
+      { agent: who.agent, askId: ask.requestId, taskId: task.run.id, answerer, questions: questions.length },
+      "agent asked",
+    );
+    // A new question card goes out once its question is registered, so its first send carries the form.
+    if (fresh) this.#show(task);
+    return ask.requestId;
+  }
+
+  /** The ask's result now, or after waiting up to `waitMs` for it to settle. */
+  async wait(who: AgentPrincipal, askId: string, options: WaitOptions): Promise<AskResult> {
+    const entry = this.#ask(who, askId);
+    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.get(askId)) this.ledger.markLost(askId);
+    if (!this.ledger.settledOutcome(askId)) {
+      const name = this.#o.nameOf?.(entry.answererId) ?? entry.answererId;
+      await waitForSettle(this.#o.registry.waitForAnswer(askId), {
+        ...options,
+        intervalMs: this.#o.progressIntervalMs ?? 15_000,
+        message: () => strings.agents.waiting(name, Math.floor((this.#o.now() - entry.createdAt) / 60_000)),
+      });
+    }
+    return this.ledger.result(askId);
+  }
+
+  cancelQuestion(who: AgentPrincipal, askId: string): AskResult {
+    this.#ask(who, askId);
+    this.#o.registry.cancel(askId, `cancelled by ${who.agent}`);
+    return this.ledger.result(askId);
+  }
+
+  finishTask(who: AgentPrincipal, input: FinishTaskInput): { task_id: string; status: string } {
+    const task = this.#owned(who, input.task_id);
+    if (task.run.status !== "running") return { task_id: task.run.id, status: task.run.status };
+    this.#finish(task, input.status, input.text);
+    return { task_id: task.run.id, status: input.status };
+  }
+
+  // --------------------------------------------------------------------------------------------------
+
+  #open(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
+    const chatType = to.startsWith("oc_") ? "group" : "private";
+    const id = this.#newId();
+    const run: RunView = {
+      id,
+      // The agent's name is in the session id, so the ask audit rows say which agent asked.
+      sessionId: `agent:${who.agent}:${to}`,
+      senderId: chatType === "private" ? to : "",
+      input: title,
+      status: "running",
+      steps: [],
+      startedAt: this.#o.now(),
+    };
+    const task: AgentTask = { agent: who.agent, to, chatType, implicit, run };
+    this.#remember(id, task);
+    if (!implicit) this.#show(task);
+    return task;
+  }
+
+  #show(task: AgentTask): void {
+    this.#o.cards.open(task.run, this.#where(task));
+  }
+
+  #where(task: AgentTask): AgentCardTarget {
+    const target = task.chatType === "group" ? { chatId: task.to } : { openId: task.to };
+    return { target, chatType: task.chatType, agent: task.agent };
+  }
+
+  #save(task: AgentTask): void {
+    this.#o.store?.saveTask({ id: task.run.id, ...task, status: task.run.status }, this.#o.now());
+  }
+
+  #remember(id: string, task: AgentTask): void {
+    this.#tasks.set(id, task);
+    this.#save(task);
+    if (this.#tasks.size <= MAX_TASKS_KEPT) return;
+    for (const [oldId, old] of this.#tasks) {
+      if (this.#tasks.size <= MAX_TASKS_KEPT) break;
+      if (old.run.status !== "running") this.#tasks.delete(oldId);
+    }
+  }
+
+  #update(task: AgentTask, patch: Partial<RunView>): void {
+    task.run = { ...task.run, ...patch };
+    this.#save(task);
+    this.#o.cards.update(task.run);
+  }
+
+  #finish(task: AgentTask, status: "completed" | "failed" | "cancelled", text: string | undefined): void {
+    for (const ask of this.#o.registry.getPendingForSession(task.run.sessionId))
+      if (ask.runId === task.run.id) this.#o.registry.cancel(ask.requestId, `task ${status}`);
+    this.#update(task, {
+      status,
+      endedAt: this.#o.now(),
+      ...(status === "failed" ? { error: text ?? "" } : text !== undefined ? { text } : {}),
+    });
+  }
+
+  #endImplicit(taskId: string, outcome: string): void {
+    const task = this.#tasks.get(taskId);
+    if (!task?.implicit || task.run.status !== "running") return;
+    const pending = this.#o.registry.getPendingForSession(task.run.sessionId).some((a) => a.runId === taskId);
+    if (pending) return;
+    const answered = outcome === "answered";
+    this.#finish(task, "completed", answered ? strings.agents.answered : strings.agents.notAnswered);
+  }
+
+  #owned(who: AgentPrincipal, taskId: string): AgentTask {
+    const task = this.#tasks.get(taskId);
+    // Another agent's task is as unknown as one that never was.
+    if (!task || task.agent !== who.agent) throw new AppError("NOT_FOUND", `no task ${taskId}`);
+    return task;
+  }
+
+  #running(who: AgentPrincipal, taskId: string): AgentTask {
+    const task = this.#owned(who, taskId);
+    if (task.run.status !== "running")
+      throw new AppError("CONFLICT", `task ${taskId} is ${task.run.status}; start a new task`);
+    return task;
+  }
+
+  #ask(who: AgentPrincipal, askId: string): AgentAsk {
+    const entry = this.ledger.get(who.agent, askId);
+    if (!entry) throw new AppError("NOT_FOUND", `no question ${askId}`);
+    return entry;
+  }
+}

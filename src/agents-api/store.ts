@@ -1,0 +1,202 @@
+import { z } from "zod";
+import type { AskOutcome } from "../asks/registry.ts";
+import { answerSchema } from "../asks/schema.ts";
+import type { Db } from "../store/db.ts";
+
+/**
+ * Outside agents' tasks and asks in SQLite, so a bot restart loses neither: report_progress and finish_task
+ * reach the same card afterwards, and get_answers still returns an answer given before the restart.
+ * The tables are created here (IF NOT EXISTS) rather than as a numbered migration, so this branch's schema
+ * cannot collide with another branch's migration number; fold them into MIGRATIONS when merged.
+ */
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS agent_tasks (
+    id          TEXT PRIMARY KEY,
+    agent       TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    chat_type   TEXT NOT NULL,
+    implicit    INTEGER NOT NULL,
+    run_json    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS agent_tasks_by_status ON agent_tasks(status);
+  CREATE TABLE IF NOT EXISTS agent_asks (
+    ask_id        TEXT PRIMARY KEY,
+    agent         TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    answerer_id   TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    outcome_json  TEXT,
+    settled_at    INTEGER
+  );
+`;
+
+export interface StoredTask {
+  id: string;
+  agent: string;
+  to: string;
+  chatType: "private" | "group";
+  implicit: boolean;
+  run: unknown;
+}
+
+const stepSchema = z.object({
+  id: z.string(),
+  tool: z.string(),
+  title: z.string(),
+  status: z.enum(["running", "done", "failed"]),
+  summary: z.string().optional(),
+  startedAt: z.number(),
+  endedAt: z.number().optional(),
+});
+
+/** What a stored run must be to be shown again; anything else is skipped, not trusted. */
+export const storedRunSchema = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  senderId: z.string(),
+  input: z.string(),
+  status: z.enum(["running", "recovering", "completed", "failed", "cancelled"]),
+  steps: z.array(stepSchema),
+  text: z.string().optional(),
+  error: z.string().optional(),
+  startedAt: z.number(),
+  endedAt: z.number().optional(),
+});
+
+const outcomeSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("answered"),
+    answers: z.array(answerSchema),
+    surface: z.string(),
+    userId: z.string(),
+  }),
+  z.object({ kind: z.literal("timeout") }),
+  z.object({ kind: z.literal("cancelled"), reason: z.string() }),
+]);
+
+interface TaskRow {
+  id: string;
+  agent: string;
+  target: string;
+  chat_type: string;
+  implicit: number;
+  run_json: string;
+}
+
+interface AskRow {
+  ask_id: string;
+  agent: string;
+  task_id: string;
+  answerer_id: string;
+  created_at: number;
+  expires_at: number;
+  outcome_json: string | null;
+  settled_at: number | null;
+}
+
+export class AgentStore {
+  readonly #sql;
+
+  constructor(db: Db) {
+    db.exec(SCHEMA);
+    // Prepared once: report_progress writes a row per call.
+    this.#sql = {
+      saveTask: db.prepare(
+        `INSERT INTO agent_tasks (id, agent, target, chat_type, implicit, run_json, status, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET run_json = excluded.run_json, status = excluded.status,
+           updated_at = excluded.updated_at`,
+      ),
+      runningTasks: db.prepare<[], TaskRow>(
+        "SELECT * FROM agent_tasks WHERE status = 'running' ORDER BY updated_at",
+      ),
+      saveAsk: db.prepare(
+        `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
+      settleAsk: db.prepare(
+        "UPDATE agent_asks SET outcome_json = ?, settled_at = ? WHERE ask_id = ? AND outcome_json IS NULL",
+      ),
+      ask: db.prepare<[string], AskRow>("SELECT * FROM agent_asks WHERE ask_id = ?"),
+    };
+  }
+
+  saveTask(task: StoredTask & { status: string }, now: number): void {
+    this.#sql.saveTask.run(
+      task.id,
+      task.agent,
+      task.to,
+      task.chatType,
+      task.implicit ? 1 : 0,
+      JSON.stringify(task.run),
+      task.status,
+      now,
+    );
+  }
+
+  /** Tasks still running when the process stopped. */
+  runningTasks(): StoredTask[] {
+    const rows = this.#sql.runningTasks.all();
+    return rows.map((row) => ({
+      id: row.id,
+      agent: row.agent,
+      to: row.target,
+      chatType: row.chat_type === "group" ? "group" : "private",
+      implicit: row.implicit === 1,
+      run: safeJson(row.run_json),
+    }));
+  }
+
+  saveAsk(ask: {
+    askId: string;
+    agent: string;
+    taskId: string;
+    answererId: string;
+    createdAt: number;
+    expiresAt: number;
+  }): void {
+    this.#sql.saveAsk.run(ask.askId, ask.agent, ask.taskId, ask.answererId, ask.createdAt, ask.expiresAt);
+  }
+
+  settleAsk(askId: string, outcome: AskOutcome, now: number): void {
+    this.#sql.settleAsk.run(JSON.stringify(outcome), now, askId);
+  }
+
+  ask(askId: string):
+    | {
+        agent: string;
+        taskId: string;
+        answererId: string;
+        createdAt: number;
+        expiresAt: number;
+        outcome?: AskOutcome;
+        settledAt?: number;
+      }
+    | undefined {
+    const row = this.#sql.ask.get(askId);
+    if (!row) return undefined;
+    const outcome =
+      row.outcome_json === null ? undefined : outcomeSchema.safeParse(safeJson(row.outcome_json));
+    return {
+      agent: row.agent,
+      taskId: row.task_id,
+      answererId: row.answerer_id,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+      ...(outcome?.success ? { outcome: outcome.data } : {}),
+      ...(row.settled_at !== null ? { settledAt: row.settled_at } : {}),
+    };
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return { unreadable: error instanceof Error ? error.message : "json" };
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * 连接外部 Agent: a folded panel in the console with a ready agent token and the lines that connect Claude
+ * Code and Codex to this bot (GET /console/api/agent-setup, local mode only). Text only: every value goes in
+ * with textContent, never as HTML.
+ */
+
+const BLOCKS = [
+  ["claudeCode", "Claude Code"],
+  ["codexToml", "Codex · ~/.codex/config.toml"],
+  ["codexEnv", "Codex · 环境变量"],
+  ["curl", "HTTP API (curl)"],
+  ["token", "Agent token"],
+];
+
+/** @param {Document} doc @param {Record<string, unknown>} setup */
+export function renderAgentPanel(doc, setup) {
+  const panel = doc.createElement("details");
+  panel.className = "agent-panel";
+  panel.dataset.testid = "agent-setup";
+  const summary = doc.createElement("summary");
+  summary.textContent = "连接外部 Agent(MCP)";
+  panel.append(summary);
+  const intro = doc.createElement("p");
+  intro.className = "agent-intro";
+  const allowed = Array.isArray(setup.mayAsk) ? setup.mayAsk.join(", ") : "";
+  intro.textContent = `“${String(setup.agent)}”可以向 ${allowed} 提问。把下面任一段配置给你的 Agent,它就能在这里开进度卡片、提问、收到回答。`;
+  panel.append(intro);
+  for (const [key, title] of BLOCKS) {
+    const value = setup[key];
+    if (typeof value !== "string") continue;
+    const heading = doc.createElement("div");
+    heading.className = "agent-block-title";
+    heading.textContent = title;
+    const pre = doc.createElement("pre");
+    pre.className = "agent-block";
+    pre.dataset.testid = `agent-setup-${key}`;
+    pre.textContent = value;
+    panel.append(heading, pre);
+  }
+  return panel;
+}
+
+async function mount() {
+  const host = document.querySelector(".log-panel");
+  if (!host) return;
+  const response = await fetch("/console/api/agent-setup", { cache: "no-store" });
+  if (!response.ok) return;
+  host.prepend(renderAgentPanel(document, await response.json()));
+}
+
+if (typeof document !== "undefined") {
+  mount().catch((error) => console.warn("agent setup panel unavailable", error));
+}

@@ -1,0 +1,83 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { askResultSchema, taskResultSchema } from "../src/agents-api/schemas.ts";
+import { p2pChatId } from "../src/local/emulator/ids.ts";
+import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
+import { type AgentsRig, ALICE, QUESTION, startAgentsRig, submitValue } from "./helpers/agents.ts";
+import { tempDir } from "./helpers/core.ts";
+import { cardText, formsOn, WEBHOOK_KEY } from "./helpers/feishu.ts";
+
+/** A bot restart between an agent's calls: the same card, the answer given before it, no lost task. */
+
+const rigs: AgentsRig[] = [];
+const emulators: Emulator[] = [];
+afterEach(async () => {
+  for (const rig of rigs.splice(0)) await rig.stop();
+  for (const emulator of emulators.splice(0)) await emulator.close();
+});
+
+describe("outside agents across a bot restart", () => {
+  it("keeps the task's card and the answer given before the restart", async () => {
+    // Feishu (the emulator) stays up while the bot restarts on the same data dir.
+    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
+    emulators.push(emulator);
+    const dataDir = tempDir();
+    const first = await startAgentsRig({ dataDir, emulator });
+    const token = first.token("Claude Code", [ALICE], 600_000);
+    let client = await first.mcp(token);
+    const started = await client.callTool({
+      name: "start_task",
+      arguments: { to: ALICE, title: "Long job" },
+    });
+    const taskId = taskResultSchema.parse(started.structuredContent).task_id;
+    const asked = await client.callTool({
+      name: "ask_user_questions",
+      arguments: { task_id: taskId, questions: [QUESTION], wait_s: 0 },
+    });
+    const askId = askResultSchema.parse(asked.structuredContent).ask_id;
+    const cardId = await first.until(() => first.cardsIn(p2pChatId(ALICE))[0], "the card");
+    const card = await first.until(() => {
+      const c = first.cardOf(cardId);
+      return formsOn(c).length === 1 && c;
+    }, "the form");
+    await first.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: submitValue(card),
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0" },
+    });
+    // A second question, still open when the bot stops.
+    const open = await client.callTool({
+      name: "ask_user_questions",
+      arguments: { task_id: taskId, questions: [QUESTION], wait_s: 0 },
+    });
+    const openId = askResultSchema.parse(open.structuredContent).ask_id;
+    await first.stop();
+
+    const second = await startAgentsRig({ dataDir, emulator });
+    rigs.push(second);
+    client = await second.mcp(token);
+    const answered = askResultSchema.parse(
+      (await client.callTool({ name: "get_answers", arguments: { ask_id: askId, wait_s: 0 } }))
+        .structuredContent,
+    );
+    expect(answered).toMatchObject({ status: "answered", answers: [{ selectedLabels: ["Postgres"] }] });
+    // The open question died with the process that held it (until asks are durable): said, not pending for ever.
+    const lost = askResultSchema.parse(
+      (await client.callTool({ name: "get_answers", arguments: { ask_id: openId, wait_s: 5 } }))
+        .structuredContent,
+    );
+    expect(lost.status).toBe("cancelled");
+
+    await client.callTool({
+      name: "report_progress",
+      arguments: { task_id: taskId, step: "After the restart" },
+    });
+    await second.until(
+      () => cardText(second.cardOf(cardId)).includes("After the restart"),
+      "the step on the same card",
+    );
+    expect(formsOn(second.cardOf(cardId))).toEqual([]);
+    expect(second.cardsIn(p2pChatId(ALICE))).toEqual([cardId]);
+  });
+});
