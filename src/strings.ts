@@ -127,12 +127,12 @@ export const zh = {
   agents: {
     working: (agent: string) => `${agent} 正在处理…`,
     ended: (agent: string, elapsed: string) => `${agent} · ${elapsed}`,
-    askReason: (reason: string) => `**提问原因:** ${reason}`,
+    askReason: (reason: string) => `**提问原因：** ${reason}`,
     /** The progress notification of a waiting MCP call: "等待 Alice 在飞书回答 · 3 分钟". */
     waiting: (name: string, minutes: number) =>
       minutes < 1 ? `等待 ${name} 在飞书回答` : `等待 ${name} 在飞书回答 · ${minutes} 分钟`,
     questionCardTitle: (agent: string) => `${agent} 有问题要问你`,
-    answered: "已收到回答,谢谢!",
+    answered: "已收到回答，谢谢！",
     notAnswered: "提问已结束。",
   },
   demo: {
@@ -150,18 +150,18 @@ export const zh = {
   },
   acp: {
     notStarted: (command: string, reason: string) =>
-      `无法启动 ACP 智能体 ${command}: ${reason}(检查 ACP_COMMAND / ACP_ARGS)`,
-    exited: (detail: string) => `ACP 智能体进程意外退出(${detail}),下一条消息会重新启动它`,
+      `无法启动 ACP 智能体 ${command}：${reason}（检查 ACP_COMMAND / ACP_ARGS）`,
+    exited: (detail: string) => `ACP 智能体进程意外退出（${detail}），下一条消息会重新启动它`,
     hung: (seconds: number) =>
-      `ACP 智能体 ${seconds} 秒没有任何进展,已停止它(ACP_IDLE_TIMEOUT_MS);下一条消息会重新启动它`,
-    failed: (detail: string) => `ACP 智能体出错: ${detail}`,
+      `ACP 智能体 ${seconds} 秒没有任何进展，已停止它（ACP_IDLE_TIMEOUT_MS）；下一条消息会重新启动它`,
+    failed: (detail: string) => `ACP 智能体出错：${detail}`,
     refused: "ACP 智能体拒绝了这个请求",
-    emptyAnswer: "(智能体没有返回文字)",
-    stoppedAt: (reason: string) => `(智能体已停止: ${reason})`,
+    emptyAnswer: "（智能体没有返回文字）",
+    stoppedAt: (reason: string) => `（智能体已停止：${reason}）`,
     permissionHeader: "权限请求",
-    permissionTitle: (title: string) => `请求权限: ${title}`,
+    permissionTitle: (title: string) => `请求权限：${title}`,
     permissionQuestion: (title: string, kind: string, where: string) =>
-      `智能体想要${kind}:${title}${where ? `(${where})` : ""}。允许吗?`,
+      `智能体想要${kind}：${title}${where ? `（${where}）` : ""}。允许吗？`,
     toolKinds: {
       read: "读取",
       edit: "编辑",

@@ -66,7 +66,7 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
       return formsOn(c).length === 1 && c;
     }, "the permission form");
     const text = cardText(card);
-    expect(text).toContain("智能体想要编辑:Edit notes.md。允许吗?");
+    expect(text).toContain("智能体想要编辑：Edit notes.md。允许吗？");
     for (const label of ["Allow", "Always allow", "Reject"]) expect(text).toContain(label);
     expect(text).toContain("⬜ 编辑 · Edit notes.md");
 
@@ -136,7 +136,7 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     });
     const r = await rig(fixtureAgent({ logger }));
     const failed = cardText(await settled(r, await ask(r, "/crash"), "red"));
-    expect(failed).toContain("ACP 智能体进程意外退出(exit code 3)");
+    expect(failed).toContain("ACP 智能体进程意外退出（exit code 3）");
     expect(failed).not.toContain("crashing on purpose");
     expect(lines.join("\n")).toContain("fixture: crashing on purpose");
     const again = cardText(await settled(r, await ask(r, "/count")));

@@ -78,7 +78,7 @@ describe("AGENT=acp with Claude Code (claude-code-acp against a scripted Message
     // Its TodoWrite became the checklist; its write a step, paths shown relative to the chat's workspace.
     expect(text).toContain("⏳ 计划 1. 写 hello.txt");
     expect(text).toContain("编辑 · Write hello.txt · diff hello.txt");
-    expect(text).toContain("智能体想要编辑:Write hello.txt。允许吗?");
+    expect(text).toContain("智能体想要编辑：Write hello.txt。允许吗？");
     expect(fs.existsSync(path.join(workspace, "hello.txt"))).toBe(false);
     const requestId = requestIdsOn(card)[0] ?? "";
     const ask = r.core.registry.get(requestId);

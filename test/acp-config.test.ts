@@ -59,7 +59,7 @@ describe("ACP permission requests as asks", () => {
   it("makes one valid single-choice question from the agent's options, naming the tool call", () => {
     const ask = permissionAsk(request(["Allow", "Reject"]), about);
     expect(parseAskInput(ask.args).ok).toBe(true);
-    expect(ask.args.questions[0]?.question).toBe("智能体想要执行命令:Run rm -rf build。允许吗?");
+    expect(ask.args.questions[0]?.question).toBe("智能体想要执行命令：Run rm -rf build。允许吗？");
     expect(ask.args.questions[0]?.options.map((o) => o.label)).toEqual(["Allow", "Reject"]);
   });
 

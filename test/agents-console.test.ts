@@ -6,7 +6,7 @@ import { verifyAgentToken } from "../src/agents-api/token.ts";
 
 /** Local mode's 连接外部 Agent panel: a token that works, and lines that carry it. */
 
-const SECRET = "console-secret-0123456789";
+const SECRET = "console-secret-0123456789-0123456789";
 let server: Server | undefined;
 afterEach(async () => {
   await new Promise((resolve) => server?.close(resolve));

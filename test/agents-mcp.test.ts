@@ -82,7 +82,7 @@ describe("MCP server at /mcp", () => {
       const c = r.cardOf(cardId);
       return formsOn(c).length === 1 && c;
     }, "the form on the card");
-    expect(cardText(card)).toContain("提问原因:** The schema fits both");
+    expect(cardText(card)).toContain("提问原因：** The schema fits both");
 
     const wrong = await r.click({
       messageId: cardId,

@@ -140,7 +140,7 @@ export function exampleCards(): Record<string, Card> {
             status: "pending",
             summary: "diff config.json",
           },
-          { tool: "ask_user_questions", title: "请求权限: Edit config.json", status: "running" },
+          { tool: "ask_user_questions", title: "请求权限：Edit config.json", status: "running" },
         ],
       },
       [
@@ -148,7 +148,7 @@ export function exampleCards(): Record<string, Card> {
           requestId: "req_0100",
           questions: [
             {
-              question: "智能体想要编辑:Edit config.json。允许吗?",
+              question: "智能体想要编辑：Edit config.json。允许吗？",
               header: "权限请求",
               multiSelect: false,
               options: [

@@ -93,7 +93,7 @@ describe("the console's agent panel", () => {
     const card = page
       .locator('[data-testid="message"][data-sender-type="app"]')
       .filter({ hasText: "Local Agent 正在处理…" });
-    await card.getByText("提问原因:").waitFor({ timeout: WAIT_MS });
+    await card.getByText("提问原因：").waitFor({ timeout: WAIT_MS });
     await card
       .locator('[data-testid="form-field"][data-tag="select_static"]')
       .selectOption({ label: "SQLite" });

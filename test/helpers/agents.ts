@@ -8,7 +8,7 @@ import type { Emulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { type FeishuRig, startFeishuRig } from "./feishu.ts";
 
-export const SECRET = "test-secret-0123456789";
+export const SECRET = "test-secret-0123456789-0123456789";
 export const ALICE = "ou_alice";
 export const BOB = "ou_bob";
 export const CAROL = "ou_carol";
