@@ -100,12 +100,12 @@ async function scrape(base: string): Promise<string> {
 
 const cardOf = (emulator: Emulator, id: string): Card =>
   JSON.parse(emulator.messages.getMessage(id)?.content ?? "{}");
-/** The queued message gets a 消息已排队 card first, then its progress card: the latest reply. */
-const lastCardReplyingTo = (emulator: Emulator, messageId: string) =>
+/** The queued message gets a 消息已排队 card first, then its progress card: the reply that is not the first. */
+const progressCardReplyingTo = (emulator: Emulator, messageId: string, queuedCardId: string) =>
   emulator.messages
     .listMessages()
-    .filter((m) => m.parentId === messageId && m.msgType === "interactive")
-    .at(-1)?.messageId;
+    .find((m) => m.parentId === messageId && m.msgType === "interactive" && m.messageId !== queuedCardId)
+    ?.messageId;
 const webhook = (base: string) => `${base}/feishu/events`;
 
 describe("/metrics", () => {
@@ -129,6 +129,11 @@ describe("/metrics", () => {
     const queued = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
     expect((await emulator.deliverWebhook(webhook(base), queued)).status).toBe(200);
     await until(() => core.store.queuedTotal() === 1, "the queued message");
+    // Its 消息已排队 card: while the first run waits it is the only reply to the queued message.
+    const queuedCard = await until(
+      () => cardReplyingTo(emulator, queued.event.message.message_id),
+      "the queued card",
+    );
     const waiting = await scrape(base);
     expect(sample(waiting, "fpb_pending_asks")).toBe(1);
     expect(sample(waiting, "fpb_queued_messages")).toBe(1);
@@ -147,13 +152,17 @@ describe("/metrics", () => {
     expect(answered.status).toBe(200);
     // Both cards end green: the asked one, then the queued /quick on a progress card of its own.
     await until(() => core.store.runCounts().completed === 2, "both runs to complete");
+    // The /quick run can end before its progress card is posted (the run never waits for its card): wait
+    // for that reply itself rather than taking whichever reply is latest, which may still be the queued card.
     const secondCard = await until(
-      () => lastCardReplyingTo(emulator, queued.event.message.message_id),
+      () => progressCardReplyingTo(emulator, queued.event.message.message_id, queuedCard),
       "card 2",
     );
     for (const id of [cardId, secondCard]) {
       await until(() => cardOf(emulator, id).header?.template === "green", `${id} completed`);
     }
+    // The queued card's last state says the message's task started (blue); it is not the progress card.
+    await until(() => cardOf(emulator, queuedCard).header?.template === "blue", "the queued card started");
 
     const after = await scrape(base);
     expect(sample(after, 'fpb_card_patches_total{outcome="rate_limited",code="230020"}')).toBe(1);

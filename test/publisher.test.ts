@@ -591,6 +591,29 @@ describe("after a card callback: the settle rule (docs/long-connection.md)", () 
     expect(rig.contents()).toEqual(["answered step 0 forms "]);
   });
 
+  it("PATCHes the current state when a PATCH already on the wire lands while the callback is answered", async () => {
+    let landed: () => void = () => {};
+    let calls = 0;
+    const first = new Promise<void>((resolve) => {
+      landed = resolve;
+    });
+    const rig = setup({ patch: () => (++calls === 1 ? first : Promise.resolve()) });
+    rig.state.step = 1;
+    rig.publisher.request();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(rig.contents()).toEqual(["running step 1 forms "]); // sent, no answer yet
+    // The click comes now; the task ends before the answer is built, so the answer carries the final card.
+    const release = rig.publisher.hold();
+    rig.state.status = "completed";
+    rig.publisher.request();
+    const answered = cardFor(rig.state);
+    landed(); // the step-1 PATCH lands during the callback: the platform may show it, not the answer's card
+    await vi.advanceTimersByTimeAsync(0);
+    release(answered);
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["running step 1 forms ", "completed step 1 forms "]);
+  });
+
   it("PATCHes the current state after two overlapping callbacks, whichever card the platform applied last", async () => {
     const rig = setup({ patch: async () => {} });
     const releaseSubmit = rig.publisher.hold();

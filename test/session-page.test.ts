@@ -9,6 +9,7 @@ import { checkAnswers } from "../src/asks/answers.ts";
 import type { AskQuestion } from "../src/asks/schema.ts";
 import { signToken, verifyToken } from "../src/auth/token.ts";
 import { type Core, createCore } from "../src/core.ts";
+import { VIEW_MEMBERSHIP_MS } from "../src/harness/access.ts";
 import { createLogger } from "../src/logger.ts";
 import { type Db, openDatabase } from "../src/store/db.ts";
 import { type LocalUser, safeNext } from "../src/web/auth.ts";
@@ -39,6 +40,7 @@ import {
 
 const ALICE = "ou_alice";
 const BOB = "ou_bob";
+const CAROL = "ou_carol";
 const LOCAL_USERS: LocalUser[] = [
   { openId: ALICE, name: "Alice" },
   { openId: BOB, name: "Bob" },
@@ -68,13 +70,23 @@ afterEach(async () => {
 });
 
 /** The real core and app on 127.0.0.1:0, with the session pages mounted through `createApp({routes})`. */
-async function startPageServer(options: { localUsers?: LocalUser[] } = {}): Promise<PageServer> {
+async function startPageServer(
+  options: { localUsers?: LocalUser[]; coreNow?: () => number } = {},
+): Promise<PageServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-page-"));
   const db: Db = openDatabase(path.join(dir, "bot.sqlite"));
   const logger = createLogger({ level: "silent" });
   const secret = `page-secret-${path.basename(dir)}`;
   const agent = createScriptedAskAgent();
-  const core = createCore({ db, logger, agent, tools: [], askTimeoutMs: 60_000, authSecret: secret });
+  const core = createCore({
+    db,
+    logger,
+    agent,
+    tools: [],
+    askTimeoutMs: 60_000,
+    authSecret: secret,
+    ...(options.coreNow ? { now: options.coreNow } : {}),
+  });
   const clock = Date.now();
   const { server } = createApp({
     ...core,
@@ -430,7 +442,9 @@ describe("GET /api/sessions/:id", () => {
 
 describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", () => {
   it("serves the page, the history to who may view the session, and each run to them and to its own sender", async () => {
-    const server = await startPageServer();
+    // The runner's clock, apart from the pages' (which sign the tokens): it moves past the membership window.
+    let coreClock = Date.now();
+    const server = await startPageServer({ coreNow: () => coreClock });
     const session = createSession(server.core, ALICE, { chatType: "group", title: "飞书群聊" });
     const page = await get(server, `/sessions/${session.id}/runs/anything`);
     expect(page.status).toBe(200);
@@ -461,7 +475,22 @@ describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", (
     const current = await (await get(server, `${runs}/${second.id}`, asAlice)).json();
     expect(current).toMatchObject({ run: { id: second.id, status: "running" }, active: true });
 
-    // Bob may no longer view the chat's session (it runs Alice's task), but his own task's page still opens.
+    // Bob wrote in the group, so he is a member: he may view all of its runs, Alice's included (access.ts).
+    expect((await get(server, runs, asBob)).status).toBe(200);
+    const bobSeesAlices = await get(server, `${runs}/${second.id}`, asBob);
+    expect(await bobSeesAlices.json()).toMatchObject({ run: { id: second.id }, canViewSession: true });
+
+    // Carol was never seen in the chat: the history and every run are 403 to her.
+    const asCarol = { cookie: cookieFor(server.tokenFor(CAROL)) };
+    const carolsTries = [runs, `${runs}/${first.id}`, `${runs}/${second.id}`];
+    const carolSees = await Promise.all(
+      carolsTries.map(async (url) => (await get(server, url, asCarol)).status),
+    );
+    expect(carolSees).toEqual([403, 403, 403]);
+
+    // Once Bob has not been seen in the chat for longer than the window he is no member any more and may
+    // not view the chat's session, but his own task's page still opens.
+    coreClock += VIEW_MEMBERSHIP_MS + HOUR_MS;
     expect((await get(server, runs, asBob)).status).toBe(403);
     const own = await get(server, `${runs}/${first.id}`, asBob);
     expect(await own.json()).toMatchObject({ run: { id: first.id, senderId: BOB }, canViewSession: false });

@@ -78,8 +78,10 @@ export class CardPublisher {
   #rateFailures = 0;
   #idleWaiters: (() => void)[] = [];
   #wantedWhileHeld = false;
-  /** Callbacks overlapped during the current hold: the card the platform shows is not known. */
+  /** Callbacks, or a PATCH, overlapped during the current hold: the card the platform shows is not known. */
   #overlapped = false;
+  /** A patchCard call is on the wire (not merely waiting in the app-wide queue). */
+  #patching = false;
   /** Cards sent without an answer since the last PATCH that landed: the platform may still apply them. */
   #unanswered: string[] = [];
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
@@ -133,6 +135,9 @@ export class CardPublisher {
     // Two callbacks at once: the platform applies their cards in an order we cannot see, so what it shows
     // afterwards is unknown and the current state goes out whatever it is.
     if (this.#holds > 0) this.#overlapped = true;
+    // A PATCH already on the wire when the callback came lands while it is answered, before or after the
+    // answer's card: which of the two the platform shows is not known either (the emulator keeps the PATCH).
+    if (this.#patching) this.#overlapped = true;
     this.#holds += 1;
     this.#clearTimer();
     let released = false;
@@ -221,7 +226,12 @@ export class CardPublisher {
             slot.unused();
             return false;
           }
-          await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
+          this.#patching = true;
+          try {
+            await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
+          } finally {
+            this.#patching = false;
+          }
           this.#lastSentJson = json;
           this.#lastSentKey = key;
           // Every request() since the last rendered state went out in this one PATCH: all but one coalesced.

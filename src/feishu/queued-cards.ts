@@ -17,18 +17,23 @@ import type { FeishuMessenger } from "./messenger.ts";
 export class QueuedCards {
   readonly #o: {
     store: FeishuStore;
-    runner: SessionRunner;
-    messenger: FeishuMessenger;
+    runner: Pick<SessionRunner, "queued">;
+    messenger: Pick<FeishuMessenger, "replyCard" | "patchCard">;
     appLimiter: Limiter;
     logger: Logger;
   };
   /** The card each queued message shows now (as JSON), posted or patched; absent after a restart. */
   readonly #shown = new Map<string, string>();
+  /**
+   * Replies still on their way: the message's run can start (the task before it ended) before its card
+   * exists, and that card's 已开始 update must wait for it, or the card would say 排队中 for good.
+   */
+  readonly #posting = new Map<string, Promise<unknown>>();
 
   constructor(options: {
     store: FeishuStore;
-    runner: SessionRunner;
-    messenger: FeishuMessenger;
+    runner: Pick<SessionRunner, "queued">;
+    messenger: Pick<FeishuMessenger, "replyCard" | "patchCard">;
     appLimiter: Limiter;
     logger: Logger;
   }) {
@@ -49,9 +54,16 @@ export class QueuedCards {
       position,
       state: "queued",
     });
-    const sent = await this.#o.appLimiter(() =>
+    const replying = this.#o.appLimiter(() =>
       this.#o.messenger.replyCard(where.sourceMessageId, card, { uuid: `q-${queued.id}` }),
     );
+    this.#posting.set(queued.id, replying);
+    let sent: { messageId: string };
+    try {
+      sent = await replying;
+    } finally {
+      this.#posting.delete(queued.id);
+    }
     this.#shown.set(queued.id, JSON.stringify(card));
     this.#o.store.saveQueuedCard({
       queueId: queued.id,
@@ -72,6 +84,8 @@ export class QueuedCards {
     queueId: string,
     message: { senderId: string; text: string; sessionId: string },
   ): Promise<void> {
+    // A reply that failed left no card to update (post()'s caller reports it): settled is enough.
+    await Promise.allSettled([this.#posting.get(queueId)]);
     await this.#patch(queueId, { ...message, id: queueId }, 1, "started");
     this.#o.store.deleteQueuedCard(queueId);
     this.#shown.delete(queueId);

@@ -61,12 +61,32 @@ async function startBot(): Promise<typeof bot> {
   });
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const port = /"port":(\d+),"mode"/.exec(output)?.[1];
-    if (port) return { child, baseUrl: `http://localhost:${port}`, dataDir };
+    const port = listeningPort(output);
+    if (port !== undefined) return { child, baseUrl: `http://localhost:${port}`, dataDir };
     if (Date.now() > deadline || child.exitCode !== null)
       throw new Error(`the bot did not start:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** The listening line's shape: only what the test needs, whatever other fields the line carries. */
+const ListeningLine = z.object({ msg: z.literal("listening"), port: z.number().int().positive() });
+
+/** The port from the bot's JSON `listening` log line, once it has been written out in full. */
+function listeningPort(output: string): number | undefined {
+  for (const line of output.split("\n").slice(0, -1)) {
+    if (!line.startsWith("{")) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch (error) {
+      if (error instanceof SyntaxError) continue;
+      throw error;
+    }
+    const listening = ListeningLine.safeParse(parsed);
+    if (listening.success) return listening.data.port;
+  }
+  return undefined;
 }
 
 async function openConsole(width: number, user = ALICE): Promise<Page> {
