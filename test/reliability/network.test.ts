@@ -115,7 +115,8 @@ describe("local mode on the network", () => {
       // Linux routes all of 127/8 to lo: a socket bound to every interface accepts 127.0.0.2, one on 127.0.0.1 does not.
       expect(await connects("127.0.0.1", bot.port)).toBe(true);
       expect(await connects("127.0.0.2", bot.port)).toBe(false);
-      expect(bot.output()).toContain('"host":"127.0.0.1"');
+      // /healthz answers before the listening line: local mode logs it once the long connection is up.
+      await until(() => bot.output().includes('"host":"127.0.0.1"'), "the listening line", 10_000);
 
       // The key is the DATA_DIR's, owner-only, not the constant the source used to ship.
       const keyFile = path.join(dataDir, "webhook-key");
