@@ -4,7 +4,7 @@ import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
-import { recordAskAudit } from "./store/audit.ts";
+import { AskStore } from "./store/asks.ts";
 import type { Db } from "./store/db.ts";
 import { Store } from "./store/repos.ts";
 import { WsHub } from "./ws/hub.ts";
@@ -38,7 +38,15 @@ export function createCore(options: CoreOptions): Core {
   const onListenerError = (error: unknown, event: string) =>
     options.logger.error({ err: error, event }, "event listener failed");
   const store = new Store(options.db, now);
-  const registry = new AskRegistry({ timeoutMs: options.askTimeoutMs, now, newId, onListenerError });
+  const registry = new AskRegistry({
+    timeoutMs: options.askTimeoutMs,
+    now,
+    newId,
+    onListenerError,
+    store: new AskStore(options.db),
+  });
+  // Questions asked before a restart are waiting again, with their request ids and deadlines (DESIGN §8).
+  registry.restore();
   const dispatcher = new ToolDispatcher({
     registry,
     tools: options.tools,
@@ -64,6 +72,5 @@ export function createCore(options: CoreOptions): Core {
     ...(options.heartbeatIntervalMs ? { heartbeatIntervalMs: options.heartbeatIntervalMs } : {}),
   });
   dispatcher.addSurface(hub);
-  recordAskAudit(options.db, registry, now);
   return { store, registry, dispatcher, runner, hub };
 }
