@@ -7,6 +7,7 @@ import type { Logger } from "./logger.ts";
 import { AskStore } from "./store/asks.ts";
 import type { Db } from "./store/db.ts";
 import { Store } from "./store/repos.ts";
+import { TurnStore } from "./store/turns.ts";
 import { WsHub } from "./ws/hub.ts";
 
 export interface CoreOptions {
@@ -58,6 +59,7 @@ export function createCore(options: CoreOptions): Core {
     agent: options.agent,
     dispatcher,
     registry,
+    turns: new TurnStore(options.db, store),
     now,
     newId,
     logger: options.logger.child({ module: "runner" }),

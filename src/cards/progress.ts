@@ -3,7 +3,14 @@ import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
 import { escapeText, sanitizeMarkdown } from "./markdown.ts";
-import { type Card, type CardNode, type ColumnSetNode, type Template, type TextTag, tagColorFor } from "./model.ts";
+import {
+  type Card,
+  type CardNode,
+  type ColumnSetNode,
+  type Template,
+  type TextTag,
+  tagColorFor,
+} from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { oneLine, truncate } from "./text.ts";
 

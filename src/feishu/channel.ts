@@ -232,6 +232,10 @@ export class FeishuChannel implements AskSurface {
       if (row) {
         if (row.gone) return;
         const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+        // Questions the run was waiting on are still pending (durable asks): their forms come back with it.
+        card.asks = this.#o.registry
+          .getPendingForSession(run.sessionId)
+          .filter((ask) => ask.runId === run.id);
         this.#track(this.#recover(card, row.messageId));
         return;
       }
@@ -257,11 +261,15 @@ export class FeishuChannel implements AskSurface {
   }
 
   /**
-   * The first PATCH after a restart shows 任务正在恢复执行 without forms, whatever the resumed run does next:
-   * it wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
+   * The first PATCH after a restart: a run that was waiting on questions shows their forms again (the asks
+   * are durable, the same request ids answer them); any other run shows 任务正在恢复执行 without forms,
+   * which wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
    */
   async #recover(card: ActiveCard, messageId: string): Promise<void> {
-    const recovering = buildProgressCard(this.#view({ ...card.run, status: "recovering" }, card), []);
+    const recovering =
+      card.asks.length > 0
+        ? this.render({ ...card, run: { ...card.run, status: "running" } })
+        : buildProgressCard(this.#view({ ...card.run, status: "recovering" }, card), []);
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
     } catch (error) {
