@@ -154,6 +154,20 @@ export class SessionRunner {
     return { ok: true };
   }
 
+  /**
+   * 取消并处理新消息: the sender lets the message queued behind a question replace the run. Its asks end as
+   * superseded, the run as cancelled, and the queue runs next as after any cancel.
+   */
+  replace(sessionId: string, userId: string): ActionResult {
+    const active = this.#active.get(sessionId);
+    if (!active) return { ok: false, reason: "not_running" };
+    if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
+    if (this.#deps.store.queued(sessionId).length === 0) return { ok: false, reason: "not_found" };
+    this.#deps.registry.supersede(sessionId, ASK_ERRORS.cancelled);
+    active.controller.abort(new CancelledError());
+    return { ok: true };
+  }
+
   /** Re-runs the last input of a failed or cancelled run, as its sender. */
   retry(
     sessionId: string,
