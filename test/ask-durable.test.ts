@@ -175,3 +175,64 @@ describe("durable asks", () => {
     raw.close();
   });
 });
+
+describe("a database that refuses the write", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("loses no answer: complete throws, the ask stays pending, and the next answer lands once", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(db);
+    const errors: string[] = [];
+    const registry = new AskRegistry({
+      timeoutMs: TIMEOUT_MS,
+      now: () => Date.now(),
+      newId: () => `req-${++id}`,
+      onListenerError: (_error, event) => errors.push(event),
+      store,
+    });
+    const asked = ask(registry);
+    const settle = vi.spyOn(store, "settle").mockImplementationOnce(() => {
+      throw new Error("SQLITE_FULL: database or disk is full");
+    });
+    expect(() =>
+      registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+    ).toThrow("SQLITE_FULL");
+    expect(registry.get(asked.requestId)).toBeDefined();
+    const waiting = registry.waitForAnswer(asked.requestId);
+    expect(registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(
+      true,
+    );
+    await vi.runOnlyPendingTimersAsync();
+    await expect(waiting).resolves.toMatchObject({ kind: "answered", answers });
+    expect(settle).toHaveBeenCalledTimes(2);
+    db.close();
+  });
+
+  it("a timeout whose row cannot be written is tried again instead of crashing the timer", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(db);
+    const errors: string[] = [];
+    const registry = new AskRegistry({
+      timeoutMs: 1_000,
+      now: () => Date.now(),
+      newId: () => `req-${++id}`,
+      onListenerError: (_error, event) => errors.push(event),
+      store,
+    });
+    const asked = ask(registry);
+    vi.spyOn(store, "settle").mockImplementationOnce(() => {
+      throw new Error("SQLITE_BUSY");
+    });
+    vi.advanceTimersByTime(1_000);
+    expect(errors).toEqual(["timeout"]);
+    expect(registry.get(asked.requestId)).toBeDefined();
+    vi.advanceTimersByTime(1_000);
+    expect(registry.state(asked.requestId)?.status).toBe("timeout");
+    db.close();
+  });
+});

@@ -11,6 +11,9 @@ import type { AskAnswer, AskQuestion } from "./schema.ts";
  * On start the pending rows come back with their request ids and deadlines (`restore`).
  */
 
+/** How soon a timeout whose row could not be written is tried again. */
+const RETRY_MS = 1_000;
+
 export type AskOutcome =
   | { kind: "answered"; answers: AskAnswer[]; surface: string; userId: string }
   | { kind: "timeout" }
@@ -247,9 +250,23 @@ export class AskRegistry {
   /** The deadline is absolute (from the moment of asking, resume seed D3): a restart does not restart it. */
   #timer(ask: PendingAsk): ReturnType<typeof setTimeout> {
     const delay = Math.max(0, ask.expiresAt - this.#deps.now());
-    const timer = setTimeout(() => this.#settle(ask.requestId, { kind: "timeout" }), delay);
+    const timer = setTimeout(() => this.#expire(ask.requestId), delay);
     timer.unref?.();
     return timer;
+  }
+
+  #expire(requestId: string): void {
+    try {
+      this.#settle(requestId, { kind: "timeout" });
+    } catch (error) {
+      // The row could not be written (a full disk, a locked file): the ask stays pending and its timeout
+      // is tried again shortly, rather than the process dying on a timer.
+      this.#deps.onListenerError(error, "timeout");
+      const entry = this.#entries.get(requestId);
+      if (!entry) return;
+      entry.timer = setTimeout(() => this.#expire(requestId), RETRY_MS);
+      entry.timer.unref?.();
+    }
   }
 
   #settle(requestId: string, outcome: AskOutcome): boolean {

@@ -103,15 +103,22 @@ export class ToolDispatcher implements ToolHost {
     const reachable = this.#surfaces.filter((surface) => safeCanReach(surface, target, this.#deps.logger));
     if (reachable.length === 0) return JSON.stringify({ error: strings.askUnavailable });
 
-    const ask = registry.register({
-      sessionId: ctx.session.id,
-      runId: ctx.runId,
-      answererId: ctx.senderId,
-      questions: parsed.value.questions,
-      surfaces: reachable.map((surface) => surface.name),
-      ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
-      ...(ctx.toolCallId ? { toolCallId: ctx.toolCallId } : {}),
-    });
+    let ask: ReturnType<AskRegistry["register"]>;
+    try {
+      ask = registry.register({
+        sessionId: ctx.session.id,
+        runId: ctx.runId,
+        answererId: ctx.senderId,
+        questions: parsed.value.questions,
+        surfaces: reachable.map((surface) => surface.name),
+        ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+        ...(ctx.toolCallId ? { toolCallId: ctx.toolCallId } : {}),
+      });
+    } catch (error) {
+      // The ask row could not be written: nobody could answer it durably, so it is not asked; the model is told.
+      this.#deps.logger.error({ err: error }, "ask could not be saved");
+      return JSON.stringify({ error: `${strings.askUnavailable}: ${describeError(error)}` });
+    }
     return this.#wait(ask.requestId, ctx);
   }
 

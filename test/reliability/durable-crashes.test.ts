@@ -264,6 +264,46 @@ describe("durable asks across kill -9", () => {
   );
 
   it(
+    "a crash loop while the question waits (killed at once, mid-resume, after the form is back): one run, one ask, one answer",
+    async () => {
+      const emu = await emulator();
+      const dataDir = tempDataDir();
+      const { cardId, requestId, patches } = await killMidAsk(emu, dataDir);
+      // Each restart dies at a different point: right after start, while the resume writes, once the form is back.
+      for (const delayMs of [0, 30, -1]) {
+        const again = await bot({ emulator: emu, dataDir });
+        if (delayMs < 0) await until(() => patches.length > 0, "the form back on the card", 20_000);
+        else await new Promise((resolve) => setTimeout(resolve, delayMs));
+        await again.kill();
+        expect(checkDatabase(dataDir)).toEqual({ integrity: "ok", foreignKeyViolations: 0 });
+      }
+      const last = await bot({ emulator: emu, dataDir });
+      await until(
+        () => patches.length > 0 && requestIdsOn(JSON.parse(patches.at(-1)!) as Card)[0],
+        "the form",
+        20_000,
+      );
+      const answered = await answerOnCard(last, emu, cardId, requestId);
+      expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
+      await until(() => isCompleted(cardOf(emu, cardId)), "the completed card", 20_000);
+      await last.stop();
+      expect(query(dataDir, "SELECT status FROM runs")).toEqual([{ status: "completed" }]);
+      expect(query(dataDir, "SELECT request_id, status FROM asks")).toEqual([
+        { request_id: requestId, status: "answered" },
+      ]);
+      const results = toolResults(dataDir);
+      expect(results.map((r) => r.tool_name)).toEqual([
+        "scan_workspace",
+        "ask_user_questions",
+        "apply_choice",
+        "apply_choice",
+      ]);
+      expect(query(dataDir, "SELECT * FROM pending_turns")).toEqual([]);
+    },
+    timeoutMs(90_000, 90_000),
+  );
+
+  it(
     "two surfaces in the same millisecond after a restart: one winner, the other told",
     async () => {
       const emu = await emulator();
