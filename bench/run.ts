@@ -1,12 +1,13 @@
 import { runCallbacks } from "./callbacks.ts";
 import { benchOptions, hasGc, machine } from "./common.ts";
+import { runDurable } from "./durable.ts";
 import { runManyCards } from "./many-cards.ts";
 import { runOneCard } from "./one-card.ts";
 import { runScale } from "./scale.ts";
 
 /**
  * `npm run bench [-- [--quick] [name…]]`: runs every benchmark, or the named ones, and prints one table each.
- * Names: one-card, many-cards, callbacks, scale. BENCH_SECONDS sets the one-card stream length (default 30).
+ * Names: one-card, many-cards, callbacks, scale, durable. BENCH_SECONDS sets the one-card stream length (default 30).
  */
 
 const BENCHMARKS = {
@@ -14,6 +15,7 @@ const BENCHMARKS = {
   "many-cards": runManyCards,
   callbacks: runCallbacks,
   scale: runScale,
+  durable: runDurable,
 } as const;
 type Name = keyof typeof BENCHMARKS;
 
