@@ -7,7 +7,13 @@ import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { openDatabase } from "../src/store/db.ts";
-import { type FeishuRig, requestIdsOn, startFeishuRig, WEBHOOK_KEY } from "../test/helpers/feishu.ts";
+import {
+  cardReplyingTo,
+  type FeishuRig,
+  requestIdsOn,
+  startFeishuRig,
+  WEBHOOK_KEY,
+} from "../test/helpers/feishu.ts";
 import {
   type BenchOptions,
   clock,
@@ -103,10 +109,17 @@ async function answerAfterRestart(cards: number) {
   const options = { emulator, askTimeoutMs: 3_600_000, askPing: false, stepMs: 0, cardPatchIntervalMs: 1000 };
   const first = await startFeishuRig(options);
   const users = Array.from({ length: cards }, (_, i) => `ou_bench${String(i).padStart(28, "0")}`);
-  const cardIds = await Promise.all(
-    users.map(async (user) =>
-      first.progressCard(await first.send({ chatType: "p2p", senderOpenId: user, text: "部署" })),
-    ),
+  const sent = await Promise.all(
+    users.map((user) => first.send({ chatType: "p2p", senderOpenId: user, text: "部署" })),
+  );
+  // Replies go out at the app limiter's pace (50/s): wait for all of them, not one card's default 8 s.
+  const cardIds = await first.until(
+    () => {
+      const ids = sent.map((id) => cardReplyingTo(emulator, id));
+      return ids.every((id) => id !== undefined) && ids.flatMap((id) => id ?? []);
+    },
+    "every card",
+    cards * 100 + 10_000,
   );
   await first.until(
     () => cardIds.every((id) => requestIdsOn(first.cardOf(id)).length > 0),
