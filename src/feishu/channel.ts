@@ -296,8 +296,12 @@ export class FeishuChannel implements AskSurface {
       card.asks.length > 0
         ? this.render({ ...card, run: { ...card.run, status: "running" } })
         : buildProgressCard(this.#view({ ...card.run, status: "recovering" }, card), []);
+    let shown: string | undefined;
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
+      // What the card shows now: the publisher does not send the same content again (one call per card on a
+      // restart, not two: 1,000 waiting cards stay within Feishu's 1,000 calls per minute).
+      shown = JSON.stringify(recovering);
     } catch (error) {
       if (error instanceof FeishuApiError && error.messageGone) {
         this.#o.store.markCardGone(card.runId);
@@ -306,7 +310,7 @@ export class FeishuChannel implements AskSurface {
       }
       this.#log.warn({ err: describeError(error), runId: card.runId }, "recovery card could not be sent");
     }
-    this.#attach(card, messageId);
+    this.#attach(card, messageId, shown);
   }
 
   #newCard(run: RunView, where: { chatId: string; sourceMessageId: string }): ActiveCard {
