@@ -2,11 +2,13 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AskRegistry } from "../src/asks/registry.ts";
+import { type ToolContext, ToolDispatcher } from "../src/harness/dispatcher.ts";
+import { createLogger } from "../src/logger.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { auditForSession } from "../src/store/audit.ts";
 import { type Db, MIGRATIONS, migrate, openDatabase } from "../src/store/db.ts";
 import { sampleAsk } from "./fixtures.ts";
-import { tempDir } from "./helpers/core.ts";
+import { fakeSurface, privateSession, tempDir } from "./helpers/core.ts";
 
 /** Durable asks (issue 16): rows from register on, compare-and-set settles, restore after a restart. */
 
@@ -233,6 +235,65 @@ describe("a database that refuses the write", () => {
     expect(registry.get(asked.requestId)).toBeDefined();
     vi.advanceTimersByTime(1_000);
     expect(registry.state(asked.requestId)?.status).toBe("timeout");
+    db.close();
+  });
+});
+
+describe("the dispatcher over durable asks", () => {
+  const dispatcherOn = (store: AskStore) => {
+    const registry = new AskRegistry({
+      timeoutMs: TIMEOUT_MS,
+      now: Date.now,
+      newId: () => `req-${++id}`,
+      onListenerError: () => {},
+      store,
+    });
+    const dispatcher = new ToolDispatcher({
+      registry,
+      tools: [],
+      surfaces: [fakeSurface(true)],
+      logger: createLogger({ level: "silent" }),
+    });
+    const ctx: ToolContext = {
+      session: privateSession(),
+      runId: "run1",
+      senderId: "ou_a",
+      signal: new AbortController().signal,
+      toolCallId: "call-9",
+    };
+    return { registry, dispatcher, ctx };
+  };
+
+  it("does not ask a question whose row cannot be written, and tells the model why", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(db);
+    vi.spyOn(store, "insert").mockImplementation(() => {
+      throw new Error("SQLITE_READONLY: attempt to write a readonly database");
+    });
+    const { registry, dispatcher, ctx } = dispatcherOn(store);
+    const result = JSON.parse(await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx));
+    expect(result.error).toContain("SQLITE_READONLY");
+    expect(registry.size).toBe(0);
+    db.close();
+  });
+
+  it("a resumed call waits on the ask it made before the restart instead of asking again", async () => {
+    const db = openDatabase(":memory:");
+    const first = dispatcherOn(new AskStore(db));
+    void first.dispatcher.dispatch("ask_user_questions", sampleAsk(), first.ctx);
+    const [asked] = first.registry.getPendingForSession(first.ctx.session.id);
+    const second = dispatcherOn(new AskStore(db));
+    second.registry.restore();
+    const waiting = second.dispatcher.dispatch("ask_user_questions", sampleAsk(), {
+      ...second.ctx,
+      resuming: true,
+    });
+    expect(second.registry.size).toBe(1);
+    second.registry.complete(asked!.sessionId, asked!.requestId, answers.slice(0, 1), {
+      surface: "feishu",
+      userId: "ou_a",
+    });
+    expect(JSON.parse(await waiting)).toEqual({ answers: answers.slice(0, 1) });
     db.close();
   });
 });
