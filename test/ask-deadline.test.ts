@@ -184,6 +184,28 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     client.close();
   });
 
+  it("延长 on the card tells the session page the new deadline", async () => {
+    const r = await rig({ withServer: true });
+    const { cardId, ask, sessionId } = await waiting(r);
+    const client = await r.connect(ALICE);
+    client.send({ type: "subscribe", sessionId });
+    await r.until(() => client.frames.find((f) => f.type === "ask_user_questions"), "the ask on the socket");
+    // The registry's ask object moves with 延长: keep the deadline as it was.
+    const before = ask.expiresAt;
+    await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: progress("extend", sessionId, ask.runId),
+    });
+    const moved = await r.until(
+      () =>
+        client.frames.find((f) => f.type === "ask_user_questions" && f.data.expiresAt === before + 15 * MIN),
+      "the ask with its new deadline",
+    );
+    expect(moved.data.requestId).toBe(ask.requestId);
+    client.close();
+  });
+
   it("a message behind the question: the card says so, and 取消并处理新消息 lets it replace the run", async () => {
     const r = await rig();
     const { cardId, ask, sessionId } = await waiting(r);
