@@ -2,13 +2,14 @@ import { runAcp } from "./acp.ts";
 import { runAgents } from "./agents.ts";
 import { runCallbacks } from "./callbacks.ts";
 import { benchOptions, hasGc, machine } from "./common.ts";
+import { runDurable } from "./durable.ts";
 import { runManyCards } from "./many-cards.ts";
 import { runOneCard } from "./one-card.ts";
 import { runScale } from "./scale.ts";
 
 /**
  * `npm run bench [-- [--quick] [name…]]`: runs every benchmark, or the named ones, and prints one table each.
- * Names: one-card, many-cards, callbacks, scale, acp, agents. BENCH_SECONDS sets the one-card stream length (default 30).
+ * Names: one-card, many-cards, callbacks, scale, acp, agents, durable. BENCH_SECONDS sets the one-card stream length (default 30).
  */
 
 const BENCHMARKS = {
@@ -18,6 +19,7 @@ const BENCHMARKS = {
   scale: runScale,
   acp: runAcp,
   agents: runAgents,
+  durable: runDurable,
 } as const;
 type Name = keyof typeof BENCHMARKS;
 

@@ -53,6 +53,14 @@ const envSchema = z.object({
   OPENAI_API_KEY: optionalText,
   OPENAI_MODEL: optionalText,
   ASK_TIMEOUT_MS: intFrom("ASK_TIMEOUT_MS", 1_000, 24 * 60 * 60 * 1000).default(900_000),
+  // Durable asks (issue 16): the reminder before a deadline (0: none), how much 延长 may add in all, and the
+  // zone the card's absolute deadline (请在 15:42 前回答) is written in.
+  ASK_REMIND_BEFORE_MS: intFrom("ASK_REMIND_BEFORE_MS", 0, 24 * 60 * 60 * 1000).default(300_000),
+  ASK_EXTEND_MAX_MS: intFrom("ASK_EXTEND_MAX_MS", 0, 7 * 24 * 60 * 60 * 1000).default(3_600_000),
+  ASK_TIME_ZONE: z
+    .string()
+    .refine(validZone, { message: "ASK_TIME_ZONE must be an IANA time zone such as Asia/Shanghai" })
+    .default("Asia/Shanghai"),
   CARD_PATCH_INTERVAL_MS: intFrom("CARD_PATCH_INTERVAL_MS", 200, 60_000).default(1000),
   DEMO_STEP_MS: intFrom("DEMO_STEP_MS", 0, 60_000).default(500),
   // One run's budget across all its sub-agents (harness/agents/budget.ts).
@@ -110,6 +118,8 @@ export interface Config {
     acp?: AcpConfig;
   };
   askTimeoutMs: number;
+  /** Reminder before an ask's deadline, 延长's total bound, the deadline's zone (issue 16). */
+  asks: { remindBeforeMs: number; extendMaxMs: number; timeZone: string };
   cardPatchIntervalMs: number;
   publicUrl: string;
   /**
@@ -183,6 +193,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ...(e.AGENT === "acp" ? { acp: acpConfigFrom(e, env) } : {}),
     },
     askTimeoutMs: e.ASK_TIMEOUT_MS,
+    asks: {
+      remindBeforeMs: e.ASK_REMIND_BEFORE_MS,
+      extendMaxMs: e.ASK_EXTEND_MAX_MS,
+      timeZone: e.ASK_TIME_ZONE,
+    },
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
     detailsLinks: mode === "local" || e.PUBLIC_URL !== undefined,
@@ -190,6 +205,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     signInTtlMs: e.SIGNIN_TTL_HOURS * 60 * 60 * 1000,
     queueMax: e.QUEUE_MAX,
   };
+}
+
+function validZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: zone });
+    return true;
+  } catch (error) {
+    return !(error instanceof RangeError);
+  }
 }
 
 function pickKnown(env: Record<string, string | undefined>): Record<string, string> {

@@ -4,11 +4,12 @@ import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
-import { recordAskAudit } from "./store/audit.ts";
+import { AskStore } from "./store/asks.ts";
 import type { Db } from "./store/db.ts";
 import { SessionMembers } from "./store/members.ts";
 import { Store } from "./store/repos.ts";
 import { SqliteTokenRevocations } from "./store/token-revocations.ts";
+import { TurnStore } from "./store/turns.ts";
 import { WsHub } from "./ws/hub.ts";
 import type { WsLimits } from "./ws/limits.ts";
 
@@ -46,7 +47,15 @@ export function createCore(options: CoreOptions): Core {
   const onListenerError = (error: unknown, event: string) =>
     options.logger.error({ err: error, event }, "event listener failed");
   const store = new Store(options.db, now);
-  const registry = new AskRegistry({ timeoutMs: options.askTimeoutMs, now, newId, onListenerError });
+  const registry = new AskRegistry({
+    timeoutMs: options.askTimeoutMs,
+    now,
+    newId,
+    onListenerError,
+    store: new AskStore(options.db),
+  });
+  // Questions asked before a restart are waiting again, with their request ids and deadlines (DESIGN §8).
+  registry.restore();
   const dispatcher = new ToolDispatcher({
     registry,
     tools: options.tools,
@@ -58,6 +67,7 @@ export function createCore(options: CoreOptions): Core {
     agent: options.agent,
     dispatcher,
     registry,
+    turns: new TurnStore(options.db, store),
     now,
     newId,
     logger: options.logger.child({ module: "runner" }),
@@ -77,6 +87,5 @@ export function createCore(options: CoreOptions): Core {
     ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
-  recordAskAudit(options.db, registry, now);
   return { store, registry, dispatcher, runner, hub, revocations };
 }

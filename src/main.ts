@@ -14,7 +14,7 @@ import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { listen } from "./listen.ts";
-import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";

@@ -13,6 +13,25 @@ export const zh = {
   recovering: "任务正在恢复执行",
   storageFailed: (detail: string) =>
     `无法写入数据库（${detail}），任务已停止：检查磁盘空间，以及是否有其他进程占用 DATA_DIR`,
+  /** Durable asks (issue 16): deadlines, 延长, a message behind the question, why a question is gone. */
+  asks: {
+    deadline: (at: string) => `请在 ${at} 前回答`,
+    extend: (minutes: number) => `延长 ${minutes} 分钟`,
+    extended: (at: string) => `已延长，请在 ${at} 前回答`,
+    extendLimit: "已达延长上限",
+    queuedBehind: (count: number) => `有 ${count} 条新消息在等这个问题：回答后处理，或取消并处理新消息`,
+    replace: "取消并处理新消息",
+    replaced: "已取消，正在处理新消息",
+    goneLine: (reason: string) => `问题已失效：${reason}`,
+    gone: {
+      timeout: "已超时",
+      cancelled: "已取消",
+      web: "已由网页端回答",
+      mcp: "已由调用方回答",
+    },
+    timedOut: "未在期限内收到回答，任务已不等回答继续执行",
+    remind: (count: number, at: string) => `有 ${count} 个问题等你回答，将于 ${at} 失效，请在卡片中作答`,
+  },
   feishu: {
     onlySender: "仅消息发送者可操作",
     submitted: "已提交",

@@ -104,3 +104,23 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...feishu, PUBLIC_URL: "https://bot.example.com" }).detailsLinks).toBe(true);
   });
 });
+
+describe("durable ask settings (issue 16)", () => {
+  it("defaults to a 5-minute reminder, an hour of 延长 and Asia/Shanghai", () => {
+    expect(loadConfig({}).asks).toEqual({
+      remindBeforeMs: 300_000,
+      extendMaxMs: 3_600_000,
+      timeZone: "Asia/Shanghai",
+    });
+  });
+
+  it("takes a zone and bounds, and names a zone that does not exist", () => {
+    const config = loadConfig({
+      ASK_REMIND_BEFORE_MS: "0",
+      ASK_EXTEND_MAX_MS: "900000",
+      ASK_TIME_ZONE: "Europe/Berlin",
+    });
+    expect(config.asks).toEqual({ remindBeforeMs: 0, extendMaxMs: 900_000, timeZone: "Europe/Berlin" });
+    expect(errorOf({ ASK_TIME_ZONE: "Mars/Olympus" })).toContain("ASK_TIME_ZONE must be an IANA time zone");
+  });
+});

@@ -1,6 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { auditForSession } from "../src/store/audit.ts";
+import { strings } from "../src/strings.ts";
 import {
   cardText,
   type FeishuRig,
@@ -409,7 +411,7 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
       expect(cardText(r.cardOf(thirdCard))).toContain("/quick third");
     });
 
-    it("after a restart mid-ask, shows the recovery card without the form and answers the old form with 问题已失效", async () => {
+    it("after a restart mid-ask, shows the same form again and takes the old form's answer as the original call's result", async () => {
       const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
       closers.push(() => emulator.close());
       const first = await startFeishuRig({ emulator, transport });
@@ -421,7 +423,8 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
         const c = first.cardOf(cardId);
         return formsOn(c).length > 0 && c;
       }, "a form");
-      const submit = submitValue(first, requestIdsOn(card)[0]!);
+      const requestId = requestIdsOn(card)[0]!;
+      const submit = submitValue(first, requestId);
       const seen: string[] = [];
       emulator.on("message_patched", ({ message }) => {
         if (message.messageId === cardId) seen.push(message.content);
@@ -429,20 +432,28 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
       await first.stop(); // the process goes away while the question waits; Feishu (the emulator) stays
 
       const second = await rig({ emulator, dataDir: first.dataDir, recover: true });
-      await second.until(
-        () => seen.some((content) => content.includes("任务正在恢复执行")),
-        "the recovery PATCH",
-      );
-      const recovering = JSON.parse(seen.find((content) => content.includes("任务正在恢复执行"))!);
-      expect(formsOn(recovering)).toEqual([]);
-      const stale = await second.click({
+      await second.until(() => seen.length > 0, "the first PATCH after the restart");
+      // The durable ask: the first PATCH carries the form again, under the same request id.
+      expect(requestIdsOn(JSON.parse(seen[0]!))).toEqual([requestId]);
+      expect(seen[0]).not.toContain("任务正在恢复执行");
+      const answered = await second.click({
         messageId: cardId,
         operatorOpenId: ALICE,
         value: submit,
         name: "ask0_submit",
-        formValue: { ask0_q0: "0", ask0_q1: ["0"] },
+        formValue: { ask0_q0: "1", ask0_q1: ["0"] },
       });
-      expect(stale.toast).toEqual({ type: "warning", content: "问题已失效" });
+      expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
+      await second.core.runner.idle();
+      const history = second.core.store.history(`feishu-${emulator.appId}-private-${ALICE}`);
+      const tools = history.filter((m) => m.role === "tool");
+      // The scan before the question is not run again; the ask's one result is the answer given after the restart.
+      expect(tools.filter((m) => m.toolName === "scan_workspace")).toHaveLength(1);
+      const asks = tools.filter((m) => m.toolName === "ask_user_questions");
+      expect(asks).toHaveLength(1);
+      expect(JSON.parse(asks[0]!.content).answers[0].selectedLabels).toEqual([
+        DEMO_QUESTIONS.deploy.options[1]!.label,
+      ]);
       // Feishu redelivers the original message after the restart: it must not start a second run.
       await second.deliver(payload);
       await second.channel.idle();

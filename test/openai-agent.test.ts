@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { createOpenAIAgent, type OpenAIAgentOptions } from "../src/harness/agents/openai.ts";
 import { FEISHU_ASK_INSTRUCTION, SUB_AGENT_PROMPT } from "../src/harness/agents/prompts.ts";
@@ -249,7 +249,7 @@ describe("OpenAI agent", () => {
     expect(model.requests).toHaveLength(1); // not retried
   });
 
-  it("resumes a run after a restart from the last saved turn, never with a half-saved one", async () => {
+  it("resumes a run waiting on a question at that call: same request id, no repeated model request", async () => {
     const model = await scriptedModel();
     model.script(
       { toolCalls: [{ id: "call_time", name: "current_time", arguments: {} }] },
@@ -263,20 +263,43 @@ describe("OpenAI agent", () => {
     const run = start(first, session.id, "帮我选框架");
     while (first.registry.getPendingForSession(session.id).length === 0)
       await new Promise((resolve) => setTimeout(resolve, 5));
-    await first.close(); // shutdown while the question waits: that turn has no result, so it is not saved
+    const [asked] = first.registry.getPendingForSession(session.id);
+    await first.close(); // shutdown while the question waits: the ask stays pending, the turn beside history
 
     model.script({ text: ["继续完成了。"] });
     const { core: second } = core(model, { dbFile: first.dbFile });
+    // The waiting turn is not in history: a model is never sent a call without its result.
+    expect(second.store.history(session.id).filter((m) => m.toolName === "ask_user_questions")).toEqual([]);
     expect(second.runner.recover().map((view) => view.id)).toEqual([run.id]);
+    await vi.waitFor(() => expect(second.registry.get(asked!.requestId)).toBeDefined());
+    const answers = [
+      { question: sampleAsk().questions[0]!.question, selectedLabels: ["React"], customInput: null },
+    ];
+    expect(
+      second.registry.complete(session.id, asked!.requestId, answers, {
+        surface: "websocket",
+        userId: ALICE,
+      }),
+    ).toBe(true);
     expect(await waitForRun(second, run.id)).toMatchObject({ status: "completed", text: "继续完成了。" });
 
+    // Request 3 is the one after the answer: the ask turn was not requested again.
+    expect(model.requests).toHaveLength(3);
     const resumed = (await model.request(3)).body;
-    expect(resumed.messages.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool"]);
-    const [, user, call, result] = resumed.messages;
-    expect(user?.content).toBe("帮我选框架");
-    expect(call?.tool_calls?.map((c) => c.function.name)).toEqual(["current_time"]);
+    expect(resumed.messages.map((message) => message.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "tool",
+    ]);
+    const [, , , time, call, result] = resumed.messages;
+    expect(JSON.parse(time?.content ?? "{}")).toMatchObject({ iso: "2025-01-02T03:04:05.000Z" });
+    expect(call?.tool_calls?.map((c) => c.function.name)).toEqual(["ask_user_questions"]);
     expect(result?.tool_call_id).toBe(call?.tool_calls?.[0]?.id);
-    expect(JSON.parse(result?.content ?? "{}")).toMatchObject({ iso: "2025-01-02T03:04:05.000Z" });
+    expect(JSON.parse(result?.content ?? "{}")).toEqual({ answers });
+    expect(second.registry.state(asked!.requestId)?.status).toBe("answered");
   });
 
   it("fails with an actionable reason on 401, without retrying", async () => {

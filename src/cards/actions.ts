@@ -16,7 +16,8 @@ export const askSubmitValue = z.strictObject({
 
 export const progressValue = z.strictObject({
   kind: z.literal("progress"),
-  act: z.enum(["cancel", "retry"]),
+  // extend: 延长 the run's pending asks; replace: 取消并处理新消息 (issue 16).
+  act: z.enum(["cancel", "retry", "extend", "replace"]),
   sessionId: id,
   runId: id,
   sender: id,

@@ -57,6 +57,23 @@ export function exampleCards(): Record<string, Card> {
     ),
     "progress-running": buildProgressCard(base, []),
     "progress-one-form": buildProgressCard(asking, [bothQuestions]),
+    // Issue 16: the deadline as an absolute time, 延长, and a message waiting behind the question.
+    "progress-form-deadline": buildProgressCard(
+      { ...asking, deadline: "10:15", extendMinutes: 15, queuedBehind: 1 },
+      [bothQuestions],
+    ),
+    // Issue 16: the question timed out; the card says so in one line and the run goes on without it.
+    "progress-ask-timed-out": buildProgressCard(
+      {
+        ...base,
+        steps: [
+          ...base.steps,
+          { title: "等待你的回答", status: "failed", summary: "用户未在规定时间内回答" },
+        ],
+        notice: "问题已失效:已超时。未在期限内收到回答,任务已不等回答继续执行",
+      },
+      [],
+    ),
     "progress-stacked-forms": buildProgressCard(
       {
         ...asking,

@@ -1,6 +1,7 @@
 import { PLAN_STEP_TOOL, type RunStatus } from "../harness/types.ts";
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
+import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
 import { escapeText, sanitizeMarkdown } from "./markdown.ts";
 import {
@@ -29,7 +30,7 @@ export interface ProgressStepView {
   summary?: string;
 }
 
-export interface ProgressView {
+export interface ProgressView extends AskExtrasView {
   sessionId: string;
   runId: string;
   /** The run's sender: the only person whose submit counts; carried in every button value. */
@@ -201,6 +202,7 @@ function render(
   const steps = stepsMarkdown(view, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
   elements.push(...outcome(view, budget, s, level > 0));
+  elements.push(...askNotice(view));
   if (shownAsks.length > 0) {
     const context: AskContext = {
       sessionId: view.sessionId,
@@ -214,8 +216,9 @@ function render(
     elements.push(...withForms.map((ask, i) => askForm(ask, i, shownAsks.length, context)));
     const rest = shownAsks.slice(fullForms);
     if (rest.length > 0) elements.push(compactAsks(rest, view.detailsUrl, s));
+    elements.push(...askExtraLines(view, true, s));
   }
-  const actions = actionButtons(view, s);
+  const actions = actionButtons(view, s, shownAsks.length > 0);
   if (actions) elements.push(actions);
 
   const subtitle = agentLine(view, s) ?? elapsed(view, s);
@@ -308,7 +311,7 @@ function outcome(view: ProgressView, budget: Budget, s: Strings, plain: boolean)
   }
 }
 
-function actionButtons(view: ProgressView, s: Strings): ColumnSetNode | undefined {
+function actionButtons(view: ProgressView, s: Strings, waiting: boolean): ColumnSetNode | undefined {
   const buttons: CardNode[] = [];
   const progress = (act: ProgressValue["act"]): ProgressValue => ({
     kind: "progress",
@@ -327,6 +330,7 @@ function actionButtons(view: ProgressView, s: Strings): ColumnSetNode | undefine
       behaviors: [{ type: "callback", value: progress("cancel") }],
     });
   }
+  if (ours) buttons.push(...askExtraButtons(view, waiting, s, progress));
   if (ours && (view.status === "failed" || view.status === "cancelled")) {
     buttons.push({
       tag: "button",

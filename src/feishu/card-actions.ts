@@ -9,6 +9,7 @@ import type { Card } from "../cards/model.ts";
 import { oneLine } from "../cards/text.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
+import { formatDeadline } from "./ask-deadline.ts";
 import type { ActiveCard, FeishuChannel } from "./channel.ts";
 import { parseCardAction } from "./events.ts";
 
@@ -73,9 +74,7 @@ async function route(
     case "feishu_ask":
       return submitAnswer(channel, value, operator, formValue, name, active);
     case "progress":
-      return value.act === "cancel"
-        ? cancelRun(channel, value, operator, active)
-        : retryRun(channel, value, operator);
+      return progressAction(channel, value, operator, active);
     case "queue":
       return queueAction(channel, value, operator);
   }
@@ -141,6 +140,66 @@ async function cancelRun(
   // The run settles on the next turns of the event loop; answer with the cancelled card, not a stale one.
   await new Promise((resolve) => setImmediate(resolve));
   return withCard(toast("success", strings.feishu.taskCancelled), active && channel.render(active));
+}
+
+function progressAction(
+  channel: FeishuChannel,
+  value: ProgressValue,
+  operator: string,
+  active: ActiveCard | undefined,
+): CallbackResult | Promise<CallbackResult> {
+  switch (value.act) {
+    case "cancel":
+      return cancelRun(channel, value, operator, active);
+    case "retry":
+      return retryRun(channel, value, operator);
+    case "extend":
+      return extendAsks(channel, value, operator, active);
+    case "replace":
+      return replaceRun(channel, value, operator, active);
+  }
+}
+
+/** 延长 15 分钟: the answerer moves the run's pending deadlines, within ASK_EXTEND_MAX_MS in all. */
+function extendAsks(
+  channel: FeishuChannel,
+  value: ProgressValue,
+  operator: string,
+  active: ActiveCard | undefined,
+): CallbackResult {
+  const { registry } = channel.options;
+  const asks = registry.getPendingForSession(value.sessionId).filter((ask) => ask.runId === value.runId);
+  if (asks.length === 0)
+    return withCard(toast("info", strings.feishu.askExpired), active && channel.render(active));
+  if (asks.some((ask) => ask.answererId !== operator)) return toast("error", strings.feishu.onlySender);
+  const { extendMs, extendMaxMs, timeZone } = channel.times;
+  const moved = asks.flatMap((ask) => registry.extend(ask.requestId, extendMs, extendMaxMs) ?? []);
+  if (moved.length === 0) return toast("warning", strings.asks.extendLimit);
+  const earliest = Math.min(...registry.getPendingForSession(value.sessionId).map((ask) => ask.expiresAt));
+  const at = formatDeadline(earliest, timeZone, channel.options.now());
+  return withCard(toast("success", strings.asks.extended(at)), active && channel.render(active));
+}
+
+/** 取消并处理新消息: the sender lets the queued message replace the run that waits on a question. */
+async function replaceRun(
+  channel: FeishuChannel,
+  value: ProgressValue,
+  operator: string,
+  active: ActiveCard | undefined,
+): Promise<CallbackResult> {
+  const { runner } = channel.options;
+  const run = runner.activeRun(value.sessionId);
+  if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
+  const result = runner.replace(value.sessionId, operator);
+  if (!result.ok) {
+    if (result.reason === "forbidden") return toast("error", strings.feishu.onlySender);
+    return toast(
+      "info",
+      result.reason === "not_found" ? strings.feishu.queueGone : strings.feishu.taskNotRunning,
+    );
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  return withCard(toast("success", strings.asks.replaced), active && channel.render(active));
 }
 
 function retryRun(channel: FeishuChannel, value: ProgressValue, operator: string): CallbackResult {

@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { AgentCardTarget } from "../agents-api/service.ts";
-import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
@@ -13,8 +13,10 @@ import type { ChatType, RunView, SessionInfo } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
+import { type AskTimes, askTimes, deadlineView, formatDeadline, goneNotice } from "./ask-deadline.ts";
 import { afterSend, type ReminderState, shouldRemind } from "./ask-reminder.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
+import { ExpiryReminders } from "./expiry-reminder.ts";
 import { checkCard, provesGone, suggestsGone, tellChatCardGone } from "./gone-cards.ts";
 import type { Limiter } from "./limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
@@ -50,6 +52,8 @@ export interface FeishuChannelOptions {
   signInLink?: (userId: string) => { url: string; expiresAt: number };
   /** PATCH outcomes of every progress card, for `/metrics`. */
   metrics?: Pick<FeishuMetrics, "patch">;
+  /** Deadlines, reminders and 延长 (issue 16; defaults in ask-deadline.ts). */
+  asks?: Partial<AskTimes>;
 }
 
 export interface ActiveCard {
@@ -72,6 +76,8 @@ export interface ActiveCard {
   gone: boolean;
   /** A task of an outside agent (agents-api): sent to `target`, not replying to a message; names the agent. */
   agent?: { name: string; target: AgentCardTarget["target"] };
+  /** Why the run's last question is gone (问题已失效:已超时), once it ended without a card answer. */
+  notice?: string;
 }
 
 export class FeishuChannel implements AskSurface {
@@ -86,11 +92,21 @@ export class FeishuChannel implements AskSurface {
   readonly #checking = new Set<string>();
   #botOpenId: string | undefined;
   readonly queuedCards: QueuedCards;
+  readonly times: AskTimes;
+  readonly #expiry: ExpiryReminders;
 
   constructor(options: FeishuChannelOptions) {
     this.#o = options;
     this.#log = options.logger.child({ module: "feishu" });
     this.queuedCards = new QueuedCards({ ...options, logger: this.#log });
+    this.times = askTimes(options.asks);
+    this.#expiry = new ExpiryReminders({
+      remindBeforeMs: this.times.remindBeforeMs,
+      now: options.now,
+      store: options.store,
+      pending: (requestId) => options.registry.get(requestId),
+      send: (runId, ask) => this.#remindExpiry(runId, ask),
+    });
   }
 
   get options(): FeishuChannelOptions {
@@ -105,9 +121,18 @@ export class FeishuChannel implements AskSurface {
     this.#off.push(
       runner.on("run_started", (event) => this.#onRunStarted(event)),
       runner.on("run_updated", (run) => this.#onRunUpdated(run)),
-      runner.on("queue_changed", ({ queued }) => this.#track(this.queuedCards.reorder(queued))),
+      runner.on("queue_changed", ({ sessionId, queued }) => {
+        this.#track(this.queuedCards.reorder(queued));
+        // A waiting card says a message is queued behind its question (and offers 取消并处理新消息).
+        for (const card of this.#cards.values()) if (card.sessionId === sessionId) card.publisher?.request();
+      }),
       registry.on("registered", (ask) => this.#onAskRegistered(ask)),
-      registry.on("settled", ({ ask }) => this.#onAskSettled(ask)),
+      registry.on("settled", ({ ask, outcome }) => this.#onAskSettled(ask, outcome)),
+      registry.on("extended", (ask) => {
+        const card = this.#cards.get(ask.runId);
+        if (card) this.#expiry.arm(card.runId, ask);
+        card?.publisher?.request();
+      }),
     );
     this.#log.info({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
   }
@@ -120,6 +145,7 @@ export class FeishuChannel implements AskSurface {
   }
 
   close(): void {
+    this.#expiry.close();
     for (const off of this.#off.splice(0)) off();
     for (const card of this.#cards.values()) card.publisher?.stop();
   }
@@ -304,6 +330,10 @@ export class FeishuChannel implements AskSurface {
           return;
         }
         const card = this.#newCard(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+        // Questions the run was waiting on are still pending (durable asks): their forms come back with it.
+        card.asks = this.#o.registry
+          .getPendingForSession(run.sessionId)
+          .filter((ask) => ask.runId === run.id);
         this.#track(this.#recover(card, row.messageId));
         return;
       }
@@ -329,13 +359,21 @@ export class FeishuChannel implements AskSurface {
   }
 
   /**
-   * The first PATCH after a restart shows 任务正在恢复执行 without forms, whatever the resumed run does next:
-   * it wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
+   * The first PATCH after a restart: a run that was waiting on questions shows their forms again (the asks
+   * are durable, the same request ids answer them); any other run shows 任务正在恢复执行 without forms,
+   * which wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
    */
   async #recover(card: ActiveCard, messageId: string): Promise<void> {
-    const recovering = buildProgressCard(this.#view({ ...card.run, status: "recovering" }, card), []);
+    const recovering =
+      card.asks.length > 0
+        ? this.render({ ...card, run: { ...card.run, status: "running" } })
+        : buildProgressCard(this.#view({ ...card.run, status: "recovering" }, card), []);
+    let shown: string | undefined;
     try {
       await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, recovering));
+      // What the card shows now: the publisher does not send the same content again (one call per card on a
+      // restart, not two: 1,000 waiting cards stay within Feishu's 1,000 calls per minute).
+      shown = JSON.stringify(recovering);
     } catch (error) {
       card.messageId = messageId;
       if (provesGone(error) || (suggestsGone(error) && (await checkCard(this.#o, messageId)).gone)) {
@@ -350,7 +388,7 @@ export class FeishuChannel implements AskSurface {
       }
       this.#log.warn({ err: describeError(error), runId: card.runId }, "recovery card could not be sent");
     }
-    this.#attach(card, messageId);
+    this.#attach(card, messageId, shown);
   }
 
   #newCard(run: RunView, where: { chatId: string; sourceMessageId: string }): ActiveCard {
@@ -431,7 +469,9 @@ export class FeishuChannel implements AskSurface {
       messageId,
       messenger: this.#o.messenger,
       shape: () => ({
-        key: `${card.run.status}|${card.asks.map((a) => a.requestId).join(",")}`,
+        // Deadlines and a message queued behind the question are for the reader too (issue 16): they go out
+        // even while a form is open.
+        key: `${card.run.status}|${card.asks.map((a) => `${a.requestId}@${a.expiresAt}`).join(",")}|${card.asks.length > 0 ? this.#o.runner.queued(card.sessionId).length : 0}`,
         formOpen: card.run.status === "running" && card.asks.length > 0,
       }),
       render: (level) => this.render(card, level),
@@ -463,8 +503,15 @@ export class FeishuChannel implements AskSurface {
     return buildProgressCard(this.#view(card.run, card), asks, { degraded: level });
   }
 
-  #view(run: RunView, card: Pick<ActiveCard, "chatType" | "agent">): ProgressView {
+  #view(run: RunView, card: Pick<ActiveCard, "chatType" | "agent" | "asks" | "notice">): ProgressView {
     return {
+      ...deadlineView(
+        card.asks,
+        this.times,
+        this.#o.runner.queued(run.sessionId).length,
+        card.notice,
+        this.#o.now(),
+      ),
       sessionId: run.sessionId,
       runId: run.id,
       senderId: run.senderId,
@@ -554,6 +601,8 @@ export class FeishuChannel implements AskSurface {
     const card = this.#cards.get(ask.runId);
     if (!card) return;
     card.asks.push(ask);
+    card.notice = undefined;
+    this.#expiry.arm(card.runId, ask);
     card.publisher?.request();
     if (shouldRemind({ enabled: this.#o.askPing, chatType: card.chatType, state: card.reminder })) {
       card.reminder = "sending";
@@ -561,11 +610,13 @@ export class FeishuChannel implements AskSurface {
     }
   }
 
-  #onAskSettled(ask: PendingAsk): void {
+  #onAskSettled(ask: PendingAsk, outcome: AskOutcome): void {
+    this.#expiry.disarm(ask.requestId);
     const card = this.#cards.get(ask.runId);
     if (!card) return;
     card.asks = card.asks.filter((a) => a.requestId !== ask.requestId);
     card.drafts.delete(ask.requestId);
+    card.notice = goneNotice(outcome, strings);
     card.publisher?.request();
   }
 
@@ -594,6 +645,28 @@ export class FeishuChannel implements AskSurface {
     }
     card.reminder = afterSend(outcome);
     if (outcome === "sent") this.#o.store.markReminded(card.runId, this.#o.now());
+  }
+
+  /**
+   * The reminder before a deadline (issue 16): unlike the first ping it goes to private chats too, as a
+   * short message, and in groups @-mentions the sender; one per deadline (ask-deadline.ts says why).
+   */
+  #remindExpiry(runId: string, ask: PendingAsk): void {
+    const card = this.#cards.get(runId);
+    if (!card) return;
+    const text = strings.asks.remind(
+      ask.questions.length,
+      formatDeadline(ask.expiresAt, this.times.timeZone),
+    );
+    const group = card.chatType === "group";
+    this.#track(
+      this.#o.appLimiter(() =>
+        this.#o.messenger.sendText({ chatId: card.chatId }, text, {
+          ...(group ? { mentionOpenIds: [card.senderId] } : {}),
+          replyTo: card.messageId ?? card.sourceMessageId,
+        }),
+      ),
+    );
   }
 
   /** Background work is tracked so nothing is lost silently and shutdown can wait for it. */

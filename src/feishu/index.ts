@@ -26,7 +26,8 @@ export interface FeishuRuntime {
  * configured transport (long connection by default; webhook with an encrypt key).
  */
 export async function startFeishu(options: {
-  config: Pick<Config, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks">;
+  config: Pick<Config, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
+    Partial<Pick<Config, "asks">>;
   core: Core;
   logger: Logger;
   now: () => number;
@@ -60,6 +61,7 @@ export async function startFeishu(options: {
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing,
+    ...(config.asks ? { asks: config.asks } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     metrics,
   });

@@ -4,6 +4,7 @@ import { ASK_ERRORS } from "../asks/summary.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
+import { isShutdown } from "./shutdown.ts";
 import type { SessionInfo, ToolDefinition } from "./types.ts";
 
 export interface ToolContext {
@@ -15,6 +16,10 @@ export interface ToolContext {
   subAgent?: boolean;
   /** How many sub-agents deep the call is (0 or absent: the session's own agent); bounds `delegate`. */
   depth?: number;
+  /** The call's id in history: an ask records it, so a resumed turn finds its ask again. */
+  toolCallId?: string;
+  /** The call belongs to a turn resumed after a restart: an ask it made before is waited on, not asked again. */
+  resuming?: boolean;
 }
 
 /** What a tool may use to run tools itself (a sub-agent's calls go through the same dispatcher). */
@@ -88,24 +93,53 @@ export class ToolDispatcher implements ToolHost {
     const parsed = parseAskInput(args);
     if (!parsed.ok) return JSON.stringify({ error: parsed.error });
 
+    const { registry } = this.#deps;
+    if (ctx.resuming && ctx.toolCallId) {
+      const earlier = registry.forToolCall(ctx.runId, ctx.toolCallId);
+      if (earlier?.outcome) return resultFor(earlier.outcome);
+      if (earlier) return this.#wait(earlier.ask.requestId, ctx);
+    }
     const target = { sessionId: ctx.session.id, runId: ctx.runId, userId: ctx.senderId };
     const reachable = this.#surfaces.filter((surface) => safeCanReach(surface, target, this.#deps.logger));
     if (reachable.length === 0) return JSON.stringify({ error: strings.askUnavailable });
 
+    let ask: ReturnType<AskRegistry["register"]>;
+    try {
+      ask = registry.register({
+        sessionId: ctx.session.id,
+        runId: ctx.runId,
+        answererId: ctx.senderId,
+        questions: parsed.value.questions,
+        surfaces: reachable.map((surface) => surface.name),
+        ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+        ...(ctx.toolCallId ? { toolCallId: ctx.toolCallId } : {}),
+      });
+    } catch (error) {
+      // The ask row could not be written: nobody could answer it durably, so it is not asked; the model is told.
+      this.#deps.logger.error({ err: error }, "ask could not be saved");
+      return JSON.stringify({ error: `${strings.askUnavailable}: ${describeError(error)}` });
+    }
+    return this.#wait(ask.requestId, ctx);
+  }
+
+  /**
+   * Waits for the ask. An abort by cancel ends it; an abort by shutdown leaves it pending (its row stays, the
+   * next start resumes the run at this call) and only stops this process from waiting.
+   */
+  async #wait(requestId: string, ctx: ToolContext): Promise<string> {
     const { registry } = this.#deps;
-    const ask = registry.register({
-      sessionId: ctx.session.id,
-      runId: ctx.runId,
-      answererId: ctx.senderId,
-      questions: parsed.value.questions,
-      surfaces: reachable.map((surface) => surface.name),
-      ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+    let stop: (reason: unknown) => void = () => {};
+    const stopped = new Promise<never>((_, reject) => {
+      stop = reject;
     });
-    const onAbort = () => registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
+    const onAbort = () => {
+      if (isShutdown(ctx.signal)) stop(ctx.signal.reason);
+      else registry.cancel(requestId, ASK_ERRORS.cancelled);
+    };
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     if (ctx.signal.aborted) onAbort();
     try {
-      return resultFor(await registry.waitForAnswer(ask.requestId));
+      return resultFor(await Promise.race([registry.waitForAnswer(requestId), stopped]));
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
     }

@@ -1,20 +1,22 @@
 import type { AskRegistry } from "../asks/registry.ts";
-import { ASK_ERRORS, summarizeToolResult } from "../asks/summary.ts";
+import { ASK_ERRORS } from "../asks/summary.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isStorageError } from "../store/db.ts";
 import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
+import type { PendingTurn, TurnStore } from "../store/turns.ts";
 import { strings } from "../strings.ts";
 import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
-import type { Agent, AgentContext, ReportedStep, ToolCallRequest } from "./agents/agent.ts";
+import type { Agent, AgentContext, ReportedStep } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
+import { ShutdownError } from "./shutdown.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";
-import type { HistoryMessage, QueuedMessage, RunView, SessionInfo, Step } from "./types.ts";
+import { createTurnRunner, MAX_STEPS_KEPT } from "./turn-runner.ts";
+import type { QueuedMessage, RunView, SessionInfo, Step } from "./types.ts";
 
-/** Steps kept per run: enough for any card (which shows far fewer) without growing without bound. */
-export const MAX_STEPS_KEPT = 200;
+export { MAX_STEPS_KEPT } from "./turn-runner.ts";
 
 /** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
 export const DEFAULT_MAX_QUEUED = 20;
@@ -46,6 +48,8 @@ export interface RunnerDeps {
   agent: Agent;
   dispatcher: ToolDispatcher;
   registry: AskRegistry;
+  /** Pending turns (issue 16): a run waiting on a question resumes at that call after a restart. */
+  turns?: TurnStore;
   now: () => number;
   newId: () => string;
   logger: Logger;
@@ -77,13 +81,6 @@ class AbandonedError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "AbandonedError";
-  }
-}
-
-class ShutdownError extends Error {
-  constructor() {
-    super("Service shutting down");
-    this.name = "ShutdownError";
   }
 }
 
@@ -267,6 +264,20 @@ export class SessionRunner {
     return { ok: true };
   }
 
+  /**
+   * 取消并处理新消息: the sender lets the message queued behind a question replace the run. Its asks end as
+   * superseded, the run as cancelled, and the queue runs next as after any cancel.
+   */
+  replace(sessionId: string, userId: string): ActionResult {
+    const active = this.#active.get(sessionId);
+    if (!active) return { ok: false, reason: "not_running" };
+    if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
+    if (this.#deps.store.queued(sessionId).length === 0) return { ok: false, reason: "not_found" };
+    this.#deps.registry.supersede(sessionId, ASK_ERRORS.cancelled);
+    active.controller.abort(new CancelledError());
+    return { ok: true };
+  }
+
   /** Re-runs the last input of a failed or cancelled run, as its sender. */
   retry(
     sessionId: string,
@@ -312,8 +323,15 @@ export class SessionRunner {
       const session = this.#deps.store.getSession(run.sessionId);
       if (!session || this.#active.has(session.id)) continue;
       // Steps that were in flight when the process died did not finish; say so rather than spin forever.
-      for (const step of run.steps) if (step.status === "running") step.status = "failed";
-      const launched = this.#launch(session, { ...run, status: "recovering" }, true);
+      // Those of a turn that waits on a question are still in flight: that turn resumes where it waited.
+      const waiting = this.#deps.turns?.ofRun(run.id) ?? [];
+      const resumes = new Set(
+        waiting.flatMap((turn) => turn.calls.filter((c) => c.result === undefined).map((c) => c.stepId)),
+      );
+      for (const step of run.steps)
+        if (step.status === "running" && !resumes.has(step.id)) step.status = "failed";
+      const status = waiting.length > 0 ? "running" : "recovering";
+      const launched = this.#launch(session, { ...run, status }, true);
       const source = this.#deps.store.runSource(run.id);
       this.#events.emit("run_started", { run: snapshot(launched), source, resumed: true });
       resumed.push(launched);
@@ -424,6 +442,7 @@ export class SessionRunner {
       }
     }
     for (const step of run.steps) if (step.status === "running") step.status = "failed";
+    this.#deps.turns?.dropRun(run.id);
     // An ask can only outlive its run if the agent stopped waiting for it; nobody would read the answer.
     registry.failAllForSession(session.id, ASK_ERRORS.cancelled);
     run.endedAt = this.#deps.now();
@@ -433,8 +452,22 @@ export class SessionRunner {
   }
 
   #context(session: SessionInfo, run: RunView, signal: AbortSignal, resumed: boolean): AgentContext {
-    const { dispatcher, store } = this.#deps;
-    const callTools = this.#turnRunner(session, run, signal);
+    const { dispatcher, store, turns } = this.#deps;
+    const pendingTurns: PendingTurn[] = resumed ? (turns?.ofRun(run.id) ?? []) : [];
+    const callTools = createTurnRunner(
+      {
+        dispatcher,
+        store,
+        turns,
+        newId: this.#deps.newId,
+        now: this.#deps.now,
+        touch: (r) => this.#touch(r),
+      },
+      session,
+      run,
+      signal,
+      [...pendingTurns],
+    );
     const reported = new Map<string, Step>();
     const tools = filterToolsForSession([askToolDefinition(), ...dispatcher.definitions()], session);
     return {
@@ -444,6 +477,10 @@ export class SessionRunner {
       input: run.input,
       history: store.history(session.id),
       resumed,
+      pendingTurns: pendingTurns.map((turn) => ({
+        text: turn.text,
+        calls: turn.calls.map(({ id, name, arguments: args }) => ({ id, name, arguments: args })),
+      })),
       tools,
       signal,
       reportText: (text) => {
@@ -458,75 +495,6 @@ export class SessionRunner {
         return result ?? "";
       },
       callTools,
-    };
-  }
-
-  /**
-   * Runs one assistant turn: its calls together, each a step; then saves the turn — the assistant message
-   * with every call, then every result — in one transaction, only once all have returned (seed resume-design
-   * D6). A turn a shutdown interrupts is not saved at all, so history never holds a call without its result
-   * and a resumed model simply makes the turn again.
-   */
-  #turnRunner(session: SessionInfo, run: RunView, signal: AbortSignal): AgentContext["callTools"] {
-    const { dispatcher, store, newId, now } = this.#deps;
-    const runOne = async (call: ToolCallRequest) => {
-      const step: Step = {
-        id: newId(),
-        tool: call.name,
-        title: call.title ?? call.name,
-        status: "running",
-        startedAt: now(),
-      };
-      run.steps.push(step);
-      if (run.steps.length > MAX_STEPS_KEPT) run.steps.splice(0, run.steps.length - MAX_STEPS_KEPT);
-      if (run.status === "recovering") run.status = "running";
-      this.#touch(run);
-      const result = await dispatcher.dispatch(call.name, call.args, {
-        session,
-        runId: run.id,
-        senderId: run.senderId,
-        signal,
-      });
-      const summary = summarizeToolResult(call.name, result);
-      step.status = hasError(result) ? "failed" : "done";
-      step.summary = summary;
-      step.endedAt = now();
-      this.#touch(run);
-      return { call, result, summary, id: newId() };
-    };
-    return async (calls, options) => {
-      if (signal.aborted) throw abortReason(signal);
-      if (calls.length === 0) return [];
-      // Wait for every call (none is left running unseen), then fail the turn if any call threw.
-      const settled = await Promise.allSettled(calls.map(runOne));
-      const turn = settled.map((entry) => {
-        if (entry.status === "rejected") throw entry.reason;
-        return entry.value;
-      });
-      if (signal.reason instanceof ShutdownError) throw signal.reason;
-      store.appendMessages(session.id, [
-        {
-          role: "assistant",
-          content: options?.text ?? "",
-          runId: run.id,
-          toolCalls: turn.map(({ id, call }) => ({
-            id,
-            name: call.name,
-            arguments: argumentsText(call.args),
-          })),
-        },
-        ...turn.map(
-          ({ id, call, result, summary }): HistoryMessage => ({
-            role: "tool",
-            content: result,
-            runId: run.id,
-            toolCallId: id,
-            toolName: call.name,
-            summary,
-          }),
-        ),
-      ]);
-      return turn.map(({ result }) => result);
     };
   }
 
@@ -648,18 +616,4 @@ export class SessionRunner {
 
 function snapshot(run: RunView): RunView {
   return { ...run, steps: run.steps.map((step) => ({ ...step })) };
-}
-
-/** A model's raw argument text is kept as written (even when it is not JSON: the model should see its own call). */
-function argumentsText(args: unknown): string {
-  return typeof args === "string" ? args : JSON.stringify(args ?? {});
-}
-
-function hasError(result: string): boolean {
-  try {
-    const parsed: unknown = JSON.parse(result);
-    return typeof parsed === "object" && parsed !== null && "error" in parsed;
-  } catch {
-    return false;
-  }
 }

@@ -1,5 +1,4 @@
 import type { Statement } from "better-sqlite3";
-import type { AskRegistry } from "../asks/registry.ts";
 import type { Db } from "./db.ts";
 
 export interface AuditRow {
@@ -10,47 +9,16 @@ export interface AuditRow {
   questions: number;
   surfaces: string[];
   askedAt: number;
-  outcome: "answered" | "timeout" | "cancelled" | null;
+  outcome: "answered" | "timeout" | "cancelled" | "superseded" | null;
   answeredBy: string | null;
   answeredVia: string | null;
   settledAt: number | null;
 }
 
-/** Writes one audit row per ask: asked (with the surfaces that could reach the person), then how it ended. */
-export function recordAskAudit(db: Db, registry: AskRegistry, now: () => number): () => void {
-  const insert = db.prepare(
-    `INSERT OR IGNORE INTO ask_audit (request_id, session_id, run_id, answerer_id, questions, surfaces, asked_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const settle = db.prepare(
-    `UPDATE ask_audit SET outcome = ?, answered_by = ?, answered_via = ?, settled_at = ? WHERE request_id = ?`,
-  );
-  const offRegistered = registry.on("registered", (ask) => {
-    insert.run(
-      ask.requestId,
-      ask.sessionId,
-      ask.runId,
-      ask.answererId,
-      ask.questions.length,
-      JSON.stringify(ask.surfaces),
-      ask.createdAt,
-    );
-  });
-  const offSettled = registry.on("settled", ({ ask, outcome }) => {
-    const answered = outcome.kind === "answered";
-    settle.run(
-      outcome.kind,
-      answered ? outcome.userId : null,
-      answered ? outcome.surface : null,
-      now(),
-      ask.requestId,
-    );
-  });
-  return () => {
-    offRegistered();
-    offSettled();
-  };
-}
+/**
+ * The audit is a view of the ask rows (store/asks.ts, migration 5): asked (with the surfaces that could
+ * reach the person), then how it ended. No second source of truth to keep in step.
+ */
 
 interface AuditDbRow {
   request_id: string;
@@ -73,7 +41,7 @@ export function auditForSession(db: Db, sessionId: string): AuditRow[] {
   let statement = bySession.get(db);
   if (!statement) {
     statement = db.prepare<[string], AuditDbRow>(
-      "SELECT * FROM ask_audit WHERE session_id = ? ORDER BY asked_at, rowid",
+      "SELECT * FROM ask_audit WHERE session_id = ? ORDER BY asked_at, seq",
     );
     bySession.set(db, statement);
   }

@@ -133,6 +133,59 @@ export const MIGRATIONS: readonly string[] = [
   INSERT OR IGNORE INTO session_members (session_id, user_id, last_seen_at)
     SELECT session_id, sender_id, MAX(started_at) FROM runs GROUP BY session_id, sender_id;
   `,
+  `
+  -- Durable asks (issue 16): one row per ask from register on; the status leaves 'pending' only by a
+  -- compare-and-set (UPDATE ... WHERE status = 'pending'), so the first answer wins across surfaces and
+  -- processes. The audit becomes a view of these rows: one source of truth.
+  CREATE TABLE asks (
+    request_id      TEXT PRIMARY KEY,
+    session_id      TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    tool_call_id    TEXT,
+    answerer_id     TEXT NOT NULL,
+    questions       TEXT NOT NULL,
+    question_count  INTEGER NOT NULL,
+    metadata        TEXT,
+    surfaces        TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    extended_ms     INTEGER NOT NULL DEFAULT 0,
+    status          TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'answered', 'timeout', 'cancelled', 'superseded')),
+    answer          TEXT,
+    reason          TEXT,
+    answered_via    TEXT,
+    answered_by     TEXT,
+    settled_at      INTEGER
+  );
+  CREATE INDEX asks_pending ON asks(session_id) WHERE status = 'pending';
+  CREATE INDEX asks_by_session ON asks(session_id, created_at);
+  CREATE INDEX asks_by_tool_call ON asks(run_id, tool_call_id);
+  -- Asks of earlier versions were never durable: one without an outcome died with its process.
+  INSERT INTO asks (request_id, session_id, run_id, answerer_id, questions, question_count, surfaces,
+                    created_at, expires_at, status, reason, answered_via, answered_by, settled_at)
+    SELECT request_id, session_id, run_id, answerer_id, '[]', questions, surfaces, asked_at, asked_at,
+           COALESCE(outcome, 'cancelled'), CASE WHEN outcome IS NULL THEN 'lost in a restart' END,
+           answered_via, answered_by, settled_at
+    FROM ask_audit;
+  DROP TABLE ask_audit;
+  CREATE VIEW ask_audit AS
+    SELECT request_id, session_id, run_id, answerer_id, question_count AS questions, surfaces,
+           created_at AS asked_at, CASE status WHEN 'pending' THEN NULL ELSE status END AS outcome,
+           answered_by, answered_via, settled_at, rowid AS seq
+    FROM asks;
+  -- A turn that waits on ask_user_questions, beside the history (never inside it: a model must never be sent
+  -- a call without its result). Deleted in the transaction that writes the finished turn into messages.
+  CREATE TABLE pending_turns (
+    turn_id     TEXT PRIMARY KEY,
+    run_id      TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    calls       TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+  );
+  CREATE INDEX pending_turns_by_run ON pending_turns(run_id, created_at);
+  `,
 ];
 
 /**

@@ -71,6 +71,8 @@ export class WsHub implements AskSurface {
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
     this.#unsubscribe.push(
       deps.registry.on("registered", (ask) => this.#sendAround(ask, askFrame(ask))),
+      // 延长 moved the deadline: the same ask again, with its new expiresAt (clients keep one per request id).
+      deps.registry.on("extended", (ask) => this.#sendAround(ask, askFrame(ask))),
       deps.registry.on("settled", ({ ask, outcome }) => {
         // The connection whose answer won hears "accepted" before the "cancelled" every connection gets.
         const winner = this.#answering;

@@ -9,7 +9,7 @@ import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
 import { handleCardAction } from "../../src/feishu/card-actions.ts";
-import { FeishuChannel } from "../../src/feishu/channel.ts";
+import { FeishuChannel, type FeishuChannelOptions } from "../../src/feishu/channel.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
 import { createAppLimiter } from "../../src/feishu/limits.ts";
 import { startLongConnection } from "../../src/feishu/long-connection.ts";
@@ -87,6 +87,8 @@ export async function startFeishuRig(
     settleMs?: number;
     /** More routes for the HTTP app, built from the rig's parts (e.g. the agents' API); implies withServer. */
     routes?: (parts: { core: Core; channel: FeishuChannel }) => ((app: Express) => void)[];
+    /** Deadlines, reminders and 延长 (issue 16). */
+    asks?: FeishuChannelOptions["asks"];
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -127,6 +129,7 @@ export async function startFeishuRig(
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
+    ...(options.asks ? { asks: options.asks } : {}),
   });
   core.dispatcher.addSurface(channel);
   await channel.start();

@@ -6,7 +6,6 @@ import {
   type MessageReceiveEvent,
   startEmulator,
 } from "../../src/local/emulator/index.ts";
-import { strings } from "../../src/strings.ts";
 import {
   type BotProcess,
   cardOf,
@@ -18,13 +17,13 @@ import {
 } from "./helpers/bot-process.ts";
 import { LONG, record, size, sleep, timeoutMs, until } from "./helpers/env.ts";
 import { startSlowPath } from "./helpers/slow-path.ts";
-import { ALICE, ENCRYPT_KEY, formsOn, isCompleted, requestIdsOn, submitValue } from "./helpers/stack.ts";
+import { ALICE, ENCRYPT_KEY, isCompleted, requestIdsOn, submitValue } from "./helpers/stack.ts";
 
 /**
  * Crashes: the real entry point as a child process, killed with SIGKILL mid-ask and mid-run, then started
- * again on the same DATA_DIR. After the restart: the card shows 任务正在恢复执行 without its form, the old
- * form answers 问题已失效, queued messages run once, redelivered events start nothing, and SQLite says the
- * file is intact after every kill.
+ * again on the same DATA_DIR. After the restart: queued messages run once, redelivered events start nothing,
+ * and SQLite says the file is intact after every kill. A kill while a question waits: durable-crashes.test.ts
+ * (the question survives it).
  */
 
 const running: BotProcess[] = [];
@@ -70,101 +69,6 @@ interface RunRow {
 }
 const runsOf = (dataDir: string) =>
   query<RunRow>(dataDir, "SELECT id, input, status FROM runs ORDER BY started_at");
-
-/** Waits until the card has a form and returns the request id on it. */
-async function formOn(emu: Emulator, cardId: string, except?: string): Promise<string> {
-  return until(
-    () => {
-      const ids = requestIdsOn(cardOf(emu, cardId));
-      return ids.find((id) => id !== except);
-    },
-    "a form on the card",
-    20_000,
-  );
-}
-
-describe("kill -9 mid-ask", () => {
-  it(
-    "restarts into a recovery card without the form, answers the old form with 问题已失效, asks again and finishes once",
-    async () => {
-      const emu = await emulator();
-      const dataDir = tempDataDir();
-      const patched: { at: number; content: string }[] = [];
-      const first = await bot({ emulator: emu, dataDir });
-      const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
-      const messageId = payload.event.message.message_id;
-      await deliver(first, emu, payload);
-      const cardId = await until(() => cardsReplyingTo(emu, messageId)[0], "the progress card", 20_000);
-      const oldRequest = await formOn(emu, cardId);
-      emu.on("message_patched", ({ message }) => {
-        if (message.messageId === cardId) patched.push({ at: Date.now(), content: message.content });
-      });
-
-      await first.kill();
-      const afterKill = checkDatabase(dataDir);
-      expect(afterKill).toEqual({ integrity: "ok", foreignKeyViolations: 0 });
-      expect(runsOf(dataDir).map((r) => r.status)).toEqual(["running"]);
-
-      const restartedAt = Date.now();
-      const second = await bot({ emulator: emu, dataDir });
-      const recovery = await until(
-        () => patched.find((p) => p.content.includes(strings.recovering)),
-        "the recovery PATCH",
-        20_000,
-      );
-      expect(formsOn(JSON.parse(recovery.content) as Card)).toEqual([]);
-      expect(patched.indexOf(recovery)).toBe(0);
-
-      // The old form's submit finds no waiting question.
-      const sessionId = sessionOf(emu);
-      const stale = await click(second, emu, {
-        messageId: cardId,
-        operatorOpenId: ALICE,
-        name: "ask0_submit",
-        value: submitValue(sessionId, oldRequest, ALICE),
-        formValue: { ask0_q0: "0", ask0_q1: ["0"] },
-      });
-      expect(stale.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
-
-      // Feishu redelivers the message: no second run.
-      await deliver(second, emu, payload);
-
-      // The resumed run asks again on the same card; that answer finishes it.
-      const newRequest = await formOn(emu, cardId, oldRequest);
-      const answered = await click(second, emu, {
-        messageId: cardId,
-        operatorOpenId: ALICE,
-        name: "ask0_submit",
-        value: submitValue(sessionId, newRequest, ALICE),
-        formValue: { ask0_q0: "1", ask0_q1: ["2"] },
-      });
-      expect(answered.toast?.content).toBe(strings.feishu.submitted);
-      await until(() => isCompleted(cardOf(emu, cardId)), "the completed card", 20_000);
-      const recoveredMs = Date.now() - restartedAt;
-
-      await second.stop();
-      expect(checkDatabase(dataDir)).toEqual({ integrity: "ok", foreignKeyViolations: 0 });
-      expect(runsOf(dataDir).map((r) => r.status)).toEqual(["completed"]);
-      expect(cardsReplyingTo(emu, messageId)).toEqual([cardId]);
-      const userMessages = query<{ n: number }>(
-        dataDir,
-        "SELECT count(*) AS n FROM messages WHERE role = 'user'",
-      );
-      expect(userMessages[0]?.n).toBe(1);
-      const audit = query<{ request_id: string; outcome: string | null }>(
-        dataDir,
-        "SELECT request_id, outcome FROM ask_audit ORDER BY asked_at",
-      );
-      // The ask the crash cut off has no outcome (it died with the process); the new one was answered.
-      expect(audit.map((row) => [row.request_id, row.outcome])).toEqual([
-        [oldRequest, null],
-        [newRequest, "answered"],
-      ]);
-      record("crashes: kill -9 mid-ask", { recoveredMs, patchesAfterRestart: patched.length });
-    },
-    timeoutMs(60_000, 60_000),
-  );
-});
 
 describe("kill -9 mid-run with messages queued", () => {
   it(

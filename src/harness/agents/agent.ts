@@ -23,6 +23,13 @@ export interface AgentContext {
   history: HistoryMessage[];
   /** True when the run is being resumed after a restart. */
   resumed: boolean;
+  /**
+   * On resume: the turns that were waiting on a question when the process stopped, oldest first. Making the
+   * same turn again (same calls, same arguments) through `callTools` continues it: returned calls are not run
+   * again and the question waits on its original request. A model agent replays it instead of asking the
+   * model again.
+   */
+  pendingTurns?: { text: string; calls: { id: string; name: string; arguments: string }[] }[];
   /** Tools this session's agent may call, already filtered for the session. */
   tools: ToolDefinition[];
   /** A turn of one call: `callTools([{ name, args, title }])`. */

@@ -78,7 +78,9 @@ function choiceTitle({ kind, choice }: Choice): string {
 export function createDemoAgent(): Agent {
   return {
     name: "demo",
-    async run(ctx: AgentContext): Promise<AgentResult> {
+    async run(context: AgentContext): Promise<AgentResult> {
+      // A resumed run picks up at its step: calls this run finished before the restart are not made again.
+      const ctx: AgentContext = { ...context, callTool: replaying(context) };
       const text = ctx.input;
       if (text.includes("/quick")) {
         await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
@@ -110,6 +112,29 @@ export function createDemoAgent(): Agent {
       }
       return { text: finalReply(answers) };
     },
+  };
+}
+
+/**
+ * `callTool` that first gives back, in order, the results this run already saved in history (a run resumed
+ * after a restart walks its script from the top); the first call not in history goes to the runner, where a
+ * turn that was waiting on a question continues at that question.
+ */
+function replaying(ctx: AgentContext): AgentContext["callTool"] {
+  const results = new Map<string, string>();
+  for (const message of ctx.history) {
+    if (message.role === "tool" && message.toolCallId) results.set(message.toolCallId, message.content);
+  }
+  const done = ctx.history
+    .filter((message) => message.role === "assistant" && message.runId === ctx.runId)
+    .flatMap((message) => message.toolCalls ?? [])
+    .map((call) => ({ name: call.name, arguments: call.arguments, result: results.get(call.id) }));
+  return (name, args, options) => {
+    const index = done.findIndex(
+      (call) => call.name === name && call.arguments === JSON.stringify(args ?? {}),
+    );
+    const saved = index >= 0 ? done.splice(index, 1)[0]?.result : undefined;
+    return saved !== undefined ? Promise.resolve(saved) : ctx.callTool(name, args, options);
   };
 }
 

@@ -81,6 +81,8 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
           signal: ctx.signal,
           maxSteps,
           onText: text.push,
+          // A turn that waited on a question when the process stopped: finish it, do not ask the model again.
+          resume: ctx.pendingTurns?.[0],
           callTools: (calls, said) => {
             text.flush();
             return ctx.callTools(

@@ -19,17 +19,24 @@ export interface ToolLoopOptions {
   onText?: (text: string) => void;
   /** Runs one turn's calls and returns their results in order. `text` is what the model said alongside. */
   callTools(calls: ModelToolCall[], text: string): Promise<string[]>;
+  /** A turn the model already made, waiting when the process stopped: finished first, without a request. */
+  resume?: { text: string; calls: ModelToolCall[] } | undefined;
 }
 
 export async function runToolLoop(options: ToolLoopOptions): Promise<string> {
   const { chat, messages, signal } = options;
+  let resume = options.resume;
   for (let step = 0; step < options.maxSteps; step += 1) {
-    const reply = await chat.complete({
-      messages,
-      tools: options.tools,
-      signal,
-      ...(options.onText ? { onText: options.onText } : {}),
-    });
+    // The resumed turn counts as the step it was: the model is not asked for it again.
+    const reply = resume
+      ? { text: resume.text, toolCalls: resume.calls }
+      : await chat.complete({
+          messages,
+          tools: options.tools,
+          signal,
+          ...(options.onText ? { onText: options.onText } : {}),
+        });
+    resume = undefined;
     if (reply.toolCalls.length === 0) return reply.text;
     const results = await options.callTools(reply.toolCalls, reply.text);
     if (signal.aborted) throw abortReason(signal);

@@ -1,0 +1,179 @@
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { AskRegistry } from "../src/asks/registry.ts";
+import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
+import { startEmulator } from "../src/local/emulator/index.ts";
+import { AskStore } from "../src/store/asks.ts";
+import { openDatabase } from "../src/store/db.ts";
+import {
+  cardReplyingTo,
+  type FeishuRig,
+  requestIdsOn,
+  startFeishuRig,
+  WEBHOOK_KEY,
+} from "../test/helpers/feishu.ts";
+import {
+  type BenchOptions,
+  clock,
+  fmtBytes,
+  fmtInt,
+  fmtMs,
+  heapUsed,
+  percentile,
+  printTable,
+} from "./common.ts";
+
+/**
+ * Benchmark: durable asks (issue 16), side by side with the in-memory registry of before.
+ * 1. register + complete per second: memory only vs SQLite rows (WAL, synchronous=NORMAL: the project's own).
+ * 2. N pending rows: the time to restore them all on start, and the heap each one costs after.
+ * 3. answer after restart: N waiting cards, a graceful stop, a new start on the same file; from the start to
+ *    each card's form back on the card (its first PATCH), under the real app limiter (50/s).
+ */
+
+const QUESTIONS = [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features];
+const ANSWERS = QUESTIONS.map((q) => ({
+  question: q.question,
+  selectedLabels: [q.options[0]!.label],
+  customInput: null,
+}));
+
+const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-bench-durable-")), "bot.sqlite");
+
+function registry(store?: AskStore) {
+  return new AskRegistry({
+    timeoutMs: 900_000,
+    now: Date.now,
+    newId: randomUUID,
+    onListenerError: (error) => {
+      throw error;
+    },
+    ...(store ? { store } : {}),
+  });
+}
+
+function registerComplete(reg: AskRegistry, count: number): number {
+  const started = clock();
+  for (let i = 0; i < count; i += 1) {
+    const ask = reg.register({
+      sessionId: `s${i % 100}`,
+      runId: `r${i}`,
+      answererId: "ou_a",
+      questions: QUESTIONS,
+    });
+    reg.complete(ask.sessionId, ask.requestId, ANSWERS, { surface: "feishu", userId: "ou_a" });
+  }
+  return count / ((clock() - started) / 1000);
+}
+
+function restoreFigures(count: number) {
+  const file = tempFile();
+  const seed = openDatabase(file);
+  const store = new AskStore(seed);
+  const now = Date.now();
+  seed.transaction(() => {
+    for (let i = 0; i < count; i += 1) {
+      store.insert({
+        requestId: randomUUID(),
+        sessionId: `s${i}`,
+        runId: `r${i}`,
+        toolCallId: `c${i}`,
+        answererId: `ou_${i}`,
+        questions: QUESTIONS,
+        metadata: { source: "demo" },
+        surfaces: ["feishu"],
+        createdAt: now,
+        expiresAt: now + 900_000,
+      });
+    }
+  })();
+  seed.close();
+  const db = openDatabase(file);
+  const before = heapUsed();
+  const started = clock();
+  const reg = registry(new AskStore(db));
+  const restored = reg.restore().length;
+  const ms = clock() - started;
+  const perAsk = (heapUsed() - before) / restored;
+  // Keep the registry alive until after the measurement.
+  if (reg.size !== count) throw new Error(`restored ${reg.size} of ${count}`);
+  reg.failAllForSession("none");
+  db.close();
+  return { restored, ms, perAsk };
+}
+
+async function answerAfterRestart(cards: number) {
+  const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
+  const options = { emulator, askTimeoutMs: 3_600_000, askPing: false, stepMs: 0, cardPatchIntervalMs: 1000 };
+  const first = await startFeishuRig(options);
+  const users = Array.from({ length: cards }, (_, i) => `ou_bench${String(i).padStart(28, "0")}`);
+  const sent = await Promise.all(
+    users.map((user) => first.send({ chatType: "p2p", senderOpenId: user, text: "部署" })),
+  );
+  // Replies go out at the app limiter's pace (50/s): wait for all of them, not one card's default 8 s.
+  const cardIds = await first.until(
+    () => {
+      const ids = sent.map((id) => cardReplyingTo(emulator, id));
+      return ids.every((id) => id !== undefined) && ids.flatMap((id) => id ?? []);
+    },
+    "every card",
+    cards * 100 + 10_000,
+  );
+  await first.until(
+    () => cardIds.every((id) => requestIdsOn(first.cardOf(id)).length > 0),
+    "every form on its card",
+    cards * 200 + 10_000,
+  );
+  const wanted = new Map(cardIds.map((id) => [id, requestIdsOn(first.cardOf(id))[0] ?? ""]));
+  await first.stop();
+
+  const back = new Map<string, number>();
+  const off = emulator.on("message_patched", ({ message }) => {
+    const requestId = wanted.get(message.messageId);
+    if (requestId && !back.has(message.messageId) && message.content.includes(requestId)) {
+      back.set(message.messageId, clock());
+    }
+  });
+  const started = clock();
+  const second: FeishuRig = await startFeishuRig({ ...options, dataDir: first.dataDir, recover: true });
+  await second.until(() => back.size === cards, "every form back", cards * 200 + 10_000);
+  const times = [...back.values()].map((at) => at - started);
+  off();
+  await second.stop();
+  await emulator.close();
+  return { p50: percentile(times, 50), p99: percentile(times, 99), max: Math.max(...times) };
+}
+
+export async function runDurable(options: BenchOptions): Promise<void> {
+  const count = options.quick ? 2_000 : 20_000;
+  const memory = registerComplete(registry(), count);
+  const db = openDatabase(tempFile());
+  const durable = registerComplete(registry(new AskStore(db)), count);
+  db.close();
+  printTable(
+    `Durable asks: register + complete per second (${fmtInt(count)} asks, one thread)`,
+    ["registry", "asks/s", "vs memory"],
+    [
+      ["in memory (before)", fmtInt(memory), "1.00×"],
+      ["SQLite rows, WAL", fmtInt(durable), `${(durable / memory).toFixed(2)}×`],
+    ],
+  );
+
+  const pending = 10_000;
+  const restore = restoreFigures(pending);
+  printTable(
+    `Durable asks: ${fmtInt(pending)} pending rows on start`,
+    ["restored", "restore time", "heap per ask"],
+    [[fmtInt(restore.restored), fmtMs(restore.ms), fmtBytes(restore.perAsk)]],
+  );
+
+  const cards = options.quick ? 100 : 1_000;
+  const after = await answerAfterRestart(cards);
+  printTable(
+    `Durable asks: start to the form back on the card, ${fmtInt(cards)} waiting cards (app limiter 50/s)`,
+    ["cards", "p50", "p99", "max"],
+    [[fmtInt(cards), fmtMs(after.p50), fmtMs(after.p99), fmtMs(after.max)]],
+  );
+}

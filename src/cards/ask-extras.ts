@@ -1,0 +1,60 @@
+import type { Strings } from "../strings.ts";
+import type { ProgressValue } from "./actions.ts";
+import { escapeText } from "./markdown.ts";
+import type { CardNode } from "./model.ts";
+
+/**
+ * What a waiting card says besides its forms (issue 16): the deadline as an absolute time (no ticking
+ * PATCHes), a message waiting behind the question, and — once a question is gone — why, in one line.
+ * Its buttons (延长, 取消并处理新消息) sit with the card's other buttons, outside every form.
+ */
+export interface AskExtrasView {
+  /** The earliest pending deadline, already written in the configured zone (`15:42`). */
+  deadline?: string;
+  /** 延长 N 分钟 is offered (the bound is not reached). */
+  extendMinutes?: number;
+  /** Messages queued behind the question. */
+  queuedBehind?: number;
+  /** Why the last question is gone (问题已失效:已超时), shown until the run ends. */
+  notice?: string;
+}
+
+export function askExtraLines(view: AskExtrasView, waiting: boolean, s: Strings): CardNode[] {
+  const lines: CardNode[] = [];
+  if (waiting && view.deadline)
+    lines.push({ tag: "markdown", content: `⏰ ${s.asks.deadline(view.deadline)}` });
+  if (waiting && view.queuedBehind)
+    lines.push({ tag: "markdown", content: `✉️ ${s.asks.queuedBehind(view.queuedBehind)}` });
+  return lines;
+}
+
+export function askNotice(view: AskExtrasView): CardNode[] {
+  return view.notice ? [{ tag: "markdown", content: escapeText(view.notice) }] : [];
+}
+
+export function askExtraButtons(
+  view: AskExtrasView,
+  waiting: boolean,
+  s: Strings,
+  progress: (act: ProgressValue["act"]) => ProgressValue,
+): CardNode[] {
+  if (!waiting) return [];
+  const buttons: CardNode[] = [];
+  if (view.extendMinutes) {
+    buttons.push({
+      tag: "button",
+      text: { tag: "plain_text", content: s.asks.extend(view.extendMinutes) },
+      type: "default",
+      behaviors: [{ type: "callback", value: progress("extend") }],
+    });
+  }
+  if (view.queuedBehind) {
+    buttons.push({
+      tag: "button",
+      text: { tag: "plain_text", content: s.asks.replace },
+      type: "default",
+      behaviors: [{ type: "callback", value: progress("replace") }],
+    });
+  }
+  return buttons;
+}

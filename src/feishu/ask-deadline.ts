@@ -1,0 +1,91 @@
+import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
+import type { AskExtrasView } from "../cards/ask-extras.ts";
+import type { Strings } from "../strings.ts";
+
+/**
+ * Deadlines people can see (issue 16). The card writes the earliest pending deadline as an absolute time in
+ * the configured zone (`请在 15:42 前回答`): it never changes by itself, so no PATCH ticks a countdown.
+ *
+ * Two reminders, two rules, one reason each (ask-reminder.ts has the first):
+ * - the first ping says "a question appeared": a PATCH notifies nobody, so in groups one @-mention per card;
+ *   none in private chats, where the reply that made the card already notified the sender.
+ * - the expiry reminder says "this question is about to be lost": new information in every chat, so it goes
+ *   to private chats too (a short message) and @-mentions the sender in groups; one per deadline (a 延长
+ *   moves the deadline and re-arms it), kept across a restart, and none when the ask's whole time is shorter
+ *   than ASK_REMIND_BEFORE_MS (it would come before, or with, the question itself).
+ */
+
+export interface AskTimes {
+  timeZone: string;
+  /** ASK_REMIND_BEFORE_MS; 0 sends no expiry reminder. */
+  remindBeforeMs: number;
+  /** One 延长: 15 minutes (the button says so). */
+  extendMs: number;
+  /** ASK_EXTEND_MAX_MS: what 延长 may add to one ask in all. */
+  extendMaxMs: number;
+}
+
+export const DEFAULT_ASK_TIMES: AskTimes = {
+  timeZone: "Asia/Shanghai",
+  remindBeforeMs: 5 * 60_000,
+  extendMs: 15 * 60_000,
+  extendMaxMs: 60 * 60_000,
+};
+
+export function askTimes(partial: Partial<AskTimes> | undefined): AskTimes {
+  return { ...DEFAULT_ASK_TIMES, ...partial };
+}
+
+/** `15:42` in the zone, with the date (`12月2日 15:42`) when the deadline is not on the day of `now`. */
+export function formatDeadline(at: number, timeZone: string, now: number = at): string {
+  const format = new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    month: "numeric",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
+  const parts = (when: number) => {
+    const byType = new Map(format.formatToParts(when).map((part) => [part.type, part.value]));
+    return {
+      day: `${byType.get("month")}月${byType.get("day")}日`,
+      time: `${byType.get("hour")}:${byType.get("minute")}`,
+    };
+  };
+  const deadline = parts(at);
+  return deadline.day === parts(now).day ? deadline.time : `${deadline.day} ${deadline.time}`;
+}
+
+export function deadlineView(
+  asks: readonly PendingAsk[],
+  times: AskTimes,
+  queuedBehind: number,
+  notice: string | undefined,
+  now: number,
+): AskExtrasView {
+  const view: AskExtrasView = {};
+  if (notice) view.notice = notice;
+  if (asks.length === 0) return view;
+  const earliest = Math.min(...asks.map((ask) => ask.expiresAt));
+  view.deadline = formatDeadline(earliest, times.timeZone, now);
+  if (times.extendMs > 0 && asks.some((ask) => ask.extendedMs + times.extendMs <= times.extendMaxMs)) {
+    view.extendMinutes = Math.round(times.extendMs / 60_000);
+  }
+  if (queuedBehind > 0) view.queuedBehind = queuedBehind;
+  return view;
+}
+
+/** The card's one line once a question is gone without an answer from the card itself. */
+export function goneNotice(outcome: AskOutcome, s: Strings): string | undefined {
+  switch (outcome.kind) {
+    case "answered":
+      if (outcome.surface === "websocket") return s.asks.goneLine(s.asks.gone.web);
+      if (outcome.surface === "mcp") return s.asks.goneLine(s.asks.gone.mcp);
+      return undefined;
+    case "timeout":
+      return `${s.asks.goneLine(s.asks.gone.timeout)}。${s.asks.timedOut}`;
+    case "cancelled":
+      return s.asks.goneLine(s.asks.gone.cancelled);
+  }
+}

@@ -1,0 +1,190 @@
+import { ASK_TOOL_NAME } from "../asks/schema.ts";
+import { summarizeToolResult } from "../asks/summary.ts";
+import type { Store } from "../store/repos.ts";
+import type { PendingTurn, PendingTurnCall, TurnStore } from "../store/turns.ts";
+import { abortReason } from "../util/sleep.ts";
+import type { AgentContext, ToolCallRequest } from "./agents/agent.ts";
+import type { ToolDispatcher } from "./dispatcher.ts";
+import { isShutdown } from "./shutdown.ts";
+import type { HistoryMessage, RunView, SessionInfo, Step } from "./types.ts";
+
+/** Steps kept per run: enough for any card (which shows far fewer) without growing without bound. */
+export const MAX_STEPS_KEPT = 200;
+
+export interface TurnRunnerDeps {
+  dispatcher: ToolDispatcher;
+  store: Store;
+  /** Pending turns; without it a waiting turn lives in memory only and a restart makes it again. */
+  turns: TurnStore | undefined;
+  newId: () => string;
+  now: () => number;
+  touch: (run: RunView) => void;
+}
+
+/**
+ * Runs one assistant turn: its calls together, each a step; then saves the turn — the assistant message
+ * with every call, then every result — in one transaction, only once all have returned (seed resume-design
+ * D6). A turn with an `ask_user_questions` call is also kept as a pending turn beside the history while it
+ * waits, with each result as it returns; on resume the agent makes the same turn again (same calls, same
+ * arguments), which claims the pending one: returned calls give their saved results, the ask waits on its
+ * original request id, and only calls that had not returned run again. A turn without an ask that a
+ * shutdown interrupts is not saved at all, and a resumed model simply makes it again.
+ */
+export function createTurnRunner(
+  deps: TurnRunnerDeps,
+  session: SessionInfo,
+  run: RunView,
+  signal: AbortSignal,
+  resumable: PendingTurn[],
+): AgentContext["callTools"] {
+  const { dispatcher, store, turns, newId, now } = deps;
+  const runOne = async (
+    call: ToolCallRequest,
+    saved: PendingTurnCall | undefined,
+    turn: PendingTurn | undefined,
+    resuming: boolean,
+  ) => {
+    const id = saved?.id ?? newId();
+    if (saved?.result !== undefined) {
+      return {
+        call,
+        id,
+        result: saved.result,
+        summary: saved.summary ?? summarizeToolResult(call.name, saved.result),
+      };
+    }
+    const stepId = saved?.stepId ?? newId();
+    let step = run.steps.find((candidate) => candidate.id === stepId);
+    if (step) step.status = "running";
+    else {
+      step = {
+        id: stepId,
+        tool: call.name,
+        title: call.title ?? call.name,
+        status: "running",
+        startedAt: now(),
+      };
+      run.steps.push(step);
+      if (run.steps.length > MAX_STEPS_KEPT) run.steps.splice(0, run.steps.length - MAX_STEPS_KEPT);
+    }
+    if (run.status === "recovering") run.status = "running";
+    deps.touch(run);
+    const result = await dispatcher.dispatch(call.name, call.args, {
+      session,
+      runId: run.id,
+      senderId: run.senderId,
+      signal,
+      toolCallId: id,
+      ...(resuming ? { resuming: true } : {}),
+    });
+    const summary = summarizeToolResult(call.name, result);
+    finishStep(step, result, summary, now());
+    deps.touch(run);
+    if (turn && saved && !signal.aborted) {
+      saved.result = result;
+      saved.summary = summary;
+      turns?.update(turn);
+    }
+    return { call, id, result, summary };
+  };
+
+  return async (calls, options) => {
+    if (signal.aborted) throw abortReason(signal);
+    if (calls.length === 0) return [];
+    const text = options?.text ?? "";
+    const claimed = claim(resumable, calls);
+    const turn =
+      claimed ??
+      (turns && calls.some((call) => call.name === ASK_TOOL_NAME)
+        ? newTurn(run, session, text, calls, newId, now())
+        : undefined);
+    if (turn && !claimed) turns?.save(turn);
+    // Wait for every call (none is left running unseen), then fail the turn if any call threw.
+    const settled = await Promise.allSettled(
+      calls.map((call, index) => runOne(call, turn?.calls[index], turn, claimed !== undefined)),
+    );
+    const done = settled.map((entry) => {
+      if (entry.status === "rejected") throw entry.reason;
+      return entry.value;
+    });
+    if (isShutdown(signal)) throw abortReason(signal);
+    const messages: HistoryMessage[] = [
+      {
+        role: "assistant",
+        content: claimed?.text ?? text,
+        runId: run.id,
+        toolCalls: done.map(({ id, call }) => ({ id, name: call.name, arguments: argumentsText(call.args) })),
+      },
+      ...done.map(
+        ({ id, call, result, summary }): HistoryMessage => ({
+          role: "tool",
+          content: result,
+          runId: run.id,
+          toolCallId: id,
+          toolName: call.name,
+          summary,
+        }),
+      ),
+    ];
+    if (turn && turns) turns.finish(turn, messages);
+    else store.appendMessages(session.id, messages);
+    return done.map(({ result }) => result);
+  };
+}
+
+/** The pending turn these calls repeat (same tools, same arguments, in order), taken off the list. */
+function claim(resumable: PendingTurn[], calls: ToolCallRequest[]): PendingTurn | undefined {
+  const index = resumable.findIndex(
+    (turn) =>
+      turn.calls.length === calls.length &&
+      turn.calls.every(
+        (saved, i) => saved.name === calls[i]?.name && saved.arguments === argumentsText(calls[i]?.args),
+      ),
+  );
+  if (index < 0) return undefined;
+  return resumable.splice(index, 1)[0];
+}
+
+function newTurn(
+  run: RunView,
+  session: SessionInfo,
+  text: string,
+  calls: ToolCallRequest[],
+  newId: () => string,
+  at: number,
+): PendingTurn {
+  return {
+    turnId: newId(),
+    runId: run.id,
+    sessionId: session.id,
+    text,
+    calls: calls.map((call) => ({
+      id: newId(),
+      stepId: newId(),
+      name: call.name,
+      arguments: argumentsText(call.args),
+      ...(call.title ? { title: call.title } : {}),
+    })),
+    createdAt: at,
+  };
+}
+
+function finishStep(step: Step, result: string, summary: string, at: number): void {
+  step.status = hasError(result) ? "failed" : "done";
+  step.summary = summary;
+  step.endedAt = at;
+}
+
+/** A model's raw argument text is kept as written (even when it is not JSON: the model should see its own call). */
+export function argumentsText(args: unknown): string {
+  return typeof args === "string" ? args : JSON.stringify(args ?? {});
+}
+
+function hasError(result: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(result);
+    return typeof parsed === "object" && parsed !== null && "error" in parsed;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,235 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Card } from "../src/cards/model.ts";
+import { DEFAULT_ASK_TIMES, formatDeadline, goneNotice } from "../src/feishu/ask-deadline.ts";
+import { strings } from "../src/strings.ts";
+import { type FeishuRig, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+
+/**
+ * Deadlines people can see (issue 16), on fake time through the SDK and the emulator: the absolute deadline on
+ * the card, one reminder before it (short in private chats, an @-mention in groups), 延长 15 分钟 within its
+ * bound, and what the card says once the question timed out, was answered elsewhere, or a queued message
+ * replaced the run.
+ */
+
+const ALICE = "ou_alice000000000000000000000000000";
+const BOB = "ou_bob00000000000000000000000000000";
+const GROUP = "oc_team";
+const MIN = 60_000;
+
+const rigs: FeishuRig[] = [];
+beforeEach(() => {
+  // Only the clock and timeouts are fake; sockets still work, and fake time also moves with real time.
+  vi.useFakeTimers({ shouldAdvanceTime: true, toFake: ["setTimeout", "clearTimeout", "Date"] });
+  vi.setSystemTime(new Date("2026-12-01T07:00:00Z")); // 15:00 in Asia/Shanghai
+});
+afterEach(async () => {
+  for (const r of rigs.splice(0)) await r.stop();
+  vi.useRealTimers();
+});
+async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
+  const started = await startFeishuRig({ askTimeoutMs: 15 * MIN, askPing: false, ...options });
+  rigs.push(started);
+  return started;
+}
+
+const textOf = (card: Card) => JSON.stringify(card);
+const botTexts = (r: FeishuRig) =>
+  r.emulator.messages.listMessages().filter((m) => m.senderType === "app" && m.msgType === "text");
+
+async function waiting(r: FeishuRig, chatType: "p2p" | "group" = "p2p", text = "帮我部署") {
+  const group = chatType === "group";
+  const userMessageId = await r.send({
+    chatType,
+    senderOpenId: ALICE,
+    text,
+    ...(group ? { chatId: GROUP, mentionBot: true } : {}),
+  });
+  const cardId = await r.progressCard(userMessageId);
+  const requestId = await r.until(() => requestIdsOn(r.cardOf(cardId))[0], "a form");
+  const ask = r.core.registry.get(requestId)!;
+  return { cardId, requestId, ask, sessionId: ask.sessionId };
+}
+
+const progress = (act: string, sessionId: string, runId: string) => ({
+  kind: "progress",
+  act,
+  sessionId,
+  runId,
+  sender: ALICE,
+});
+
+describe("the deadline, written once", () => {
+  it("is an absolute time in the zone, with the date when it is not today", () => {
+    const at = Date.UTC(2026, 11, 1, 7, 42);
+    expect(formatDeadline(at, "Asia/Shanghai", at)).toBe("15:42");
+    expect(formatDeadline(at, "Europe/London", at)).toBe("07:42");
+    expect(formatDeadline(Date.UTC(2026, 11, 1, 16, 30), "Asia/Shanghai", at)).toBe("12月2日 00:30");
+  });
+
+  it("names why a question is gone in one line", () => {
+    expect(goneNotice({ kind: "timeout" }, strings)).toContain("问题已失效:已超时");
+    expect(goneNotice({ kind: "cancelled", reason: "x" }, strings)).toBe("问题已失效:已取消");
+    expect(goneNotice({ kind: "answered", answers: [], surface: "websocket", userId: ALICE }, strings)).toBe(
+      "问题已失效:已由网页端回答",
+    );
+    expect(
+      goneNotice({ kind: "answered", answers: [], surface: "feishu", userId: ALICE }, strings),
+    ).toBeUndefined();
+  });
+});
+
+describe("deadlines, reminders and 延长 on fake time", () => {
+  it("private chat: 请在 15:15 前回答, one short reminder at 15:10, 延长 moves both, bounded", async () => {
+    const r = await rig();
+    const { cardId, ask, sessionId } = await waiting(r);
+    const deadline = formatDeadline(ask.expiresAt, "Asia/Shanghai");
+    expect(deadline).toBe("15:15");
+    await r.until(() => textOf(r.cardOf(cardId)).includes("请在 15:15 前回答"), "the deadline on the card");
+    expect(textOf(r.cardOf(cardId))).toContain(strings.asks.extend(15));
+
+    vi.advanceTimersByTime(10 * MIN - 1_000);
+    expect(botTexts(r)).toHaveLength(0);
+    vi.advanceTimersByTime(2_000);
+    const reminder = await r.until(() => botTexts(r)[0], "the reminder");
+    expect(reminder.content).toContain("15:15");
+    expect(reminder.content).not.toContain("<at");
+
+    const extended = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: progress("extend", sessionId, ask.runId),
+    });
+    expect(extended.toast).toEqual({ type: "success", content: strings.asks.extended("15:30") });
+    expect(r.core.registry.get(ask.requestId)?.expiresAt).toBe(ask.createdAt + 30 * MIN);
+    await r.until(() => textOf(r.cardOf(cardId)).includes("请在 15:30 前回答"), "the new deadline");
+    // Only the answerer may extend.
+    const bob = await r.click({
+      messageId: cardId,
+      operatorOpenId: BOB,
+      value: progress("extend", sessionId, ask.runId),
+    });
+    expect(bob.toast?.type).toBe("error");
+    // Three more are within the default hour; the fifth is refused.
+    for (let i = 0; i < 3; i += 1) {
+      const more = await r.click({
+        messageId: cardId,
+        operatorOpenId: ALICE,
+        value: progress("extend", sessionId, ask.runId),
+      });
+      expect(more.toast?.type).toBe("success");
+    }
+    const refused = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: progress("extend", sessionId, ask.runId),
+    });
+    expect(refused.toast).toEqual({ type: "warning", content: strings.asks.extendLimit });
+    expect(r.core.registry.get(ask.requestId)?.expiresAt).toBe(
+      ask.createdAt + 15 * MIN + DEFAULT_ASK_TIMES.extendMaxMs,
+    );
+    await r.until(
+      () => !textOf(r.cardOf(cardId)).includes(strings.asks.extend(15)),
+      "no 延长 once the bound is reached",
+    );
+
+    // The moved deadline gets its own reminder, five minutes before it (16:15 - 5 min).
+    vi.advanceTimersByTime(ask.createdAt + 70 * MIN - Date.now() - 1_000);
+    expect(botTexts(r)).toHaveLength(1);
+    vi.advanceTimersByTime(2_000);
+    await r.until(() => botTexts(r)[1], "the second reminder");
+    expect(botTexts(r)[1]?.content).toContain("16:15");
+
+    // Timeout: the form goes, the card says why and what the agent did instead.
+    vi.advanceTimersByTime(ask.expiresAt + 60 * MIN - Date.now() + 1);
+    await r.until(() => r.cardOf(cardId).header?.template === "green", "the finished card");
+    const done = textOf(r.cardOf(cardId));
+    expect(done).toContain("问题已失效:已超时");
+    expect(done).toContain("没有收到你的回答");
+    expect(r.core.registry.state(ask.requestId)?.status).toBe("timeout");
+  });
+
+  it("group chat: the expiry reminder @-mentions the sender", async () => {
+    const r = await rig();
+    await waiting(r, "group");
+    vi.advanceTimersByTime(10 * MIN + 1_000);
+    const reminder = await r.until(() => botTexts(r)[0], "the reminder");
+    expect(reminder.content).toContain(ALICE);
+  });
+
+  it("answered on the session page: the card's form goes and says 已由网页端回答; the old form gets 问题已失效", async () => {
+    const r = await rig({ withServer: true });
+    const { cardId, requestId, ask, sessionId } = await waiting(r);
+    const client = await r.connect(ALICE);
+    client.send({ type: "subscribe", sessionId });
+    await r.until(() => client.frames.find((f) => f.type === "ask_user_questions"), "the ask on the socket");
+    const answers = ask.questions.map((q) => ({
+      question: q.question,
+      selectedLabels: [q.options[0]!.label],
+      customInput: null,
+    }));
+    client.send({ type: "ask_user_questions_result", sessionId, data: { requestId, answers } });
+    await r.until(() => r.core.registry.state(requestId)?.status === "answered", "the answer");
+    const stale = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      name: "ask0_submit",
+      value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
+      formValue: { ask0_q0: "0", ask0_q1: ["0"] },
+    });
+    expect(stale.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
+    await r.until(
+      () => textOf(r.cardOf(cardId)).includes("问题已失效:已由网页端回答"),
+      "the reason on the card",
+    );
+    client.close();
+  });
+
+  it("延长 on the card tells the session page the new deadline", async () => {
+    const r = await rig({ withServer: true });
+    const { cardId, ask, sessionId } = await waiting(r);
+    const client = await r.connect(ALICE);
+    client.send({ type: "subscribe", sessionId });
+    await r.until(() => client.frames.find((f) => f.type === "ask_user_questions"), "the ask on the socket");
+    // The registry's ask object moves with 延长: keep the deadline as it was.
+    const before = ask.expiresAt;
+    await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: progress("extend", sessionId, ask.runId),
+    });
+    const moved = await r.until(
+      () =>
+        client.frames.find((f) => f.type === "ask_user_questions" && f.data.expiresAt === before + 15 * MIN),
+      "the ask with its new deadline",
+    );
+    expect(moved.data.requestId).toBe(ask.requestId);
+    client.close();
+  });
+
+  it("a message behind the question: the card says so, and 取消并处理新消息 lets it replace the run", async () => {
+    const r = await rig();
+    const { cardId, ask, sessionId } = await waiting(r);
+    await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick 新的需求" });
+    await r.until(() => textOf(r.cardOf(cardId)).includes(strings.asks.queuedBehind(1)), "the queued note");
+    expect(textOf(r.cardOf(cardId))).toContain(strings.asks.replace);
+    const bob = await r.click({
+      messageId: cardId,
+      operatorOpenId: BOB,
+      value: progress("replace", sessionId, ask.runId),
+    });
+    expect(bob.toast?.type).toBe("error");
+    const replaced = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: progress("replace", sessionId, ask.runId),
+    });
+    expect(replaced.toast).toEqual({ type: "success", content: strings.asks.replaced });
+    await r.core.runner.idle();
+    expect(r.core.registry.state(ask.requestId)?.status).toBe("superseded");
+    const runs = r.core.runner.runs(sessionId, 5).map((run) => [run.input, run.status]);
+    expect(runs).toEqual([
+      ["/quick 新的需求", "completed"],
+      ["帮我部署", "cancelled"],
+    ]);
+  });
+});

@@ -1,0 +1,299 @@
+import path from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AskRegistry } from "../src/asks/registry.ts";
+import { type ToolContext, ToolDispatcher } from "../src/harness/dispatcher.ts";
+import { createLogger } from "../src/logger.ts";
+import { AskStore } from "../src/store/asks.ts";
+import { auditForSession } from "../src/store/audit.ts";
+import { type Db, MIGRATIONS, migrate, openDatabase } from "../src/store/db.ts";
+import { sampleAsk } from "./fixtures.ts";
+import { fakeSurface, privateSession, tempDir } from "./helpers/core.ts";
+
+/** Durable asks (issue 16): rows from register on, compare-and-set settles, restore after a restart. */
+
+const TIMEOUT_MS = 900_000;
+const answers = [
+  {
+    question: "Which framework should we use for the new module?",
+    selectedLabels: ["React"],
+    customInput: null,
+  },
+];
+
+let id = 0;
+function registryOn(db: Db) {
+  return new AskRegistry({
+    timeoutMs: TIMEOUT_MS,
+    now: () => Date.now(),
+    newId: () => `req-${++id}`,
+    onListenerError: (error) => {
+      throw error;
+    },
+    store: new AskStore(db),
+  });
+}
+
+const ask = (registry: AskRegistry, toolCallId = "call-1") =>
+  registry.register({
+    sessionId: "s1",
+    runId: "run-1",
+    answererId: "ou_a",
+    questions: sampleAsk().questions,
+    metadata: { m: 1 },
+    surfaces: ["feishu"],
+    toolCallId,
+  });
+
+describe("durable asks", () => {
+  const open: Db[] = [];
+  const file = () => path.join(tempDir(), "bot.sqlite");
+  const db = (at: string) => {
+    const opened = openDatabase(at);
+    open.push(opened);
+    return opened;
+  };
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(new Date("2026-12-01T07:00:00Z"));
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    for (const d of open.splice(0)) d.close();
+  });
+
+  it("writes the row at register and settles it once: the second answer, from another process, loses", () => {
+    const at = file();
+    const [a, b] = [registryOn(db(at)), registryOn(db(at))];
+    const asked = ask(a);
+    expect(b.restore().map((r) => r.requestId)).toEqual([asked.requestId]);
+    // Two processes on one file (a restart that overlapped the old one): the row decides, not memory.
+    expect(b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(true);
+    expect(a.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(false);
+    const state = a.state(asked.requestId);
+    expect(state).toMatchObject({ status: "answered", outcome: { kind: "answered", surface: "websocket" } });
+    const [row] = auditForSession(open[0]!, "s1");
+    expect(row).toMatchObject({
+      outcome: "answered",
+      answeredVia: "websocket",
+      answeredBy: "ou_a",
+      questions: sampleAsk().questions.length,
+    });
+  });
+
+  it("the loser's waiting call still gets the winner's answer", async () => {
+    const at = file();
+    const [a, b] = [registryOn(db(at)), registryOn(db(at))];
+    const asked = ask(a);
+    b.restore();
+    b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" });
+    const waiting = a.waitForAnswer(asked.requestId);
+    a.cancel(asked.requestId, "Session cancelled");
+    await vi.runOnlyPendingTimersAsync();
+    await expect(waiting).resolves.toMatchObject({ kind: "answered", answers });
+  });
+
+  it("restores a pending ask after a restart with its request id, tool call and deadline", async () => {
+    const at = file();
+    const first = registryOn(db(at));
+    const asked = ask(first);
+    vi.advanceTimersByTime(10 * 60_000);
+    const second = registryOn(db(at));
+    const [restored] = second.restore();
+    expect(restored).toMatchObject({
+      requestId: asked.requestId,
+      toolCallId: "call-1",
+      expiresAt: asked.expiresAt,
+      questions: asked.questions,
+      metadata: { m: 1 },
+    });
+    expect(second.forToolCall("run-1", "call-1")?.ask.requestId).toBe(asked.requestId);
+    const outcome = second.waitForAnswer(asked.requestId);
+    // The deadline counts from the moment of asking: 5 more minutes, not 15.
+    vi.advanceTimersByTime(5 * 60_000 - 1);
+    expect(second.get(asked.requestId)).toBeDefined();
+    vi.advanceTimersByTime(1);
+    await vi.runOnlyPendingTimersAsync();
+    await expect(outcome).resolves.toEqual({ kind: "timeout" });
+    expect(second.state(asked.requestId)?.status).toBe("timeout");
+  });
+
+  it("times out at once an ask whose deadline passed while the process was down", async () => {
+    const at = file();
+    const asked = ask(registryOn(db(at)));
+    vi.advanceTimersByTime(TIMEOUT_MS + 1);
+    const second = registryOn(db(at));
+    second.restore();
+    await vi.runOnlyPendingTimersAsync();
+    expect(second.state(asked.requestId)?.status).toBe("timeout");
+  });
+
+  it("answers a waiting call at once with an outcome settled before the restart", async () => {
+    const at = file();
+    const first = registryOn(db(at));
+    const asked = ask(first);
+    first.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    const second = registryOn(db(at));
+    expect(second.restore()).toEqual([]);
+    await expect(second.waitForAnswer(asked.requestId)).resolves.toMatchObject({ kind: "answered", answers });
+  });
+
+  it("extends a deadline by 15 minutes at a time, bounded, and survives a restart with it", () => {
+    const at = file();
+    const registry = registryOn(db(at));
+    const asked = ask(registry);
+    const quarter = 15 * 60_000;
+    expect(registry.extend(asked.requestId, quarter, 2 * quarter)?.expiresAt).toBe(
+      asked.createdAt + TIMEOUT_MS + quarter,
+    );
+    expect(registry.extend(asked.requestId, quarter, 2 * quarter)).toBeDefined();
+    expect(registry.extend(asked.requestId, quarter, 2 * quarter)).toBeUndefined();
+    const [restored] = registryOn(db(at)).restore();
+    expect(restored?.expiresAt).toBe(asked.createdAt + TIMEOUT_MS + 2 * quarter);
+    expect(restored?.extendedMs).toBe(2 * quarter);
+  });
+
+  it("records superseded asks as such", () => {
+    const d = db(file());
+    const registry = registryOn(d);
+    const asked = ask(registry);
+    expect(registry.supersede("s1", "Session cancelled")).toBe(1);
+    expect(registry.state(asked.requestId)?.status).toBe("superseded");
+    expect(auditForSession(d, "s1")[0]?.outcome).toBe("superseded");
+  });
+
+  it("keeps the audit rows of an older file as ask rows (one that had no outcome died with its process)", () => {
+    const raw = new Database(":memory:");
+    raw.exec(MIGRATIONS.slice(0, 4).join(";\n"));
+    raw.pragma("user_version = 4");
+    raw.exec(`INSERT INTO ask_audit VALUES ('r1','s1','run','ou_a',2,'["feishu"]',5,'answered','ou_a','feishu',9);
+              INSERT INTO ask_audit VALUES ('r2','s1','run','ou_a',1,'[]',6,NULL,NULL,NULL,NULL);`);
+    migrate(raw);
+    expect(auditForSession(raw, "s1").map((r) => [r.requestId, r.outcome, r.questions])).toEqual([
+      ["r1", "answered", 2],
+      ["r2", "cancelled", 1],
+    ]);
+    expect(new AskStore(raw).pending()).toEqual([]);
+    raw.close();
+  });
+});
+
+describe("a database that refuses the write", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("loses no answer: complete throws, the ask stays pending, and the next answer lands once", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(db);
+    const errors: string[] = [];
+    const registry = new AskRegistry({
+      timeoutMs: TIMEOUT_MS,
+      now: () => Date.now(),
+      newId: () => `req-${++id}`,
+      onListenerError: (_error, event) => errors.push(event),
+      store,
+    });
+    const asked = ask(registry);
+    const settle = vi.spyOn(store, "settle").mockImplementationOnce(() => {
+      throw new Error("SQLITE_FULL: database or disk is full");
+    });
+    expect(() =>
+      registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+    ).toThrow("SQLITE_FULL");
+    expect(registry.get(asked.requestId)).toBeDefined();
+    const waiting = registry.waitForAnswer(asked.requestId);
+    expect(registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(
+      true,
+    );
+    await vi.runOnlyPendingTimersAsync();
+    await expect(waiting).resolves.toMatchObject({ kind: "answered", answers });
+    expect(settle).toHaveBeenCalledTimes(2);
+    db.close();
+  });
+
+  it("a timeout whose row cannot be written is tried again instead of crashing the timer", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(db);
+    const errors: string[] = [];
+    const registry = new AskRegistry({
+      timeoutMs: 1_000,
+      now: () => Date.now(),
+      newId: () => `req-${++id}`,
+      onListenerError: (_error, event) => errors.push(event),
+      store,
+    });
+    const asked = ask(registry);
+    vi.spyOn(store, "settle").mockImplementationOnce(() => {
+      throw new Error("SQLITE_BUSY");
+    });
+    vi.advanceTimersByTime(1_000);
+    expect(errors).toEqual(["timeout"]);
+    expect(registry.get(asked.requestId)).toBeDefined();
+    vi.advanceTimersByTime(1_000);
+    expect(registry.state(asked.requestId)?.status).toBe("timeout");
+    db.close();
+  });
+});
+
+describe("the dispatcher over durable asks", () => {
+  const dispatcherOn = (store: AskStore) => {
+    const registry = new AskRegistry({
+      timeoutMs: TIMEOUT_MS,
+      now: Date.now,
+      newId: () => `req-${++id}`,
+      onListenerError: () => {},
+      store,
+    });
+    const dispatcher = new ToolDispatcher({
+      registry,
+      tools: [],
+      surfaces: [fakeSurface(true)],
+      logger: createLogger({ level: "silent" }),
+    });
+    const ctx: ToolContext = {
+      session: privateSession(),
+      runId: "run1",
+      senderId: "ou_a",
+      signal: new AbortController().signal,
+      toolCallId: "call-9",
+    };
+    return { registry, dispatcher, ctx };
+  };
+
+  it("does not ask a question whose row cannot be written, and tells the model why", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(db);
+    vi.spyOn(store, "insert").mockImplementation(() => {
+      throw new Error("SQLITE_READONLY: attempt to write a readonly database");
+    });
+    const { registry, dispatcher, ctx } = dispatcherOn(store);
+    const result = JSON.parse(await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx));
+    expect(result.error).toContain("SQLITE_READONLY");
+    expect(registry.size).toBe(0);
+    db.close();
+  });
+
+  it("a resumed call waits on the ask it made before the restart instead of asking again", async () => {
+    const db = openDatabase(":memory:");
+    const first = dispatcherOn(new AskStore(db));
+    void first.dispatcher.dispatch("ask_user_questions", sampleAsk(), first.ctx);
+    const [asked] = first.registry.getPendingForSession(first.ctx.session.id);
+    const second = dispatcherOn(new AskStore(db));
+    second.registry.restore();
+    const waiting = second.dispatcher.dispatch("ask_user_questions", sampleAsk(), {
+      ...second.ctx,
+      resuming: true,
+    });
+    expect(second.registry.size).toBe(1);
+    second.registry.complete(asked!.sessionId, asked!.requestId, answers.slice(0, 1), {
+      surface: "feishu",
+      userId: "ou_a",
+    });
+    expect(JSON.parse(await waiting)).toEqual({ answers: answers.slice(0, 1) });
+    db.close();
+  });
+});
