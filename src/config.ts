@@ -73,6 +73,9 @@ const envSchema = z.object({
   ),
   SIGNIN_TTL_HOURS: intFrom("SIGNIN_TTL_HOURS", 1, 24 * 30).default(12),
   QUEUE_MAX: intFrom("QUEUE_MAX", 1, 1000).default(20),
+  // MCP servers whose tools the OpenAI agent may call (harness/agents/mcp/).
+  MCP_CONFIG: optionalText,
+  MCP_TOOL_TIMEOUT_MS: intFrom("MCP_TOOL_TIMEOUT_MS", 100, 60 * 60 * 1000).default(60_000),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -105,6 +108,8 @@ export interface Config {
     openai: { baseUrl?: string; apiKey?: string; model?: string };
     /** One run's budget, shared by all its sub-agents. */
     budget: { modelRequests: number; subAgents: number; depth: number };
+    /** `MCP_CONFIG`: the mcpServers file, and how long one MCP tool call may take. */
+    mcp: { configFile?: string; toolTimeoutMs: number };
   };
   askTimeoutMs: number;
   cardPatchIntervalMs: number;
@@ -148,6 +153,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
     if (!e.OPENAI_MODEL) problems.push("  OPENAI_MODEL: required with AGENT=openai");
   }
+  if (e.MCP_CONFIG && e.AGENT !== "openai")
+    problems.push("  MCP_CONFIG: MCP tools are offered to the OpenAI agent; set AGENT=openai");
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
 
   return {
@@ -176,6 +183,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         subAgents: e.MAX_SUBAGENTS_PER_RUN,
         depth: e.MAX_DELEGATE_DEPTH,
       },
+      mcp: { configFile: e.MCP_CONFIG, toolTimeoutMs: e.MCP_TOOL_TIMEOUT_MS },
     },
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,

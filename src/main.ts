@@ -10,6 +10,7 @@ import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
+import { startMcpFromConfig } from "./harness/agents/mcp/index.ts";
 import { listen } from "./listen.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
@@ -30,10 +31,12 @@ async function main(): Promise<void> {
   installProcessGuard(logger);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
+  // MCP_CONFIG: a bad file stops here; a server that fails to start is logged and left out.
+  const mcp = await startMcpFromConfig(config, logger);
   const core = createCore({
     db,
     logger,
-    ...createAgentFromConfig(config, logger),
+    ...createAgentFromConfig(config, logger, { tools: mcp?.tools }),
     askTimeoutMs: config.askTimeoutMs,
     authSecret,
     maxQueued: config.queueMax,
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ reason }, "shutting down");
     await core.runner.stop();
+    await mcp?.close();
     await started.feishu?.close();
     await started.emulator?.close();
     await core.hub.close();
