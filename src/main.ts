@@ -10,7 +10,7 @@ import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
-import { startMcpFromConfig } from "./harness/agents/mcp/index.ts";
+import { elicitThrough, startMcpFromConfig } from "./harness/agents/mcp/index.ts";
 import { listen } from "./listen.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
@@ -41,6 +41,8 @@ async function main(): Promise<void> {
     authSecret,
     maxQueued: config.queueMax,
   });
+  // An MCP server's questions (elicitation) become forms on the card, through the same registry as the model's.
+  mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point.
   const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server } = {};

@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers";
 import { Emitter } from "../util/emitter.ts";
+import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
 /**
@@ -9,7 +10,14 @@ import type { AskAnswer, AskQuestion } from "./schema.ts";
  */
 
 export type AskOutcome =
-  | { kind: "answered"; answers: AskAnswer[]; surface: string; userId: string }
+  | {
+      kind: "answered";
+      answers: AskAnswer[];
+      surface: string;
+      userId: string;
+      /** Set for an MCP elicitation (its `answers` are empty): accept with content, decline or cancel. */
+      response?: ElicitResponse;
+    }
   | { kind: "timeout" }
   | { kind: "cancelled"; reason: string };
 
@@ -23,6 +31,8 @@ export interface PendingAsk {
   metadata: Record<string, unknown> | undefined;
   /** The surfaces that could reach the answerer when the question was asked (for the audit). */
   surfaces: string[];
+  /** The second kind of ask: an MCP server's form (its `questions` are empty). */
+  elicitation?: ElicitationAsk;
   createdAt: number;
   expiresAt: number;
 }
@@ -75,6 +85,7 @@ export class AskRegistry {
     metadata?: Record<string, unknown>;
     surfaces?: string[];
     timeoutMs?: number;
+    elicitation?: ElicitationAsk;
   }): PendingAsk {
     const createdAt = this.#deps.now();
     const timeoutMs = input.timeoutMs ?? this.#deps.timeoutMs;
@@ -86,6 +97,7 @@ export class AskRegistry {
       questions: input.questions,
       metadata: input.metadata,
       surfaces: input.surfaces ?? [],
+      ...(input.elicitation ? { elicitation: input.elicitation } : {}),
       createdAt,
       expiresAt: createdAt + timeoutMs,
     };
@@ -120,6 +132,18 @@ export class AskRegistry {
     const entry = this.#entries.get(requestId);
     if (!entry || entry.ask.sessionId !== sessionId) return false;
     return this.#settle(requestId, { kind: "answered", answers, surface: by.surface, userId: by.userId });
+  }
+
+  /** An elicitation's answer (accept, decline or cancel); first answer wins, as with `complete`. */
+  respond(
+    sessionId: string,
+    requestId: string,
+    response: ElicitResponse,
+    by: { surface: string; userId: string },
+  ): boolean {
+    const entry = this.#entries.get(requestId);
+    if (!entry?.ask.elicitation || entry.ask.sessionId !== sessionId) return false;
+    return this.#settle(requestId, { kind: "answered", answers: [], response, ...by });
   }
 
   /** Settles every pending ask of one session (and only that session). Returns how many it settled. */

@@ -1,6 +1,8 @@
+import type { ElicitationAsk } from "../asks/elicitation.ts";
 import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings.ts";
 import type { AskSubmitValue } from "./actions.ts";
+import { elicitForm } from "./elicit-form.ts";
 import type { FormDraft } from "./form-value.ts";
 import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
@@ -17,6 +19,8 @@ export interface CardAsk {
   questions: readonly AskQuestion[];
   /** What the person last submitted for this ask without completing it: rendered pre-filled. */
   draft?: FormDraft;
+  /** The second kind of ask: an MCP server's form (then `questions` is empty). */
+  elicitation?: ElicitationAsk;
 }
 
 /** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
@@ -64,6 +68,8 @@ function askHeading(c: AskContext, index: number, total: number): string {
 }
 
 export function askForm(ask: CardAsk, index: number, total: number, c: AskContext): FormNode {
+  if (ask.elicitation)
+    return elicitForm({ requestId: ask.requestId, elicitation: ask.elicitation }, index, c);
   const { budget, strings: s } = c;
   const elements: CardNode[] = [];
   ask.questions.forEach((question, j) => {

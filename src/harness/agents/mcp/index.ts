@@ -1,7 +1,9 @@
+import { type ElicitationAsk, type ElicitResponse, elicitFields } from "../../../asks/elicitation.ts";
 import type { Config } from "../../../config.ts";
 import type { Logger } from "../../../logger.ts";
+import type { ToolContext } from "../../dispatcher.ts";
 import { loadMcpConfig } from "./config.ts";
-import { connectMcpServers, type McpTools } from "./servers.ts";
+import { connectMcpServers, type ElicitationHandler, type McpTools } from "./servers.ts";
 
 export { type ElicitationHandler, MCP_TOOL_SEPARATOR, type McpTools } from "./servers.ts";
 
@@ -25,4 +27,27 @@ export async function startMcpFromConfig(
     callTimeoutMs: toolTimeoutMs,
     connectTimeoutMs: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
   });
+}
+
+/** What answers an elicitation: the dispatcher (harness/dispatcher.ts), which owns every ask. */
+export interface ElicitationHost {
+  elicit(elicitation: ElicitationAsk, ctx: ToolContext): Promise<ElicitResponse>;
+}
+
+/**
+ * MCP `elicitation/create` → a form on the card, via the dispatcher and the ask registry. A schema the
+ * card cannot show is declined (and logged); the server cancelling its request withdraws the form.
+ */
+export function elicitThrough(host: ElicitationHost, logger: Logger): ElicitationHandler {
+  return async ({ server, params, ctx, signal }) => {
+    const scoped: ToolContext = { ...ctx, signal: AbortSignal.any([ctx.signal, signal]) };
+    if (params.mode === "url")
+      return host.elicit({ server, message: params.message, fields: [], url: params.url }, scoped);
+    const fields = elicitFields(params.requestedSchema);
+    if (!fields.ok) {
+      logger.warn({ mcpServer: server, error: fields.error }, "MCP elicitation declined: form not supported");
+      return { action: "decline" };
+    }
+    return host.elicit({ server, message: params.message, fields: fields.fields }, scoped);
+  };
 }
