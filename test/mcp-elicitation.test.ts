@@ -13,7 +13,12 @@ afterEach(async () => {
 });
 
 /** main.ts's wiring: MCP tools into the OpenAI agent, elicitations through the dispatcher, on the emulator. */
-async function rig(): Promise<{ r: FeishuRig; model: ScriptedModel }> {
+async function rig(
+  call: { name: string; arguments: unknown } = {
+    name: "everything__trigger-elicitation-request",
+    arguments: {},
+  },
+): Promise<{ r: FeishuRig; model: ScriptedModel }> {
   const mcp = await mcpFrom(closers, {
     everything: { command: process.execPath, args: [EVERYTHING, "stdio"] },
   });
@@ -24,10 +29,7 @@ async function rig(): Promise<{ r: FeishuRig; model: ScriptedModel }> {
   const r = await startFeishuRig(createAgentFromConfig(config, logger, { tools: mcp.tools }));
   closers.push(() => r.stop());
   mcp.setElicitationHandler(elicitThrough(r.core.dispatcher, logger));
-  model.script(
-    { toolCalls: [{ id: "c_ask", name: "everything__trigger-elicitation-request", arguments: {} }] },
-    { text: ["收到"] },
-  );
+  model.script({ toolCalls: [{ id: "c_ask", ...call }] }, { text: ["收到"] });
   return { r, model };
 }
 
@@ -128,5 +130,35 @@ describe("MCP elicitation → a form on the Feishu card (server-everything over 
     const result =
       (await model.request(2)).body.messages.find((m) => m.tool_call_id === "c_ask")?.content ?? "";
     expect(JSON.parse(result.slice(result.indexOf("{")))).toEqual({ action: "decline" });
+  });
+
+  it("URL mode shows the link and 完成, which accepts", async () => {
+    const { r, model } = await rig({
+      name: "everything__trigger-url-elicitation",
+      arguments: { url: "https://example.com/authorize?x=1", message: "请授权访问" },
+    });
+    const { form, click } = await formOnCard(r);
+    const text = JSON.stringify(form);
+    expect(text).toContain("MCP 服务「everything」请你打开链接完成操作");
+    expect(text).toContain("https://example.com/authorize?x=1");
+    expect(text).toContain("请授权访问");
+    expect(named(form, "ask0_submit")).toMatchObject({ text: { content: "完成" } });
+    expect((await click("submit", {})).toast?.content).toBe("已提交");
+    const result =
+      (await model.request(2)).body.messages.find((m) => m.tool_call_id === "c_ask")?.content ?? "";
+    expect(result).toContain('"action": "accept"');
+  });
+
+  it("取消任务 while the form is up withdraws the form and settles the elicitation", async () => {
+    const { r } = await rig();
+    const { cardId, ask } = await formOnCard(r);
+    const cancelled = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: { kind: "progress", act: "cancel", sessionId: ask.sessionId, runId: ask.runId, sender: ALICE },
+    });
+    expect(cancelled.toast?.content).toBe("已取消任务");
+    expect(r.core.registry.get(ask.requestId)).toBeUndefined();
+    await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "the form withdrawn");
   });
 });
