@@ -7,7 +7,7 @@ import { parseMcpConfig } from "../src/harness/agents/mcp/config.ts";
 import { startMcpFromConfig } from "../src/harness/agents/mcp/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { tempDir } from "./helpers/core.ts";
-import { EVERYTHING, FILESYSTEM, mcpFrom, stack } from "./helpers/mcp.ts";
+import { EVERYTHING, FILESYSTEM, mcpFrom, stack, startHttpMcpServer } from "./helpers/mcp.ts";
 import type { ChatBody } from "./helpers/openai-server.ts";
 
 const closers: (() => Promise<void>)[] = [];
@@ -109,6 +109,36 @@ describe("MCP tools for the OpenAI agent (MCP_CONFIG, real servers over stdio)",
     });
     // The server is still usable after a cancelled call.
     expect(toolMessage((await model.request(3)).body, "c_echo")?.content).toBe("Echo: after");
+  });
+});
+
+describe("MCP tools over Streamable HTTP", () => {
+  it("connects by url with the file's headers, calls a tool, and times out a hung one", async () => {
+    const http = await startHttpMcpServer();
+    closers.push(() => http.close());
+    const mcp = await mcpFrom(
+      closers,
+      { remote: { url: http.url, headers: { Authorization: "Bearer t0ken" } } },
+      { MCP_TOOL_TIMEOUT_MS: "200" },
+    );
+    expect(mcp.servers).toEqual([{ name: "remote", ok: true, tools: 2 }]);
+    const { model, run } = await stack(closers, mcp);
+    model.script(
+      {
+        toolCalls: [
+          { id: "c_add", name: "remote__add", arguments: { a: 1, b: 2 } },
+          { id: "c_hang", name: "remote__hang", arguments: {} },
+        ],
+      },
+      { text: ["ok"] },
+    );
+    expect(await run("算一下")).toMatchObject({ status: "completed" });
+    const second = (await model.request(2)).body;
+    expect(toolMessage(second, "c_add")?.content).toBe("sum=3");
+    expect(JSON.parse(toolMessage(second, "c_hang")?.content ?? "{}")).toEqual({
+      error: "MCP tool remote__hang timed out after 200 ms",
+    });
+    expect(http.auth.every((header) => header === "Bearer t0ken")).toBe(true);
   });
 });
 

@@ -1,6 +1,10 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import express from "express";
+import { z } from "zod";
 import { loadConfig } from "../../src/config.ts";
 import { createAgentFromConfig } from "../../src/harness/agents/index.ts";
 import { startMcpFromConfig } from "../../src/harness/agents/mcp/index.ts";
@@ -56,4 +60,45 @@ export async function stack(closers: (() => Promise<void>)[], mcp: McpTools) {
     return waitForRun(core, submitted.run.id);
   };
   return { model, core, run };
+}
+
+/**
+ * A Streamable HTTP MCP server of our own (the SDK's server side) on 127.0.0.1, port 0: `add`, and `hang`,
+ * which never answers. Records each request's Authorization header.
+ */
+export async function startHttpMcpServer(): Promise<{ url: string; auth: string[]; close(): Promise<void> }> {
+  const auth: string[] = [];
+  const app = express();
+  app.use(express.json());
+  app.post("/mcp", async (req, res) => {
+    auth.push(String(req.headers.authorization ?? ""));
+    const server = new McpServer({ name: "http-test", version: "1.0.0" });
+    server.registerTool(
+      "add",
+      { description: "Adds two numbers", inputSchema: { a: z.number(), b: z.number() } },
+      async ({ a, b }) => ({ content: [{ type: "text", text: `sum=${a + b}` }] }),
+    );
+    server.registerTool("hang", { description: "Never answers" }, () => new Promise<never>(() => {}));
+    // Stateless: one transport (and server) per request.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, req.body);
+  });
+  const http = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => http.once("listening", () => resolve()));
+  const address = http.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    auth,
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
 }
