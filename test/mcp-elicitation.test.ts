@@ -76,6 +76,10 @@ describe("MCP elicitation → a form on the Feishu card (server-everything over 
     expect(named(form, `ask0_f${index("integer")}`)?.tag).toBe("input");
     for (const button of ["ask0_submit", "ask0_decline", "ask0_cancel"])
       expect(named(form, button)).toBeDefined();
+    // The schema's defaults are filled in.
+    expect(named(form, `ask0_f${index("firstLine")}`)?.default_value).toBe("It was a dark and stormy night.");
+    expect(named(form, `ask0_f${index("integer")}`)?.default_value).toBe("42");
+    expect(named(form, `ask0_f${index("untitledSingleSelectEnum")}`)?.initial_index).toBe(1);
 
     const hero = named(form, `ask0_f${index("titledSingleSelectEnum")}`);
     const fish = named(form, `ask0_f${index("titledMultipleSelectEnum")}`);

@@ -6,18 +6,32 @@ import { z } from "zod";
  * of the schema's shape. Pure: no I/O (shared by the MCP client and the card).
  */
 
-export type ElicitField =
-  | { key: string; title: string; description?: string; required: boolean; kind: "text" }
-  | { key: string; title: string; description?: string; required: boolean; kind: "number"; integer: boolean }
-  | { key: string; title: string; description?: string; required: boolean; kind: "boolean" }
-  | {
-      key: string;
-      title: string;
-      description?: string;
-      required: boolean;
-      kind: "choice" | "multi";
-      options: { value: string; label: string }[];
-    };
+/** What the form shows filled in at first: text for an input, option indexes for a choice. */
+export interface FieldInitial {
+  initial?: { text: string } | { indexes: number[] };
+}
+
+export type ElicitField = FieldInitial &
+  (
+    | { key: string; title: string; description?: string; required: boolean; kind: "text" }
+    | {
+        key: string;
+        title: string;
+        description?: string;
+        required: boolean;
+        kind: "number";
+        integer: boolean;
+      }
+    | { key: string; title: string; description?: string; required: boolean; kind: "boolean" }
+    | {
+        key: string;
+        title: string;
+        description?: string;
+        required: boolean;
+        kind: "choice" | "multi";
+        options: { value: string; label: string }[];
+      }
+  );
 
 export interface ElicitationAsk {
   /** Which MCP server asks (the card names it). */
@@ -33,7 +47,12 @@ export type ElicitResponse =
   | { action: "accept"; content?: Record<string, string | number | boolean | string[]> }
   | { action: "decline" | "cancel" };
 
-const titled = { title: z.string().optional(), description: z.string().optional() };
+/** `default` is only a pre-fill: a value of the wrong type is dropped rather than refusing the form. */
+const titled = {
+  title: z.string().optional(),
+  description: z.string().optional(),
+  default: z.unknown().optional(),
+};
 const enumOption = z.object({ const: z.string(), title: z.string().optional() });
 /** The primitive property shapes the MCP spec allows in `requestedSchema` (no nesting). */
 const propertySchema = z.union([
@@ -72,31 +91,53 @@ export function elicitFields(
       error: `unsupported requestedSchema: ${parsed.error.issues[0]?.message ?? "invalid"}`,
     };
   const required = new Set(parsed.data.required ?? []);
-  const fields = Object.entries(parsed.data.properties).map(([key, p]): ElicitField => {
-    const base = {
-      key,
-      title: p.title ?? key,
-      ...(p.description ? { description: p.description } : {}),
-      required: required.has(key),
-    };
-    if (p.type === "boolean") return { ...base, kind: "boolean" };
-    if (p.type === "number" || p.type === "integer")
-      return { ...base, kind: "number", integer: p.type === "integer" };
-    if (p.type === "array") {
-      const items =
-        "enum" in p.items ? p.items.enum.map((v) => ({ value: v, label: v })) : p.items.anyOf.map(fromOption);
-      return { ...base, kind: "multi", options: items };
-    }
-    if ("enum" in p)
-      return {
-        ...base,
-        kind: "choice",
-        options: p.enum.map((v, i) => ({ value: v, label: p.enumNames?.[i] ?? v })),
-      };
-    if ("oneOf" in p) return { ...base, kind: "choice", options: p.oneOf.map(fromOption) };
-    return { ...base, kind: "text" };
-  });
+  const fields = Object.entries(parsed.data.properties).map(([key, p]) =>
+    withInitial(toField(key, p, required), p.default),
+  );
   return { ok: true, fields };
+}
+
+function toField(key: string, p: z.infer<typeof propertySchema>, required: Set<string>): ElicitField {
+  const base = {
+    key,
+    title: p.title ?? key,
+    ...(p.description ? { description: p.description } : {}),
+    required: required.has(key),
+  };
+  if (p.type === "boolean") return { ...base, kind: "boolean" };
+  if (p.type === "number" || p.type === "integer")
+    return { ...base, kind: "number", integer: p.type === "integer" };
+  if (p.type === "array") {
+    const items =
+      "enum" in p.items ? p.items.enum.map((v) => ({ value: v, label: v })) : p.items.anyOf.map(fromOption);
+    return { ...base, kind: "multi", options: items };
+  }
+  if ("enum" in p)
+    return {
+      ...base,
+      kind: "choice",
+      options: p.enum.map((v, i) => ({ value: v, label: p.enumNames?.[i] ?? v })),
+    };
+  if ("oneOf" in p) return { ...base, kind: "choice", options: p.oneOf.map(fromOption) };
+  return { ...base, kind: "text" };
+}
+
+function withInitial(field: ElicitField, value: unknown): ElicitField {
+  if (value === undefined) return field;
+  switch (field.kind) {
+    case "text":
+      return typeof value === "string" ? { ...field, initial: { text: value } } : field;
+    case "number":
+      return typeof value === "number" ? { ...field, initial: { text: String(value) } } : field;
+    case "boolean":
+      return typeof value === "boolean" ? { ...field, initial: { indexes: [value ? 0 : 1] } } : field;
+    case "choice":
+    case "multi": {
+      const wanted = Array.isArray(value) ? value : [value];
+      const indexes = field.options.flatMap((option, k) => (wanted.includes(option.value) ? [k] : []));
+      return indexes.length > 0 ? { ...field, initial: { indexes } } : field;
+    }
+  }
 }
 
 function fromOption(option: { const: string; title?: string | undefined }) {

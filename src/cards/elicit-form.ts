@@ -78,6 +78,7 @@ function fieldNode(field: ElicitField, name: string, c: AskContext): CardNode {
         placeholder: text(field.kind === "number" ? s.elicitNumberPlaceholder : s.elicitTextPlaceholder),
         max_length: 1000,
         width: "fill",
+        ...(field.initial && "text" in field.initial ? { default_value: field.initial.text } : {}),
       };
     case "boolean":
       return {
@@ -86,6 +87,7 @@ function fieldNode(field: ElicitField, name: string, c: AskContext): CardNode {
         required: false,
         placeholder: text(s.selectPlaceholder),
         width: "fill",
+        ...initialIndex(field),
         options: [
           { text: text(s.elicitYes), value: "yes" },
           { text: text(s.elicitNo), value: "no" },
@@ -104,7 +106,7 @@ function fieldNode(field: ElicitField, name: string, c: AskContext): CardNode {
             required: false,
             placeholder: text(s.multiSelectPlaceholder),
             width: "fill",
-            selected_values: [],
+            selected_values: indexes(field).map(String),
             options,
           }
         : {
@@ -113,8 +115,19 @@ function fieldNode(field: ElicitField, name: string, c: AskContext): CardNode {
             required: false,
             placeholder: text(s.selectPlaceholder),
             width: "fill",
+            ...initialIndex(field),
             options,
           };
     }
   }
+}
+
+function indexes(field: ElicitField): number[] {
+  return field.initial && "indexes" in field.initial ? field.initial.indexes : [];
+}
+
+/** 1-based, as the ask form does it (whether initial_option means value or text is undocumented). */
+function initialIndex(field: ElicitField): { initial_index?: number } {
+  const first = indexes(field)[0];
+  return first === undefined ? {} : { initial_index: first + 1 };
 }
