@@ -14,7 +14,7 @@ afterEach(async () => {
 
 /** main.ts's wiring: MCP tools into the OpenAI agent, elicitations through the dispatcher, on the emulator. */
 async function rig(
-  call: { name: string; arguments: unknown } = {
+  call: { name: string; arguments: unknown } | null = {
     name: "everything__trigger-elicitation-request",
     arguments: {},
   },
@@ -29,7 +29,7 @@ async function rig(
   const r = await startFeishuRig(createAgentFromConfig(config, logger, { tools: mcp.tools }));
   closers.push(() => r.stop());
   mcp.setElicitationHandler(elicitThrough(r.core.dispatcher, logger));
-  model.script({ toolCalls: [{ id: "c_ask", ...call }] }, { text: ["收到"] });
+  if (call) model.script({ toolCalls: [{ id: "c_ask", ...call }] }, { text: ["收到"] });
   return { r, model };
 }
 
@@ -164,5 +164,27 @@ describe("MCP elicitation → a form on the Feishu card (server-everything over 
     expect(cancelled.toast?.content).toBe("已取消任务");
     expect(r.core.registry.get(ask.requestId)).toBeUndefined();
     await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "the form withdrawn");
+  });
+
+  it("a sub-agent sees the MCP tools, but its call's elicitation is declined without a form", async () => {
+    const { r, model } = await rig(null);
+    model.script(
+      { toolCalls: [{ id: "c_d", name: "delegate", arguments: { task: "填表" } }] },
+      { toolCalls: [{ id: "c_sub", name: "everything__trigger-elicitation-request", arguments: {} }] },
+      { text: ["子代理：被拒绝了"] },
+      { text: ["完成"] },
+    );
+    const asked: string[] = [];
+    r.core.registry.on("registered", (ask) => asked.push(ask.requestId));
+    const messageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "让子代理填表" });
+    const cardId = await r.progressCard(messageId);
+    const sub = (await model.request(2)).body;
+    expect((sub.tools ?? []).map((tool) => tool.function.name)).toContain("everything__echo");
+    const result =
+      (await model.request(3)).body.messages.find((m) => m.tool_call_id === "c_sub")?.content ?? "";
+    expect(JSON.parse(result.slice(result.indexOf("{")))).toEqual({ action: "decline" });
+    await model.request(4);
+    expect(formsOn(r.cardOf(cardId))).toEqual([]);
+    expect(asked).toEqual([]);
   });
 });
