@@ -57,6 +57,8 @@ interface Connected {
   name: string;
   client: Client;
   calls: CallTracker;
+  /** The child's pid (stdio servers), for the log. */
+  pid?: number;
 }
 
 export async function connectMcpServers(config: McpConfig, options: McpOptions): Promise<McpTools> {
@@ -97,7 +99,10 @@ export async function connectMcpServers(config: McpConfig, options: McpOptions):
     });
     tools.push(...named);
     statuses.push({ name: server.name, ok: true, tools: named.length });
-    options.logger.info({ mcpServer: server.name, tools: named.length }, "MCP server connected");
+    options.logger.info(
+      { mcpServer: server.name, tools: named.length, ...(server.pid ? { pid: server.pid } : {}) },
+      "MCP server connected",
+    );
   }
   return {
     tools,
@@ -171,6 +176,7 @@ async function connectOne(
       listed.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor);
+    if (transport instanceof StdioClientTransport && transport.pid !== null) server.pid = transport.pid;
     return { server, listed };
   } catch (error) {
     await client.close().catch((closeError: unknown) => {
