@@ -187,4 +187,35 @@ describe("MCP elicitation → a form on the Feishu card (server-everything over 
     expect(formsOn(r.cardOf(cardId))).toEqual([]);
     expect(asked).toEqual([]);
   });
+
+  it("in a group, the form names the sender it waits for, and a click by another member is refused", async () => {
+    const { r } = await rig();
+    const messageId = await r.send({
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "填个表",
+      chatId: "oc_mcpgroup000000000000000000000000",
+      mentionBot: true,
+    });
+    const cardId = await r.progressCard(messageId);
+    await r.until(() => formsOn(r.cardOf(cardId)).length > 0, "the MCP form on the group card");
+    expect(JSON.stringify(r.cardOf(cardId))).toContain(`<at id=${ALICE}></at>`);
+    const requestId = requestIdsOn(r.cardOf(cardId))[0] ?? "";
+    const ask = r.core.registry.get(requestId);
+    const refused = await r.click({
+      messageId: cardId,
+      operatorOpenId: "ou_bob00000000000000000000000000000",
+      value: {
+        kind: "feishu_ask",
+        act: "decline",
+        sessionId: ask?.sessionId ?? "",
+        requestId,
+        sender: ALICE,
+      },
+      name: "ask0_decline",
+      formValue: {},
+    });
+    expect(refused.toast?.content).toBe("仅消息发送者可操作");
+    expect(r.core.registry.get(requestId)).toBeDefined();
+  });
 });

@@ -1,6 +1,6 @@
 import { type ElicitationAsk, type ElicitField, elicitFieldName } from "../asks/elicitation.ts";
 import type { AskSubmitValue } from "./actions.ts";
-import type { AskContext } from "./ask-form.ts";
+import { type AskContext, askHeading } from "./ask-form.ts";
 import { escapeText, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
 import { oneLine, truncate } from "./text.ts";
@@ -14,6 +14,7 @@ import { oneLine, truncate } from "./text.ts";
 export function elicitForm(
   ask: { requestId: string; elicitation: ElicitationAsk },
   index: number,
+  total: number,
   c: AskContext,
 ): FormNode {
   const { elicitation: e } = ask;
@@ -21,7 +22,9 @@ export function elicitForm(
   const server = escapeText(oneLine(e.server));
   const message = escapeText(truncate(e.message, c.budget.questionChars));
   const url = e.url ? safeUrl(e.url) : undefined;
-  const heading = e.url !== undefined ? s.elicitUrlHeading(server) : s.elicitHeading(server);
+  const who = e.url !== undefined ? s.elicitUrlHeading(server) : s.elicitHeading(server);
+  // Above it, the ask form's own heading: in a group it says whose answer the form waits for.
+  const heading = `${askHeading(c, index + 1, total)}\n${who}`;
   const elements: CardNode[] = [
     { tag: "markdown", content: `${heading}\n\n${message}${url ? `\n\n${s.elicitOpenLink(url)}` : ""}` },
   ];
