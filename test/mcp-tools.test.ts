@@ -50,7 +50,13 @@ describe("MCP tools for the OpenAI agent (MCP_CONFIG, real servers over stdio)",
     expect(toolMessage(second, "c_sum")?.content).toContain("42");
     // The server refuses bad arguments with isError; the model reads it as an error it can fix.
     expect(JSON.parse(toolMessage(second, "c_bad")?.content ?? "{}")).toHaveProperty("error");
-    expect(finished.steps.map((step) => step.tool)).toContain("everything__echo");
+    // On the card: one step per call, with its one-line summary; the refused call is a failed step.
+    expect(finished.steps.map((step) => [step.tool, step.status])).toEqual([
+      ["everything__echo", "done"],
+      ["everything__get-sum", "done"],
+      ["everything__get-sum", "failed"],
+    ]);
+    expect(finished.steps[0]?.summary).toBe("Echo: 你好 MCP");
   });
 
   it("reads a temp directory through server-filesystem, and cannot leave it", async () => {
