@@ -119,4 +119,25 @@ describe("MCP tool results and call timeouts", () => {
     call.end();
     expect(calls.current()).toBeUndefined();
   });
+
+  it("routes an elicitation to the running call only when all running calls are one person's", () => {
+    const signal = new AbortController().signal;
+    const ctx = (sessionUser: string, senderId: string): ToolContext => ({
+      session: privateSession(sessionUser),
+      runId: "r",
+      senderId,
+      signal,
+    });
+    const calls = new CallTracker();
+    const a1 = calls.start(ctx("ou_a", "ou_a"), 60_000);
+    const a2 = calls.start(ctx("ou_a", "ou_a"), 60_000);
+    expect(calls.current()).toBe(a2);
+    const b = calls.start(ctx("ou_b", "ou_b"), 60_000);
+    expect(calls.current()).toBeUndefined();
+    b.end();
+    expect(calls.current()).toBe(a2);
+    a2.end();
+    a1.end();
+    expect(calls.current()).toBeUndefined();
+  });
 });

@@ -3,7 +3,8 @@ import type { ToolContext } from "../../dispatcher.ts";
 /**
  * The tool calls running on one MCP server. An `elicitation/create` arrives without saying which call it
  * belongs to (stdio carries no related-request id), so it goes to the latest running call: that call's
- * session, run and sender decide who is asked. The call's timeout pauses while the person answers.
+ * session, run and sender decide who is asked (never a guess between two people: see `current`). The
+ * call's timeout pauses while the person answers.
  */
 export interface RunningCall {
   ctx: ToolContext;
@@ -18,8 +19,17 @@ export interface RunningCall {
 export class CallTracker {
   readonly #running: RunningCall[] = [];
 
+  /**
+   * The call an elicitation belongs to. When calls of different sessions or senders run on this server at
+   * once, nothing: asking the wrong person would show one chat's question (and its answer) to another.
+   */
   current(): RunningCall | undefined {
-    return this.#running.at(-1);
+    const latest = this.#running.at(-1);
+    if (!latest) return undefined;
+    const same = this.#running.every(
+      (call) => call.ctx.session.id === latest.ctx.session.id && call.ctx.senderId === latest.ctx.senderId,
+    );
+    return same ? latest : undefined;
   }
 
   start(ctx: ToolContext, timeoutMs: number): RunningCall {
