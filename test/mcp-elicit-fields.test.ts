@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { elicitFields, mapElicitForm } from "../src/asks/elicitation.ts";
 import { CallTracker } from "../src/harness/agents/mcp/calls.ts";
 import { mapToolResult } from "../src/harness/agents/mcp/result.ts";
+import { exposedName } from "../src/harness/agents/mcp/servers.ts";
 import type { ToolContext } from "../src/harness/dispatcher.ts";
 import { privateSession } from "./helpers/core.ts";
 
@@ -139,5 +140,12 @@ describe("MCP tool results and call timeouts", () => {
     a2.end();
     a1.end();
     expect(calls.current()).toBeUndefined();
+  });
+
+  it("names tools server__tool within the chat API's rule", () => {
+    expect(exposedName("fs", "read_text_file")).toBe("fs__read_text_file");
+    expect(exposedName("gh", "issues.list all")).toBe("gh__issues_list_all");
+    expect(exposedName("x", "t".repeat(62))).toBeUndefined();
+    expect(exposedName("x", "")).toBeUndefined();
   });
 });

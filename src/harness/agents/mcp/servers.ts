@@ -94,7 +94,10 @@ export async function connectMcpServers(config: McpConfig, options: McpOptions):
         options.logger.warn({ mcpServer: server.name, tool: tool.name }, "MCP tool name unusable; left out");
         return [];
       }
-      if (tools.some((other) => other.definition.name === impl.definition.name)) return [];
+      if (tools.some((other) => other.definition.name === impl.definition.name)) {
+        options.logger.warn({ mcpServer: server.name, tool: tool.name }, "MCP tool name taken; left out");
+        return [];
+      }
       return [impl];
     });
     tools.push(...named);
@@ -187,8 +190,8 @@ async function connectOne(
 }
 
 function toolImpl(server: Connected, tool: Tool, options: McpOptions): ToolImpl | undefined {
-  const name = `${server.name}${MCP_TOOL_SEPARATOR}${tool.name}`;
-  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) return undefined;
+  const name = exposedName(server.name, tool.name);
+  if (!name) return undefined;
   const description = tool.description ?? tool.title ?? tool.name;
   return {
     definition: {
@@ -227,6 +230,16 @@ function toolImpl(server: Connected, tool: Tool, options: McpOptions): ToolImpl 
       }
     },
   };
+}
+
+/**
+ * `server__tool` as the chat API allows tool names (1-64 of letters, digits, _ and -): other characters
+ * (a dot, a space) become `_`; a name still too long is left out rather than cut into a look-alike.
+ * The server is always called by the tool's own name.
+ */
+export function exposedName(server: string, tool: string): string | undefined {
+  const name = `${server}${MCP_TOOL_SEPARATOR}${tool.replace(/[^a-zA-Z0-9_-]/g, "_")}`;
+  return name.length <= 64 && tool.length > 0 ? name : undefined;
 }
 
 function pipeStderr(transport: StdioClientTransport, name: string, logger: Logger): void {
