@@ -83,6 +83,9 @@ const envSchema = z.object({
   ),
   SIGNIN_TTL_HOURS: intFrom("SIGNIN_TTL_HOURS", 1, 24 * 30).default(12),
   QUEUE_MAX: intFrom("QUEUE_MAX", 1, 1000).default(20),
+  // MCP servers whose tools the OpenAI agent may call (harness/agents/mcp/).
+  MCP_CONFIG: optionalText,
+  MCP_TOOL_TIMEOUT_MS: intFrom("MCP_TOOL_TIMEOUT_MS", 100, 60 * 60 * 1000).default(60_000),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -116,6 +119,8 @@ export interface Config {
     /** One run's budget, shared by all its sub-agents. */
     budget: { modelRequests: number; subAgents: number; depth: number };
     acp?: AcpConfig;
+    /** `MCP_CONFIG`: the mcpServers file, and how long one MCP tool call may take. */
+    mcp: { configFile?: string; toolTimeoutMs: number };
   };
   askTimeoutMs: number;
   /** Reminder before an ask's deadline, 延长's total bound, the deadline's zone (issue 16). */
@@ -162,6 +167,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (!e.OPENAI_MODEL) problems.push("  OPENAI_MODEL: required with AGENT=openai");
   }
   if (e.AGENT === "acp") problems.push(...acpProblems(e));
+  if (e.MCP_CONFIG && e.AGENT !== "openai")
+    problems.push("  MCP_CONFIG: MCP tools are offered to the OpenAI agent; set AGENT=openai");
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
 
   return {
@@ -191,6 +198,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         depth: e.MAX_DELEGATE_DEPTH,
       },
       ...(e.AGENT === "acp" ? { acp: acpConfigFrom(e, env) } : {}),
+      mcp: { configFile: e.MCP_CONFIG, toolTimeoutMs: e.MCP_TOOL_TIMEOUT_MS },
     },
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     asks: {

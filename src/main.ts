@@ -13,6 +13,7 @@ import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
+import { elicitThrough, startMcpFromConfig } from "./harness/agents/mcp/index.ts";
 import { listen } from "./listen.ts";
 import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
@@ -34,7 +35,9 @@ async function main(): Promise<void> {
   installProcessGuard(logger);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
-  const agent = createAgentFromConfig(config, logger);
+  // MCP_CONFIG: a bad file stops here; a server that fails to start is logged and left out.
+  const mcp = await startMcpFromConfig(config, logger);
+  const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools });
   const core = createCore({
     db,
     logger,
@@ -43,6 +46,8 @@ async function main(): Promise<void> {
     authSecret,
     maxQueued: config.queueMax,
   });
+  // An MCP server's questions (elicitation) become forms on the card, through the same registry as the model's.
+  mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point.
   const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server } = {};
@@ -54,6 +59,7 @@ async function main(): Promise<void> {
     await core.runner.stop();
     // An ACP agent's child processes go with us (a live child would keep its pipes and our exit waiting).
     await agent.agent.close?.();
+    await mcp?.close();
     await started.feishu?.close();
     await started.emulator?.close();
     await core.hub.close();

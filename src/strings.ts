@@ -53,6 +53,11 @@ export const zh = {
     signInPrivateOnly: "个人登录链接只在私聊中发送：请在与我的私聊中发送 /login。",
     /** A submit that left a question unanswered: which one, by number and header. */
     unanswered: (index: number, header: string) => `第 ${index} 题「${header}」还没有回答`,
+    /** An MCP form's submit: a required field left empty, or a number field holding something else. */
+    elicitMissing: (title: string) => `「${title}」是必填项`,
+    elicitBadNumber: (title: string) => `「${title}」需要填写数字`,
+    elicitDeclined: "已拒绝",
+    elicitCancelled: "已取消",
     cardGone: "这个任务的进度卡片已被撤回或删除，任务已停止，其中的问题也已失效。如需继续，请重新发送消息。",
     cardGoneError: "进度卡片已被撤回或删除",
     queueFull: (limit: number) =>
@@ -90,6 +95,18 @@ export const zh = {
     multiSelectPlaceholder: "可多选",
     otherPlaceholder: "其他(可选)",
     submit: "提交",
+    /** An MCP server's form (elicitation): which server asks, and its two other answers and URL mode's. */
+    elicitHeading: (server: string) => `**MCP 服务「${server}」请你填写**`,
+    elicitUrlHeading: (server: string) => `**MCP 服务「${server}」请你打开链接完成操作**`,
+    elicitOpenLink: (url: string) => `[打开链接](${url})`,
+    elicitDecline: "拒绝",
+    elicitCancel: "取消",
+    elicitDone: "完成",
+    elicitYes: "是",
+    elicitNo: "否",
+    elicitRequired: "（必填）",
+    elicitNumberPlaceholder: "请输入数字",
+    elicitTextPlaceholder: "请输入",
     previewTitle: "选项预览",
     previewsOmitted: "（选项预览过长，已省略；请在会话详情中查看）",
     /** Link text for an image in the model's markdown (a card cannot show an image without an upload). */

@@ -554,7 +554,7 @@ describe("parseActionValue", () => {
 
   it.each([
     ["an unknown kind", { ...submitValue, kind: "answer" }, /kind/],
-    ["an unknown act", { ...submitValue, act: "cancel" }, /act/],
+    ["an unknown act", { ...submitValue, act: "approve" }, /act/],
     ["the value as a JSON string", JSON.stringify(submitValue), /unsupported action value/],
     ["an extra field", { ...submitValue, form: "ask0" }, /form/],
     ["a missing sender", { ...submitValue, sender: undefined }, /sender/],

@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers";
 import type { AskStatus, AskStore } from "../store/asks.ts";
 import { Emitter } from "../util/emitter.ts";
+import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
 import { pendingFromRow, settleOf, stateFromRow } from "./rows.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
@@ -16,7 +17,14 @@ import type { AskAnswer, AskQuestion } from "./schema.ts";
 const RETRY_MS = 1_000;
 
 export type AskOutcome =
-  | { kind: "answered"; answers: AskAnswer[]; surface: string; userId: string }
+  | {
+      kind: "answered";
+      answers: AskAnswer[];
+      surface: string;
+      userId: string;
+      /** Set for an MCP elicitation (its `answers` are empty): accept with content, decline or cancel. */
+      response?: ElicitResponse;
+    }
   | { kind: "timeout" }
   | { kind: "cancelled"; reason: string; superseded?: true };
 
@@ -34,6 +42,11 @@ export interface PendingAsk {
   surfaces: string[];
   /** Why an outside agent asks (agents-api): shown on the card above its form. */
   reason?: string;
+  /**
+   * The second kind of ask: an MCP server's form (its `questions` are empty). Kept in memory only: the MCP
+   * request waiting for it dies with the process, so there is nothing to resume after a restart.
+   */
+  elicitation?: ElicitationAsk;
   createdAt: number;
   expiresAt: number;
   /** How much 延长 has added so far. */
@@ -100,6 +113,7 @@ export class AskRegistry {
     reason?: string;
     timeoutMs?: number;
     toolCallId?: string;
+    elicitation?: ElicitationAsk;
   }): PendingAsk {
     const createdAt = this.#deps.now();
     const ask: PendingAsk = {
@@ -112,12 +126,13 @@ export class AskRegistry {
       metadata: input.metadata,
       surfaces: input.surfaces ?? [],
       ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      ...(input.elicitation ? { elicitation: input.elicitation } : {}),
       createdAt,
       expiresAt: createdAt + (input.timeoutMs ?? this.#deps.timeoutMs),
       extendedMs: 0,
     };
     // The row first: an ask that could not be written is not asked (the caller gets the error).
-    this.#deps.store?.insert(ask);
+    if (!ask.elicitation) this.#deps.store?.insert(ask);
     this.#track(ask);
     this.#events.emit("registered", ask);
     return ask;
@@ -157,6 +172,18 @@ export class AskRegistry {
     const entry = this.#entries.get(requestId);
     if (!entry || entry.ask.sessionId !== sessionId) return false;
     return this.#settle(requestId, { kind: "answered", answers, surface: by.surface, userId: by.userId });
+  }
+
+  /** An elicitation's answer (accept, decline or cancel); first answer wins, as with `complete`. */
+  respond(
+    sessionId: string,
+    requestId: string,
+    response: ElicitResponse,
+    by: { surface: string; userId: string },
+  ): boolean {
+    const entry = this.#entries.get(requestId);
+    if (!entry?.ask.elicitation || entry.ask.sessionId !== sessionId) return false;
+    return this.#settle(requestId, { kind: "answered", answers: [], response, ...by });
   }
 
   /** Settles every pending ask of one session (and only that session). Returns how many it settled. */
@@ -282,7 +309,7 @@ export class AskRegistry {
     const { store } = this.#deps;
     let final = outcome;
     let won = true;
-    if (store && !store.settle(requestId, settleOf(outcome, this.#deps.now()))) {
+    if (store && !entry.ask.elicitation && !store.settle(requestId, settleOf(outcome, this.#deps.now()))) {
       won = false;
       const row = store.get(requestId);
       final = (row && stateFromRow(row).outcome) ?? { kind: "cancelled", reason: "Unknown request" };

@@ -8,7 +8,8 @@ const id = z.string().min(1).max(300);
 
 export const askSubmitValue = z.strictObject({
   kind: z.literal("feishu_ask"),
-  act: z.literal("submit"),
+  // decline / cancel: an MCP elicitation's other two answers (asks/elicitation.ts).
+  act: z.enum(["submit", "decline", "cancel"]),
   sessionId: id,
   requestId: id,
   sender: id,

@@ -1,6 +1,8 @@
+import type { ElicitationAsk } from "../asks/elicitation.ts";
 import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings.ts";
 import type { AskSubmitValue } from "./actions.ts";
+import { elicitForm } from "./elicit-form.ts";
 import type { FormDraft } from "./form-value.ts";
 import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
@@ -19,6 +21,8 @@ export interface CardAsk {
   draft?: FormDraft;
   /** Why an outside agent asks (agents-api): shown under the form's heading. */
   reason?: string;
+  /** The second kind of ask: an MCP server's form (then `questions` is empty). */
+  elicitation?: ElicitationAsk;
 }
 
 /** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
@@ -58,7 +62,7 @@ export function fieldNames(askIndex: number, questionIndex: number) {
 const OPEN_ID = /^ou_[A-Za-z0-9_-]{1,64}$/;
 
 /** The form's heading: 需要你的回答 in a private chat; in a group, the sender by name via `<at id=…></at>`. */
-function askHeading(c: AskContext, index: number, total: number): string {
+export function askHeading(c: AskContext, index: number, total: number): string {
   const s = c.strings;
   if (c.chatType !== "group") return s.card.askHeading(index, total);
   if (!OPEN_ID.test(c.senderId)) return s.card.askHeadingSender(index, total);
@@ -66,6 +70,8 @@ function askHeading(c: AskContext, index: number, total: number): string {
 }
 
 export function askForm(ask: CardAsk, index: number, total: number, c: AskContext): FormNode {
+  if (ask.elicitation)
+    return elicitForm({ requestId: ask.requestId, elicitation: ask.elicitation }, index, total, c);
   const { budget, strings: s } = c;
   const elements: CardNode[] = [];
   ask.questions.forEach((question, j) => {
@@ -169,7 +175,10 @@ function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings): st
  * can be answered) when there is one. Each reaches its form here once an earlier one is answered.
  */
 export function compactAsks(asks: readonly CardAsk[], detailsUrl: string | undefined, s: Strings): CardNode {
-  const questions = asks.flatMap((ask) => ask.questions);
+  // An MCP server's form counts as one question, named by its server.
+  const questions = asks.flatMap((ask): { header: string }[] =>
+    ask.elicitation ? [{ header: ask.elicitation.server }] : [...ask.questions],
+  );
   const shown = questions.slice(0, 8).map((question) => `「${escapeText(oneLine(question.header))}」`);
   const headers = shown.join("") + (questions.length > shown.length ? "…" : "");
   const url = detailsUrl ? safeUrl(detailsUrl) : undefined;

@@ -237,7 +237,8 @@ function render(
 
 function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): string {
   if (asks.length > 0) {
-    const questions = asks.reduce((n, ask) => n + ask.questions.length, 0);
+    // An MCP server's form counts as one question.
+    const questions = asks.reduce((n, ask) => n + Math.max(ask.questions.length, 1), 0);
     // The summary is plain text in everyone's chat list: no <at>, and no "你" that means only the sender.
     return view.chatType === "group"
       ? s.card.summaryWaitingSender(questions)

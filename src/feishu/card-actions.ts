@@ -1,3 +1,5 @@
+import { type ElicitationAsk, type ElicitResponse, mapElicitForm } from "../asks/elicitation.ts";
+import type { PendingAsk } from "../asks/registry.ts";
 import {
   type AskSubmitValue,
   type ProgressValue,
@@ -96,6 +98,9 @@ function submitAnswer(
   }
   // The registry's answerer is the truth; the button's `sender` is only what the card claimed.
   if (operator !== ask.answererId) return toast("error", strings.feishu.onlySender);
+  if (ask.elicitation)
+    return answerElicitation(channel, ask, ask.elicitation, value, operator, formValue, name, active);
+  if (value.act !== "submit") return toast("warning", strings.feishu.unknownAction);
   const formName = name?.match(/^(ask\d+)_submit$/)?.[1];
   const mapped = mapFormValue(ask.questions, formValue, formName);
   if (!mapped.ok) {
@@ -118,6 +123,49 @@ function submitAnswer(
   // Settling removed the form from the card state synchronously; the response carries the card without it.
   return withCard(
     toast(won ? "success" : "warning", won ? strings.feishu.submitted : strings.feishu.askExpired),
+    active && channel.render(active),
+  );
+}
+
+/** An MCP server's form (asks/elicitation.ts): 提交 checks the fields; 拒绝 / 取消 need nothing filled in. */
+function answerElicitation(
+  channel: FeishuChannel,
+  ask: PendingAsk,
+  elicitation: ElicitationAsk,
+  value: AskSubmitValue,
+  operator: string,
+  formValue: unknown,
+  name: string | undefined,
+  active: ActiveCard | undefined,
+): CallbackResult {
+  let response: ElicitResponse;
+  if (value.act !== "submit") response = { action: value.act };
+  else {
+    const index = Number(name?.match(/^ask(\d+)_/)?.[1] ?? "0");
+    const mapped = mapElicitForm(elicitation.fields, formValue, index);
+    if (!mapped.ok) {
+      const title = oneLine(mapped.field.title);
+      const reason =
+        mapped.problem === "number"
+          ? strings.feishu.elicitBadNumber(title)
+          : strings.feishu.elicitMissing(title);
+      return toast("warning", reason);
+    }
+    response =
+      elicitation.url !== undefined ? { action: "accept" } : { action: "accept", content: mapped.content };
+  }
+  const won = channel.options.registry.respond(ask.sessionId, ask.requestId, response, {
+    surface: "feishu",
+    userId: operator,
+  });
+  const done =
+    response.action === "accept"
+      ? strings.feishu.submitted
+      : response.action === "decline"
+        ? strings.feishu.elicitDeclined
+        : strings.feishu.elicitCancelled;
+  return withCard(
+    toast(won ? "success" : "warning", won ? done : strings.feishu.askExpired),
     active && channel.render(active),
   );
 }

@@ -1,3 +1,4 @@
+import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
 import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
 import { ASK_TOOL_NAME, parseAskInput } from "../asks/schema.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
@@ -85,6 +86,37 @@ export class ToolDispatcher implements ToolHost {
       if (ctx.signal.aborted) throw error;
       this.#deps.logger.warn({ tool: name, err: error }, "tool failed");
       return JSON.stringify({ error: describeError(error) });
+    }
+  }
+
+  /**
+   * An MCP server's form (asks/elicitation.ts), through the same registry as `ask_user_questions`: only a
+   * surface that can show it (the Feishu card) counts; timeout, abort or no surface answer `cancel`.
+   */
+  async elicit(elicitation: ElicitationAsk, ctx: ToolContext): Promise<ElicitResponse> {
+    if (ctx.subAgent) return { action: "decline" };
+    const target = { sessionId: ctx.session.id, runId: ctx.runId, userId: ctx.senderId };
+    const reachable = this.#surfaces.filter(
+      (surface) => surface.name === "feishu" && safeCanReach(surface, target, this.#deps.logger),
+    );
+    if (reachable.length === 0) return { action: "cancel" };
+    const { registry } = this.#deps;
+    const ask = registry.register({
+      sessionId: ctx.session.id,
+      runId: ctx.runId,
+      answererId: ctx.senderId,
+      questions: [],
+      surfaces: reachable.map((surface) => surface.name),
+      elicitation,
+    });
+    const onAbort = () => registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    if (ctx.signal.aborted) onAbort();
+    try {
+      const outcome = await registry.waitForAnswer(ask.requestId);
+      return outcome.kind === "answered" && outcome.response ? outcome.response : { action: "cancel" };
+    } finally {
+      ctx.signal.removeEventListener("abort", onAbort);
     }
   }
 

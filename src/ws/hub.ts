@@ -70,10 +70,16 @@ export class WsHub implements AskSurface {
     // ws closes the socket (1009) above maxPayload; below it, our own 1 MiB check answers with an error frame.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
     this.#unsubscribe.push(
-      deps.registry.on("registered", (ask) => this.#sendAround(ask, askFrame(ask))),
+      // An MCP elicitation (ask.elicitation) is shown on the Feishu card only: the page has no form for it.
+      deps.registry.on("registered", (ask) => {
+        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask));
+      }),
       // 延长 moved the deadline: the same ask again, with its new expiresAt (clients keep one per request id).
-      deps.registry.on("extended", (ask) => this.#sendAround(ask, askFrame(ask))),
+      deps.registry.on("extended", (ask) => {
+        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask));
+      }),
       deps.registry.on("settled", ({ ask, outcome }) => {
+        if (ask.elicitation) return;
         // The connection whose answer won hears "accepted" before the "cancelled" every connection gets.
         const winner = this.#answering;
         if (winner?.requestId === ask.requestId) {
@@ -214,6 +220,7 @@ export class WsHub implements AskSurface {
       data: sessionSnapshot(this.#deps.runner, sessionId),
     });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
+      if (ask.elicitation) continue;
       // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
       this.#send(connection, askFrame(ask));
     }

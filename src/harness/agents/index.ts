@@ -15,6 +15,7 @@ import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
 export function createAgentFromConfig(
   config: Pick<Config, "agent" | "dataDir">,
   logger: Logger,
+  extra: { tools?: readonly ToolImpl[] } = {},
 ): { agent: Agent; tools: ToolImpl[] } {
   const { agent } = config;
   if (agent.kind === "acp") {
@@ -28,6 +29,8 @@ export function createAgentFromConfig(
   // loadConfig already insists on both; this keeps a hand-built Config honest too.
   if (!baseUrl || !model) throw new ConfigError("AGENT=openai needs OPENAI_BASE_URL and OPENAI_MODEL");
   const registry = new ToolRegistry().register(currentTimeTool());
+  // MCP tools (mcp/servers.ts) before `delegate`, so sub-agents see them too (the usual filtering applies).
+  for (const tool of extra.tools ?? []) registry.register(tool);
   // Registers `delegate` on the registry (it needs this agent's model), so list the tools after it.
   const openai = createOpenAIAgent({ baseUrl, apiKey, model, tools: registry, budget: agent.budget, logger });
   return { agent: openai, tools: registry.list() };

@@ -1,0 +1,53 @@
+import { type ElicitationAsk, type ElicitResponse, elicitFields } from "../../../asks/elicitation.ts";
+import type { Config } from "../../../config.ts";
+import type { Logger } from "../../../logger.ts";
+import type { ToolContext } from "../../dispatcher.ts";
+import { loadMcpConfig } from "./config.ts";
+import { connectMcpServers, type ElicitationHandler, type McpTools } from "./servers.ts";
+
+export { type ElicitationHandler, MCP_TOOL_SEPARATOR, type McpTools } from "./servers.ts";
+
+/** Starting a server includes `npx` fetching it on a first run, so this is generous. */
+const CONNECT_TIMEOUT_MS = 60_000;
+
+/**
+ * `MCP_CONFIG` → connected servers and their tools, or undefined when it is not set. A file that cannot be
+ * read or parsed throws a ConfigError (the bot does not start); a server that fails is only left out.
+ */
+export async function startMcpFromConfig(
+  config: Pick<Config, "agent">,
+  logger: Logger,
+  options: { connectTimeoutMs?: number } = {},
+): Promise<McpTools | undefined> {
+  const { configFile, toolTimeoutMs } = config.agent.mcp;
+  if (!configFile || config.agent.kind !== "openai") return undefined;
+  const file = loadMcpConfig(configFile);
+  return connectMcpServers(file, {
+    logger,
+    callTimeoutMs: toolTimeoutMs,
+    connectTimeoutMs: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+  });
+}
+
+/** What answers an elicitation: the dispatcher (harness/dispatcher.ts), which owns every ask. */
+export interface ElicitationHost {
+  elicit(elicitation: ElicitationAsk, ctx: ToolContext): Promise<ElicitResponse>;
+}
+
+/**
+ * MCP `elicitation/create` → a form on the card, via the dispatcher and the ask registry. A schema the
+ * card cannot show is declined (and logged); the server cancelling its request withdraws the form.
+ */
+export function elicitThrough(host: ElicitationHost, logger: Logger): ElicitationHandler {
+  return async ({ server, params, ctx, signal }) => {
+    const scoped: ToolContext = { ...ctx, signal: AbortSignal.any([ctx.signal, signal]) };
+    if (params.mode === "url")
+      return host.elicit({ server, message: params.message, fields: [], url: params.url }, scoped);
+    const fields = elicitFields(params.requestedSchema);
+    if (!fields.ok) {
+      logger.warn({ mcpServer: server, error: fields.error }, "MCP elicitation declined: form not supported");
+      return { action: "decline" };
+    }
+    return host.elicit({ server, message: params.message, fields: fields.fields }, scoped);
+  };
+}
