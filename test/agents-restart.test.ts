@@ -62,12 +62,29 @@ describe("outside agents across a bot restart", () => {
         .structuredContent,
     );
     expect(answered).toMatchObject({ status: "answered", answers: [{ selectedLabels: ["Postgres"] }] });
-    // The open question died with the process that held it (until asks are durable): said, not pending for ever.
-    const lost = askResultSchema.parse(
+    // The open question outlives the process (durable asks): still pending, its form back on the same card,
+    // and the answer given there after the restart is what get_answers returns.
+    const still = askResultSchema.parse(
+      (await client.callTool({ name: "get_answers", arguments: { ask_id: openId, wait_s: 0 } }))
+        .structuredContent,
+    );
+    expect(still.status).toBe("pending");
+    const again = await second.until(() => {
+      const c = second.cardOf(cardId);
+      return formsOn(c).length === 1 && c;
+    }, "the form back on the card");
+    await second.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: submitValue(again),
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0" },
+    });
+    const late = askResultSchema.parse(
       (await client.callTool({ name: "get_answers", arguments: { ask_id: openId, wait_s: 5 } }))
         .structuredContent,
     );
-    expect(lost.status).toBe("cancelled");
+    expect(late).toMatchObject({ status: "answered", answers: [{ selectedLabels: ["Postgres"] }] });
 
     await client.callTool({
       name: "report_progress",

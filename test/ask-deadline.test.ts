@@ -23,7 +23,15 @@ beforeEach(() => {
   vi.setSystemTime(new Date("2026-12-01T07:00:00Z")); // 15:00 in Asia/Shanghai
 });
 afterEach(async () => {
-  for (const r of rigs.splice(0)) await r.stop();
+  // Stopping waits for the cards' last PATCHes, which wait on fake timers (the settle delay after a click).
+  for (const r of rigs.splice(0)) {
+    let done = false;
+    const stopped = r.stop().then(() => {
+      done = true;
+    });
+    for (let second = 0; second < 60 && !done; second += 1) await vi.advanceTimersByTimeAsync(1000);
+    await stopped;
+  }
   vi.useRealTimers();
 });
 async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
@@ -67,10 +75,10 @@ describe("the deadline, written once", () => {
   });
 
   it("names why a question is gone in one line", () => {
-    expect(goneNotice({ kind: "timeout" }, strings)).toContain("问题已失效:已超时");
-    expect(goneNotice({ kind: "cancelled", reason: "x" }, strings)).toBe("问题已失效:已取消");
+    expect(goneNotice({ kind: "timeout" }, strings)).toContain("问题已失效：已超时");
+    expect(goneNotice({ kind: "cancelled", reason: "x" }, strings)).toBe("问题已失效：已取消");
     expect(goneNotice({ kind: "answered", answers: [], surface: "websocket", userId: ALICE }, strings)).toBe(
-      "问题已失效:已由网页端回答",
+      "问题已失效：已由网页端回答",
     );
     expect(
       goneNotice({ kind: "answered", answers: [], surface: "feishu", userId: ALICE }, strings),
@@ -143,7 +151,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     vi.advanceTimersByTime(ask.expiresAt + 60 * MIN - Date.now() + 1);
     await r.until(() => r.cardOf(cardId).header?.template === "green", "the finished card");
     const done = textOf(r.cardOf(cardId));
-    expect(done).toContain("问题已失效:已超时");
+    expect(done).toContain("问题已失效：已超时");
     expect(done).toContain("没有收到你的回答");
     expect(r.core.registry.state(ask.requestId)?.status).toBe("timeout");
   });
@@ -178,7 +186,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     });
     expect(stale.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
     await r.until(
-      () => textOf(r.cardOf(cardId)).includes("问题已失效:已由网页端回答"),
+      () => textOf(r.cardOf(cardId)).includes("问题已失效：已由网页端回答"),
       "the reason on the card",
     );
     client.close();
