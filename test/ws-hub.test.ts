@@ -231,8 +231,10 @@ describe("WsHub", () => {
       const server = await start({ agent, askTimeoutMs });
       const session = server.createSession(ALICE);
       const client = await server.connect(ALICE);
-      // Only the registry's timer is faked; sockets and the fixture's waits run on real time.
-      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      // Only the registry's timer and clock are faked; sockets and the fixture's waits run on real time. The
+      // clock too: the deadline is absolute (createdAt + timeout), and the ask's row is written before its
+      // timer is set, so on a real clock the timer's delay is shorter by however long that write took.
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
       const run = startRun(server.core, session, ALICE);
       const ask = await client.next("ask_user_questions");
       const { requestId } = ask.data;
