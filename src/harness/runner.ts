@@ -98,6 +98,8 @@ export class SessionRunner {
   readonly #unsaved = new Map<string, RunView>();
   /** Sessions whose queue could not be drained (the database refused): drained again by the retry timer. */
   readonly #undrained = new Set<string>();
+  /** Ended runs whose clean-up (pending turns, asks) the database refused: retried with the state above. */
+  readonly #uncleaned = new Map<string, () => void>();
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #retryAttempt = 0;
 
@@ -357,7 +359,7 @@ export class SessionRunner {
     // One last try for state the database refused; what still fails is resumed from disk next start.
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
-    if (this.#unsaved.size > 0) this.#retryWrites();
+    if (this.#unsaved.size > 0 || this.#uncleaned.size > 0) this.#retryWrites();
     clearTimeout(this.#retryTimer);
   }
 
@@ -442,9 +444,12 @@ export class SessionRunner {
       }
     }
     for (const step of run.steps) if (step.status === "running") step.status = "failed";
-    this.#deps.turns?.dropRun(run.id);
     // An ask can only outlive its run if the agent stopped waiting for it; nobody would read the answer.
-    registry.failAllForSession(session.id, ASK_ERRORS.cancelled);
+    const asks = registry.getPendingForSession(session.id).map((ask) => ask.requestId);
+    this.#cleanUp(run.id, () => {
+      this.#deps.turns?.dropRun(run.id);
+      for (const requestId of asks) registry.cancel(requestId, ASK_ERRORS.cancelled);
+    });
     run.endedAt = this.#deps.now();
     this.#active.delete(session.id);
     this.#touch(run);
@@ -571,6 +576,21 @@ export class SessionRunner {
     this.#events.emit("run_updated", snapshot(run));
   }
 
+  /**
+   * An ended run's clean-up writes. One the database refuses must not stop the run from ending (its card at
+   * 失败, the queue behind it drained): it is retried with the run's state until it lands.
+   */
+  #cleanUp(runId: string, cleanUp: () => void): void {
+    try {
+      cleanUp();
+    } catch (error) {
+      if (!isStorageError(error)) throw error;
+      this.#deps.logger.warn({ err: error, runId }, "run clean-up not saved: the database refused; retrying");
+      this.#uncleaned.set(runId, cleanUp);
+      this.#scheduleRetry();
+    }
+  }
+
   #scheduleRetry(): void {
     if (this.#retryTimer !== undefined) return;
     const delay = WRITE_RETRY_MS[Math.min(this.#retryAttempt, WRITE_RETRY_MS.length - 1)] ?? 2000;
@@ -588,6 +608,10 @@ export class SessionRunner {
         this.#deps.store.saveRun(run);
         this.#unsaved.delete(runId);
       }
+      for (const [runId, cleanUp] of this.#uncleaned) {
+        cleanUp();
+        this.#uncleaned.delete(runId);
+      }
       for (const sessionId of [...this.#undrained]) {
         this.#undrained.delete(sessionId);
         if (!this.#active.has(sessionId) && !this.#stopping) this.#drain(sessionId);
@@ -595,7 +619,7 @@ export class SessionRunner {
     } catch (error) {
       this.#deps.logger.debug({ err: error }, "database still refuses writes");
     }
-    if (this.#unsaved.size > 0 || this.#undrained.size > 0) {
+    if (this.#unsaved.size > 0 || this.#uncleaned.size > 0 || this.#undrained.size > 0) {
       this.#retryAttempt += 1;
       this.#scheduleRetry();
     } else {
