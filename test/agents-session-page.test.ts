@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { signToken } from "../src/auth/token.ts";
+import { p2pChatId } from "../src/local/emulator/ids.ts";
 import { SESSION_COOKIE } from "../src/web/cookie.ts";
 import {
   type AgentsRig,
@@ -50,6 +51,12 @@ describe("session page for an outside agent's task", () => {
     await api("POST", `/tasks/${taskId}/steps`, { step: "Build", status: "done" });
     const sessionId = `agent:CI bot:${ALICE}`;
     const encoded = encodeURIComponent(sessionId);
+    // The card's 会话详情 link opens this task's page.
+    const cardId = await r.until(() => r.cardsIn(p2pChatId(ALICE))[0], "the card");
+    const link = `/sessions/${encoded}/runs/${encodeURIComponent(taskId)}`;
+    await r.until(() => JSON.stringify(r.cardOf(cardId)).includes(link), "the card's link to the page");
+    const html = await fetch(`${r.httpUrl}${link}`);
+    expect(html.headers.get("content-type")).toContain("text/html");
 
     expect(await page(ALICE, `/api/sessions/${encoded}`)).toMatchObject({
       status: 200,
