@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { AskRegistry } from "./asks/registry.ts";
 import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
+import { ExternalSessions } from "./harness/external-sessions.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { AskStore } from "./store/asks.ts";
@@ -38,6 +39,8 @@ export interface Core {
   runner: SessionRunner;
   hub: WsHub;
   revocations: SqliteTokenRevocations;
+  /** Outside agents' sessions (agents-api adds its tasks), shown by the hub and the session page. */
+  external: ExternalSessions;
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
@@ -76,7 +79,9 @@ export function createCore(options: CoreOptions): Core {
     members: new SessionMembers(options.db),
   });
   const revocations = new SqliteTokenRevocations(options.db);
+  const external = new ExternalSessions();
   const hub = new WsHub({
+    external,
     registry,
     runner,
     authSecret: options.authSecret,
@@ -87,5 +92,5 @@ export function createCore(options: CoreOptions): Core {
     ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
-  return { store, registry, dispatcher, runner, hub, revocations };
+  return { store, registry, dispatcher, runner, hub, revocations, external };
 }

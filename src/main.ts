@@ -101,6 +101,7 @@ async function main(): Promise<void> {
   const agentsApi = createAgentsApi({
     registry: core.registry,
     cards: agentCardsOn(started.feishu.channel),
+    sessions: core.external,
     db,
     authSecret,
     askTimeoutMs: config.askTimeoutMs,

@@ -13,7 +13,7 @@ import { mountSessionPages } from "./web/session-page.ts";
  */
 export function serviceRoutes(options: {
   feishu: Pick<FeishuRuntime, "routes">;
-  core: Pick<Core, "runner"> & Partial<Pick<Core, "revocations">>;
+  core: Pick<Core, "runner"> & Partial<Pick<Core, "revocations" | "external">>;
   authSecret: string;
   logger: Logger;
   now: () => number;
@@ -33,6 +33,7 @@ export function serviceRoutes(options: {
     (app: Express) =>
       mountSessionPages(app, {
         runner: core.runner,
+        ...(core.external ? { external: core.external } : {}),
         authSecret,
         ...(core.revocations ? { revocations: core.revocations } : {}),
         ...(options.signInTtlMs !== undefined ? { signInTtlMs: options.signInTtlMs } : {}),

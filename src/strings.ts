@@ -168,6 +168,8 @@ export const zh = {
     waiting: (name: string, minutes: number) =>
       minutes < 1 ? `等待 ${name} 在飞书回答` : `等待 ${name} 在飞书回答 · ${minutes} 分钟`,
     questionCardTitle: (agent: string) => `${agent} 有问题要问你`,
+    /** The session page's header for an outside agent's task. */
+    sessionTitle: (agent: string) => `${agent} 的任务`,
     answered: "已收到回答，谢谢！",
     notAnswered: "提问已结束。",
   },

@@ -61,4 +61,42 @@ describe("SQLite store", () => {
     expect(store.runSource("r1")).toEqual({ channel: "feishu", chatId: "oc_1", messageId: "om_1" });
     db.close();
   });
+
+  it("gives outside agents' tables to a fresh file and to one at the previous version, even if made ad hoc", () => {
+    const agentTables = (db: Database.Database) =>
+      db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'agent_%' ORDER BY name")
+        .pluck()
+        .all();
+    const fresh = openDatabase(path.join(tempDir(), "fresh.sqlite"));
+    expect(agentTables(fresh)).toEqual(["agent_asks", "agent_tasks"]);
+    fresh.close();
+
+    const file = path.join(tempDir(), "previous.sqlite");
+    const old = new Database(file);
+    const previous = MIGRATIONS.length - 1;
+    for (const sql of MIGRATIONS.slice(0, previous)) old.exec(sql);
+    old.pragma(`user_version = ${previous}`);
+    expect(agentTables(old)).toEqual([]);
+    old.close();
+    const upgraded = openDatabase(file);
+    expect(upgraded.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    expect(agentTables(upgraded)).toEqual(["agent_asks", "agent_tasks"]);
+    upgraded.close();
+
+    // A file from a build that created the tables itself on start, with a task row already in it.
+    const adHocFile = path.join(tempDir(), "adhoc.sqlite");
+    const adHoc = new Database(adHocFile);
+    for (const sql of MIGRATIONS.slice(0, previous)) adHoc.exec(sql);
+    adHoc.pragma(`user_version = ${previous}`);
+    adHoc.exec(MIGRATIONS[previous] ?? "");
+    adHoc
+      .prepare("INSERT INTO agent_tasks VALUES ('t1', 'ci', 'ou_1', 'private', 0, '{}', 'running', 1)")
+      .run();
+    adHoc.close();
+    const kept = openDatabase(adHocFile);
+    expect(kept.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    expect(kept.prepare("SELECT id FROM agent_tasks").pluck().all()).toEqual(["t1"]);
+    kept.close();
+  });
 });

@@ -1,10 +1,12 @@
 import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
+import type { ExternalSessions } from "../harness/external-sessions.ts";
 import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import { mountAgentHttpApi } from "./http.ts";
 import { mountMcp } from "./mcp.ts";
 import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
+import { agentSessions } from "./sessions.ts";
 import { AgentStore } from "./store.ts";
 
 export type { AgentCardPort, AgentCardTarget } from "./service.ts";
@@ -23,6 +25,8 @@ export function createAgentsApi(options: {
   askTimeoutMs: number;
   now: () => number;
   logger: Logger;
+  /** The hub's and session page's outside sessions (core.external): each task shows there too. */
+  sessions?: ExternalSessions;
   tuning?: Pick<AgentTasksOptions, "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId">;
 }): { tasks: AgentTasks; mount: (app: Express) => void } {
   const tasks = new AgentTasks({
@@ -32,8 +36,10 @@ export function createAgentsApi(options: {
     askTimeoutMs: options.askTimeoutMs,
     logger: options.logger.child({ module: "agents" }),
     ...(options.db ? { store: new AgentStore(options.db) } : {}),
+    ...(options.sessions ? { onChange: options.sessions.changed.bind(options.sessions) } : {}),
     ...options.tuning,
   });
+  options.sessions?.add(agentSessions(tasks));
   const deps = { tasks, authSecret: options.authSecret, now: options.now, logger: options.logger };
   return {
     tasks,

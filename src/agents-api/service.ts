@@ -58,6 +58,8 @@ export interface AgentTasksOptions {
   /** Tasks and asks kept across restarts; without it they live in memory only. */
   store?: AgentStore;
   logger?: Logger;
+  /** Told whenever a task's run changes, so the session page's subscribers see it (sessions.ts). */
+  onChange?: (sessionId: string) => void;
 }
 
 interface AgentTask {
@@ -88,6 +90,15 @@ export class AgentTasks {
       ...(options.store ? { store: options.store } : {}),
     });
     options.registry.on("settled", ({ ask, outcome }) => this.#endImplicit(ask.runId, outcome.kind));
+  }
+
+  /** The tasks shown in one session (`agent:<name>:<to>`), oldest first: what the session page shows. */
+  tasksOf(sessionId: string): { agent: string; to: string; chatType: "private" | "group"; run: RunView }[] {
+    const found = [];
+    for (const task of this.#tasks.values())
+      if (task.run.sessionId === sessionId)
+        found.push({ agent: task.agent, to: task.to, chatType: task.chatType, run: task.run });
+    return found;
   }
 
   /** After a restart: every task that was running gets its card back and takes calls again. */
@@ -253,6 +264,7 @@ export class AgentTasks {
     };
     const task: AgentTask = { agent: who.agent, to, chatType, implicit, run };
     this.#remember(id, task);
+    this.#o.onChange?.(run.sessionId);
     if (!implicit) this.#show(task);
     return task;
   }
@@ -284,6 +296,7 @@ export class AgentTasks {
     task.run = { ...task.run, ...patch };
     this.#save(task);
     this.#o.cards.update(task.run);
+    this.#o.onChange?.(task.run.sessionId);
   }
 
   #finish(task: AgentTask, status: "completed" | "failed" | "cancelled", text: string | undefined): void {

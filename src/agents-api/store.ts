@@ -6,33 +6,8 @@ import type { Db } from "../store/db.ts";
 /**
  * Outside agents' tasks and asks in SQLite, so a bot restart loses neither: report_progress and finish_task
  * reach the same card afterwards, and get_answers still returns an answer given before the restart.
- * The tables are created here (IF NOT EXISTS) rather than as a numbered migration, so this branch's schema
- * cannot collide with another branch's migration number; fold them into MIGRATIONS when merged.
+ * The tables come from the numbered migrations in src/store/db.ts (MIGRATIONS), like every other table.
  */
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS agent_tasks (
-    id          TEXT PRIMARY KEY,
-    agent       TEXT NOT NULL,
-    target      TEXT NOT NULL,
-    chat_type   TEXT NOT NULL,
-    implicit    INTEGER NOT NULL,
-    run_json    TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    updated_at  INTEGER NOT NULL
-  );
-  CREATE INDEX IF NOT EXISTS agent_tasks_by_status ON agent_tasks(status);
-  CREATE TABLE IF NOT EXISTS agent_asks (
-    ask_id        TEXT PRIMARY KEY,
-    agent         TEXT NOT NULL,
-    task_id       TEXT NOT NULL,
-    answerer_id   TEXT NOT NULL,
-    created_at    INTEGER NOT NULL,
-    expires_at    INTEGER NOT NULL,
-    outcome_json  TEXT,
-    settled_at    INTEGER
-  );
-`;
 
 export interface StoredTask {
   id: string;
@@ -102,7 +77,6 @@ export class AgentStore {
   readonly #sql;
 
   constructor(db: Db) {
-    db.exec(SCHEMA);
     // Prepared once: report_progress writes a row per call.
     this.#sql = {
       saveTask: db.prepare(

@@ -525,8 +525,8 @@ export class FeishuChannel implements AskSurface {
       // Each card links to its own run: an old card keeps showing the task it was sent for. No link without a
       // PUBLIC_URL in feishu mode: a localhost link on a real tenant is dead.
       ...(card.agent ? { agent: card.agent.name } : {}),
-      // An agent's task has no session page (yet): no link to one.
-      ...(this.#o.publicUrl !== undefined && !card.agent
+      // An agent's task links to its session page too (agents-api/sessions.ts shows it there).
+      ...(this.#o.publicUrl !== undefined
         ? {
             detailsUrl: `${this.#o.publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
           }

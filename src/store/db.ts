@@ -186,6 +186,31 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX pending_turns_by_run ON pending_turns(run_id, created_at);
   `,
+  // Outside agents' tasks and asks (the MCP server / HTTP API). IF NOT EXISTS: builds before this migration
+  // created these tables ad hoc on start, and such a file must upgrade without failing on them.
+  `
+  CREATE TABLE IF NOT EXISTS agent_tasks (
+    id          TEXT PRIMARY KEY,
+    agent       TEXT NOT NULL,
+    target      TEXT NOT NULL,
+    chat_type   TEXT NOT NULL,
+    implicit    INTEGER NOT NULL,
+    run_json    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS agent_tasks_by_status ON agent_tasks(status);
+  CREATE TABLE IF NOT EXISTS agent_asks (
+    ask_id        TEXT PRIMARY KEY,
+    agent         TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    answerer_id   TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    outcome_json  TEXT,
+    settled_at    INTEGER
+  );
+  `,
 ];
 
 /**

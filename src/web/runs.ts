@@ -2,6 +2,7 @@ import type express from "express";
 import type { Response } from "express";
 import { oneLine, truncate } from "../cards/text.ts";
 import { canViewSession } from "../harness/access.ts";
+import type { ExternalSessions } from "../harness/external-sessions.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { RunStatus, RunView } from "../harness/types.ts";
 import { viewerOf } from "./auth.ts";
@@ -32,6 +33,7 @@ export interface RunSummary {
 
 export interface RunsOptions {
   runner: SessionRunner;
+  external?: ExternalSessions;
   authSecret: string;
   now: () => number;
 }
@@ -44,6 +46,14 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const sessionId = req.params.id;
+    const source = options.external?.sourceOf(sessionId);
+    if (source) {
+      if (!source.canView(userId, sessionId)) return forbidden(res);
+      const runs = source.runs(sessionId, HISTORY_LIMIT);
+      const latest = source.session(sessionId)?.run;
+      res.json({ activeRunId: latest?.status === "running" ? latest.id : null, runs: runs.map(summary) });
+      return;
+    }
     if (!canViewSession(runner, userId, sessionId)) return forbidden(res);
     const active = runner.activeRun(sessionId);
     res.json({
@@ -57,6 +67,14 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const { id: sessionId, runId } = req.params;
+    const source = options.external?.sourceOf(sessionId);
+    if (source) {
+      const run = source.run(sessionId, runId);
+      if (!run || !source.canView(userId, sessionId)) return forbidden(res);
+      const latest = source.session(sessionId)?.run;
+      res.json({ run, active: latest?.id === run.id && run.status === "running", canViewSession: true });
+      return;
+    }
     const run = runner.getRun(runId);
     if (!run || run.sessionId !== sessionId) return forbidden(res);
     if (run.senderId !== userId && !canViewSession(runner, userId, sessionId)) return forbidden(res);

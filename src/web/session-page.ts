@@ -2,6 +2,7 @@ import fs from "node:fs";
 import type express from "express";
 import type { Response } from "express";
 import { canViewSession } from "../harness/access.ts";
+import type { ExternalSessions } from "../harness/external-sessions.ts";
 import type { SessionRunner } from "../harness/runner.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
@@ -18,6 +19,8 @@ import { MARKDOWN_IT_FILE, markdownItBundle } from "./vendor.ts";
 
 export interface SessionPageOptions {
   runner: SessionRunner;
+  /** Outside agents' sessions, shown read-only beside the runner's (harness/external-sessions.ts). */
+  external?: ExternalSessions;
   authSecret: string;
   now: () => number;
   logger: Logger;
@@ -104,6 +107,16 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
       return;
     }
     const sessionId = req.params.id;
+    const source = options.external?.sourceOf(sessionId);
+    if (source) {
+      const external = source.session(sessionId);
+      if (!external || !source.canView(userId, sessionId)) {
+        res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
+        return;
+      }
+      res.json({ id: sessionId, title: external.title, channel: "agent", chatType: external.chatType });
+      return;
+    }
     const session = options.runner.getSession(sessionId);
     // Unknown and not-yours answer alike, so nobody can probe which sessions exist (as the hub does).
     if (!session || !canViewSession(options.runner, userId, sessionId)) {

@@ -7,7 +7,9 @@ import { verifyToken } from "../auth/token.ts";
 import { describeError } from "../errors.ts";
 import { canViewSession } from "../harness/access.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
+import type { ExternalSessions } from "../harness/external-sessions.ts";
 import type { SessionRunner } from "../harness/runner.ts";
+import type { RunView } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { sameOrigin } from "../web/cookie.ts";
@@ -21,6 +23,7 @@ import {
   MAX_FRAME_BYTES,
   parseClientFrame,
   type ServerFrame,
+  type SessionSnapshot,
 } from "./protocol.ts";
 import { sessionSnapshot } from "./snapshot.ts";
 import { credential, refuse } from "./upgrade.ts";
@@ -38,6 +41,8 @@ export interface HubDeps {
   heartbeatIntervalMs?: number;
   /** Overrides of DEFAULT_WS_LIMITS (tests use small ones). */
   limits?: Partial<WsLimits>;
+  /** Sessions the runner does not run (outside agents' tasks): shown read-only, their questions answerable. */
+  external?: ExternalSessions;
 }
 
 export const WS_PATH = "/ws";
@@ -94,6 +99,7 @@ export class WsHub implements AskSurface {
       }),
       deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
+      deps.external?.onChange((sessionId) => this.#sendToSubscribers(sessionId)) ?? (() => {}),
     );
     this.#heartbeat = setInterval(
       () => this.#pool.beat((connection) => this.#tokenHolds(connection)),
@@ -211,14 +217,10 @@ export class WsHub implements AskSurface {
         "this connection is subscribed to too many sessions; unsubscribe from one first",
       );
     }
-    const active = this.#deps.runner.activeRun(sessionId);
+    const active = this.#activeRun(sessionId);
     const canAnswer = active?.senderId === connection.userId;
     this.#send(connection, { type: "subscribed", sessionId, data: { canAnswer } });
-    this.#send(connection, {
-      type: "session_snapshot",
-      sessionId,
-      data: sessionSnapshot(this.#deps.runner, sessionId),
-    });
+    this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
       if (ask.elicitation) continue;
       // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
@@ -270,6 +272,10 @@ export class WsHub implements AskSurface {
   }
 
   #cancel(connection: Connection, sessionId: string): void {
+    // An outside agent's task ends when its agent says so (finish_task); the page cannot stop it.
+    if (this.#deps.external?.sourceOf(sessionId)) {
+      return this.#error(connection, sessionId, "forbidden", "an outside agent's task is ended by its agent");
+    }
     // Strangers learn nothing, not even whether something is running.
     if (!this.#canView(connection.userId, sessionId)) {
       return this.#error(
@@ -295,7 +301,22 @@ export class WsHub implements AskSurface {
   }
 
   #canView(userId: string, sessionId: string): boolean {
+    const external = this.#deps.external?.sourceOf(sessionId);
+    if (external) return external.canView(userId, sessionId);
     return canViewSession(this.#deps.runner, userId, sessionId);
+  }
+
+  #activeRun(sessionId: string): RunView | undefined {
+    const external = this.#deps.external?.sourceOf(sessionId)?.session(sessionId);
+    if (external) return external.run.status === "running" ? external.run : undefined;
+    return this.#deps.runner.activeRun(sessionId);
+  }
+
+  /** An outside agent's session has its latest task and never a queue. */
+  #snapshot(sessionId: string): SessionSnapshot {
+    const external = this.#deps.external?.sourceOf(sessionId)?.session(sessionId);
+    if (!external) return sessionSnapshot(this.#deps.runner, sessionId);
+    return { active: external.run.status === "running", run: external.run, queued: [], queuedCount: 0 };
   }
 
   /**
@@ -315,7 +336,7 @@ export class WsHub implements AskSurface {
   #sendToSubscribers(sessionId: string): void {
     const subscribers = this.#pool.subscribers(sessionId);
     if (!subscribers) return;
-    const snapshot = sessionSnapshot(this.#deps.runner, sessionId);
+    const snapshot = this.#snapshot(sessionId);
     for (const connection of subscribers)
       this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
   }

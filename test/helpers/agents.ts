@@ -6,6 +6,7 @@ import { signAgentToken } from "../../src/agents-api/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import type { Emulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { mountSessionPages } from "../../src/web/session-page.ts";
 import { type FeishuRig, startFeishuRig } from "./feishu.ts";
 
 export const SECRET = "test-secret-0123456789-0123456789";
@@ -13,6 +14,8 @@ export const ALICE = "ou_alice";
 export const BOB = "ou_bob";
 export const CAROL = "ou_carol";
 export const GROUP = "oc_team";
+/** The core's sign-in secret in the Feishu rig (its `connect` signs with it). */
+export const RIG_AUTH_SECRET = "test-secret-0123456789";
 const NAMES: Record<string, string> = { [ALICE]: "Alice", [BOB]: "Bob", [CAROL]: "Carol" };
 
 export interface AgentsRig extends FeishuRig {
@@ -34,6 +37,8 @@ export async function startAgentsRig(
     /** A restart: the same data dir and emulator as an earlier rig (stopped), its tasks resumed. */
     dataDir?: string;
     emulator?: Emulator;
+    /** Also mount the session page and its API (as routes.ts does), with the agents' sessions. */
+    sessionPages?: boolean;
   } = {},
 ): Promise<AgentsRig> {
   let tasks: AgentTasks | undefined;
@@ -46,6 +51,7 @@ export async function startAgentsRig(
         registry: core.registry,
         cards: agentCardsOn(channel),
         db: core.store.db,
+        sessions: core.external,
         authSecret: SECRET,
         askTimeoutMs: 60_000,
         now: Date.now,
@@ -58,7 +64,15 @@ export async function startAgentsRig(
         },
       });
       tasks = api.tasks;
-      return [api.mount];
+      const pages = (app: Parameters<typeof api.mount>[0]) =>
+        mountSessionPages(app, {
+          runner: core.runner,
+          external: core.external,
+          authSecret: RIG_AUTH_SECRET,
+          now: Date.now,
+          logger: createLogger({ level: "silent" }),
+        });
+      return options.sessionPages ? [pages, api.mount] : [api.mount];
     },
   });
   if (!tasks) throw new Error("agents api not mounted");
