@@ -1,23 +1,18 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Card } from "../../src/cards/model.ts";
-import {
-  type CardActionInput,
-  type Emulator,
-  type MessageReceiveEvent,
-  startEmulator,
-} from "../../src/local/emulator/index.ts";
+import type { CardActionInput, Emulator, MessageReceiveEvent } from "../../src/local/emulator/index.ts";
 import {
   type BotProcess,
   cardOf,
   cardsReplyingTo,
   checkDatabase,
   query,
-  startBot,
   tempDataDir,
 } from "./helpers/bot-process.ts";
+import { useCrashRig } from "./helpers/crash-rig.ts";
 import { LONG, record, size, sleep, timeoutMs, until } from "./helpers/env.ts";
 import { startSlowPath } from "./helpers/slow-path.ts";
-import { ALICE, ENCRYPT_KEY, isCompleted, requestIdsOn, submitValue } from "./helpers/stack.ts";
+import { ALICE, isCompleted, requestIdsOn, submitValue } from "./helpers/stack.ts";
 
 /**
  * Crashes: the real entry point as a child process, killed with SIGKILL mid-ask and mid-run, then started
@@ -26,31 +21,7 @@ import { ALICE, ENCRYPT_KEY, isCompleted, requestIdsOn, submitValue } from "./he
  * (the question survives it).
  */
 
-const running: BotProcess[] = [];
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const bot of running.splice(0)) await bot.kill();
-  for (const close of closers.splice(0)) await close();
-});
-
-async function emulator(): Promise<Emulator> {
-  const started = await startEmulator({ encryptKey: ENCRYPT_KEY });
-  closers.push(() => started.close());
-  return started;
-}
-
-async function bot(options: Parameters<typeof startBot>[0]): Promise<BotProcess> {
-  const started = await startBot(options);
-  running.push(started);
-  return started;
-}
-
-async function deliver(bot: BotProcess, emu: Emulator, payload: unknown) {
-  const result = await emu.deliverWebhook(bot.hookUrl, payload, { timeoutMs: 10_000 });
-  if (result.status !== 200)
-    throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
-  return result.body as { toast?: { type: string; content: string }; card?: { data: Card } };
-}
+const { emulator, bot, deliver, onCleanup } = useCrashRig();
 
 /** A click as the Feishu client makes it: over the bot's webhook, the answer's card applied to the message. */
 async function click(bot: BotProcess, emu: Emulator, input: CardActionInput) {
@@ -141,7 +112,7 @@ describe("kill -9 while the card's first reply is on its way", () => {
     async () => {
       const emu = await emulator();
       const path = await startSlowPath(emu.url);
-      closers.push(() => path.close());
+      onCleanup(() => path.close());
       const dataDir = tempDataDir();
       const first = await bot({ emulator: emu, dataDir, apiUrl: path.url });
       path.hold({ method: "POST", path: /\/reply$/ }, 1500);

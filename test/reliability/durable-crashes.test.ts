@@ -1,11 +1,11 @@
 import path from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { DEMO_QUESTIONS } from "../../src/harness/agents/demo.ts";
-import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
+import type { Emulator } from "../../src/local/emulator/index.ts";
 import { strings } from "../../src/strings.ts";
 import { sampleAsk } from "../fixtures.ts";
 import { type ScriptedModel, startScriptedModel } from "../helpers/openai-server.ts";
@@ -15,11 +15,11 @@ import {
   cardsReplyingTo,
   checkDatabase,
   query,
-  startBot,
   tempDataDir,
 } from "./helpers/bot-process.ts";
+import { useCrashRig } from "./helpers/crash-rig.ts";
 import { timeoutMs, until } from "./helpers/env.ts";
-import { ALICE, AUTH_SECRET, ENCRYPT_KEY, isCompleted, requestIdsOn, submitValue } from "./helpers/stack.ts";
+import { ALICE, AUTH_SECRET, isCompleted, requestIdsOn, submitValue } from "./helpers/stack.ts";
 
 /**
  * Durable asks through the real entry point (issue 16): SIGKILL while a question waits, start again on the
@@ -27,31 +27,7 @@ import { ALICE, AUTH_SECRET, ENCRYPT_KEY, isCompleted, requestIdsOn, submitValue
  * original call's result; the turn's other calls are not repeated; nothing is applied twice.
  */
 
-const running: BotProcess[] = [];
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const bot of running.splice(0)) await bot.kill();
-  for (const close of closers.splice(0)) await close();
-});
-
-async function emulator(): Promise<Emulator> {
-  const started = await startEmulator({ encryptKey: ENCRYPT_KEY });
-  closers.push(() => started.close());
-  return started;
-}
-
-async function bot(options: Parameters<typeof startBot>[0]): Promise<BotProcess> {
-  const started = await startBot(options);
-  running.push(started);
-  return started;
-}
-
-async function deliver(target: BotProcess, emu: Emulator, payload: unknown) {
-  const result = await emu.deliverWebhook(target.hookUrl, payload, { timeoutMs: 10_000 });
-  if (result.status !== 200)
-    throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
-  return result.body as { toast?: { type: string; content: string }; card?: { data: Card } };
-}
+const { emulator, bot, deliver, onCleanup } = useCrashRig();
 
 const sessionOf = (emu: Emulator) => `feishu-${emu.appId}-private-${ALICE}`;
 
@@ -100,7 +76,7 @@ const toolResults = (dataDir: string) =>
 async function socket(target: BotProcess, sessionId: string) {
   const token = signToken(AUTH_SECRET, ALICE, Date.now() + 60_000);
   const ws = new WebSocket(`ws://127.0.0.1:${target.port}/ws?token=${encodeURIComponent(token)}`);
-  closers.push(async () => ws.close());
+  onCleanup(async () => ws.close());
   const frames: { type: string; data: Record<string, unknown> }[] = [];
   ws.on("message", (raw) => frames.push(JSON.parse(String(raw))));
   await new Promise((resolve, reject) => {
@@ -157,7 +133,7 @@ describe("durable asks across kill -9", () => {
     "OpenAI agent: no repeated model request and no repeated sibling call; the answer reaches the model",
     async () => {
       const model: ScriptedModel = await startScriptedModel();
-      closers.push(() => model.close());
+      onCleanup(() => model.close());
       const ask = sampleAsk();
       model.script(
         { toolCalls: [{ id: "c1", name: "current_time", arguments: {} }] },
