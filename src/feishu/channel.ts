@@ -1,15 +1,13 @@
-import path from "node:path";
 import type { AgentCardTarget } from "../agents-api/service.ts";
 import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
 import { oneLine, truncate } from "../cards/text.ts";
+import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import { feishuGroupSessionId, feishuSession } from "../domain/session-id.ts";
+import { type ChatType, isTerminal, type RunView, type SessionInfo } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
-import type { AskSurface } from "../harness/dispatcher.ts";
-import type { SessionRunner } from "../harness/runner.ts";
-import { feishuPrivateSessionId } from "../harness/tools.ts";
-import type { ChatType, RunView, SessionInfo } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
@@ -32,7 +30,7 @@ import { isSignInCommand, signInReply } from "./sign-in.ts";
 
 export interface FeishuChannelOptions {
   messenger: FeishuMessenger;
-  runner: SessionRunner;
+  runner: SessionRuns;
   registry: AskRegistry;
   store: FeishuStore;
   appLimiter: Limiter;
@@ -240,33 +238,21 @@ export class FeishuChannel implements AskSurface {
 
   /** Someone clicked a card in `chatId`: if it is a group the bot has a session for, they are in it. */
   noteChatMember(chatId: string, userId: string): void {
-    const sessionId = groupSessionId(this.#o.appId, chatId);
+    const sessionId = feishuGroupSessionId(this.#o.appId, chatId);
     if (this.#o.runner.getSession(sessionId)) this.#o.runner.noteInChat(sessionId, userId);
   }
 
   #sessionFor(message: InboundMessage): SessionInfo {
     const { appId, dataDir } = this.#o;
+    const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
     if (message.chatType === "p2p") {
-      return {
-        id: feishuPrivateSessionId(appId, message.senderOpenId),
-        channel: "feishu",
-        chatType: "private",
-        chatId: message.chatId,
-        workspace: path.join(dataDir, "workspaces", "feishu-private", message.senderOpenId),
-        ownerId: message.senderOpenId,
-        title: "飞书私聊",
-      };
+      const key = { kind: "feishu-private", appId, openId: message.senderOpenId } as const;
+      return feishuSession(key, { ...where, title: "飞书私聊" });
     }
-    return {
-      id: groupSessionId(appId, message.chatId),
-      channel: "feishu",
-      chatType: "group",
-      chatId: message.chatId,
-      // Group sessions are recognised by this path (filterToolsForSession): keep "/feishu-chat/".
-      workspace: path.join(dataDir, "workspaces", "feishu-chat", message.chatId),
-      ownerId: message.senderOpenId,
-      title: "飞书群聊",
-    };
+    return feishuSession(
+      { kind: "feishu-group", appId, chatId: message.chatId },
+      { ...where, title: "飞书群聊" },
+    );
   }
 
   // cards --------------------------------------------------------------------------------------------
@@ -699,12 +685,4 @@ async function withRetries<T>(send: () => Promise<T>, degrade: () => boolean, at
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
-}
-
-function isTerminal(run: RunView): boolean {
-  return run.status === "completed" || run.status === "failed" || run.status === "cancelled";
-}
-
-function groupSessionId(appId: string, chatId: string): string {
-  return `feishu-${appId}-group-${chatId}`;
 }
