@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 /**
@@ -55,5 +56,181 @@ describe("pure core boundary", () => {
       .filter((file) => !["src/main.ts"].includes(file) && !file.startsWith(path.join("src", "cli")))
       .filter((file) => fs.readFileSync(file, "utf8").includes("process.env"));
     expect(offenders).toEqual([]);
+  });
+});
+
+/**
+ * The dependency rule (ARCHITECTURE.md): a file may import its own area, any area of a LOWER rank, and the
+ * few same-rank neighbours listed in PEERS. Anything else is an upward (or sideways) arrow and fails here.
+ * The table is written out on purpose, not derived from the code: moving a file across it is a decision.
+ *
+ * An area is the first segment under src/: a folder (`feishu`) or a top-level file without `.ts` (`main`).
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  /* 0 foundation */ ["util", "errors", "logger", "strings"],
+  /* 1 domain     */ ["domain"],
+  /* 2 records    */ ["store", "asks"],
+  /* 3 views      */ ["cards", "auth"],
+  /* 4 engine and channels: the harness runs agents; channels reach it only through domain/ports.ts */
+  ["harness", "feishu", "ws", "web", "agents-api"],
+  /* 5 settings: parsed once from the environment (its types may be imported anywhere, see below) */
+  ["config"],
+  /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing */
+  ["core", "metrics", "local", "listen", "process-guard"],
+  /* 7 the HTTP app and its routes */
+  ["app", "routes"],
+  /* 8 entry points */
+  ["main", "cli"],
+];
+
+/** Same-rank imports that are allowed, each with its reason. */
+const PEERS: Readonly<Record<string, readonly string[]>> = {
+  // The ask rows are stored by store/asks.ts with the ask schema's types; the registry keeps them there.
+  store: ["asks"],
+  asks: ["store"],
+  // The WebSocket upgrade reads the same session cookie as the pages.
+  ws: ["web"],
+};
+
+/** Settings shapes are declared once in config.ts: any layer may import its types (values come via deps). */
+const TYPE_ONLY_ANYWHERE = new Set(["config"]);
+
+const RANK = new Map(LAYERS.flatMap((areas, rank) => areas.map((area) => [area, rank] as const)));
+
+interface Edge {
+  /** The importing file, relative to the repository (`src/feishu/channel.ts`). */
+  from: string;
+  /** The specifier as written. */
+  spec: string;
+  typeOnly: boolean;
+}
+
+function areaOf(fileUnderSrc: string): string {
+  const [first = ""] = fileUnderSrc.split("/");
+  return first.replace(/\.ts$/, "");
+}
+
+/** Why `edge` breaks the rule, or undefined when it keeps it. Packages and node: built-ins are not layers. */
+function violation(edge: Edge): string | undefined {
+  if (!edge.spec.startsWith(".")) return undefined;
+  const target = path.posix.normalize(path.posix.join(path.posix.dirname(edge.from), edge.spec));
+  if (!target.startsWith("src/")) return `${edge.from} imports ${edge.spec}, outside src/`;
+  const from = areaOf(edge.from.slice("src/".length));
+  const to = areaOf(target.slice("src/".length));
+  if (from === to) return undefined;
+  const fromRank = RANK.get(from);
+  const toRank = RANK.get(to);
+  if (fromRank === undefined) return `${edge.from}: area "${from}" is not in the layer table`;
+  if (toRank === undefined)
+    return `${edge.from} imports ${edge.spec}: area "${to}" is not in the layer table`;
+  if (edge.typeOnly && TYPE_ONLY_ANYWHERE.has(to)) return undefined;
+  if (toRank < fromRank || PEERS[from]?.includes(to)) return undefined;
+  return `${edge.from} (${from}, layer ${fromRank}) imports ${edge.spec} (${to}, layer ${toRank})`;
+}
+
+/** Every import, re-export and dynamic import() of a source, read with TypeScript's own parser. */
+function edgesOf(file: string, source: string): Edge[] {
+  const tree = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const edges: Edge[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      edges.push({ from: file, spec: node.moduleSpecifier.text, typeOnly: importIsTypeOnly(node) });
+    } else if (
+      ts.isExportDeclaration(node) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      edges.push({ from: file, spec: node.moduleSpecifier.text, typeOnly: node.isTypeOnly });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const [arg] = node.arguments;
+      if (arg && ts.isStringLiteralLike(arg)) edges.push({ from: file, spec: arg.text, typeOnly: false });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(tree);
+  return edges;
+}
+
+/** `import type {…}`, or `import { type A, type B }` where every name is a type: erased at run time. */
+function importIsTypeOnly(node: ts.ImportDeclaration): boolean {
+  const clause = node.importClause;
+  if (!clause) return false; // a side-effect import runs the module
+  if (clause.isTypeOnly) return true;
+  if (clause.name) return false;
+  const bindings = clause.namedBindings;
+  return (
+    bindings !== undefined &&
+    ts.isNamedImports(bindings) &&
+    bindings.elements.length > 0 &&
+    bindings.elements.every((element) => element.isTypeOnly)
+  );
+}
+
+describe("the dependency rule", () => {
+  const files = filesUnder("src").map((file) => file.split(path.sep).join("/"));
+
+  it("has every area of src/ in its table", () => {
+    const unknown = [...new Set(files.map((file) => areaOf(file.slice("src/".length))))].filter(
+      (area) => !RANK.has(area),
+    );
+    expect(unknown).toEqual([]);
+  });
+
+  it("finds no upward import anywhere under src/", () => {
+    const broken = files.flatMap((file) =>
+      edgesOf(file, fs.readFileSync(file, "utf8")).flatMap((edge) => violation(edge) ?? []),
+    );
+    expect(broken).toEqual([]);
+  });
+
+  it("the domain imports only itself (and node:path, pure string work): it runs anywhere", () => {
+    const domain = files.filter((file) => file.startsWith("src/domain/"));
+    const outside = domain.flatMap((file) =>
+      edgesOf(file, fs.readFileSync(file, "utf8"))
+        .filter(
+          (edge) => !(edge.spec.startsWith("./") && !edge.spec.includes("/", 2)) && edge.spec !== "node:path",
+        )
+        .map((edge) => `${file}: ${edge.spec}`),
+    );
+    expect(domain.length).toBeGreaterThan(3);
+    expect(outside).toEqual([]);
+  });
+
+  it("store, cards, ws and feishu import the domain, never the harness", () => {
+    const lower = files.filter((file) => /^src\/(store|cards|ws|feishu)\//.test(file));
+    const offenders = lower.filter((file) =>
+      edgesOf(file, fs.readFileSync(file, "utf8")).some((edge) =>
+        path.posix.join(path.posix.dirname(file), edge.spec).startsWith("src/harness/"),
+      ),
+    );
+    expect(lower.length).toBeGreaterThan(20);
+    expect(offenders).toEqual([]);
+  });
+
+  // The rule must be able to fail: synthetic sources, parsed the same way as the real ones.
+  it.each([
+    ["src/store/x.ts", 'import type { SessionRunner } from "../harness/runner.ts";'],
+    ["src/domain/x.ts", 'export { strings } from "../strings.ts";\nexport * from "../cards/model.ts";'],
+    ["src/feishu/x.ts", 'import {\n  type A,\n  helper,\n} from "../harness/tools.ts";'],
+    ["src/cards/x.ts", 'const m = await import("../feishu/channel.ts");'],
+    ["src/feishu/x.ts", 'import { loadConfig } from "../config.ts";'],
+    ["src/harness/x.ts", 'import "../ws/hub.ts";'],
+    ["src/ws/x.ts", 'import { startFeishu } from "../feishu/index.ts";'],
+    ["src/newarea/x.ts", 'import { strings } from "../strings.ts";'],
+  ])("refuses the upward or unlisted import in %s: %s", (file, source) => {
+    expect(edgesOf(file, source).map(violation).filter(Boolean)).not.toEqual([]);
+  });
+
+  it.each([
+    ["src/feishu/x.ts", 'import type { FeishuSettings } from "../config.ts";'],
+    ["src/feishu/x.ts", 'import { type A, type B } from "../config.ts";'],
+    [
+      "src/cards/x.ts",
+      'import { strings } from "../strings.ts";\nimport type { RunView } from "../domain/types.ts";',
+    ],
+    ["src/main.ts", 'import { startFeishu } from "./feishu/index.ts";'],
+    ["src/ws/x.ts", 'import { readCookie } from "../web/cookie.ts";\nimport { z } from "zod";'],
+  ])("lets a downward, peer or type-only settings import through in %s: %s", (file, source) => {
+    expect(edgesOf(file, source).map(violation).filter(Boolean)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AskRegistry } from "../asks/registry.ts";
 import { parseAskInput } from "../asks/schema.ts";
+import type { AgentCardPort, AgentCardTarget } from "../domain/ports.ts";
 import type { RunView, Step } from "../domain/types.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
@@ -26,20 +27,9 @@ import { type WaitOptions, waitForSettle } from "./wait.ts";
  * Cards go through the Feishu channel's own card machinery (publisher, registry events) via `AgentCardPort`.
  */
 
-export interface AgentCardTarget {
-  /** Where the card is sent: a person's private chat by open_id, or a group by chat id. */
-  target: { openId: string } | { chatId: string };
-  chatType: "private" | "group";
-  agent: string;
-}
-
-/** The Feishu channel's hook for agent cards (FeishuChannel.openAgentCard / updateAgentRun). */
-export interface AgentCardPort {
-  open(run: RunView, where: AgentCardTarget): void;
-  update(run: RunView): void;
-  /** After a restart: the task's card again (the same message when it was recorded), showing `run`. */
-  resume(run: RunView, where: AgentCardTarget): void;
-}
+// The card port is the Feishu channel's side of the contract: it lives in domain/ports.ts (feishu imports no
+// agents-api); re-exported for callers of the old path.
+export type { AgentCardPort, AgentCardTarget } from "../domain/ports.ts";
 
 export interface AgentTasksOptions {
   registry: AskRegistry;

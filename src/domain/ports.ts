@@ -74,3 +74,19 @@ export interface AskSurface {
   readonly name: string;
   canReach(target: { sessionId: string; runId: string; userId: string }): boolean;
 }
+
+/** An outside agent's task card (agents-api/service.ts opens it; the Feishu channel implements the port). */
+export interface AgentCardTarget {
+  /** Where the card is sent: a person's private chat by open_id, or a group by chat id. */
+  target: { openId: string } | { chatId: string };
+  chatType: "private" | "group";
+  agent: string;
+}
+
+/** The Feishu channel's hook for agent cards (FeishuChannel.openAgentCard / updateAgentRun). */
+export interface AgentCardPort {
+  open(run: RunView, where: AgentCardTarget): void;
+  update(run: RunView): void;
+  /** After a restart: the task's card again (the same message when it was recorded), showing `run`. */
+  resume(run: RunView, where: AgentCardTarget): void;
+}

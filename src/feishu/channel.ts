@@ -1,10 +1,9 @@
-import type { AgentCardTarget } from "../agents-api/service.ts";
 import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
 import { oneLine, truncate } from "../cards/text.ts";
-import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { AgentCardTarget, AskSurface, SessionRuns } from "../domain/ports.ts";
 import { feishuGroupSessionId, feishuSession } from "../domain/session-id.ts";
 import { type ChatType, isTerminal, type RunView, type SessionInfo } from "../domain/types.ts";
 import { describeError } from "../errors.ts";

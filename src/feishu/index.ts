@@ -1,6 +1,8 @@
+import type { AskRegistry } from "../asks/registry.ts";
 import type { Config } from "../config.ts";
-import type { Core } from "../core.ts";
+import type { AskSurface, SessionRuns } from "../domain/ports.ts";
 import type { Logger } from "../logger.ts";
+import type { Db } from "../store/db.ts";
 import { FeishuStore } from "../store/feishu.ts";
 import { handleCardAction } from "./card-actions.ts";
 import { FeishuChannel } from "./channel.ts";
@@ -28,7 +30,13 @@ export interface FeishuRuntime {
 export async function startFeishu(options: {
   config: Pick<Config, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
     Partial<Pick<Config, "asks">>;
-  core: Core;
+  /** What the channel uses of the core (core.ts), by shape: feishu sits below the composition layer. */
+  core: {
+    runner: SessionRuns;
+    registry: AskRegistry;
+    store: { db: Db };
+    dispatcher: { addSurface(surface: AskSurface): void };
+  };
   logger: Logger;
   now: () => number;
   /** The long connection was lost for good (bad credentials, retries exhausted). */
