@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
-import { handleCardAction } from "../src/feishu/card-actions.ts";
 import { createEventDispatcher } from "../src/feishu/long-connection.ts";
 import { encryptBody, signBody } from "../src/local/emulator/index.ts";
 import { strings } from "../src/strings.ts";
@@ -258,8 +257,8 @@ async function webhookSender(rig: FeishuRig): Promise<Sender> {
 function dispatcherSender(rig: FeishuRig): Sender {
   const dispatcher = createEventDispatcher(
     {
-      onMessage: (data) => rig.channel.handleMessage(data),
-      onCardAction: (data) => handleCardAction(rig.channel, data, silentLogger),
+      onMessage: (data) => rig.handlers.onMessage(data),
+      onCardAction: (data) => rig.handlers.onCardAction(data),
     },
     silentLogger,
   );

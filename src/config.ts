@@ -93,25 +93,48 @@ export type Env = z.infer<typeof envSchema>;
 /** Every variable the service reads (the README's configuration table is tested against this). */
 export const ENV_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
 
-export interface Config {
+/** How Feishu events reach the bot; the webhook cannot run without the key its bodies are encrypted with. */
+export type FeishuTransportSettings =
+  | { transport: "ws"; encryptKey?: string; verificationToken?: string }
+  | { transport: "webhook"; encryptKey: string; verificationToken?: string };
+
+/** What every Feishu app (a real tenant's or the local emulator's) is run with. */
+interface FeishuAppBehaviour {
+  domain: string;
+  /** Send a short @-mention message when a form appears on a card (a PATCH notifies nobody). */
+  askPing: boolean;
+  /** After a card callback's answer went out, its card's next PATCH waits this long (docs/long-connection.md). */
+  callbackSettleMs: number;
+}
+
+/**
+ * A Feishu app the bot can connect to: credentials present by type, so the Feishu adapters need not check
+ * them again (loadConfig refuses feishu mode without them; local mode gets them from the emulator).
+ */
+export type FeishuSettings = FeishuAppBehaviour & {
+  appId: string;
+  appSecret: string;
+} & FeishuTransportSettings;
+
+/** Local mode before the emulator starts: no credentials yet (local/index.ts fills them in). */
+export type LocalFeishuSettings = FeishuAppBehaviour & {
+  transport: "ws" | "webhook";
+  verificationToken?: string;
+};
+
+/** The mode decides what the Feishu section holds (a discriminated union on `mode`). */
+export type Config = ConfigBase &
+  ({ mode: "feishu"; feishu: FeishuSettings } | { mode: "local"; feishu: LocalFeishuSettings });
+
+/** A config whose Feishu app is known: feishu mode as loaded, or local mode once the emulator runs. */
+export type RunnableConfig = ConfigBase & { mode: Config["mode"]; feishu: FeishuSettings };
+
+export interface ConfigBase {
   port: number;
   /** The interface to listen on: 127.0.0.1 in local mode unless HOST says otherwise; all interfaces in feishu mode. */
   host: string | undefined;
   dataDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
-  mode: "local" | "feishu";
-  feishu: {
-    appId?: string;
-    appSecret?: string;
-    domain: string;
-    transport: "ws" | "webhook";
-    encryptKey?: string;
-    verificationToken?: string;
-    /** Send a short @-mention message when a form appears on a card (a PATCH notifies nobody). */
-    askPing: boolean;
-    /** After a card callback's answer went out, its card's next PATCH waits this long (docs/long-connection.md). */
-    callbackSettleMs: number;
-  };
   agent: {
     kind: "demo" | "openai" | "acp";
     demoStepMs: number;
@@ -140,6 +163,9 @@ export interface Config {
   queueMax: number;
 }
 
+const WEBHOOK_NEEDS_KEY =
+  "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)";
+
 /** Parse the environment. A bad value throws one ConfigError naming every bad variable and what it accepts. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = envSchema.safeParse(pickKnown(env));
@@ -156,11 +182,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (mode === "feishu") {
     if (!e.FEISHU_APP_SECRET) problems.push("  FEISHU_APP_SECRET: required when FEISHU_APP_ID is set");
     if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 32 characters)");
-    if (e.FEISHU_TRANSPORT === "webhook" && !e.FEISHU_ENCRYPT_KEY) {
-      problems.push(
-        "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)",
-      );
-    }
+    if (e.FEISHU_TRANSPORT === "webhook" && !e.FEISHU_ENCRYPT_KEY) problems.push(WEBHOOK_NEEDS_KEY);
   }
   if (e.AGENT === "openai") {
     if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
@@ -171,23 +193,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     problems.push("  MCP_CONFIG: MCP tools are offered to the OpenAI agent; set AGENT=openai");
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
 
-  return {
+  const base: ConfigBase = {
     port: e.PORT,
     // Local mode's console lets anyone act as any user: loopback only, unless the operator asks for more.
     host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
-    mode,
-    feishu: {
-      appId: e.FEISHU_APP_ID,
-      appSecret: e.FEISHU_APP_SECRET,
-      domain: e.FEISHU_DOMAIN,
-      transport: e.FEISHU_TRANSPORT,
-      encryptKey: e.FEISHU_ENCRYPT_KEY,
-      verificationToken: e.FEISHU_VERIFICATION_TOKEN,
-      askPing: e.FEISHU_ASK_PING,
-      callbackSettleMs: e.FEISHU_CALLBACK_SETTLE_MS,
-    },
     agent: {
       kind: e.AGENT,
       demoStepMs: e.DEMO_STEP_MS,
@@ -213,6 +224,30 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     signInTtlMs: e.SIGNIN_TTL_HOURS * 60 * 60 * 1000,
     queueMax: e.QUEUE_MAX,
   };
+  const behaviour: FeishuAppBehaviour = {
+    domain: e.FEISHU_DOMAIN,
+    askPing: e.FEISHU_ASK_PING,
+    callbackSettleMs: e.FEISHU_CALLBACK_SETTLE_MS,
+  };
+  const verification = e.FEISHU_VERIFICATION_TOKEN ? { verificationToken: e.FEISHU_VERIFICATION_TOKEN } : {};
+  // The checks above made these present in feishu mode; the narrowing says so to the type checker once.
+  if (mode === "local" || !e.FEISHU_APP_ID || !e.FEISHU_APP_SECRET)
+    return {
+      ...base,
+      mode: "local",
+      feishu: { ...behaviour, transport: e.FEISHU_TRANSPORT, ...verification },
+    };
+  const app = { ...behaviour, appId: e.FEISHU_APP_ID, appSecret: e.FEISHU_APP_SECRET, ...verification };
+  const encrypt = e.FEISHU_ENCRYPT_KEY ? { encryptKey: e.FEISHU_ENCRYPT_KEY } : {};
+  if (e.FEISHU_TRANSPORT === "webhook") {
+    if (!e.FEISHU_ENCRYPT_KEY) throw new ConfigError(`Invalid configuration:\n${WEBHOOK_NEEDS_KEY}`);
+    return {
+      ...base,
+      mode: "feishu",
+      feishu: { ...app, transport: "webhook", encryptKey: e.FEISHU_ENCRYPT_KEY },
+    };
+  }
+  return { ...base, mode: "feishu", feishu: { ...app, transport: "ws", ...encrypt } };
 }
 
 function validZone(zone: string): boolean {

@@ -7,7 +7,7 @@ import { agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
-import { type Config, loadConfig } from "./config.ts";
+import { type Config, loadConfig, type RunnableConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
@@ -80,8 +80,15 @@ async function main(): Promise<void> {
   const local =
     config.mode === "local" ? await startLocalFeishu(config, localWebhookKey(config.dataDir)) : undefined;
   started.emulator = local?.emulator;
+  // In feishu mode the loaded config has its app; in local mode the emulator's (discriminated on `mode`).
+  const runnable: RunnableConfig | undefined = local
+    ? local.config
+    : config.mode === "feishu"
+      ? config
+      : undefined;
+  if (!runnable) throw new Error("unreachable: local mode always starts the emulator");
   started.feishu = await startFeishu({
-    config: local?.config ?? config,
+    config: runnable,
     core,
     logger,
     now: Date.now,

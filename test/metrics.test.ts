@@ -43,6 +43,7 @@ async function start() {
     CARD_PATCH_INTERVAL_MS: "200",
     FEISHU_ASK_PING: "off",
   });
+  if (config.mode !== "feishu") throw new Error("the test's config must be in feishu mode");
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
   const logger = createLogger({ level: process.env.DEBUG_LOG ? "debug" : "silent" });
   const core = createCore({

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { mountAgentSetup } from "../src/agents-api/console-setup.ts";
 import { agentCardsOn, createAgentsApi } from "../src/agents-api/index.ts";
 import { createApp } from "../src/app.ts";
-import { ENV_VARIABLES, loadConfig } from "../src/config.ts";
+import { ENV_VARIABLES, loadConfig, type RunnableConfig } from "../src/config.ts";
 import { createCore } from "../src/core.ts";
 import { type FeishuRuntime, startFeishu } from "../src/feishu/index.ts";
 import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
@@ -120,6 +120,7 @@ let close: () => Promise<void>;
 beforeAll(async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-readme-"));
   const config = loadConfig({ DATA_DIR: dataDir, FEISHU_TRANSPORT: "webhook" });
+  if (config.mode !== "local") throw new Error("the README's routes are read in local mode");
   const logger = createLogger({ level: "silent" });
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
   const core = createCore({
@@ -130,7 +131,7 @@ beforeAll(async () => {
     askTimeoutMs: 60_000,
     authSecret: "readme-test-secret-1234-5678-9012-3456",
   });
-  const local: { emulator: Emulator; config: typeof config } = await startLocalFeishu(
+  const local: { emulator: Emulator; config: RunnableConfig } = await startLocalFeishu(
     config,
     "readme-test-webhook-key",
   );

@@ -1,5 +1,5 @@
 import { type ElicitationAsk, type ElicitResponse, mapElicitForm } from "../asks/elicitation.ts";
-import type { PendingAsk } from "../asks/registry.ts";
+import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import {
   type AskSubmitValue,
   type ProgressValue,
@@ -9,17 +9,40 @@ import {
 import { mapFormValue, readDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { oneLine } from "../cards/text.ts";
+import type { SessionRuns } from "../domain/ports.ts";
 import type { Logger } from "../logger.ts";
+import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
-import { formatDeadline } from "./ask-deadline.ts";
-import type { ActiveCard, FeishuChannel } from "./channel.ts";
+import { type AskTimes, formatDeadline } from "./ask-deadline.ts";
 import { parseCardAction } from "./events.ts";
+import type { ActiveCard } from "./progress/card-book.ts";
+import type { QueuedCards } from "./queued-cards.ts";
 
 /**
  * card.action.trigger (DESIGN §6). Answered within 3 s from memory only: never awaits a PATCH or the agent.
  * While it is answered, the card's PATCHes are held; `afterResponse` releases them once the response is
  * sent, because Feishu reverts an update made before or in parallel with the response.
  */
+
+/** Everything a click may read or change, named: the runtime (runtime.ts) hands these over explicitly. */
+export interface CardActionDeps {
+  runner: Pick<
+    SessionRuns,
+    "activeRun" | "currentRun" | "cancel" | "replace" | "retry" | "queued" | "promote" | "unqueue"
+  >;
+  registry: Pick<AskRegistry, "get" | "complete" | "respond" | "getPendingForSession" | "extend">;
+  store: Pick<FeishuStore, "cardForRun">;
+  /** The live progress cards (the channel): which card a click came from, and that card as it is now. */
+  cards: {
+    cardByMessage(messageId: string): ActiveCard | undefined;
+    render(card: ActiveCard): Card;
+    /** The operator clicked in this chat, so they are in it (the viewing rule, domain/access.ts). */
+    noteChatMember(chatId: string, userId: string): void;
+  };
+  queuedCards: Pick<QueuedCards, "cardFor" | "forget">;
+  times: Pick<AskTimes, "extendMs" | "extendMaxMs" | "timeZone">;
+  now: () => number;
+}
 
 type Toast = { type: "success" | "error" | "info" | "warning"; content: string };
 export interface CallbackResult {
@@ -29,7 +52,7 @@ export interface CallbackResult {
 }
 
 export async function handleCardAction(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   data: Record<string, unknown>,
   logger: Logger,
 ): Promise<CallbackResult> {
@@ -45,17 +68,10 @@ export async function handleCardAction(
   }
   const operator = action.value.operatorOpenId;
   // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
-  if (action.value.chatId) channel.noteChatMember(action.value.chatId, operator);
-  const active = action.value.messageId ? channel.cardByMessage(action.value.messageId) : undefined;
+  if (action.value.chatId) deps.cards.noteChatMember(action.value.chatId, operator);
+  const active = action.value.messageId ? deps.cards.cardByMessage(action.value.messageId) : undefined;
   const release = active?.publisher?.hold();
-  const result = await route(
-    channel,
-    value.value,
-    operator,
-    action.value.formValue,
-    action.value.name,
-    active,
-  );
+  const result = await route(deps, value.value, operator, action.value.formValue, action.value.name, active);
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
   const answered = result.response.card?.data;
   return {
@@ -65,7 +81,7 @@ export async function handleCardAction(
 }
 
 async function route(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   value: AskSubmitValue | ProgressValue | QueueValue,
   operator: string,
   formValue: unknown,
@@ -74,32 +90,32 @@ async function route(
 ): Promise<CallbackResult> {
   switch (value.kind) {
     case "feishu_ask":
-      return submitAnswer(channel, value, operator, formValue, name, active);
+      return submitAnswer(deps, value, operator, formValue, name, active);
     case "progress":
-      return progressAction(channel, value, operator, active);
+      return progressAction(deps, value, operator, active);
     case "queue":
-      return queueAction(channel, value, operator);
+      return queueAction(deps, value, operator);
   }
 }
 
 function submitAnswer(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   value: AskSubmitValue,
   operator: string,
   formValue: unknown,
   name: string | undefined,
   active: ActiveCard | undefined,
 ): CallbackResult {
-  const { registry } = channel.options;
+  const { registry } = deps;
   const ask = registry.get(value.requestId);
   if (!ask || ask.sessionId !== value.sessionId) {
     // After a restart, or once answered elsewhere: the waiting tool call is gone (seed §4.5).
-    return withCard(toast("warning", strings.feishu.askExpired), active && channel.render(active));
+    return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
   }
   // The registry's answerer is the truth; the button's `sender` is only what the card claimed.
   if (operator !== ask.answererId) return toast("error", strings.feishu.onlySender);
   if (ask.elicitation)
-    return answerElicitation(channel, ask, ask.elicitation, value, operator, formValue, name, active);
+    return answerElicitation(deps, ask, ask.elicitation, value, operator, formValue, name, active);
   if (value.act !== "submit") return toast("warning", strings.feishu.unknownAction);
   const formName = name?.match(/^(ask\d+)_submit$/)?.[1];
   const mapped = mapFormValue(ask.questions, formValue, formName);
@@ -114,7 +130,7 @@ function submitAnswer(
     const reason = question
       ? strings.feishu.unanswered(mapped.questionIndex + 1, oneLine(question.header))
       : mapped.reason;
-    return withCard(toast("warning", reason), active && channel.render(active));
+    return withCard(toast("warning", reason), active && deps.cards.render(active));
   }
   const won = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
     surface: "feishu",
@@ -123,13 +139,13 @@ function submitAnswer(
   // Settling removed the form from the card state synchronously; the response carries the card without it.
   return withCard(
     toast(won ? "success" : "warning", won ? strings.feishu.submitted : strings.feishu.askExpired),
-    active && channel.render(active),
+    active && deps.cards.render(active),
   );
 }
 
 /** An MCP server's form (asks/elicitation.ts): 提交 checks the fields; 拒绝 / 取消 need nothing filled in. */
 function answerElicitation(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   ask: PendingAsk,
   elicitation: ElicitationAsk,
   value: AskSubmitValue,
@@ -154,7 +170,7 @@ function answerElicitation(
     response =
       elicitation.url !== undefined ? { action: "accept" } : { action: "accept", content: mapped.content };
   }
-  const won = channel.options.registry.respond(ask.sessionId, ask.requestId, response, {
+  const won = deps.registry.respond(ask.sessionId, ask.requestId, response, {
     surface: "feishu",
     userId: operator,
   });
@@ -166,17 +182,17 @@ function answerElicitation(
         : strings.feishu.elicitCancelled;
   return withCard(
     toast(won ? "success" : "warning", won ? done : strings.feishu.askExpired),
-    active && channel.render(active),
+    active && deps.cards.render(active),
   );
 }
 
 async function cancelRun(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   value: ProgressValue,
   operator: string,
   active: ActiveCard | undefined,
 ): Promise<CallbackResult> {
-  const { runner } = channel.options;
+  const { runner } = deps;
   const run = runner.activeRun(value.sessionId);
   if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
   const result = runner.cancel(value.sessionId, operator);
@@ -187,55 +203,55 @@ async function cancelRun(
     );
   // The run settles on the next turns of the event loop; answer with the cancelled card, not a stale one.
   await new Promise((resolve) => setImmediate(resolve));
-  return withCard(toast("success", strings.feishu.taskCancelled), active && channel.render(active));
+  return withCard(toast("success", strings.feishu.taskCancelled), active && deps.cards.render(active));
 }
 
 function progressAction(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   value: ProgressValue,
   operator: string,
   active: ActiveCard | undefined,
 ): CallbackResult | Promise<CallbackResult> {
   switch (value.act) {
     case "cancel":
-      return cancelRun(channel, value, operator, active);
+      return cancelRun(deps, value, operator, active);
     case "retry":
-      return retryRun(channel, value, operator);
+      return retryRun(deps, value, operator);
     case "extend":
-      return extendAsks(channel, value, operator, active);
+      return extendAsks(deps, value, operator, active);
     case "replace":
-      return replaceRun(channel, value, operator, active);
+      return replaceRun(deps, value, operator, active);
   }
 }
 
 /** 延长 15 分钟: the answerer moves the run's pending deadlines, within ASK_EXTEND_MAX_MS in all. */
 function extendAsks(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   value: ProgressValue,
   operator: string,
   active: ActiveCard | undefined,
 ): CallbackResult {
-  const { registry } = channel.options;
+  const { registry } = deps;
   const asks = registry.getPendingForSession(value.sessionId).filter((ask) => ask.runId === value.runId);
   if (asks.length === 0)
-    return withCard(toast("info", strings.feishu.askExpired), active && channel.render(active));
+    return withCard(toast("info", strings.feishu.askExpired), active && deps.cards.render(active));
   if (asks.some((ask) => ask.answererId !== operator)) return toast("error", strings.feishu.onlySender);
-  const { extendMs, extendMaxMs, timeZone } = channel.times;
+  const { extendMs, extendMaxMs, timeZone } = deps.times;
   const moved = asks.flatMap((ask) => registry.extend(ask.requestId, extendMs, extendMaxMs) ?? []);
   if (moved.length === 0) return toast("warning", strings.asks.extendLimit);
   const earliest = Math.min(...registry.getPendingForSession(value.sessionId).map((ask) => ask.expiresAt));
-  const at = formatDeadline(earliest, timeZone, channel.options.now());
-  return withCard(toast("success", strings.asks.extended(at)), active && channel.render(active));
+  const at = formatDeadline(earliest, timeZone, deps.now());
+  return withCard(toast("success", strings.asks.extended(at)), active && deps.cards.render(active));
 }
 
 /** 取消并处理新消息: the sender lets the queued message replace the run that waits on a question. */
 async function replaceRun(
-  channel: FeishuChannel,
+  deps: CardActionDeps,
   value: ProgressValue,
   operator: string,
   active: ActiveCard | undefined,
 ): Promise<CallbackResult> {
-  const { runner } = channel.options;
+  const { runner } = deps;
   const run = runner.activeRun(value.sessionId);
   if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
   const result = runner.replace(value.sessionId, operator);
@@ -247,11 +263,11 @@ async function replaceRun(
     );
   }
   await new Promise((resolve) => setImmediate(resolve));
-  return withCard(toast("success", strings.asks.replaced), active && channel.render(active));
+  return withCard(toast("success", strings.asks.replaced), active && deps.cards.render(active));
 }
 
-function retryRun(channel: FeishuChannel, value: ProgressValue, operator: string): CallbackResult {
-  const { runner, store } = channel.options;
+function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string): CallbackResult {
+  const { runner, store } = deps;
   const row = store.cardForRun(value.runId);
   const source = row ? { channel: "feishu", messageId: row.sourceMessageId, chatId: row.chatId } : undefined;
   const last = runner.currentRun(value.sessionId);
@@ -265,8 +281,8 @@ function retryRun(channel: FeishuChannel, value: ProgressValue, operator: string
   return toast("success", strings.feishu.retried);
 }
 
-function queueAction(channel: FeishuChannel, value: QueueValue, operator: string): CallbackResult {
-  const { runner } = channel.options;
+function queueAction(deps: CardActionDeps, value: QueueValue, operator: string): CallbackResult {
+  const { runner } = deps;
   const queued = runner.queued(value.sessionId).find((q) => q.id === value.queueId);
   if (!queued) return toast("info", strings.feishu.queueGone);
   if (value.act === "promote") {
@@ -278,7 +294,7 @@ function queueAction(channel: FeishuChannel, value: QueueValue, operator: string
       );
     return withCard(
       toast("success", strings.feishu.promoted),
-      channel.queuedCards.cardFor(value.queueId, "queued", queued),
+      deps.queuedCards.cardFor(value.queueId, "queued", queued),
     );
   }
   const result = runner.unqueue(value.queueId, operator);
@@ -287,8 +303,8 @@ function queueAction(channel: FeishuChannel, value: QueueValue, operator: string
       "error",
       result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
     );
-  const card = channel.queuedCards.cardFor(value.queueId, "withdrawn", queued);
-  channel.queuedCards.forget(value.queueId);
+  const card = deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
+  deps.queuedCards.forget(value.queueId);
   return withCard(toast("success", strings.feishu.unqueued), card);
 }
 

@@ -1,42 +1,20 @@
-import type { AskRegistry } from "../asks/registry.ts";
-import type { Config } from "../config.ts";
-import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { Config, RunnableConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
-import type { Db } from "../store/db.ts";
-import { FeishuStore } from "../store/feishu.ts";
-import { handleCardAction } from "./card-actions.ts";
-import { FeishuChannel } from "./channel.ts";
 import { createLarkMessenger } from "./lark-messenger.ts";
-import { createAppLimiter } from "./limits.ts";
-import { startLongConnection } from "./long-connection.ts";
-import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
-import type { FeishuEventHandlers } from "./transport.ts";
-import { mountFeishuWebhook } from "./webhook.ts";
+import type { FeishuMetrics } from "./metrics.ts";
+import { createFeishuRuntime, type FeishuCore, type FeishuRuntime } from "./runtime.ts";
 
-export interface FeishuRuntime {
-  channel: FeishuChannel;
-  handlers: FeishuEventHandlers;
-  /** Routes to mount on the HTTP app (the webhook, in webhook mode). */
-  routes: ((app: import("express").Express) => void)[];
-  /** Resolves once events can arrive: at once for the webhook, on the first connection for the long one. */
-  ready: Promise<void>;
-  close(): Promise<void>;
-}
+export type { FeishuRuntime } from "./runtime.ts";
 
 /**
- * Wires the Feishu channel into the core: the messenger over the SDK, the channel as an ask surface, and the
- * configured transport (long connection by default; webhook with an encrypt key).
+ * Wires the Feishu channel into the core from the configuration: the messenger over the SDK, and the
+ * configured transport (long connection by default; webhook with an encrypt key). The wiring itself is
+ * createFeishuRuntime's (runtime.ts), shared with the test rigs.
  */
 export async function startFeishu(options: {
-  config: Pick<Config, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
-    Partial<Pick<Config, "asks">>;
-  /** What the channel uses of the core (core.ts), by shape: feishu sits below the composition layer. */
-  core: {
-    runner: SessionRuns;
-    registry: AskRegistry;
-    store: { db: Db };
-    dispatcher: { addSurface(surface: AskSurface): void };
-  };
+  config: Pick<RunnableConfig, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
+    Partial<Pick<RunnableConfig, "asks">>;
+  core: FeishuCore;
   logger: Logger;
   now: () => number;
   /** The long connection was lost for good (bad credentials, retries exhausted). */
@@ -47,85 +25,41 @@ export async function startFeishu(options: {
   metrics?: FeishuMetrics;
 }): Promise<FeishuRuntime> {
   const { config, core, logger, now } = options;
-  const metrics = options.metrics ?? NO_FEISHU_METRICS;
-  const appLimiter = createAppLimiter({ onWait: metrics.limiterWait });
-  metrics.limiterQueue(appLimiter.pending);
-  const { appId, appSecret, domain, transport, encryptKey, verificationToken, askPing, callbackSettleMs } =
-    config.feishu;
-  if (!appId || !appSecret)
-    throw new Error("FEISHU_APP_ID and FEISHU_APP_SECRET are required for the Feishu channel");
-  const messenger = createLarkMessenger({ appId, appSecret, domain, logger });
+  const { feishu } = config;
+  // Credentials are there by type (config.ts): feishu mode refuses to load without them.
+  const { appId, appSecret, domain } = feishu;
   const publicUrl = detailsLinkBase(config, logger);
-  const channel = new FeishuChannel({
-    messenger,
-    runner: core.runner,
-    registry: core.registry,
-    store: new FeishuStore(core.store.db, now),
-    appLimiter,
+  const settleMs = feishu.callbackSettleMs;
+  return createFeishuRuntime({
+    messenger: createLarkMessenger({ appId, appSecret, domain, logger }),
+    core,
     logger,
     now,
     appId,
     dataDir: config.dataDir,
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
-    askPing,
+    askPing: feishu.askPing,
     ...(config.asks ? { asks: config.asks } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
-    metrics,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    inbound:
+      feishu.transport === "webhook"
+        ? {
+            transport: "webhook",
+            encryptKey: feishu.encryptKey,
+            ...(feishu.verificationToken ? { verificationToken: feishu.verificationToken } : {}),
+            settleMs,
+          }
+        : {
+            transport: "ws",
+            appId,
+            appSecret,
+            domain,
+            settleMs,
+            ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+          },
   });
-  core.dispatcher.addSurface(channel);
-  await channel.start();
-  const handlers: FeishuEventHandlers = {
-    onMessage: (data) => channel.handleMessage(data),
-    onCardAction: async (data) => {
-      const startedAt = now();
-      let outcome: "answered" | "failed" = "failed";
-      try {
-        const answer = await handleCardAction(channel, data, logger);
-        outcome = "answered";
-        return answer;
-      } finally {
-        metrics.callback(now() - startedAt, outcome);
-      }
-    },
-  };
-  const routes: FeishuRuntime["routes"] = [];
-  let connection: { ready: Promise<void>; close(): void } | undefined;
-  if (transport === "webhook") {
-    if (!encryptKey) throw new Error("FEISHU_ENCRYPT_KEY is required with FEISHU_TRANSPORT=webhook");
-    routes.push((app) =>
-      mountFeishuWebhook(app, {
-        encryptKey,
-        ...(verificationToken ? { verificationToken } : {}),
-        handlers,
-        logger,
-        now,
-        settleMs: callbackSettleMs,
-      }),
-    );
-  } else {
-    connection = startLongConnection({
-      appId,
-      appSecret,
-      domain,
-      handlers,
-      logger,
-      settleMs: callbackSettleMs,
-      ...(options.onFatal ? { onFatal: options.onFatal } : {}),
-      onState: metrics.connection,
-    });
-  }
-  return {
-    channel,
-    handlers,
-    routes,
-    ready: connection?.ready ?? Promise.resolve(),
-    async close() {
-      connection?.close();
-      await channel.idle();
-      channel.close();
-    },
-  };
 }
 
 /**

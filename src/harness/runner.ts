@@ -78,6 +78,8 @@ export class SessionRunner implements SessionRuns {
   #stopping = false;
   /** Runs whose latest state is not on disk yet, with when their writes started failing. */
   readonly #unsaved = new Map<string, RunView>();
+  /** Runs a shutdown stopped, as they were then (text streamed since the last write included). */
+  readonly #halted = new Map<string, RunView>();
   /** Sessions whose queue could not be drained (the database refused): drained again by the retry timer. */
   readonly #undrained = new Set<string>();
   /** Ended runs whose clean-up (pending turns, asks) the database refused: retried with the state above. */
@@ -114,10 +116,14 @@ export class SessionRunner implements SessionRuns {
     return this.activeRun(sessionId) ?? this.#deps.store.latestRun(sessionId);
   }
 
-  /** One run by id: the live state while it is active, else as last saved. */
+  /**
+   * One run by id: the live state while it is active (or as a shutdown left it), else the latest state
+   * whose write is still being retried, else as saved. Channels render cards from this, so it must be the
+   * newest state the runner knows, not only the one on disk.
+   */
   getRun(runId: string): RunView | undefined {
     for (const active of this.#active.values()) if (active.run.id === runId) return active.run;
-    return this.#deps.store.getRun(runId);
+    return this.#halted.get(runId) ?? this.#unsaved.get(runId) ?? this.#deps.store.getRun(runId);
   }
 
   /** A session's runs, newest first, the active one as it is now. */
@@ -407,6 +413,8 @@ export class SessionRunner implements SessionRuns {
     } catch (error) {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
       if (reason instanceof ShutdownError) {
+        // Not saved as ended (the next start resumes it), but its cards may still land its last state.
+        this.#halted.set(run.id, run);
         this.#active.delete(session.id);
         return;
       }

@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Config } from "../config.ts";
+import type { Config, RunnableConfig } from "../config.ts";
 import { type Emulator, startEmulator } from "./emulator/index.ts";
 
 /**
@@ -15,9 +15,9 @@ import { type Emulator, startEmulator } from "./emulator/index.ts";
 export const EMULATOR_STATE_FILE = "emulator.sqlite";
 
 export async function startLocalFeishu(
-  config: Config,
+  config: Config & { mode: "local" },
   encryptKey: string,
-): Promise<{ emulator: Emulator; config: Config }> {
+): Promise<{ emulator: Emulator; config: RunnableConfig }> {
   const webhook = config.feishu.transport === "webhook";
   const emulator = await startEmulator({
     encryptKey,

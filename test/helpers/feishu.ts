@@ -8,14 +8,11 @@ import { createApp } from "../../src/app.ts";
 import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
-import { handleCardAction } from "../../src/feishu/card-actions.ts";
-import { FeishuChannel, type FeishuChannelOptions } from "../../src/feishu/channel.ts";
+import type { FeishuChannel, FeishuChannelOptions } from "../../src/feishu/channel.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
-import { createAppLimiter } from "../../src/feishu/limits.ts";
-import { startLongConnection } from "../../src/feishu/long-connection.ts";
 import type { FeishuMessenger } from "../../src/feishu/messenger.ts";
+import { createFeishuRuntime } from "../../src/feishu/runtime.ts";
 import type { FeishuEventHandlers } from "../../src/feishu/transport.ts";
-import { mountFeishuWebhook } from "../../src/feishu/webhook.ts";
 import type { Agent } from "../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
@@ -23,7 +20,6 @@ import { checkCard } from "../../src/local/emulator/card-checker/index.ts";
 import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
-import { FeishuStore } from "../../src/store/feishu.ts";
 
 export const WEBHOOK_KEY = "rig-encrypt-key";
 
@@ -40,6 +36,8 @@ export interface FeishuRig {
   core: Core;
   channel: FeishuChannel;
   messenger: FeishuMessenger;
+  /** The runtime's event handlers, for a caller that delivers events itself (bench/callbacks.ts). */
+  handlers: FeishuEventHandlers;
   dbFile: string;
   dataDir: string;
   /** http://127.0.0.1:PORT when started withServer. */
@@ -108,19 +106,18 @@ export async function startFeishuRig(
     askTimeoutMs: options.askTimeoutMs ?? 60_000,
     authSecret: "test-secret-0123456789",
   });
-  const messenger = createLarkMessenger({
-    appId: emulator.appId,
-    appSecret: emulator.appSecret,
-    domain: emulator.url,
-    logger,
-    timeoutMs: 5000,
-  });
-  const channel = new FeishuChannel({
-    messenger,
-    runner: core.runner,
-    registry: core.registry,
-    store: new FeishuStore(db, Date.now),
-    appLimiter: createAppLimiter(),
+  let server: Server | undefined;
+  let httpUrl = "";
+  // The production wiring (src/feishu/runtime.ts) with the rig's knobs: the SDK over HTTP to the emulator.
+  const feishu = await createFeishuRuntime({
+    messenger: createLarkMessenger({
+      appId: emulator.appId,
+      appSecret: emulator.appSecret,
+      domain: emulator.url,
+      logger,
+      timeoutMs: 5000,
+    }),
+    core,
     logger,
     now: Date.now,
     appId: emulator.appId,
@@ -130,47 +127,29 @@ export async function startFeishuRig(
     askPing: options.askPing ?? true,
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.asks ? { asks: options.asks } : {}),
+    inbound:
+      transport === "ws"
+        ? {
+            transport: "ws",
+            appId: emulator.appId,
+            appSecret: emulator.appSecret,
+            domain: emulator.url,
+            settleMs,
+          }
+        : // The emulator stamps deliveries with its own clock (which tests move); the webhook reads the same.
+          { transport: "webhook", encryptKey: WEBHOOK_KEY, now: emulator.clock.now, settleMs },
   });
-  core.dispatcher.addSurface(channel);
-  await channel.start();
-  let server: Server | undefined;
-  let httpUrl = "";
-  const handlers: FeishuEventHandlers = {
-    onMessage: (data) => channel.handleMessage(data),
-    onCardAction: (data) => handleCardAction(channel, data, logger),
-  };
+  const { channel, messenger } = feishu;
   if (options.withServer || options.routes || transport === "webhook") {
-    const routes = [
-      (app: Express) =>
-        mountFeishuWebhook(app, {
-          encryptKey: WEBHOOK_KEY,
-          handlers,
-          logger,
-          now: emulator.clock.now,
-          settleMs,
-        }),
-      ...(options.routes?.({ core, channel }) ?? []),
-    ];
+    const routes = [...feishu.routes, ...(options.routes?.({ core, channel }) ?? [])];
     server = createApp({ ...core, logger, routes }).server;
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
     const address = server.address();
     httpUrl = typeof address === "object" && address ? `http://127.0.0.1:${address.port}` : "";
   }
-  let connection: { ready: Promise<void>; close(): void } | undefined;
-  if (transport === "ws") {
-    connection = startLongConnection({
-      appId: emulator.appId,
-      appSecret: emulator.appSecret,
-      domain: emulator.url,
-      handlers,
-      logger,
-      settleMs,
-    });
-    await connection.ready;
-    emulator.subscribe({ mode: "long_connection" });
-  } else {
-    emulator.subscribe({ mode: "webhook", url: `${httpUrl}/feishu/events` });
-  }
+  await feishu.ready;
+  if (transport === "ws") emulator.subscribe({ mode: "long_connection" });
+  else emulator.subscribe({ mode: "webhook", url: `${httpUrl}/feishu/events` });
   if (options.recover) core.runner.recover();
 
   const until = async <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> => {
@@ -201,6 +180,7 @@ export async function startFeishuRig(
     core,
     channel,
     messenger,
+    handlers: feishu.handlers,
     dbFile,
     dataDir,
     httpUrl,
@@ -247,11 +227,9 @@ export async function startFeishuRig(
     },
     until,
     async stop() {
-      connection?.close();
       for (const ws of sockets) ws.terminate();
       await core.runner.stop();
-      await channel.idle();
-      channel.close();
+      await feishu.close();
       await core.hub.close();
       if (server) await new Promise((resolve) => server?.close(resolve));
       db.close();

@@ -10,13 +10,11 @@ import { createApp, type ServerLimits } from "../../../src/app.ts";
 import { signToken } from "../../../src/auth/token.ts";
 import type { Card } from "../../../src/cards/model.ts";
 import { type Core, createCore } from "../../../src/core.ts";
-import { handleCardAction } from "../../../src/feishu/card-actions.ts";
-import { FeishuChannel } from "../../../src/feishu/channel.ts";
+import type { FeishuChannel } from "../../../src/feishu/channel.ts";
 import { createLarkMessenger } from "../../../src/feishu/lark-messenger.ts";
-import { createAppLimiter, type Limiter } from "../../../src/feishu/limits.ts";
-import { startLongConnection } from "../../../src/feishu/long-connection.ts";
+import type { Limiter } from "../../../src/feishu/limits.ts";
+import { createFeishuRuntime } from "../../../src/feishu/runtime.ts";
 import type { FeishuEventHandlers } from "../../../src/feishu/transport.ts";
-import { mountFeishuWebhook } from "../../../src/feishu/webhook.ts";
 import type { Agent } from "../../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../../src/harness/dispatcher.ts";
@@ -31,7 +29,6 @@ import {
 } from "../../../src/local/emulator/index.ts";
 import { createLogger } from "../../../src/logger.ts";
 import { type Db, openDatabase } from "../../../src/store/db.ts";
-import { FeishuStore } from "../../../src/store/feishu.ts";
 import { mountSessionPages } from "../../../src/web/session-page.ts";
 import { cardReplyingTo } from "../../helpers/feishu.ts";
 import { TestClient } from "../../helpers/harness.ts";
@@ -176,19 +173,17 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     askTimeoutMs: options.askTimeoutMs ?? 15 * 60_000,
     authSecret: AUTH_SECRET,
   });
-  const messenger = createLarkMessenger({
-    appId: emulator.appId,
-    appSecret: emulator.appSecret,
-    domain: options.apiUrl ?? emulator.url,
-    logger,
-    timeoutMs: options.messengerTimeoutMs ?? 10_000,
-  });
-  const channel = new FeishuChannel({
-    messenger,
-    runner: core.runner,
-    registry: core.registry,
-    store: new FeishuStore(db, Date.now),
-    appLimiter: options.appLimiter ?? createAppLimiter(),
+  // The production wiring (src/feishu/runtime.ts) with the stack's knobs.
+  const budget = options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {};
+  const feishu = await createFeishuRuntime({
+    messenger: createLarkMessenger({
+      appId: emulator.appId,
+      appSecret: emulator.appSecret,
+      domain: options.apiUrl ?? emulator.url,
+      logger,
+      timeoutMs: options.messengerTimeoutMs ?? 10_000,
+    }),
+    core,
     logger,
     now: Date.now,
     appId: emulator.appId,
@@ -197,24 +192,28 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     requestTimeoutMs: options.messengerTimeoutMs ?? 10_000,
+    ...(options.appLimiter ? { appLimiter: options.appLimiter } : {}),
+    inbound:
+      options.transport === "ws"
+        ? {
+            transport: "ws",
+            appId: emulator.appId,
+            appSecret: emulator.appSecret,
+            domain: emulator.url,
+            ...budget,
+          }
+        : {
+            transport: "webhook",
+            encryptKey: ENCRYPT_KEY,
+            ...(options.verificationToken ? { verificationToken: options.verificationToken } : {}),
+            // The emulator stamps deliveries with its own clock (which tests move); the webhook reads the same.
+            now: emulator.clock.now,
+            ...budget,
+          },
   });
-  core.dispatcher.addSurface(channel);
-  await channel.start();
-  const handlers: FeishuEventHandlers = {
-    onMessage: (data) => channel.handleMessage(data),
-    onCardAction: (data) => handleCardAction(channel, data, logger),
-  };
+  const { channel, handlers } = feishu;
   const routes = [
-    (app: Express) =>
-      mountFeishuWebhook(app, {
-        encryptKey: ENCRYPT_KEY,
-        ...(options.verificationToken ? { verificationToken: options.verificationToken } : {}),
-        handlers,
-        logger,
-        // The emulator stamps deliveries with its own clock (which tests move); the webhook reads the same.
-        now: emulator.clock.now,
-        ...(options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {}),
-      }),
+    ...feishu.routes,
     (app: Express) =>
       mountSessionPages(app, {
         runner: core.runner,
@@ -236,21 +235,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   if (options.recover) core.runner.recover();
   const clients: TestClient[] = [];
 
-  let connection: { ready: Promise<void>; close(): void } | undefined;
-  if (options.transport === "ws") {
-    connection = startLongConnection({
-      appId: emulator.appId,
-      appSecret: emulator.appSecret,
-      domain: emulator.url,
-      handlers,
-      logger,
-      ...(options.callbackBudgetMs ? { callbackBudgetMs: options.callbackBudgetMs } : {}),
-    });
-    await connection.ready;
-    emulator.subscribe({ mode: "long_connection" });
-  } else {
-    emulator.subscribe({ mode: "webhook", url: hookUrl });
-  }
+  await feishu.ready;
+  if (options.transport === "ws") emulator.subscribe({ mode: "long_connection" });
+  else emulator.subscribe({ mode: "webhook", url: hookUrl });
   const deliver = (payload: unknown) => emulator.deliver(payload, { timeoutMs: 10_000 });
   const tokenFor = (userId: string, ttlMs = 60 * 60_000) =>
     signToken(AUTH_SECRET, userId, Date.now() + ttlMs);
@@ -343,11 +330,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     privateSessionId: (userId) => `feishu-${emulator.appId}-private-${userId}`,
     groupSessionId: (chatId = GROUP_CHAT) => `feishu-${emulator.appId}-group-${chatId}`,
     async stop() {
-      connection?.close();
       for (const client of clients) client.ws.terminate();
       await core.runner.stop();
-      await channel.idle();
-      channel.close();
+      await feishu.close();
       await core.hub.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

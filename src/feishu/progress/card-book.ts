@@ -1,0 +1,195 @@
+import type { AskRegistry, PendingAsk } from "../../asks/registry.ts";
+import type { FormDraft } from "../../cards/form-value.ts";
+import type { Card } from "../../cards/model.ts";
+import { buildProgressCard, type DegradeLevel, type ProgressView } from "../../cards/progress.ts";
+import { oneLine, truncate } from "../../cards/text.ts";
+import type { AgentCardTarget, SessionRuns } from "../../domain/ports.ts";
+import type { ChatType, RunView } from "../../domain/types.ts";
+import type { FeishuStore } from "../../store/feishu.ts";
+import { type AskTimes, deadlineView } from "../ask-deadline.ts";
+import type { ReminderState } from "../ask-reminder.ts";
+import type { CardPublisher } from "../publisher.ts";
+
+/**
+ * The card book: which progress card shows which run, and what a card shows. It keeps no copy of a run or
+ * of its questions — every render reads the run from the runner and the pending asks from the registry —
+ * only what belongs to the card itself (its message, publisher, drafts, reminder, whether it is gone).
+ */
+
+export interface ActiveCard {
+  runId: string;
+  sessionId: string;
+  chatId: string;
+  senderId: string;
+  sourceMessageId: string;
+  messageId: string | undefined;
+  publisher: CardPublisher | undefined;
+  /** Whose answer the card waits for is worded by chat type: `等待 @Alice 回答` in a group. */
+  chatType: ChatType | undefined;
+  /** The @-mention reminder: at most one per card, in groups only (ask-reminder.ts). */
+  reminder: ReminderState;
+  /** What a submit that did not complete an ask carried, by request id: its form renders pre-filled. */
+  drafts: Map<string, FormDraft>;
+  /** Recalled, deleted or unknown to the platform: the run was ended and the chat told. */
+  gone: boolean;
+  /**
+   * A task of an outside agent (agents-api): sent to `target`, not replying to a message; names the agent.
+   * `run` is the agent's latest report: such tasks are not the runner's, and the agent pushes each change.
+   */
+  agent?: { name: string; target: AgentCardTarget["target"]; run: RunView };
+  /** Why the run's last question is gone (问题已失效:已超时), once it ended without a card answer. */
+  notice?: string;
+}
+
+export interface CardBookDeps {
+  runner: Pick<SessionRuns, "activeRun" | "getRun" | "getSession" | "queued">;
+  registry: Pick<AskRegistry, "getPendingForSession">;
+  store: Pick<FeishuStore, "wasReminded">;
+  times: AskTimes;
+  now: () => number;
+  /** Base of the 会话详情 link; without it cards carry none (feishu mode without PUBLIC_URL). */
+  publicUrl?: string;
+}
+
+export class CardBook {
+  readonly #deps: CardBookDeps;
+  readonly #cards = new Map<string, ActiveCard>();
+  readonly #byMessage = new Map<string, ActiveCard>();
+
+  constructor(deps: CardBookDeps) {
+    this.#deps = deps;
+  }
+
+  /** A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any). */
+  open(
+    run: Pick<RunView, "id" | "sessionId" | "senderId">,
+    where: { chatId: string; sourceMessageId: string },
+  ) {
+    const card: ActiveCard = {
+      runId: run.id,
+      sessionId: run.sessionId,
+      chatId: where.chatId,
+      senderId: run.senderId,
+      sourceMessageId: where.sourceMessageId,
+      messageId: undefined,
+      publisher: undefined,
+      chatType: this.#deps.runner.getSession(run.sessionId)?.chatType,
+      // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
+      reminder: this.#deps.store.wasReminded(run.id) ? "sent" : "none",
+      drafts: new Map(),
+      gone: false,
+    };
+    this.#cards.set(run.id, card);
+    return card;
+  }
+
+  get(runId: string): ActiveCard | undefined {
+    return this.#cards.get(runId);
+  }
+
+  byMessage(messageId: string): ActiveCard | undefined {
+    return this.#byMessage.get(messageId);
+  }
+
+  all(): IterableIterator<ActiveCard> {
+    return this.#cards.values();
+  }
+
+  /** The card's message on the platform is known: clicks on it find the card. */
+  placed(card: ActiveCard, messageId: string): void {
+    card.messageId = messageId;
+    this.#byMessage.set(messageId, card);
+  }
+
+  /** The card is no longer live (its run ended and landed, or it is gone); only this card, not a newer one. */
+  forget(card: ActiveCard): void {
+    if (this.#cards.get(card.runId) === card) this.#cards.delete(card.runId);
+    if (card.messageId && this.#byMessage.get(card.messageId) === card)
+      this.#byMessage.delete(card.messageId);
+  }
+
+  /** The run as it is now: the agent's report for an outside task, else the runner's (live or as saved). */
+  runOf(card: ActiveCard): RunView {
+    if (card.agent) return card.agent.run;
+    const { runner } = this.#deps;
+    const active = runner.activeRun(card.sessionId);
+    const run = active?.id === card.runId ? active : runner.getRun(card.runId);
+    // The runner writes a run before it announces it, so this is a broken invariant, not a user's input.
+    if (!run) throw new Error(`the runner does not know run ${card.runId}, which has a card`);
+    return run;
+  }
+
+  /** The run's pending questions, oldest first, as the registry holds them now. */
+  asksOf(card: Pick<ActiveCard, "sessionId" | "runId">): PendingAsk[] {
+    return this.#deps.registry.getPendingForSession(card.sessionId).filter((ask) => ask.runId === card.runId);
+  }
+
+  /**
+   * What the publisher compares to decide whether a change must go out now. Deadlines and a message queued
+   * behind the question are for the reader too (issue 16): they go out even while a form is open.
+   */
+  shape(card: ActiveCard): { key: string; formOpen: boolean } {
+    const run = this.runOf(card);
+    const asks = this.asksOf(card);
+    const queued = asks.length > 0 ? this.#deps.runner.queued(card.sessionId).length : 0;
+    return {
+      key: `${run.status}|${asks.map((a) => `${a.requestId}@${a.expiresAt}`).join(",")}|${queued}`,
+      formOpen: run.status === "running" && asks.length > 0,
+    };
+  }
+
+  /** The whole card, from the run and its pending asks as they are now, at the card's degrade level. */
+  render(
+    card: ActiveCard,
+    level: DegradeLevel = card.publisher?.degradeLevel ?? 0,
+    status?: RunView["status"],
+  ) {
+    const asks = this.asksOf(card);
+    const withDrafts = asks.map((ask) => {
+      const draft = card.drafts.get(ask.requestId);
+      return draft ? { ...ask, draft } : ask;
+    });
+    const run = this.runOf(card);
+    return buildProgressCard(this.#view(status ? { ...run, status } : run, card, asks), withDrafts, {
+      degraded: level,
+    });
+  }
+
+  /** 任务正在恢复执行, without forms: what a restarted run that waits on nothing shows first (seed §4.7). */
+  recovering(card: ActiveCard): Card {
+    return buildProgressCard(this.#view({ ...this.runOf(card), status: "recovering" }, card, []), []);
+  }
+
+  #view(run: RunView, card: ActiveCard, asks: PendingAsk[]): ProgressView {
+    const { publicUrl } = this.#deps;
+    return {
+      ...deadlineView(
+        asks,
+        this.#deps.times,
+        this.#deps.runner.queued(run.sessionId).length,
+        card.notice,
+        this.#deps.now(),
+      ),
+      sessionId: run.sessionId,
+      runId: run.id,
+      senderId: run.senderId,
+      title: truncate(oneLine(run.input), 40),
+      status: run.status,
+      steps: run.steps,
+      ...(run.text !== undefined ? { text: run.text } : {}),
+      ...(run.error !== undefined ? { error: run.error } : {}),
+      startedAt: run.startedAt,
+      ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
+      ...(card.agent ? { agent: card.agent.name } : {}),
+      // Each card links to its own run: an old card keeps showing the task it was sent for. No link without a
+      // PUBLIC_URL in feishu mode: a localhost link on a real tenant is dead. An agent's task links to its
+      // session page too (agents-api/sessions.ts shows it there).
+      ...(publicUrl !== undefined
+        ? {
+            detailsUrl: `${publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
+          }
+        : {}),
+      ...(card.chatType === "group" ? { chatType: "group" as const } : {}),
+    };
+  }
+}

@@ -1,0 +1,131 @@
+import type { Express } from "express";
+import type { AskRegistry } from "../asks/registry.ts";
+import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { Db } from "../store/db.ts";
+import { FeishuStore } from "../store/feishu.ts";
+import { type CardActionDeps, handleCardAction } from "./card-actions.ts";
+import { FeishuChannel, type FeishuChannelOptions } from "./channel.ts";
+import { createAppLimiter, type Limiter } from "./limits.ts";
+import { type LongConnectionOptions, startLongConnection } from "./long-connection.ts";
+import type { FeishuMessenger } from "./messenger.ts";
+import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
+import type { FeishuEventHandlers } from "./transport.ts";
+import { type FeishuWebhookOptions, mountFeishuWebhook } from "./webhook.ts";
+
+/**
+ * The Feishu shell, wired once: the channel over any messenger (the SDK's, or a fake in tests), the card
+ * callbacks with their dependencies named, the event handlers (with their metrics), and the transport that
+ * feeds them. main.ts reaches it through startFeishu (index.ts); the test rigs call it directly with their
+ * own messenger and knobs, so there is one wiring, not three.
+ */
+
+/** What the runtime uses of the core (core.ts), by shape. */
+export interface FeishuCore {
+  runner: SessionRuns;
+  registry: AskRegistry;
+  store: { db: Db };
+  dispatcher: { addSurface(surface: AskSurface): void };
+}
+
+/**
+ * How events reach the handlers. `none`: nobody delivers them but the caller, through `handlers` (scenario
+ * tests over a fake messenger). The webhook's `now` checks request timestamps (an emulator's clock in tests).
+ */
+export type FeishuInbound =
+  | { transport: "none" }
+  | ({ transport: "webhook" } & Omit<FeishuWebhookOptions, "handlers" | "logger" | "now"> & {
+        now?: () => number;
+      })
+  | ({ transport: "ws" } & Omit<LongConnectionOptions, "handlers" | "logger" | "onState">);
+
+export type FeishuRuntimeDeps = Omit<FeishuChannelOptions, "runner" | "registry" | "store" | "appLimiter"> & {
+  core: FeishuCore;
+  inbound: FeishuInbound;
+  /** Default: a store on the core's database. */
+  store?: FeishuStore;
+  /** The app-wide budget (default: the production limiter, reporting its waits to `metrics`). */
+  appLimiter?: Limiter;
+  /** PATCHes, callbacks, limiter waits and the connection, for `/metrics` (default: none). */
+  metrics?: FeishuMetrics;
+};
+
+export interface FeishuRuntime {
+  channel: FeishuChannel;
+  messenger: FeishuMessenger;
+  handlers: FeishuEventHandlers;
+  /** Routes to mount on the HTTP app (the webhook, in webhook mode). */
+  routes: ((app: Express) => void)[];
+  /** Resolves once events can arrive: at once for the webhook, on the first connection for the long one. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<FeishuRuntime> {
+  const { core, inbound, logger, now } = deps;
+  const metrics = deps.metrics ?? NO_FEISHU_METRICS;
+  const appLimiter = deps.appLimiter ?? ownLimiter(metrics);
+  const store = deps.store ?? new FeishuStore(core.store.db, now);
+  const { core: _core, inbound: _inbound, store: _store, appLimiter: _limiter, ...channelOptions } = deps;
+  const channel = new FeishuChannel({
+    ...channelOptions,
+    runner: core.runner,
+    registry: core.registry,
+    store,
+    appLimiter,
+    metrics,
+  });
+  core.dispatcher.addSurface(channel);
+  await channel.start();
+
+  const actions: CardActionDeps = {
+    runner: core.runner,
+    registry: core.registry,
+    store,
+    cards: channel,
+    queuedCards: channel.queuedCards,
+    times: channel.times,
+    now,
+  };
+  const handlers: FeishuEventHandlers = {
+    onMessage: (data) => channel.handleMessage(data),
+    onCardAction: async (data) => {
+      const startedAt = now();
+      let outcome: "answered" | "failed" = "failed";
+      try {
+        const answer = await handleCardAction(actions, data, logger);
+        outcome = "answered";
+        return answer;
+      } finally {
+        metrics.callback(now() - startedAt, outcome);
+      }
+    },
+  };
+
+  const routes: FeishuRuntime["routes"] = [];
+  let connection: { ready: Promise<void>; close(): void } | undefined;
+  if (inbound.transport === "webhook") {
+    const { transport: _t, now: webhookNow, ...webhook } = inbound;
+    routes.push((app) => mountFeishuWebhook(app, { ...webhook, handlers, logger, now: webhookNow ?? now }));
+  } else if (inbound.transport === "ws") {
+    const { transport: _t, ...connect } = inbound;
+    connection = startLongConnection({ ...connect, handlers, logger, onState: metrics.connection });
+  }
+  return {
+    channel,
+    messenger: deps.messenger,
+    handlers,
+    routes,
+    ready: connection?.ready ?? Promise.resolve(),
+    async close() {
+      connection?.close();
+      await channel.idle();
+      channel.close();
+    },
+  };
+}
+
+function ownLimiter(metrics: FeishuMetrics): Limiter {
+  const limiter = createAppLimiter({ onWait: metrics.limiterWait });
+  metrics.limiterQueue(limiter.pending);
+  return limiter;
+}
