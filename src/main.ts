@@ -1,13 +1,10 @@
 import type { Server } from "node:http";
 import path from "node:path";
-import type { Express } from "express";
 import { Registry } from "prom-client";
-import { mountAgentSetup } from "./agents-api/console-setup.ts";
-import { agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
-import { type Config, loadConfig, type RunnableConfig } from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
@@ -15,13 +12,12 @@ import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { elicitThrough, startMcpFromConfig } from "./harness/agents/mcp/index.ts";
 import { listen } from "./listen.ts";
-import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import { installProcessGuard } from "./process-guard.ts";
-import { serviceRoutes } from "./routes.ts";
+import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
@@ -77,16 +73,12 @@ async function main(): Promise<void> {
   const metrics = createMetrics({ registry: new Registry(), sources: core });
 
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
-  const local =
-    config.mode === "local" ? await startLocalFeishu(config, localWebhookKey(config.dataDir)) : undefined;
+  // Feishu mode's config has its app; local mode's gets the emulator's (a union on `mode`, config.ts).
+  const [local, runnable] =
+    config.mode === "local"
+      ? await startLocalFeishu(config, localWebhookKey(config.dataDir)).then((l) => [l, l.config] as const)
+      : ([undefined, config] as const);
   started.emulator = local?.emulator;
-  // In feishu mode the loaded config has its app; in local mode the emulator's (discriminated on `mode`).
-  const runnable: RunnableConfig | undefined = local
-    ? local.config
-    : config.mode === "feishu"
-      ? config
-      : undefined;
-  if (!runnable) throw new Error("unreachable: local mode always starts the emulator");
   started.feishu = await startFeishu({
     config: runnable,
     core,
@@ -104,30 +96,23 @@ async function main(): Promise<void> {
   });
 
   let port = config.port;
-  // Outside agents (issue 17): /mcp and /api/tasks|asks, their cards through the Feishu channel's own.
-  const agentsApi = createAgentsApi({
-    registry: core.registry,
-    cards: agentCardsOn(started.feishu.channel),
-    sessions: core.external,
+  const agents = agentRoutes({
+    core,
+    feishu: started.feishu,
     db,
     authSecret,
     askTimeoutMs: config.askTimeoutMs,
     now: Date.now,
     logger,
-    tuning: local ? { nameOf: (openId) => LOCAL_USERS.find((u) => u.openId === openId)?.name } : {},
+    // The port is known only after listen (PORT=0 picks one).
+    ...(local
+      ? {
+          local: {
+            publicUrl: () => (process.env.PUBLIC_URL?.trim() ? config.publicUrl : `http://localhost:${port}`),
+          },
+        }
+      : {}),
   });
-  // Local mode: the console's panel for connecting an agent, mounted before the console, whose /console/api
-  // router answers 404 for paths it does not know.
-  const agentSetup = local
-    ? (app: Express) =>
-        mountAgentSetup(app, {
-          authSecret,
-          // The port is known only after listen (PORT=0 picks one).
-          publicUrl: () => (process.env.PUBLIC_URL?.trim() ? config.publicUrl : `http://localhost:${port}`),
-          mayAsk: [...LOCAL_USERS.map((user) => user.openId), LOCAL_GROUP_CHAT_ID],
-          now: Date.now,
-        })
-    : undefined;
   // Events and clicks from the console go where the app is subscribed: the long connection by default.
   const webhook = local?.config.feishu.transport === "webhook";
   const routes = serviceRoutes({
@@ -137,7 +122,7 @@ async function main(): Promise<void> {
     logger,
     now: Date.now,
     signInTtlMs: config.signInTtlMs,
-    extra: [agentsApi.mount, ...(agentSetup ? [agentSetup] : [])],
+    extra: agents.routes,
     ...(local
       ? {
           local: {
@@ -172,7 +157,7 @@ async function main(): Promise<void> {
   logger.info({ port, host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir }, "listening");
   if (local) announceConsole(port);
 
-  const resumedTasks = agentsApi.tasks.resume();
+  const resumedTasks = agents.tasks.resume();
   if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");

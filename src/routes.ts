@@ -1,9 +1,12 @@
 import type { Express } from "express";
+import { mountAgentSetup } from "./agents-api/console-setup.ts";
+import { type AgentTasks, agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
 import type { Core } from "./core.ts";
 import type { FeishuRuntime } from "./feishu/index.ts";
-import { LOCAL_USERS, mountConsole } from "./local/console/index.ts";
+import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import type { Logger } from "./logger.ts";
+import type { Db } from "./store/db.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
 /**
@@ -55,4 +58,46 @@ export function serviceRoutes(options: {
     );
   }
   return routes;
+}
+
+/**
+ * Outside agents (issue 17): /mcp and /api/tasks|asks, their cards through the Feishu channel's own, and in
+ * local mode the console's panel for connecting an agent (mounted before the console, whose /console/api
+ * router answers 404 for paths it does not know). main.ts and the README test both build them here.
+ */
+export function agentRoutes(options: {
+  core: Pick<Core, "registry" | "external">;
+  feishu: Pick<FeishuRuntime, "channel">;
+  db: Db;
+  authSecret: string;
+  askTimeoutMs: number;
+  now: () => number;
+  logger: Logger;
+  /** Local mode: the console's users are named on cards, and the panel tells agents where the bot is. */
+  local?: { publicUrl: () => string };
+}): { tasks: AgentTasks; routes: ((app: Express) => void)[] } {
+  const { core, authSecret, now, local } = options;
+  const agentsApi = createAgentsApi({
+    registry: core.registry,
+    cards: agentCardsOn(options.feishu.channel),
+    sessions: core.external,
+    db: options.db,
+    authSecret,
+    askTimeoutMs: options.askTimeoutMs,
+    now,
+    logger: options.logger,
+    tuning: local ? { nameOf: (openId) => LOCAL_USERS.find((u) => u.openId === openId)?.name } : {},
+  });
+  const routes = [agentsApi.mount];
+  if (local) {
+    routes.push((app: Express) =>
+      mountAgentSetup(app, {
+        authSecret,
+        publicUrl: local.publicUrl,
+        mayAsk: [...LOCAL_USERS.map((user) => user.openId), LOCAL_GROUP_CHAT_ID],
+        now,
+      }),
+    );
+  }
+  return { tasks: agentsApi.tasks, routes };
 }

@@ -5,8 +5,6 @@ import type { Express } from "express";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { mountAgentSetup } from "../src/agents-api/console-setup.ts";
-import { agentCardsOn, createAgentsApi } from "../src/agents-api/index.ts";
 import { createApp } from "../src/app.ts";
 import { ENV_VARIABLES, loadConfig, type RunnableConfig } from "../src/config.ts";
 import { createCore } from "../src/core.ts";
@@ -16,7 +14,7 @@ import type { Emulator } from "../src/local/emulator/index.ts";
 import { startLocalFeishu } from "../src/local/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { createMetrics } from "../src/metrics.ts";
-import { serviceRoutes } from "../src/routes.ts";
+import { agentRoutes, serviceRoutes } from "../src/routes.ts";
 import { openDatabase } from "../src/store/db.ts";
 import type { Store } from "../src/store/repos.ts";
 import { WS_PATH } from "../src/ws/hub.ts";
@@ -136,30 +134,24 @@ beforeAll(async () => {
     "readme-test-webhook-key",
   );
   const feishu: FeishuRuntime = await startFeishu({ config: local.config, core, logger, now: Date.now });
-  // The outside agents' API and its console panel, as main.ts mounts them.
-  const agentsApi = createAgentsApi({
-    registry: core.registry,
-    cards: agentCardsOn(feishu.channel),
+  // The outside agents' API and its console panel, built as main.ts builds them.
+  const agents = agentRoutes({
+    core,
+    feishu,
     db,
     authSecret: "readme-test-secret-1234-5678-9012-3456",
     askTimeoutMs: 60_000,
     now: Date.now,
     logger,
+    local: { publicUrl: () => "http://localhost:9" },
   });
-  const agentSetup = (app: Express) =>
-    mountAgentSetup(app, {
-      authSecret: "readme-test-secret-1234-5678-9012-3456",
-      publicUrl: () => "http://localhost:9",
-      mayAsk: [],
-      now: Date.now,
-    });
   const routes = serviceRoutes({
     feishu,
     core,
     authSecret: "readme-test-secret-1234-5678-9012-3456",
     logger,
     now: Date.now,
-    extra: [agentsApi.mount, agentSetup],
+    extra: agents.routes,
     local: { emulator: local.emulator, botWebhookUrl: () => "http://127.0.0.1:9/feishu/events" },
   });
   app = createApp({ ...core, logger, routes }).app;
