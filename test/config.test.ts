@@ -72,6 +72,20 @@ describe("loadConfig", () => {
     expect(errorOf(env)).toContain(message);
   });
 
+  it("holds the Feishu app's credentials (and the webhook's key) by mode, so adapters need not check them", () => {
+    const secret = "0123456789abcdef0123456789abcdef";
+    const app = { FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s", AUTH_SECRET: secret };
+    const hook = loadConfig({ ...app, FEISHU_TRANSPORT: "webhook", FEISHU_ENCRYPT_KEY: "k" });
+    expect(hook.mode).toBe("feishu");
+    expect(hook.feishu).toMatchObject({ appId: "cli_x", appSecret: "s", transport: "webhook", encryptKey: "k" });
+    expect(loadConfig(app).feishu).toMatchObject({ appId: "cli_x", transport: "ws" });
+    // Local mode has no app until the emulator gives it one (local/index.ts).
+    const local = loadConfig({ FEISHU_TRANSPORT: "webhook" });
+    expect(local.mode).toBe("local");
+    expect(local.feishu).not.toHaveProperty("appId");
+    expect(local.feishu).not.toHaveProperty("encryptKey");
+  });
+
   it("names every bad variable at once", () => {
     const message = errorOf({ PORT: "x", DEMO_STEP_MS: "-1" });
     expect(message).toContain("PORT");
