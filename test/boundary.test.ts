@@ -75,8 +75,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ["harness", "feishu", "ws", "web", "agents-api"],
   /* 5 settings: parsed once from the environment (its types may be imported anywhere, see below) */
   ["config"],
-  /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing */
-  ["core", "metrics", "local", "listen", "process-guard"],
+  /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing, test doubles */
+  ["core", "metrics", "local", "listen", "process-guard", "testing"],
   /* 7 the HTTP app and its routes */
   ["app", "routes"],
   /* 8 entry points */
