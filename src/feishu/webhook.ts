@@ -1,15 +1,13 @@
-import { createDecipheriv, createHash, timingSafeEqual } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
-import { z } from "zod";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { flattenEnvelope } from "./events.ts";
 import {
   answerCardAction,
   DEFAULT_CALLBACK_BUDGET_MS,
   deliverMessage,
   type FeishuEventHandlers,
 } from "./transport.ts";
+import { verifyWebhook } from "./webhook-verify.ts";
 
 export { CALLBACK_TIMEOUT_TOAST } from "./transport.ts";
 
@@ -34,14 +32,6 @@ export interface FeishuWebhookOptions {
 
 export const FEISHU_WEBHOOK_PATH = "/feishu/events";
 const MAX_BODY_BYTES = 1024 * 1024;
-const DEFAULT_MAX_SKEW_MS = 5 * 60_000;
-
-const encryptedBody = z.object({ encrypt: z.string().min(1) });
-const challengeBody = z.object({
-  type: z.literal("url_verification"),
-  challenge: z.string(),
-  token: z.string().optional(),
-});
 
 export function mountFeishuWebhook(app: express.Express, options: FeishuWebhookOptions): void {
   const log = options.logger.child({ module: "feishu-webhook" });
@@ -88,52 +78,21 @@ async function handle(
   options: FeishuWebhookOptions,
   log: Logger,
 ): Promise<void> {
-  const { encryptKey, verificationToken } = options;
-  const signature = req.get("x-lark-signature");
-  if (signature === undefined) {
-    // The console's URL check may come unsigned (§2.5); it must still decrypt with our key. Nothing else may.
-    const challenge = unsignedChallenge(raw, encryptKey, verificationToken);
-    if (challenge === undefined) throw unauthorized("Missing X-Lark-Signature");
-    res.json({ challenge });
+  const verdict = verifyWebhook(
+    {
+      raw,
+      signature: req.get("x-lark-signature"),
+      timestamp: req.get("x-lark-request-timestamp"),
+      nonce: req.get("x-lark-request-nonce"),
+    },
+    options,
+    options.now(),
+  );
+  if (verdict.kind === "challenge") {
+    res.json({ challenge: verdict.challenge });
     return;
   }
-  verifySignature(raw, signature, req, options);
-
-  const payload = decryptPayload(raw, encryptKey);
-  const challenge = challengeBody.safeParse(payload);
-  if (challenge.success) {
-    if (!tokenMatches(challenge.data.token, verificationToken))
-      throw unauthorized("Verification token mismatch");
-    res.json({ challenge: challenge.data.challenge });
-    return;
-  }
-  const envelope = flattenEnvelope(payload);
-  if (!envelope.ok) throw invalid(`Not a schema 2.0 event: ${envelope.error}`);
-  const { eventType, data } = envelope.value;
-  if (!tokenMatches(envelope.value.verificationToken, verificationToken)) {
-    throw unauthorized("Verification token mismatch");
-  }
-
-  await dispatch(eventType, data, res, options, log);
-}
-
-/** Rejects a bad signature or a timestamp outside the window (a replay) with 401. */
-function verifySignature(raw: Buffer, signature: string, req: Request, options: FeishuWebhookOptions): void {
-  const timestamp = req.get("x-lark-request-timestamp") ?? "";
-  const nonce = req.get("x-lark-request-nonce") ?? "";
-  // §2.5: sha256(timestamp + nonce + encryptKey + rawBody), over the bytes as received, before any parsing.
-  const expected = createHash("sha256")
-    .update(timestamp + nonce + options.encryptKey)
-    .update(raw)
-    .digest("hex");
-  if (!safeEqual(signature, expected)) throw unauthorized("Bad X-Lark-Signature");
-  const sentAtMs = Number(timestamp) * 1000;
-  if (
-    !/^\d+$/.test(timestamp) ||
-    Math.abs(options.now() - sentAtMs) > (options.maxSkewMs ?? DEFAULT_MAX_SKEW_MS)
-  ) {
-    throw unauthorized("X-Lark-Request-Timestamp is outside the allowed window");
-  }
+  await dispatch(verdict.eventType, verdict.data, res, options, log);
 }
 
 async function dispatch(
@@ -170,64 +129,6 @@ async function dispatch(
       res.json({});
   }
 }
-
-/** The challenge of an unsigned URL check that decrypts with our key and carries our token; else undefined. */
-function unsignedChallenge(raw: Buffer, encryptKey: string, verificationToken: string | undefined) {
-  let payload: unknown;
-  try {
-    payload = decryptPayload(raw, encryptKey);
-  } catch {
-    return undefined; // answered as unsigned (401), not as malformed
-  }
-  const parsed = challengeBody.safeParse(payload);
-  if (!parsed.success || !tokenMatches(parsed.data.token, verificationToken)) return undefined;
-  return parsed.data.challenge;
-}
-
-/** `{"encrypt": base64(iv16 ‖ AES-256-CBC)}` with key sha256(encryptKey) (§2.5) → the JSON inside. */
-function decryptPayload(raw: Buffer, encryptKey: string): unknown {
-  let outer: unknown;
-  try {
-    outer = JSON.parse(raw.toString("utf8"));
-  } catch (error) {
-    throw invalid("Request body is not JSON", error);
-  }
-  const parsed = encryptedBody.safeParse(outer);
-  if (!parsed.success) {
-    throw invalid(
-      "Request body is not encrypted; webhook mode needs the app's Encrypt Key set in the console",
-    );
-  }
-  let plain: string;
-  try {
-    const bytes = Buffer.from(parsed.data.encrypt, "base64");
-    if (bytes.length < 32 || bytes.length % 16 !== 0) throw new Error("bad ciphertext length");
-    const key = createHash("sha256").update(encryptKey).digest();
-    const decipher = createDecipheriv("aes-256-cbc", key, bytes.subarray(0, 16));
-    plain = Buffer.concat([decipher.update(bytes.subarray(16)), decipher.final()]).toString("utf8");
-  } catch (error) {
-    throw invalid("Request body does not decrypt with the configured Encrypt Key", error);
-  }
-  try {
-    return JSON.parse(plain);
-  } catch (error) {
-    throw invalid("Decrypted body is not JSON", error);
-  }
-}
-
-/** Only a token that is present and differs is refused; the signature already proves the sender. */
-function tokenMatches(received: string | undefined, configured: string | undefined): boolean {
-  return configured === undefined || received === undefined || safeEqual(received, configured);
-}
-
-function safeEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
-}
-
-const unauthorized = (message: string) => new AppError("UNAUTHORIZED", message);
-const invalid = (message: string, cause?: unknown) => new AppError("INVALID_INPUT", message, { cause });
 
 /** Refusals are logged at warn with the reason only: no headers, signature or body (they may carry secrets). */
 function refuse(res: Response, log: Logger, error: AppError): void {
