@@ -77,7 +77,12 @@ describe("loadConfig", () => {
     const app = { FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s", AUTH_SECRET: secret };
     const hook = loadConfig({ ...app, FEISHU_TRANSPORT: "webhook", FEISHU_ENCRYPT_KEY: "k" });
     expect(hook.mode).toBe("feishu");
-    expect(hook.feishu).toMatchObject({ appId: "cli_x", appSecret: "s", transport: "webhook", encryptKey: "k" });
+    expect(hook.feishu).toMatchObject({
+      appId: "cli_x",
+      appSecret: "s",
+      transport: "webhook",
+      encryptKey: "k",
+    });
     expect(loadConfig(app).feishu).toMatchObject({ appId: "cli_x", transport: "ws" });
     // Local mode has no app until the emulator gives it one (local/index.ts).
     const local = loadConfig({ FEISHU_TRANSPORT: "webhook" });
