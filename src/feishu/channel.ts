@@ -2,7 +2,7 @@ import type { AskRegistry } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
 import type { DegradeLevel } from "../cards/progress.ts";
 import type { AgentCardTarget, AskSurface, SessionRuns } from "../domain/ports.ts";
-import { feishuGroupSessionId, feishuSession } from "../domain/session-id.ts";
+import { feishuGroupSessionId, feishuSession, type SessionKey } from "../domain/session-id.ts";
 import type { RunView, SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
@@ -273,13 +273,11 @@ export class FeishuChannel implements AskSurface {
   #sessionFor(message: InboundMessage): SessionInfo {
     const { appId, dataDir } = this.#o;
     const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
-    if (message.chatType === "p2p") {
-      const key = { kind: "feishu-private", appId, openId: message.senderOpenId } as const;
-      return feishuSession(key, { ...where, title: "飞书私聊" });
-    }
-    return feishuSession(
-      { kind: "feishu-group", appId, chatId: message.chatId },
-      { ...where, title: "飞书群聊" },
-    );
+    // The key decides the id and the workspace (domain/session-id.ts); the titles are the chat's kind.
+    const key: SessionKey =
+      message.chatType === "p2p"
+        ? { kind: "feishu-private", appId, openId: message.senderOpenId }
+        : { kind: "feishu-group", appId, chatId: message.chatId };
+    return feishuSession(key, { ...where, title: key.kind === "feishu-private" ? "飞书私聊" : "飞书群聊" });
   }
 }
