@@ -9,14 +9,16 @@
  * a card the platform refused (230099, 230025) that is re-rendered plainer, `stopped` a card that can no
  * longer be updated (230031, 230011, 230110), after which its publisher sends nothing more.
  */
-export type PatchOutcome =
-  | "sent"
-  | "coalesced"
-  | "skipped"
-  | "rate_limited"
-  | "failed"
-  | "degraded"
-  | "stopped";
+export const PATCH_OUTCOMES = [
+  "sent",
+  "coalesced",
+  "skipped",
+  "rate_limited",
+  "failed",
+  "degraded",
+  "stopped",
+] as const;
+export type PatchOutcome = (typeof PATCH_OUTCOMES)[number];
 
 /** The long connection's life, as the SDK reports it (webhook mode has none). */
 export type ConnectionState = "connecting" | "ready" | "reconnecting" | "failed" | "closed";
