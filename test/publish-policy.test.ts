@@ -350,6 +350,36 @@ describe("decide: failures", () => {
     expect(types(again.effects)).not.toContain("armConfirm");
   });
 
+  it("after giving up, asks for a render to catch a change nobody announced meanwhile", () => {
+    const { state, effects } = failAt(api({ code: 230001 }));
+    expect(effects.at(-1)).toEqual({ type: "render", level: 0 });
+    expect(step(state, { type: "reconciled", json: "B", shape: RUNNING }, 2000).effects).toEqual([]);
+    const moved = step(state, { type: "reconciled", json: "C", shape: RUNNING }, 2000);
+    expect(moved.effects).toEqual([{ type: "arm", at: 2000 }]);
+  });
+
+  it("keeps a card that got no answer in mind over later cards, until it can no longer arrive", () => {
+    const lost = failAt(api({ transient: true, answered: false }));
+    // Its retry lands: nothing to confirm yet, but it may still arrive until 10 s after that landing.
+    const retried = run(onTheWire(lost.state, "B", 2500), [[{ type: "landed" }, 2550]]);
+    expect(types(retried.effects)).not.toContain("armConfirm");
+    expect(retried.state.unansweredUntil).toBe(12_550);
+    // A different card lands before then: the old one may cover it, so confirm when it no longer can.
+    const later = run(onTheWire(retried.state, "C", 4000), [[{ type: "landed" }, 4050]]);
+    expect(later.effects).toContainEqual({ type: "armConfirm", at: 12_550 });
+    // So does a callback's answer: the platform shows its card, which the late one may cover too.
+    const held = run(retried.state, [
+      [{ type: "done", sent: true, shape: RUNNING }, 2550],
+      [{ type: "callbackStarted" }, 3000],
+      [{ type: "callbackSettled", shown: "ANSWER", shape: RUNNING }, 4000],
+    ]);
+    expect(held.effects).toContainEqual({ type: "armConfirm", at: 12_550 });
+    // Past that, it is forgotten.
+    const after = run(onTheWire(later.state, "D", 13_000), [[{ type: "landed" }, 13_050]]);
+    expect(after.state.unanswered).toEqual([]);
+    expect(after.effects).toContainEqual({ type: "disarmConfirm" });
+  });
+
   it("gives up at once on another 4xx, and on an unexpected error", () => {
     expect(failAt(api({ code: 230001 })).effects).toContainEqual({
       type: "count",

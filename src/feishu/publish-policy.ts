@@ -55,6 +55,7 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
         s.lastSentJson = event.shown !== undefined && !s.overlapped ? event.shown : undefined;
         s.lastSentKey = undefined;
         s.version += 1;
+        if (s.lastSentJson !== undefined) watchUnanswered(s, fx, s.lastSentJson, now);
       }
       if (s.holds === 0) {
         s.wantedWhileHeld = false;
@@ -93,15 +94,18 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
       onDone(s, fx, event.sent, event.shape, now);
       break;
     case "reconciled":
-      // A change nobody announced while the PATCH was in flight still lands.
-      if (event.json !== s.lastSentJson) s.version += 1;
+      // A change nobody announced while the PATCH was out still lands (a card given up is not tried again).
+      if (event.json !== s.lastSentJson && event.json !== s.lastFailedJson) s.version += 1;
       schedule(s, fx, event.shape, now);
       break;
     case "failed":
       s.inFlight = false;
       onFailure(s, fx, event.failure, now);
-      // Reconcile: whatever changed while the PATCH was out goes next; the last state always lands.
-      schedule(s, fx, event.shape, now);
+      // Reconcile: whatever changed while the PATCH was out goes next; the last state always lands. Given
+      // up, that card counts as handled: a render tells whether something nobody announced changed since.
+      if (s.handled === s.version && !s.stopped && !s.confirming)
+        fx.push({ type: "render", level: s.degrade });
+      else schedule(s, fx, event.shape, now);
       break;
   }
   return { state: s, effects: fx };
@@ -158,13 +162,30 @@ function onLanded(s: PublishState, fx: PublishEffect[], now: number): void {
   if (folded > 0) fx.push({ type: "count", outcome: "coalesced", count: folded });
   s.handled = s.attempt.version;
   s.confirming = false;
-  // An earlier PATCH that got no answer may still land on top of this one: send the latest state once more
-  // after it can no longer arrive (unless everything unanswered was this very card).
-  if (s.unanswered.some((sent) => sent !== json)) {
-    s.confirmAt = now + s.limits.confirmAfterMs;
-    fx.push({ type: "armConfirm", at: s.confirmAt });
+  watchUnanswered(s, fx, json, now);
+}
+
+/**
+ * The platform now shows `json` (a PATCH landed, or a callback's answer carried it). A PATCH that got no answer
+ * can still arrive on top of it until a request timeout after the first card shown after it; past that it is
+ * forgotten, and a confirmation still armed for it is not needed. Until then, send the latest state once more
+ * when it can no longer arrive (unless everything unanswered was this very card). Kept until then, not
+ * cleared at the first landing: it can as well land on top of a later, different card (found by the
+ * model-based test).
+ */
+function watchUnanswered(s: PublishState, fx: PublishEffect[], json: string | undefined, now: number): void {
+  if (s.unansweredUntil !== undefined && now >= s.unansweredUntil) {
+    s.unanswered = [];
+    s.unansweredUntil = undefined;
+    if (s.confirmAt !== undefined) fx.push({ type: "disarmConfirm" });
+    s.confirmAt = undefined;
   }
-  s.unanswered = [];
+  if (s.unanswered.length > 0 && s.unansweredUntil === undefined)
+    s.unansweredUntil = now + s.limits.confirmAfterMs;
+  if (s.unansweredUntil !== undefined && s.unanswered.some((sent) => sent !== json)) {
+    if (s.confirmAt !== s.unansweredUntil) fx.push({ type: "armConfirm", at: s.unansweredUntil });
+    s.confirmAt = s.unansweredUntil;
+  }
 }
 
 function onDone(s: PublishState, fx: PublishEffect[], sent: boolean, shape: CardShape, now: number): void {
@@ -252,6 +273,7 @@ function onFailure(s: PublishState, fx: PublishEffect[], failure: PatchFailure, 
     if (!failure.answered && json) {
       // No answer: the platform may have applied this card, or may still. What is on the card is unknown.
       s.unanswered = [...s.unanswered, json];
+      s.unansweredUntil = undefined; // its window opens at the next landing
       s.lastSentJson = undefined;
     }
     s.transientFailures += 1;

@@ -128,8 +128,10 @@ export interface PublishState {
   backoffUntil: number;
   transientFailures: number;
   rateFailures: number;
-  /** Cards sent without an answer since the last PATCH that landed: the platform may still apply them. */
+  /** Cards sent without an answer: the platform may still apply them, over anything sent since. */
   unanswered: readonly string[];
+  /** When they can no longer arrive: a request timeout after the first PATCH that landed after them. */
+  unansweredUntil: number | undefined;
   /** Raised on each refusal and never lowered: the refused text is usually in every later state too. */
   degrade: DegradeLevel;
   /** The PATCH being tried: the change it carries, its JSON and key once rendered. */
@@ -162,6 +164,7 @@ export function initialState(
     transientFailures: 0,
     rateFailures: 0,
     unanswered: [],
+    unansweredUntil: undefined,
     degrade: options.degradeLevel ?? 0,
     attempt: { version: 0, json: undefined, key: undefined },
     stats: { sent: 0, skipped: 0, rateLimited: 0, failed: 0 },

@@ -193,19 +193,29 @@ export class CardPublisher {
   }
 
   async #send(): Promise<void> {
+    let effects: PublishEffect[];
     try {
       const sent = await this.#o.appLimiter((slot) => this.#turn(slot), {
         urgent: () => isUrgent(this.#state, this.#o.shape().key),
       });
-      const next = this.#step({ type: "done", sent, shape: this.#o.shape() });
-      const reconcile = next.find((effect) => effect.type === "render");
-      if (reconcile) {
-        const json = JSON.stringify(this.#o.render(reconcile.level));
-        this.#step({ type: "reconciled", json, shape: this.#o.shape() });
-      }
+      effects = this.#step({ type: "done", sent, shape: this.#o.shape() });
     } catch (error) {
-      this.#step({ type: "failed", failure: classifyFailure(error), shape: this.#o.shape() }, error);
+      effects = this.#step(
+        { type: "failed", failure: classifyFailure(error), shape: this.#o.shape() },
+        error,
+      );
     }
+    // Reconcile: the policy asks for a render when it cannot know without one whether the state moved on.
+    const reconcile = effects.find((effect) => effect.type === "render");
+    if (!reconcile) return;
+    let json: string;
+    try {
+      json = JSON.stringify(this.#o.render(reconcile.level));
+    } catch (error) {
+      this.#step({ type: "failed", failure: { kind: "unexpected" }, shape: this.#o.shape() }, error);
+      return;
+    }
+    this.#step({ type: "reconciled", json, shape: this.#o.shape() });
   }
 
   /** The card's turn in the app-wide queue: render now, and PATCH unless it would change nothing. */
