@@ -1,3 +1,5 @@
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   type CardShape,
@@ -418,4 +420,19 @@ describe("decide: stop", () => {
     step(before, { type: "failed", failure: api({ gone: true, code: 230031 }), shape: RUNNING }, 5000);
     expect(before).toEqual(copy);
   });
+});
+
+describe("the policy is pure", () => {
+  const source = (file: string) => fs.readFileSync(path.resolve(import.meta.dirname, "..", file), "utf8");
+
+  it.each(["src/feishu/publish-policy.ts", "src/feishu/publish-state.ts"])(
+    "%s imports only types and its own vocabulary, and reads no clock or timer",
+    (file) => {
+      const text = source(file);
+      const imports = [...text.matchAll(/^import (type )?[^;]*from "([^"]+)";/gm)];
+      const values = imports.filter((m) => !m[1] && m[2] !== "./publish-state.ts").map((m) => m[2]);
+      expect(values).toEqual([]);
+      expect(text).not.toMatch(/\b(setTimeout|setInterval|Date\.now|performance\.now|Math\.random)\b/);
+    },
+  );
 });
