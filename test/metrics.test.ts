@@ -194,6 +194,44 @@ describe("/metrics", () => {
     expect(sent).toBeLessThan(20);
   });
 
+  it("counts a card refused and re-rendered plainer as degraded, and one that can no longer be updated as stopped", async () => {
+    const { emulator, core, base } = await start();
+    // The first PATCH of the first card is refused as invalid: the publisher re-renders it degraded.
+    emulator.injectFault({
+      match: { method: "PATCH", path: "/open-apis/im/v1/messages/" },
+      times: 1,
+      response: { httpStatus: 400, code: 230099, msg: "Failed to create card content" },
+    });
+    const first = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/long" });
+    await emulator.deliverWebhook(webhook(base), first);
+    const firstCard = await until(() => cardReplyingTo(emulator, first.event.message.message_id), "card 1");
+    await until(() => cardOf(emulator, firstCard).header?.template === "green", "card 1 completed");
+    // Every PATCH of the second card meets 230031 (older than 14 days): its publisher stops at the first.
+    emulator.injectFault({
+      match: { method: "PATCH", path: "/open-apis/im/v1/messages/" },
+      times: 100,
+      response: { httpStatus: 400, code: 230031, msg: "message is older than 14 days" },
+    });
+    const second = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/long" });
+    await emulator.deliverWebhook(webhook(base), second);
+    await until(() => cardReplyingTo(emulator, second.event.message.message_id), "card 2");
+    await until(() => core.store.runCounts().completed === 2, "both runs to complete");
+    const text = await scrape(base);
+    expect(sample(text, 'fpb_card_patches_total{outcome="degraded",code="230099"}')).toBe(1);
+    await expect
+      .poll(
+        async () => sample(await scrape(base), 'fpb_card_patches_total{outcome="stopped",code="230031"}'),
+        {
+          timeout: 15_000,
+        },
+      )
+      .toBe(1);
+    // Stopped means stopped: no further attempt on that card was counted as failed or rate-limited.
+    const after = await scrape(base);
+    expect(sample(after, 'fpb_card_patches_total{outcome="failed",code="230031"}')).toBe(0);
+    expect(sample(after, 'fpb_card_patches_total{outcome="stopped",code="230031"}')).toBe(1);
+  });
+
   it("registers nothing on prom-client's global registry, so two apps in one process do not collide", async () => {
     await start();
     await start();

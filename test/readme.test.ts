@@ -9,6 +9,7 @@ import { createApp } from "../src/app.ts";
 import { ENV_VARIABLES, loadConfig, type RunnableConfig } from "../src/config.ts";
 import { createCore } from "../src/core.ts";
 import { type FeishuRuntime, startFeishu } from "../src/feishu/index.ts";
+import { PATCH_OUTCOMES } from "../src/feishu/metrics.ts";
 import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
 import type { Emulator } from "../src/local/emulator/index.ts";
 import { startLocalFeishu } from "../src/local/index.ts";
@@ -192,6 +193,12 @@ describe("README.md", () => {
     const actual = (await registry.getMetricsAsJSON()).map((metric) => metric.name);
     expect(actual.length).toBeGreaterThan(5);
     expect(drift("Metrics", documented, actual, "src/metrics.ts")).toEqual([]);
+  });
+
+  it("names every card PATCH outcome the publisher counts, and no other", () => {
+    const row = tableUnder("Metrics").find((cells) => cells[0]?.includes("fpb_card_patches_total"));
+    const documented = codeSpans(row?.[2] ?? "");
+    expect(drift("PATCH outcomes", documented, [...PATCH_OUTCOMES], "src/feishu/metrics.ts")).toEqual([]);
   });
 
   it("documents every WebSocket frame of src/ws/protocol.ts, both ways", () => {

@@ -4,14 +4,27 @@
  * that do not care pass nothing and get `NO_FEISHU_METRICS`.
  */
 
-/** What became of one card PATCH attempt; `coalesced` counts state changes folded into a later PATCH. */
-export type PatchOutcome = "sent" | "coalesced" | "skipped" | "rate_limited" | "failed";
+/**
+ * What became of one card PATCH attempt; `coalesced` counts state changes folded into a later PATCH, `degraded`
+ * a card the platform refused (230099, 230025) that is re-rendered plainer, `stopped` a card that can no
+ * longer be updated (230031, 230011, 230110), after which its publisher sends nothing more.
+ */
+export const PATCH_OUTCOMES = [
+  "sent",
+  "coalesced",
+  "skipped",
+  "rate_limited",
+  "failed",
+  "degraded",
+  "stopped",
+] as const;
+export type PatchOutcome = (typeof PATCH_OUTCOMES)[number];
 
 /** The long connection's life, as the SDK reports it (webhook mode has none). */
 export type ConnectionState = "connecting" | "ready" | "reconnecting" | "failed" | "closed";
 
 export interface FeishuMetrics {
-  /** `code`: Feishu's error code (230020, 99991400…) for rate_limited and failed; `count` defaults to 1. */
+  /** `code`: Feishu's error code (230020, 99991400…) for all but sent/coalesced/skipped; `count` defaults to 1. */
   patch(outcome: PatchOutcome, options?: { code?: number; count?: number }): void;
   /** A card callback answered, from arrival to the response being ready. */
   callback(durationMs: number, outcome: "answered" | "failed"): void;

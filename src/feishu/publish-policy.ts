@@ -1,0 +1,318 @@
+import {
+  type CardShape,
+  isUrgent,
+  type PatchFailure,
+  type PublishEffect,
+  type PublishEvent,
+  type PublishState,
+} from "./publish-state.ts";
+
+export * from "./publish-state.ts";
+
+/**
+ * The card publisher's decisions (DESIGN §5), apart from its effects: `decide(state, event, now)` says what
+ * the publisher of one card does next, and `publisher.ts` only runs what it is told (timers, the app-wide
+ * queue, renders, the PATCH, metrics, logs). Nothing here reads a clock, renders or calls the platform, so
+ * each rule can be read and tested on its own, with plain data.
+ *
+ * The rules: coalesce (one PATCH in flight, one pending); read before patch (render at the turn, not when
+ * queued); reconcile after patch (the last state always lands); space plain progress by the card's interval,
+ * urgent changes (status, forms) by the urgent one; skip no-ops; hold PATCHes while a callback is answered
+ * (docs/long-connection.md §Settle); form-safe (step ticks wait while a form is open); back off on 230020/429,
+ * re-render degraded on 230099/230025, stop on 230031/230011/230110, bounded retries, and a confirmation of the
+ * latest state after a PATCH that got no answer may have been applied late.
+ */
+
+export interface Decision {
+  state: PublishState;
+  effects: PublishEffect[];
+}
+
+export function decide(state: PublishState, event: PublishEvent, now: number): Decision {
+  // A draft the rules below change in place; the caller's state is never touched.
+  const s: PublishState = { ...state, attempt: { ...state.attempt }, stats: { ...state.stats } };
+  const fx: PublishEffect[] = [];
+  switch (event.type) {
+    case "changed":
+      s.version += 1;
+      schedule(s, fx, event.shape, now);
+      break;
+    case "callbackStarted":
+      // Two callbacks at once: the platform applies their cards in an order we cannot see. A PATCH already on
+      // the wire lands while the callback is answered, before or after the answer's card: unknown too.
+      if (s.holds > 0 || s.patching) s.overlapped = true;
+      s.holds += 1;
+      if (s.timerAt !== undefined) {
+        // The change that timer was for now waits for the answer: until then the card has not landed.
+        s.wantedWhileHeld = true;
+        disarm(s, fx);
+      }
+      break;
+    case "callbackSettled":
+      s.holds -= 1;
+      if (event.shown !== undefined || s.overlapped) {
+        // What the platform shows now: the answer's card, or unknown; compare a fresh render with it.
+        s.lastSentJson = event.shown !== undefined && !s.overlapped ? event.shown : undefined;
+        s.lastSentKey = undefined;
+        s.version += 1;
+        if (s.lastSentJson !== undefined) watchUnanswered(s, fx, s.lastSentJson, now);
+      }
+      if (s.holds === 0) {
+        s.wantedWhileHeld = false;
+        s.overlapped = false;
+      }
+      schedule(s, fx, event.shape, now);
+      break;
+    case "stop":
+      stop(s, fx);
+      break;
+    case "timerFired":
+      s.timerAt = undefined;
+      if (s.stopped || s.inFlight || s.holds > 0) break;
+      s.inFlight = true;
+      s.attempt = { version: s.version, json: undefined, key: undefined };
+      fx.push({ type: "queue" });
+      break;
+    case "confirmFired":
+      s.confirmAt = undefined;
+      s.confirming = true;
+      schedule(s, fx, event.shape, now);
+      break;
+    case "turn":
+      onTurn(s, fx);
+      break;
+    case "rendered":
+      onRendered(s, fx, event.json, event.key);
+      break;
+    case "landed":
+      onLanded(s, fx, now);
+      break;
+    case "patchThrew":
+      s.patching = false;
+      break;
+    case "done":
+      onDone(s, fx, event.sent, event.shape, now);
+      break;
+    case "reconciled":
+      // A change nobody announced while the PATCH was out still lands (a card given up is not tried again).
+      if (event.json !== s.lastSentJson && event.json !== s.lastFailedJson) s.version += 1;
+      schedule(s, fx, event.shape, now);
+      break;
+    case "failed":
+      s.inFlight = false;
+      onFailure(s, fx, event.failure, now);
+      // Reconcile: whatever changed while the PATCH was out goes next; the last state always lands. Given
+      // up, that card counts as handled: a render tells whether something nobody announced changed since.
+      if (s.handled === s.version && !s.stopped && !s.confirming)
+        fx.push({ type: "render", level: s.degrade });
+      else schedule(s, fx, event.shape, now);
+      break;
+  }
+  return { state: s, effects: fx };
+}
+
+function schedule(s: PublishState, fx: PublishEffect[], shape: CardShape, now: number): void {
+  // Nothing changed since the last render (e.g. the reconcile after a PATCH): no place in the app-wide queue.
+  if (s.handled === s.version && !s.confirming) return;
+  if (s.holds > 0) s.wantedWhileHeld = true;
+  if (s.stopped || s.inFlight || s.holds > 0) return;
+  const urgent = isUrgent(s, shape.key);
+  // Form-safe: while a form is open, only a change a reader needs (form added/removed, new status) goes out.
+  if (!urgent && shape.formOpen) return;
+  const gap = urgent ? s.limits.urgentIntervalMs : s.limits.intervalMs;
+  const at = Math.max(s.lastSentAt + gap, s.backoffUntil, now);
+  if (s.timerAt !== undefined && s.timerAt <= at) return;
+  s.timerAt = at;
+  fx.push({ type: "arm", at });
+}
+
+function onTurn(s: PublishState, fx: PublishEffect[]): void {
+  // Read before patch, at the moment the budget allows it: under load a card can wait seconds in the app-wide
+  // queue, and what goes out must be its state now. A callback that began meanwhile holds it.
+  if (s.holds > 0) s.wantedWhileHeld = true;
+  if (s.stopped || s.holds > 0) {
+    fx.push({ type: "unused" });
+    return;
+  }
+  s.attempt.version = s.version;
+  fx.push({ type: "render", level: s.degrade });
+}
+
+function onRendered(s: PublishState, fx: PublishEffect[], json: string, key: string): void {
+  if (!s.confirming && (json === s.lastSentJson || json === s.lastFailedJson)) {
+    s.stats.skipped += 1;
+    fx.push({ type: "count", outcome: "skipped" }, { type: "unused" });
+    if (json === s.lastSentJson) s.lastSentKey = key;
+    s.handled = s.attempt.version;
+    return;
+  }
+  s.attempt.json = json;
+  s.attempt.key = key;
+  s.patching = true;
+  fx.push({ type: "patch" });
+}
+
+function onLanded(s: PublishState, fx: PublishEffect[], now: number): void {
+  const json = s.attempt.json;
+  s.patching = false;
+  s.lastSentJson = json;
+  s.lastSentKey = s.attempt.key;
+  // Every change since the last rendered state went out in this one PATCH: all but one coalesced.
+  const folded = s.attempt.version - s.handled - 1;
+  if (folded > 0) fx.push({ type: "count", outcome: "coalesced", count: folded });
+  s.handled = s.attempt.version;
+  s.confirming = false;
+  watchUnanswered(s, fx, json, now);
+}
+
+/**
+ * The platform now shows `json` (a PATCH landed, or a callback's answer carried it). A PATCH that got no answer
+ * can still arrive on top of it until a request timeout after the first card shown after it; past that it is
+ * forgotten, and a confirmation still armed for it is not needed. Until then, send the latest state once more
+ * when it can no longer arrive (unless everything unanswered was this very card). Kept until then, not
+ * cleared at the first landing: it can as well land on top of a later, different card (found by the
+ * model-based test).
+ */
+function watchUnanswered(s: PublishState, fx: PublishEffect[], json: string | undefined, now: number): void {
+  if (s.unansweredUntil !== undefined && now >= s.unansweredUntil) {
+    s.unanswered = [];
+    s.unansweredUntil = undefined;
+    if (s.confirmAt !== undefined) fx.push({ type: "disarmConfirm" });
+    s.confirmAt = undefined;
+  }
+  if (s.unanswered.length > 0 && s.unansweredUntil === undefined)
+    s.unansweredUntil = now + s.limits.confirmAfterMs;
+  if (s.unansweredUntil !== undefined && s.unanswered.some((sent) => sent !== json)) {
+    if (s.confirmAt !== s.unansweredUntil) fx.push({ type: "armConfirm", at: s.unansweredUntil });
+    s.confirmAt = s.unansweredUntil;
+  }
+}
+
+function onDone(s: PublishState, fx: PublishEffect[], sent: boolean, shape: CardShape, now: number): void {
+  if (sent) {
+    s.lastSentAt = now;
+    s.lastFailedJson = undefined;
+    s.transientFailures = 0;
+    s.rateFailures = 0;
+    s.stats.sent += 1;
+    fx.push({ type: "count", outcome: "sent" });
+  }
+  s.inFlight = false;
+  // Skipped (no-op, held, stopped): nothing to reconcile; a release or the next change schedules again.
+  if (!sent) return;
+  // Compare a render (cheap, no call) instead of queueing a PATCH that may well turn out a no-op.
+  if (s.handled === s.version) fx.push({ type: "render", level: s.degrade });
+  else schedule(s, fx, shape, now);
+}
+
+function onFailure(s: PublishState, fx: PublishEffect[], failure: PatchFailure, now: number): void {
+  const json = s.attempt.json ?? "";
+  if (failure.kind === "unexpected") {
+    s.stats.failed += 1;
+    s.lastFailedJson = json;
+    s.handled = s.attempt.version;
+    s.confirming = false;
+    fx.push(
+      { type: "count", outcome: "failed" },
+      { type: "log", level: "error", message: "card patch failed unexpectedly", fields: {}, err: "raw" },
+    );
+    return;
+  }
+  const code = failure.code;
+  const counted = code === undefined ? {} : { code };
+  if (failure.gone) {
+    fx.push(
+      { type: "count", outcome: "stopped", ...counted },
+      {
+        type: "log",
+        level: "warn",
+        message: "card can no longer be updated; publishing stopped",
+        fields: { code },
+      },
+    );
+    stop(s, fx);
+    fx.push({ type: "gone" });
+    return;
+  }
+  if (failure.rateLimited) {
+    s.stats.rateLimited += 1;
+    fx.push({ type: "count", outcome: "rate_limited", ...counted });
+    s.rateFailures += 1;
+    if (s.rateFailures > s.limits.maxRateLimitRetries) return giveUp(s, fx, json, code);
+    // 230020 is the per-message window (5/s): a second is enough. An app-wide 429 without a reset header
+    // backs off exponentially.
+    const waitMs =
+      failure.retryAfterMs ??
+      (failure.perMessage ? 1000 : Math.min(1000 * 2 ** (s.rateFailures - 1), 30_000));
+    s.backoffUntil = now + waitMs;
+    fx.push({
+      type: "log",
+      level: "info",
+      message: "card patch rate-limited; retrying the latest state",
+      fields: { code, waitMs },
+    });
+    return;
+  }
+  if (failure.refused && s.degrade < 2) {
+    // Re-render plainer before giving up; urgent, since what is on the card is an older state.
+    s.degrade = s.degrade === 0 ? 1 : 2;
+    s.lastSentKey = undefined;
+    fx.push(
+      { type: "count", outcome: "degraded", ...counted },
+      {
+        type: "log",
+        level: "warn",
+        message: "card refused by the platform; re-rendering it degraded",
+        fields: { code, level: s.degrade },
+        err: "described",
+      },
+    );
+    return;
+  }
+  if (failure.transient) {
+    if (!failure.answered && json) {
+      // No answer: the platform may have applied this card, or may still. What is on the card is unknown.
+      s.unanswered = [...s.unanswered, json];
+      s.unansweredUntil = undefined; // its window opens at the next landing
+      s.lastSentJson = undefined;
+    }
+    s.transientFailures += 1;
+    if (s.transientFailures > s.limits.maxTransientRetries) return giveUp(s, fx, json, code);
+    s.backoffUntil = now + 500 * 2 ** (s.transientFailures - 1);
+    fx.push({
+      type: "log",
+      level: "warn",
+      message: "card patch failed; retrying",
+      fields: {},
+      err: "described",
+    });
+    return;
+  }
+  giveUp(s, fx, json, code);
+}
+
+/** This exact card will not be tried again; the next different state will. */
+function giveUp(s: PublishState, fx: PublishEffect[], json: string, code: number | undefined): void {
+  s.stats.failed += 1;
+  s.lastFailedJson = json;
+  s.handled = s.attempt.version;
+  s.confirming = false;
+  s.transientFailures = 0;
+  s.rateFailures = 0;
+  fx.push(
+    { type: "count", outcome: "failed", ...(code === undefined ? {} : { code }) },
+    { type: "log", level: "error", message: "card patch given up", fields: { code }, err: "described" },
+  );
+}
+
+function stop(s: PublishState, fx: PublishEffect[]): void {
+  s.stopped = true;
+  disarm(s, fx);
+  if (s.confirmAt !== undefined) fx.push({ type: "disarmConfirm" });
+  s.confirmAt = undefined;
+}
+
+function disarm(s: PublishState, fx: PublishEffect[]): void {
+  if (s.timerAt !== undefined) fx.push({ type: "disarm" });
+  s.timerAt = undefined;
+}

@@ -1,0 +1,184 @@
+import type { DegradeLevel } from "../cards/progress.ts";
+import type { PatchOutcome } from "./metrics.ts";
+
+/**
+ * The vocabulary of the card publisher's policy (`publish-policy.ts`): its state, the events the shell feeds
+ * it and the effects it asks the shell to run, all plain data, plus the two questions the shell may ask of a
+ * state at any time (is a change urgent, is the card idle).
+ */
+
+/** What a reader must see promptly, without rendering: the status and the open forms, and whether one is open. */
+export interface CardShape {
+  key: string;
+  formOpen: boolean;
+}
+
+export interface PublisherStats {
+  sent: number;
+  skipped: number;
+  rateLimited: number;
+  failed: number;
+}
+
+export interface PublishLimits {
+  /** Minimum gap between plain progress PATCHes (CARD_PATCH_INTERVAL_MS). */
+  intervalMs: number;
+  /** Minimum gap for urgent PATCHes (state or form changes). */
+  urgentIntervalMs: number;
+  maxTransientRetries: number;
+  maxRateLimitRetries: number;
+  /** How long after a later PATCH landed a PATCH that got no answer can no longer arrive (the request timeout). */
+  confirmAfterMs: number;
+}
+
+/** A failed PATCH as plain data: the shell reads the error once (publisher.ts `classifyFailure`). */
+export type PatchFailure =
+  | { kind: "unexpected" }
+  | {
+      kind: "api";
+      /** Feishu's code, or the HTTP status when the platform gave none (a bare 429): for metrics and logs. */
+      code: number | undefined;
+      gone: boolean;
+      rateLimited: boolean;
+      /** 230020, the per-message window (5/s), as opposed to the app-wide limit. */
+      perMessage: boolean;
+      retryAfterMs: number | undefined;
+      refused: boolean;
+      transient: boolean;
+      /** The platform answered (an HTTP status came back): the card was not applied, and will not be later. */
+      answered: boolean;
+    };
+
+export type PublishEvent =
+  /** The state changed (request()). */
+  | { type: "changed"; shape: CardShape }
+  /** A card callback for this message is being answered (hold()). */
+  | { type: "callbackStarted" }
+  /** Its answer was sent and settled; `shown` is the JSON of the card it carried, if that reached the platform. */
+  | { type: "callbackSettled"; shown: string | undefined; shape: CardShape }
+  | { type: "stop" }
+  | { type: "timerFired" }
+  | { type: "confirmFired"; shape: CardShape }
+  /** The app-wide budget gave this card its turn. */
+  | { type: "turn" }
+  /** The render asked for at the turn. */
+  | { type: "rendered"; json: string; key: string }
+  /** The PATCH was answered with success. */
+  | { type: "landed" }
+  /** The PATCH call threw (classified once it is out of the app-wide queue, as `failed`). */
+  | { type: "patchThrew" }
+  /** Out of the app-wide queue: `sent` says whether a PATCH landed. */
+  | { type: "done"; sent: boolean; shape: CardShape }
+  /** The render asked for after a PATCH landed, to catch a change nobody announced. */
+  | { type: "reconciled"; json: string; shape: CardShape }
+  | { type: "failed"; failure: PatchFailure; shape: CardShape };
+
+export type LogLevel = "info" | "warn" | "error";
+
+export type PublishEffect =
+  /** (Re)arm the one send timer to fire at `at`. */
+  | { type: "arm"; at: number }
+  | { type: "disarm" }
+  /** (Re)arm the confirmation timer. */
+  | { type: "armConfirm"; at: number }
+  | { type: "disarmConfirm" }
+  /** Join the app-wide queue (urgency from `isUrgent`, asked again while waiting). */
+  | { type: "queue" }
+  /** Give the turn back unused: no call was made. */
+  | { type: "unused" }
+  | { type: "render"; level: DegradeLevel }
+  /** Send the card just rendered. */
+  | { type: "patch" }
+  | { type: "count"; outcome: PatchOutcome; code?: number; count?: number }
+  /** `err`: attach the error as it is (`raw`) or as its message (`described`). */
+  | {
+      type: "log";
+      level: LogLevel;
+      message: string;
+      fields: Record<string, unknown>;
+      err?: "raw" | "described";
+    }
+  /** The card can no longer be updated: tell the owner (onGone). */
+  | { type: "gone" };
+
+export interface PublishState {
+  readonly limits: PublishLimits;
+  /** Counts changes; `handled` is the last one whose state was rendered and sent, skipped or given up. */
+  version: number;
+  handled: number;
+  /** When the send timer fires, if armed. */
+  timerAt: number | undefined;
+  confirmAt: number | undefined;
+  /** Out for a PATCH: waiting in the app-wide queue or on the wire. */
+  inFlight: boolean;
+  /** A patchCard call is on the wire (not merely waiting in the app-wide queue). */
+  patching: boolean;
+  holds: number;
+  /** A change waits for the callback's answer: not idle. */
+  wantedWhileHeld: boolean;
+  /** Callbacks, or a PATCH, overlapped during the current hold: the card the platform shows is not known. */
+  overlapped: boolean;
+  stopped: boolean;
+  /** The next PATCH goes out even if it renders what was last sent, and even over an open form. */
+  confirming: boolean;
+  lastSentJson: string | undefined;
+  lastSentKey: string | undefined;
+  lastFailedJson: string | undefined;
+  lastSentAt: number;
+  backoffUntil: number;
+  transientFailures: number;
+  rateFailures: number;
+  /** Cards sent without an answer: the platform may still apply them, over anything sent since. */
+  unanswered: readonly string[];
+  /** When they can no longer arrive: a request timeout after the first PATCH that landed after them. */
+  unansweredUntil: number | undefined;
+  /** Raised on each refusal and never lowered: the refused text is usually in every later state too. */
+  degrade: DegradeLevel;
+  /** The PATCH being tried: the change it carries, its JSON and key once rendered. */
+  attempt: { version: number; json: string | undefined; key: string | undefined };
+  stats: PublisherStats;
+}
+
+export function initialState(
+  limits: PublishLimits,
+  options: { shown?: string; degradeLevel?: DegradeLevel } = {},
+): PublishState {
+  return {
+    limits,
+    version: 0,
+    handled: 0,
+    timerAt: undefined,
+    confirmAt: undefined,
+    inFlight: false,
+    patching: false,
+    holds: 0,
+    wantedWhileHeld: false,
+    overlapped: false,
+    stopped: false,
+    confirming: false,
+    lastSentJson: options.shown,
+    lastSentKey: undefined,
+    lastFailedJson: undefined,
+    lastSentAt: Number.NEGATIVE_INFINITY,
+    backoffUntil: 0,
+    transientFailures: 0,
+    rateFailures: 0,
+    unanswered: [],
+    unansweredUntil: undefined,
+    degrade: options.degradeLevel ?? 0,
+    attempt: { version: 0, json: undefined, key: undefined },
+    stats: { sent: 0, skipped: 0, rateLimited: 0, failed: 0 },
+  };
+}
+
+/** Terminal states and form changes overtake plain progress in the app-wide queue, also while waiting there. */
+export function isUrgent(state: PublishState, key: string): boolean {
+  return key !== state.lastSentKey || state.confirming;
+}
+
+/** Nothing is scheduled or in flight, and no change waits for a callback's answer (shutdown, tests). */
+export function isIdle(state: PublishState): boolean {
+  if (state.holds > 0 && state.wantedWhileHeld && !state.stopped) return false;
+  if (state.confirming && !state.stopped) return false;
+  return state.timerAt === undefined && state.confirmAt === undefined && !state.inFlight;
+}
