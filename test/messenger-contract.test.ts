@@ -26,7 +26,7 @@ interface Platform {
   fault(
     method: MessengerMethod,
     response: FakeFaultResponse,
-    options?: { times?: number; messageId?: string },
+    options?: { times?: number; messageId?: string; bodyIncludes?: string },
   ): void;
   expireTokens(): void;
   tokenFetches(): number;
@@ -68,7 +68,7 @@ async function emulatorPlatform(options: PlatformOptions): Promise<Platform> {
     userMessage: (input) => emulator.userMessage(input).event.message.message_id,
     recall: (id) => void emulator.recall(id),
     stored: (id) => emulator.messages.getMessage(id),
-    fault(method, response, { times = 1, messageId = "[^/]+" } = {}) {
+    fault(method, response, { times = 1, messageId = "[^/]+", bodyIncludes } = {}) {
       const [httpMethod, path] = paths[method];
       const { resetSeconds, ...rest } =
         "delayMs" in response ? { resetSeconds: undefined, delayMs: response.delayMs } : response;
@@ -78,6 +78,7 @@ async function emulatorPlatform(options: PlatformOptions): Promise<Platform> {
           method: httpMethod,
           path: path(messageId),
           ...("landsLate" in response && response.landsLate ? { bodyIncludes: "" } : {}),
+          ...(bodyIncludes !== undefined ? { bodyIncludes } : {}),
         },
         times,
         response:
@@ -112,8 +113,14 @@ async function fakePlatform(options: PlatformOptions): Promise<Platform> {
     userMessage: (input) => userMessage(fake, input).messageId,
     recall: (id) => void fake.recallMessage(id),
     stored: (id) => fake.message(id),
-    fault: (method, response, { times = 1, messageId } = {}) =>
-      void fake.fail({ method, times, response, ...(messageId ? { messageId } : {}) }),
+    fault: (method, response, { times = 1, messageId, bodyIncludes } = {}) =>
+      void fake.fail({
+        method,
+        times,
+        response,
+        ...(messageId ? { messageId } : {}),
+        ...(bodyIncludes !== undefined ? { bodyIncludes } : {}),
+      }),
     expireTokens: () => fake.expireTokens(),
     tokenFetches: () => fake.tokenFetches,
     advance: (ms) => {
@@ -362,6 +369,17 @@ describe.each([
     expect(inEnvelope.message).toBe("im.message.get failed: bad id");
     // Faults took no slot and changed nothing: the card is as it was.
     expect(p.stored(messageId)).toMatchObject({ content: JSON.stringify(card("v1")), patches: 0 });
+  });
+
+  it("refuses only the calls whose content carries a marker, wherever it is in the card", async () => {
+    const p = await open();
+    const { messageId } = await p.messenger.replyCard(fromAlice(p), card("v1"));
+    p.fault("patchCard", { code: 230099 }, { times: 5, bodyIncludes: ":NOSUCHEMOJI:" });
+    await p.messenger.patchCard(messageId, card("plain"));
+    const refused = await failure(p.messenger.patchCard(messageId, card("with :NOSUCHEMOJI: inside")));
+    expect(shape(refused)).toEqual(business("im.message.patch", 230099));
+    await p.messenger.patchCard(messageId, card("plain again"));
+    expect(p.stored(messageId)).toMatchObject({ content: JSON.stringify(card("plain again")), patches: 2 });
   });
 
   it("times a slow call out as transient; it is lost, or lands later once the platform had read it", async () => {

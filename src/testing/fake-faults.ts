@@ -22,6 +22,11 @@ export interface FakeFault {
   method?: MessengerMethod | readonly MessengerMethod[];
   /** Only calls about this message (a reply's parent; a PATCH's, recall's or lookup's message). */
   messageId?: string;
+  /**
+   * Only calls whose content contains this text: a card's JSON or a text message's, as sent (the emulator's
+   * `bodyIncludes`, e.g. to refuse one construct wherever it appears).
+   */
+  bodyIncludes?: string;
   /** Skip this many matching calls first: `{skip: 2, times: 1}` faults the 3rd matching call only. */
   skip?: number;
   /** How many matching calls it applies to (default 1; `Infinity` for a storm that lasts until cleared). */
@@ -66,9 +71,13 @@ export class FakeFaultQueue {
     };
   }
 
-  take(method: MessengerMethod, messageId: string | undefined): FakeFaultResponse | undefined {
+  take(
+    method: MessengerMethod,
+    messageId: string | undefined,
+    content: string,
+  ): FakeFaultResponse | undefined {
     for (const active of this.#faults) {
-      if (active.remaining <= 0 || !matches(active.fault, method, messageId)) continue;
+      if (active.remaining <= 0 || !matches(active.fault, method, messageId, content)) continue;
       if (active.skip > 0) {
         active.skip -= 1;
         continue;
@@ -90,7 +99,13 @@ export class FakeFaultQueue {
   }
 }
 
-function matches(fault: FakeFault, method: MessengerMethod, messageId: string | undefined): boolean {
+function matches(
+  fault: FakeFault,
+  method: MessengerMethod,
+  messageId: string | undefined,
+  content: string,
+): boolean {
+  if (fault.bodyIncludes !== undefined && !content.includes(fault.bodyIncludes)) return false;
   if (fault.method !== undefined) {
     const methods: readonly MessengerMethod[] =
       typeof fault.method === "string" ? [fault.method] : fault.method;

@@ -148,6 +148,17 @@ export class FakeMessenger implements FeishuMessenger {
     return JSON.parse(message.content) as Card;
   }
 
+  /** How each call of `method` ended: 0, Feishu's code, the bare HTTP status, -1 timed out, -2 under way. */
+  codesOf(method: MessengerMethod, messageId?: string): number[] {
+    return this.callsTo(method, messageId).map((c) =>
+      c.outcome === undefined
+        ? -2
+        : c.outcome.ok
+          ? 0
+          : (c.outcome.error.feishuCode ?? c.outcome.error.httpStatus ?? -1),
+    );
+  }
+
   callsTo(method: MessengerMethod, messageId?: string): FakeCall[] {
     return this.calls.filter(
       (c) => c.method === method && (messageId === undefined || c.messageId === messageId),
@@ -299,7 +310,7 @@ export class FakeMessenger implements FeishuMessenger {
     const call: FakeCall = { ...record, at: this.clock.now() };
     this.calls.push(call);
     const api = apiName ?? API_NAMES[call.method];
-    const first = this.#faults.take(call.method, call.messageId);
+    const first = this.#faults.take(call.method, call.messageId, contentOf(call));
     if (first && "delayMs" in first) {
       if (first.delayMs < this.timeoutMs) {
         await this.#sleep(first.delayMs);
@@ -327,7 +338,7 @@ export class FakeMessenger implements FeishuMessenger {
     for (
       let attempt = 0, next = fault;
       ;
-      attempt += 1, next = this.#faults.take(call.method, call.messageId)
+      attempt += 1, next = this.#faults.take(call.method, call.messageId, contentOf(call))
     ) {
       try {
         if (this.clock.now() >= this.#tokenExpiresAt) {
@@ -366,6 +377,11 @@ export class FakeMessenger implements FeishuMessenger {
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => globalThis.setTimeout(resolve, ms));
   }
+}
+
+/** What `bodyIncludes` looks into: the card's JSON or the text, as the call carries them. */
+function contentOf(call: FakeCall): string {
+  return call.card !== undefined ? JSON.stringify(call.card) : (call.text ?? "");
 }
 
 /** The options worth recording (the uuid, mentions, the reply target), without undefined fields. */
