@@ -338,6 +338,22 @@ describe.each([
     expect(shape(await failure(p.messenger.recall(source)))).toEqual(business("im.message.delete", 230001));
     const missing = await failure(p.messenger.messageStatus("om_0000000000000000000000000000dead"));
     expect(shape(missing)).toEqual(business("im.message.get", 230001));
+    expect(await p.messenger.messageStatus(source)).toEqual({ deleted: false });
+  });
+
+  it("refuses replies to a message it does not know, cards and texts alike, and creates nothing", async () => {
+    const p = await open();
+    const unknown = "om_0000000000000000000000000000dead";
+    expect(shape(await failure(p.messenger.replyCard(unknown, card("x"), { uuid: "run-x" })))).toEqual(
+      business("im.message.reply", 230001),
+    );
+    expect(shape(await failure(p.messenger.sendText({ chatId: "oc_x" }, "t", { replyTo: unknown })))).toEqual(
+      business("im.message.reply", 230001),
+    );
+    // The refused uuid was not remembered: a reply with it to a real message creates that message.
+    const source = fromAlice(p);
+    const sent = await p.messenger.replyCard(source, card("y"), { uuid: "run-x" });
+    expect(p.stored(sent.messageId)).toMatchObject({ parentId: source, content: JSON.stringify(card("y")) });
   });
 
   it("reports injected 230020, 230110, 429 with its reset, 5xx and an HTTP-200 error the same way", async () => {
