@@ -1,4 +1,5 @@
-import type { FeishuMessenger } from "../feishu/messenger.ts";
+import { FeishuApiError, type FeishuMessenger } from "../feishu/messenger.ts";
+import { FeishuError } from "../local/emulator/errors.ts";
 
 /** A messenger method by name: what a fault matches and a recorded call names. */
 export type MessengerMethod = keyof FeishuMessenger;
@@ -112,4 +113,36 @@ function matches(
     if (!methods.includes(method)) return false;
   }
   return fault.messageId === undefined || fault.messageId === messageId;
+}
+
+/** An injected fault as the SDK messenger reports it (toFeishuError in lark-messenger.ts). */
+export function faultError(
+  api: string,
+  fault: { code?: number; httpStatus?: number; resetSeconds?: number; msg?: string },
+): FeishuApiError {
+  const httpStatus = fault.httpStatus ?? 400;
+  // The emulator answers a fault without a code with a text body, which the SDK messenger reports by status.
+  const message = fault.code === undefined ? `HTTP ${httpStatus}` : (fault.msg ?? "injected fault");
+  return new FeishuApiError({
+    method: api,
+    message,
+    httpStatus,
+    ...(fault.code !== undefined ? { feishuCode: fault.code } : {}),
+    ...(fault.resetSeconds !== undefined && fault.resetSeconds > 0
+      ? { retryAfterMs: fault.resetSeconds * 1000 }
+      : {}),
+  });
+}
+
+/** The emulator's own errors (state, content checks) travel as HTTP errors carrying `{code, msg}`. */
+export function toApiError(api: string, error: unknown): FeishuApiError {
+  if (error instanceof FeishuApiError) return error;
+  if (error instanceof FeishuError)
+    return new FeishuApiError({
+      method: api,
+      message: error.message,
+      feishuCode: error.code,
+      httpStatus: error.httpStatus,
+    });
+  throw error;
 }

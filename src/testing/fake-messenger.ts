@@ -6,19 +6,18 @@ import {
   type FeishuMessenger,
   type MessageTarget,
 } from "../feishu/messenger.ts";
-import { checkCardContent, checkContent } from "../local/emulator/content.ts";
-import { CODES, FeishuError, fail } from "../local/emulator/errors.ts";
-import { p2pChatId } from "../local/emulator/ids.ts";
-import { KeyedWindows, SlidingWindow } from "../local/emulator/limits.ts";
-import { MessageStore, UuidCache } from "../local/emulator/state.ts";
+import type { MessageStore } from "../local/emulator/state.ts";
 import type { MessageView } from "../local/emulator/types.ts";
 import {
   type FakeFault,
   type FakeFaultHandle,
   FakeFaultQueue,
   type FakeFaultResponse,
+  faultError,
   type MessengerMethod,
+  toApiError,
 } from "./fake-faults.ts";
+import { FakePlatform } from "./fake-platform.ts";
 
 /**
  * An in-memory FeishuMessenger that answers as the SDK messenger over the emulator does — same messages,
@@ -27,8 +26,8 @@ import {
  * against both; where they differ, the emulator is right and this file is fixed.
  *
  * What a message may become is the emulator's own state (MessageStore, uuid cache, rate windows, content
- * checks): the fake re-implements only each endpoint's order of checks and the SDK messenger's error
- * mapping. Delays and timeouts run on `setTimeout`, looked up at call time, so `vi.useFakeTimers()` drives
+ * checks): fake-platform.ts re-implements each endpoint's order of checks, this file the SDK messenger's
+ * error mapping, faults, delays and timeouts. Delays and timeouts run on `setTimeout`, looked up at call time, so `vi.useFakeTimers()` drives
  * them whenever it was installed.
  */
 
@@ -67,29 +66,20 @@ const API_NAMES: Record<MessengerMethod, string> = {
   messageStatus: "im.message.get",
   botInfo: "bot.info",
 };
-const DAY_MS = 86_400_000;
-const PATCHABLE_FOR_MS = 14 * DAY_MS;
-/** The emulator's bound on `uuid` (field validation, 99992402). */
-const UUID_MAX = 50;
 const TOKEN_TTL_MS = 7200_000;
 
 export class FakeMessenger implements FeishuMessenger {
   readonly appId: string;
   readonly botOpenId: string;
   readonly botName: string;
-  /** Every message, the bot's and the users' (fake-inbound.ts adds theirs). */
-  readonly store = new MessageStore();
+  readonly platform: FakePlatform;
   readonly calls: FakeCall[] = [];
   /** Tenant tokens fetched: the first call's, and one more after every expiry or token fault. */
   tokenFetches = 0;
   /** Anything but a FeishuApiError thrown by a call its caller had given up on (a bug in the fake). */
   readonly lateErrors: unknown[] = [];
-  readonly clock: { now(): number; advance(ms: number): void };
   readonly timeoutMs: number;
   readonly #faults = new FakeFaultQueue();
-  readonly #uuids = new UuidCache();
-  readonly #appWindow: SlidingWindow;
-  readonly #patchWindows: KeyedWindows;
   /** When the tenant token the SDK messenger holds runs out (the emulator's 2 h), on the fake's clock. */
   #tokenExpiresAt = Number.NEGATIVE_INFINITY;
 
@@ -98,16 +88,22 @@ export class FakeMessenger implements FeishuMessenger {
     this.botOpenId = options.botOpenId ?? "ou_bot0000000000000000000000000000";
     this.botName = options.botName ?? "Progress Bot";
     this.timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.#appWindow = new SlidingWindow(options.appCallsPerSecond ?? 50);
-    this.#patchWindows = new KeyedWindows(options.perMessagePatchPerSecond ?? 5);
-    const base = options.now ?? (() => Date.now());
-    let offset = 0;
-    this.clock = {
-      now: () => base() + offset,
-      advance: (ms) => {
-        offset += ms;
-      },
-    };
+    this.platform = new FakePlatform({
+      appId: this.appId,
+      now: options.now ?? (() => Date.now()),
+      perMessagePatchPerSecond: options.perMessagePatchPerSecond ?? 5,
+      appCallsPerSecond: options.appCallsPerSecond ?? 50,
+    });
+  }
+
+  /** Every message, the bot's and the users' (fake-inbound.ts adds theirs). */
+  get store(): MessageStore {
+    return this.platform.store;
+  }
+
+  /** The platform's time: `advance()` moves it on (a card 15 days old) without moving timers. */
+  get clock(): FakePlatform["clock"] {
+    return this.platform.clock;
   }
 
   // platform side ------------------------------------------------------------------------------------
@@ -169,30 +165,19 @@ export class FakeMessenger implements FeishuMessenger {
 
   replyCard(messageId: string, card: Card, options?: { uuid?: string; inThread?: boolean }) {
     return this.#call({ method: "replyCard", messageId, card, ...opts(options) }, () =>
-      this.#reply(messageId, "interactive", JSON.stringify(card), options),
+      this.platform.reply(messageId, "interactive", JSON.stringify(card), options),
     );
   }
 
   sendCard(target: MessageTarget, card: Card, options?: { uuid?: string }) {
     return this.#call({ method: "sendCard", target, card, ...opts(options) }, () =>
-      this.#create(target, "interactive", JSON.stringify(card), options?.uuid),
+      this.platform.create(target, "interactive", JSON.stringify(card), options?.uuid),
     );
   }
 
   async patchCard(messageId: string, card: Card): Promise<void> {
     await this.#call({ method: "patchCard", messageId, card }, () => {
-      const message = this.store.require(messageId);
-      const now = this.clock.now();
-      if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
-      if (message.senderType !== "app" || message.msgType !== "interactive")
-        throw fail(CODES.messageInvalid, "only interactive messages sent by this app can be patched");
-      if (now - message.createdAt > PATCHABLE_FOR_MS)
-        throw fail(CODES.messageTooOld, "the message was sent more than 14 days ago and cannot be updated");
-      if (!this.#patchWindows.for(messageId).tryTake(now).ok)
-        throw fail(CODES.imRateLimited, "This operation triggers the frequency limit");
-      const content = JSON.stringify(card);
-      checkCardContent(content, { update: true });
-      this.store.applyUpdate(messageId, content, now);
+      this.platform.patch(messageId, JSON.stringify(card));
       return {};
     });
   }
@@ -210,93 +195,27 @@ export class FakeMessenger implements FeishuMessenger {
     const replyTo = options?.replyTo;
     return this.#call(
       { method: "sendText", target, text, ...(replyTo ? { messageId: replyTo } : {}), ...opts(options) },
-      () => (replyTo ? this.#reply(replyTo, "text", body, options) : this.#create(target, "text", body)),
+      () =>
+        replyTo
+          ? this.platform.reply(replyTo, "text", body, options)
+          : this.platform.create(target, "text", body),
       replyTo ? "im.message.reply" : undefined,
     );
   }
 
   async recall(messageId: string): Promise<void> {
     await this.#call({ method: "recall", messageId }, () => {
-      const message = this.store.require(messageId);
-      if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
-      if (message.senderType !== "app")
-        throw fail(CODES.messageInvalid, "only messages sent by this app can be recalled");
-      this.store.recall(messageId, this.clock.now());
+      this.platform.recall(messageId);
       return {};
     });
   }
 
   messageStatus(messageId: string) {
-    return this.#call({ method: "messageStatus", messageId }, () => ({
-      deleted: this.store.require(messageId).recalled,
-    }));
+    return this.#call({ method: "messageStatus", messageId }, () => this.platform.status(messageId));
   }
 
   botInfo() {
     return this.#call({ method: "botInfo" }, () => ({ openId: this.botOpenId, name: this.botName }));
-  }
-
-  // endpoints ------------------------------------------------------------------------------------------
-
-  #reply(
-    parentId: string,
-    msgType: string,
-    content: string,
-    options: { uuid?: string; inThread?: boolean } | undefined,
-  ): { messageId: string } {
-    const replayed = this.#replayed(options?.uuid);
-    if (replayed) return replayed;
-    const parent = this.store.require(parentId);
-    if (parent.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
-    checkContent(msgType, content);
-    const message = this.store.create(
-      {
-        chatId: parent.chatId,
-        chatType: parent.chatType,
-        msgType,
-        content,
-        senderType: "app",
-        senderId: this.appId,
-        parent,
-        replyInThread: options?.inThread ?? false,
-      },
-      this.clock.now(),
-    );
-    return this.#created(message, options?.uuid);
-  }
-
-  #create(target: MessageTarget, msgType: string, content: string, uuid?: string): { messageId: string } {
-    const replayed = this.#replayed(uuid);
-    if (replayed) return replayed;
-    const chatId = "chatId" in target ? target.chatId : p2pChatId(target.openId);
-    const [idType, prefix] = "chatId" in target ? ["chat_id", "oc_"] : ["open_id", "ou_"];
-    const raw = "chatId" in target ? target.chatId : target.openId;
-    if (!raw.startsWith(prefix)) throw fail(CODES.receiveIdInvalid, `invalid receive_id for ${idType}`);
-    checkContent(msgType, content);
-    const message = this.store.create(
-      {
-        chatId,
-        chatType: this.store.chatTypeOf(chatId),
-        msgType,
-        content,
-        senderType: "app",
-        senderId: this.appId,
-      },
-      this.clock.now(),
-    );
-    return this.#created(message, uuid);
-  }
-
-  #replayed(uuid: string | undefined): { messageId: string } | undefined {
-    if (uuid !== undefined && uuid.length > UUID_MAX)
-      throw fail(CODES.fieldValidation, `field validation failed: uuid: longer than ${UUID_MAX}`);
-    const previous = uuid === undefined ? undefined : this.#uuids.lookup(uuid, this.clock.now());
-    return previous !== undefined && this.store.get(previous) ? { messageId: previous } : undefined;
-  }
-
-  #created(message: MessageView, uuid: string | undefined): { messageId: string } {
-    if (uuid !== undefined) this.#uuids.remember(uuid, message.messageId, message.createdAt);
-    return { messageId: message.messageId };
   }
 
   // the way every call goes ----------------------------------------------------------------------------
@@ -346,7 +265,7 @@ export class FakeMessenger implements FeishuMessenger {
           this.#tokenExpiresAt = this.clock.now() + TOKEN_TTL_MS;
         }
         if (next && !("delayMs" in next)) throw faultError(api, next);
-        const taken = this.#appWindow.tryTake(this.clock.now());
+        const taken = this.platform.takeAppSlot();
         if (!taken.ok)
           throw new FeishuApiError({
             method: api,
@@ -389,36 +308,4 @@ function opts(options: object | undefined): { options?: Record<string, unknown> 
   if (!options) return {};
   const entries = Object.entries(options).filter(([, value]) => value !== undefined);
   return entries.length > 0 ? { options: Object.fromEntries(entries) } : {};
-}
-
-/** An injected fault as the SDK messenger reports it (toFeishuError in lark-messenger.ts). */
-function faultError(
-  api: string,
-  fault: { code?: number; httpStatus?: number; resetSeconds?: number; msg?: string },
-) {
-  const httpStatus = fault.httpStatus ?? 400;
-  // The emulator answers a fault without a code with a text body, which the SDK messenger reports by status.
-  const message = fault.code === undefined ? `HTTP ${httpStatus}` : (fault.msg ?? "injected fault");
-  return new FeishuApiError({
-    method: api,
-    message,
-    httpStatus,
-    ...(fault.code !== undefined ? { feishuCode: fault.code } : {}),
-    ...(fault.resetSeconds !== undefined && fault.resetSeconds > 0
-      ? { retryAfterMs: fault.resetSeconds * 1000 }
-      : {}),
-  });
-}
-
-/** The emulator's own errors (state, content checks) travel as HTTP errors carrying `{code, msg}`. */
-function toApiError(api: string, error: unknown): FeishuApiError {
-  if (error instanceof FeishuApiError) return error;
-  if (error instanceof FeishuError)
-    return new FeishuApiError({
-      method: api,
-      message: error.message,
-      feishuCode: error.code,
-      httpStatus: error.httpStatus,
-    });
-  throw error;
 }
