@@ -132,7 +132,7 @@ export function applyCallbackCard(fake: FakeMessenger, messageId: string, card: 
   const message = fake.store.get(messageId);
   if (!message) throw new Error(`applyCallbackCard: unknown message ${messageId}`);
   if (message.recalled) return { ok: false, code: CODES.messageRecalled, reason: "the message was recalled" };
-  if (typeof card !== "object" || card === null || (card as { schema?: unknown }).schema !== "2.0")
+  if (typeof card !== "object" || card === null || !("schema" in card) || card.schema !== "2.0")
     return {
       ok: false,
       code: CODES.callbackCardVersion,

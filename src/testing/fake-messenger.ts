@@ -27,8 +27,8 @@ import { FakePlatform } from "./fake-platform.ts";
  *
  * What a message may become is the emulator's own state (MessageStore, uuid cache, rate windows, content
  * checks): fake-platform.ts re-implements each endpoint's order of checks, this file the SDK messenger's
- * error mapping, faults, delays and timeouts. Delays and timeouts run on `setTimeout`, looked up at call time, so `vi.useFakeTimers()` drives
- * them whenever it was installed.
+ * error mapping, faults, delays and timeouts. Delays and timeouts run on `setTimeout`, looked up at call
+ * time, so `vi.useFakeTimers()` drives them whenever it was installed.
  */
 
 export interface FakeMessengerOptions {
@@ -222,8 +222,8 @@ export class FakeMessenger implements FeishuMessenger {
 
   /**
    * Faults first (as the emulator checks them before anything), then the token, then the app-wide window,
-   * then the endpoint. A delay postpones all of that; past `timeoutMs` the caller gets a timeout while the
-   * call still lands later, as a slow request to the emulator does.
+   * then the endpoint. A delay postpones all of that; past `timeoutMs` the caller gets a timeout, and the
+   * call is lost or (`landsLate`) applied when its delay ends, as with the emulator (fake-faults.ts).
    */
   async #call<T>(record: Omit<FakeCall, "at">, handle: () => T, apiName?: string): Promise<T> {
     const call: FakeCall = { ...record, at: this.clock.now() };
@@ -275,7 +275,8 @@ export class FakeMessenger implements FeishuMessenger {
             retryAfterMs: Math.max(1, Math.ceil(taken.retryAfterMs / 1000)) * 1000,
           });
         const value = handle();
-        const created = (value as { messageId?: unknown }).messageId;
+        const created =
+          typeof value === "object" && value !== null && "messageId" in value ? value.messageId : undefined;
         call.outcome = { ok: true, ...(typeof created === "string" ? { messageId: created } : {}) };
         if (typeof created === "string" && call.messageId === undefined) call.messageId = created;
         return value;
