@@ -1,28 +1,27 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { DEFAULT_ASK_TIMES, formatDeadline, goneNotice } from "../src/feishu/ask-deadline.ts";
 import { strings } from "../src/strings.ts";
+import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { type FeishuRig, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 
 /**
- * Deadlines people can see (issue 16), on fake time through the SDK and the emulator: the absolute deadline on
- * the card, one reminder before it (short in private chats, an @-mention in groups), 延长 15 分钟 within its
- * bound, and what the card says once the question timed out, was answered elsewhere, or a queued message
- * replaced the run.
+ * Deadlines people can see (issue 16), on fake time: the absolute deadline on the card, one reminder before it
+ * (short in private chats, an @-mention in groups), 延长 15 分钟 within its bound, and what the card says once
+ * the question timed out, was answered elsewhere, or a queued message replaced the run. The card's side runs
+ * on the fake messenger; what the session page sees goes through the SDK, the emulator and the WebSocket hub.
  */
 
 const ALICE = "ou_alice000000000000000000000000000";
 const BOB = "ou_bob00000000000000000000000000000";
 const GROUP = "oc_team";
 const MIN = 60_000;
+const FIFTEEN_HUNDRED = new Date("2026-12-01T07:00:00Z"); // 15:00 in Asia/Shanghai
 
 const rigs: FeishuRig[] = [];
-beforeEach(() => {
-  // Only the clock and timeouts are fake; sockets still work, and fake time also moves with real time.
-  vi.useFakeTimers({ shouldAdvanceTime: true, toFake: ["setTimeout", "clearTimeout", "Date"] });
-  vi.setSystemTime(new Date("2026-12-01T07:00:00Z")); // 15:00 in Asia/Shanghai
-});
+const fakeRigs: FakeChannelRig[] = [];
 afterEach(async () => {
+  for (const r of fakeRigs.splice(0)) await r.stop();
   // Stopping waits for the cards' last PATCHes, which wait on fake timers (the settle delay after a click).
   for (const r of rigs.splice(0)) {
     let done = false;
@@ -34,17 +33,32 @@ afterEach(async () => {
   }
   vi.useRealTimers();
 });
+/** Over the emulator, for the session page: only the clock and timeouts are fake, sockets still work. */
 async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
+  vi.useFakeTimers({ shouldAdvanceTime: true, toFake: ["setTimeout", "clearTimeout", "Date"] });
+  vi.setSystemTime(FIFTEEN_HUNDRED);
   const started = await startFeishuRig({ askTimeoutMs: 15 * MIN, askPing: false, ...options });
   rigs.push(started);
   return started;
 }
+/** The card's side on the fake messenger: all timers fake, time moves only when the test moves it. */
+async function fakeRig(): Promise<FakeChannelRig> {
+  vi.useFakeTimers();
+  vi.setSystemTime(FIFTEEN_HUNDRED);
+  const started = await startFakeChannel({ askTimeoutMs: 15 * MIN, askPing: false });
+  fakeRigs.push(started);
+  return started;
+}
+
+type AnyRig = Pick<FeishuRig, "progressCard" | "cardOf" | "core"> & {
+  send(input: Parameters<FeishuRig["send"]>[0]): string | Promise<string>;
+  until: FakeChannelRig["until"];
+};
 
 const textOf = (card: Card) => JSON.stringify(card);
-const botTexts = (r: FeishuRig) =>
-  r.emulator.messages.listMessages().filter((m) => m.senderType === "app" && m.msgType === "text");
+const botTexts = (r: FakeChannelRig) => r.fromBot().filter((m) => m.msgType === "text");
 
-async function waiting(r: FeishuRig, chatType: "p2p" | "group" = "p2p", text = "帮我部署") {
+async function waiting(r: AnyRig, chatType: "p2p" | "group" = "p2p", text = "帮我部署") {
   const group = chatType === "group";
   const userMessageId = await r.send({
     chatType,
@@ -88,7 +102,7 @@ describe("the deadline, written once", () => {
 
 describe("deadlines, reminders and 延长 on fake time", () => {
   it("private chat: 请在 15:15 前回答, one short reminder at 15:10, 延长 moves both, bounded", async () => {
-    const r = await rig();
+    const r = await fakeRig();
     const { cardId, ask, sessionId } = await waiting(r);
     const deadline = formatDeadline(ask.expiresAt, "Asia/Shanghai");
     expect(deadline).toBe("15:15");
@@ -157,7 +171,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
   });
 
   it("group chat: the expiry reminder @-mentions the sender", async () => {
-    const r = await rig();
+    const r = await fakeRig();
     await waiting(r, "group");
     vi.advanceTimersByTime(10 * MIN + 1_000);
     const reminder = await r.until(() => botTexts(r)[0], "the reminder");
@@ -215,9 +229,9 @@ describe("deadlines, reminders and 延长 on fake time", () => {
   });
 
   it("a message behind the question: the card says so, and 取消并处理新消息 lets it replace the run", async () => {
-    const r = await rig();
+    const r = await fakeRig();
     const { cardId, ask, sessionId } = await waiting(r);
-    await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick 新的需求" });
+    r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick 新的需求" });
     await r.until(() => textOf(r.cardOf(cardId)).includes(strings.asks.queuedBehind(1)), "the queued note");
     expect(textOf(r.cardOf(cardId))).toContain(strings.asks.replace);
     const bob = await r.click({
@@ -232,7 +246,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
       value: progress("replace", sessionId, ask.runId),
     });
     expect(replaced.toast).toEqual({ type: "success", content: strings.asks.replaced });
-    await r.core.runner.idle();
+    await r.drive(r.core.runner.idle());
     expect(r.core.registry.state(ask.requestId)?.status).toBe("superseded");
     const runs = r.core.runner.runs(sessionId, 5).map((run) => [run.input, run.status]);
     expect(runs).toEqual([

@@ -1,14 +1,16 @@
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { buildProgressCard } from "../src/cards/progress.ts";
 import { afterSend, type ReminderState, shouldRemind } from "../src/feishu/ask-reminder.ts";
-import { startEmulator } from "../src/local/emulator/index.ts";
+import { FakeMessenger } from "../src/testing/fake-messenger.ts";
 import { sampleAsk } from "./fixtures.ts";
-import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig, WEBHOOK_KEY } from "./helpers/feishu.ts";
+import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
+import { formsOn, requestIdsOn } from "./helpers/feishu.ts";
 
 /**
- * Who a question on a card is for, and who gets told: through the SDK and the emulator, as a chat sees it.
+ * Who a question on a card is for, and who gets told, as a chat sees it (the channel on the fake messenger
+ * and fake time).
  * In a private chat the card is the notification (no reminder); in a group the card names the sender and
  * one reminder per card @-mentions them; nothing is recalled (a recall shows 撤回了一条消息 to everyone).
  */
@@ -17,18 +19,21 @@ const ALICE = "ou_alice000000000000000000000000000";
 const BOB = "ou_bob00000000000000000000000000000";
 const GROUP = "oc_team";
 
-const rigs: FeishuRig[] = [];
+const rigs: FakeChannelRig[] = [];
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+  vi.useRealTimers();
 });
-async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
-  const started = await startFeishuRig(options);
+async function rig(options: Parameters<typeof startFakeChannel>[0] = {}): Promise<FakeChannelRig> {
+  const started = await startFakeChannel(options);
   rigs.push(started);
   return started;
 }
 
-const botTexts = (r: FeishuRig) =>
-  r.emulator.messages.listMessages().filter((m) => m.senderType === "app" && m.msgType === "text");
+const botTexts = (r: FakeChannelRig) => r.fromBot().filter((m) => m.msgType === "text");
 
 /** Every markdown block of a card (forms included), in order. */
 function markdownOf(card: Card): string[] {
@@ -45,9 +50,9 @@ function markdownOf(card: Card): string[] {
 }
 
 /** Sends `text` and waits until the card shows `forms` forms; the card's id and that state. */
-async function asked(r: FeishuRig, input: { chatType: "p2p" | "group"; text: string; forms: number }) {
+async function asked(r: FakeChannelRig, input: { chatType: "p2p" | "group"; text: string; forms: number }) {
   const group = input.chatType === "group";
-  const userMessageId = await r.send({
+  const userMessageId = r.send({
     chatType: input.chatType,
     senderOpenId: ALICE,
     text: input.text,
@@ -61,7 +66,7 @@ async function asked(r: FeishuRig, input: { chatType: "p2p" | "group"; text: str
   return { cardId, card };
 }
 
-async function answerAll(r: FeishuRig, cardId: string, card: Card): Promise<void> {
+async function answerAll(r: FakeChannelRig, cardId: string, card: Card): Promise<void> {
   for (const [index, requestId] of requestIdsOn(card).entries()) {
     const ask = r.core.registry.get(requestId);
     const response = await r.click({
@@ -85,7 +90,7 @@ describe("the question's wording and its reminder", () => {
     expect(markdown).not.toContain("<at");
     expect(card.config?.summary?.content).toBe("等待你回答 2 个问题");
     await answerAll(r, cardId, card);
-    await r.channel.idle();
+    await r.idle();
     expect(botTexts(r)).toEqual([]);
   });
 
@@ -103,14 +108,12 @@ describe("the question's wording and its reminder", () => {
     expect(reminder.content).toContain(ALICE);
     expect(reminder.content).toContain("请在上方卡片中作答");
     // A reply to the card, or to the task's message when the card's own reply had not returned yet.
-    expect([cardId, r.cardOf(cardId) && r.emulator.messages.getMessage(cardId)?.parentId]).toContain(
-      reminder.parentId,
-    );
+    expect([cardId, r.fake.message(cardId)?.parentId]).toContain(reminder.parentId);
     await answerAll(r, cardId, card);
-    await r.channel.idle();
+    await r.idle();
     // Two asks, one reminder; still there after both were answered.
     expect(botTexts(r).map((m) => m.messageId)).toEqual([reminder.messageId]);
-    expect(r.emulator.messages.getMessage(reminder.messageId)?.recalled).toBeFalsy();
+    expect(r.fake.message(reminder.messageId)?.recalled).toBeFalsy();
   });
 
   it("in a group: another member's submit still gets exactly 仅消息发送者可操作", async () => {
@@ -129,29 +132,26 @@ describe("the question's wording and its reminder", () => {
   });
 
   it("in a group: a task resumed after a restart that asks again is not reminded a second time", async () => {
-    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
-    const first = await startFeishuRig({ emulator });
+    const fake = new FakeMessenger({ timeoutMs: 5000 });
+    const first = await startFakeChannel({ fake });
     const { cardId } = await asked(first, { chatType: "group", text: "部署", forms: 1 });
     await first.until(() => botTexts(first)[0], "the reminder");
-    await first.stop(); // the process goes away while the question waits; Feishu (the emulator) stays
+    await first.stop(); // the process goes away while the question waits; Feishu (the fake) stays
 
-    const second = await rig({ emulator, dataDir: first.dataDir, recover: true });
+    const second = await rig({ fake, dataDir: first.dataDir, recover: true });
     // The resumed run asks again: its new form lands on the same card.
     await second.until(() => {
       const card = second.cardOf(cardId);
       return formsOn(card).length === 1 && !JSON.stringify(card).includes("任务正在恢复执行") && card;
     }, "the form again after the restart");
-    await second.channel.idle();
+    await second.idle();
     expect(botTexts(second)).toHaveLength(1);
-    await second.stop();
-    rigs.splice(rigs.indexOf(second), 1);
-    await emulator.close();
   });
 
   it("sends no reminder in a group when FEISHU_ASK_PING is off", async () => {
     const r = await rig({ askPing: false });
     await asked(r, { chatType: "group", text: "部署", forms: 1 });
-    await r.channel.idle();
+    await r.idle();
     expect(botTexts(r)).toEqual([]);
   });
 });

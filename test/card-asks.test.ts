@@ -1,21 +1,27 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ASK_TOOL_NAME, type AskInput } from "../src/asks/schema.ts";
 import type { Card, CardNode } from "../src/cards/model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
 import { cardSize, countComponents, validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
-import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
+import { cardText, formsOn, requestIdsOn } from "./helpers/feishu.ts";
 
 /**
- * Asks on the progress card, end to end through the SDK and the emulator: many parallel asks stay within
+ * Asks on the progress card, through the channel on the fake messenger and fake time (the fake refuses what
+ * the emulator refuses, test/messenger-contract.test.ts): many parallel asks stay within
  * 200 components, and a submit that leaves a question unanswered answers with the form as it was filled in
  * and a toast naming the question.
  */
 
 const ALICE = "ou_alice000000000000000000000000000";
-const rigs: FeishuRig[] = [];
+const rigs: FakeChannelRig[] = [];
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+  vi.useRealTimers();
 });
 
 /** Four questions of four options: six such asks rendered in full make ~240 components (the limit is 200). */
@@ -59,7 +65,7 @@ const VIEW: ProgressView = {
   detailsUrl: "https://bot.example.com/sessions/s1",
 };
 
-const submitValue = (r: FeishuRig, requestId: string) => ({
+const submitValue = (r: FakeChannelRig, requestId: string) => ({
   kind: "feishu_ask",
   act: "submit",
   sessionId: r.core.registry.get(requestId)?.sessionId ?? "",
@@ -118,7 +124,7 @@ describe("many parallel asks on one card", () => {
   });
 
   it("keeps six asks within 200 components: the rest are named in a 还有 N 个问题 block with the session link", async () => {
-    const r = await startFeishuRig({ agent: parallelAsker(6) });
+    const r = await startFakeChannel({ agent: parallelAsker(6) });
     rigs.push(r);
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "六个问题" });
     const cardId = await r.progressCard(userMessageId);
@@ -126,7 +132,7 @@ describe("many parallel asks on one card", () => {
       const c = r.cardOf(cardId);
       return cardText(c).includes("还有") && c;
     }, "the card with its forms and the compact block");
-    // The emulator stored it: Feishu would have accepted it as an update.
+    // The fake stored it after the emulator's content checks: Feishu would have accepted it as an update.
     expect(validateCard(card)).toMatchObject({ ok: true });
     expect(countComponents(card)).toBeLessThanOrEqual(200);
     const forms = formsOn(card);
@@ -159,7 +165,7 @@ describe("many parallel asks on one card", () => {
 
 describe("a submit that leaves a question unanswered", () => {
   it("answers with the form pre-filled as submitted and a toast naming the question", async () => {
-    const r = await startFeishuRig({ askPing: false });
+    const r = await startFakeChannel({ askPing: false });
     rigs.push(r);
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
     const cardId = await r.progressCard(userMessageId);
@@ -202,7 +208,7 @@ describe("a submit that leaves a question unanswered", () => {
   });
 
   it("keeps a stacked form's failed entries when another form is answered (its own are all it can keep)", async () => {
-    const r = await startFeishuRig({ askPing: false });
+    const r = await startFakeChannel({ askPing: false });
     rigs.push(r);
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/parallel" });
     const cardId = await r.progressCard(userMessageId);

@@ -1,20 +1,22 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
 import { CARD_LIMITS, cardSize, validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { sampleAsk } from "./fixtures.ts";
-import { cardText, type FeishuRig, startFeishuRig } from "./helpers/feishu.ts";
+import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
+import { cardText } from "./helpers/feishu.ts";
 
 /**
  * A card the platform refuses (230099 / 230025) must not freeze: the bot re-renders it degraded (the model's
  * text as escaped plain text, a tighter budget) and keeps publishing later states that way, so the final
- * state lands. The emulator stands in for Feishu refusing a construct our sanitizer does not know about:
- * a Feishu emoji shortcode with an unknown key, which sanitized markdown keeps and plain text escapes.
+ * state lands. The fake messenger (on fake time) stands in for Feishu refusing a construct our sanitizer does
+ * not know about: a Feishu emoji shortcode with an unknown key, which sanitized markdown keeps and plain
+ * text escapes.
  */
 
 const ALICE = "ou_alice000000000000000000000000000";
 const MARKER = ":NOSUCHEMOJI:";
-const REFUSED = { httpStatus: 400, code: 230099, msg: "Failed to create card content, ext=ErrCode: 200621" };
+const REFUSED = { code: 230099, msg: "Failed to create card content, ext=ErrCode: 200621" };
 
 /** Streams a text with the marker once `streamNow` resolves, and answers with it once `finishNow` does. */
 function gatedAgent() {
@@ -38,9 +40,13 @@ function gatedAgent() {
   return { agent, stream, finish };
 }
 
-const rigs: FeishuRig[] = [];
+const rigs: FakeChannelRig[] = [];
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+  vi.useRealTimers();
 });
 
 describe("buildProgressCard degraded", () => {
@@ -84,13 +90,9 @@ describe("buildProgressCard degraded", () => {
 describe("a card the platform refuses", () => {
   it("is re-rendered degraded on 230099, and every later state, the final one included, lands degraded", async () => {
     const gated = gatedAgent();
-    const r = await startFeishuRig({ agent: gated.agent, cardPatchIntervalMs: 200 });
+    const r = await startFakeChannel({ agent: gated.agent, cardPatchIntervalMs: 200 });
     rigs.push(r);
-    r.emulator.injectFault({
-      match: { method: "PATCH", bodyIncludes: MARKER },
-      times: 50,
-      response: REFUSED,
-    });
+    r.fake.fail({ method: "patchCard", bodyIncludes: MARKER, times: 50, response: REFUSED });
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
     const cardId = await r.progressCard(userMessageId);
 
@@ -111,23 +113,23 @@ describe("a card the platform refuses", () => {
     expect(result).toContain("&#42;&#42;完成&#42;&#42; &#58;NOSUCHEMOJI: 全部就绪");
     expect(result).not.toContain(MARKER);
     // One refusal, then plain renders only: the refused text was never sent again.
-    const patches = r.emulator.callsTo("PATCH", "/open-apis/im/v1/messages/");
-    expect(patches.filter((call) => call.code === 230099)).toHaveLength(1);
-    expect(patches.at(-1)?.code).toBe(0);
+    const patches = r.fake.codesOf("patchCard");
+    expect(patches.filter((code) => code === 230099)).toHaveLength(1);
+    expect(patches.at(-1)).toBe(0);
   });
 
   it("sends the first reply again degraded when the platform refuses it", async () => {
     const gated = gatedAgent();
-    const r = await startFeishuRig({ agent: gated.agent });
+    const r = await startFakeChannel({ agent: gated.agent });
     rigs.push(r);
-    r.emulator.injectFault({
-      match: { method: "POST", path: /\/reply$/, bodyIncludes: "开始" },
-      times: 1,
-      response: { httpStatus: 400, code: 230025, msg: "card content too long" },
+    r.fake.fail({
+      method: "replyCard",
+      bodyIncludes: "开始",
+      response: { code: 230025, msg: "card content too long" },
     });
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
     const cardId = await r.progressCard(userMessageId);
-    expect(r.emulator.callsTo("POST", /\/reply$/).map((call) => call.code)).toEqual([230025, 0]);
+    expect(r.fake.codesOf("replyCard")).toEqual([230025, 0]);
     gated.stream();
     gated.finish();
     const final = await r.until(() => {
@@ -140,21 +142,15 @@ describe("a card the platform refuses", () => {
 
   it("gives up on a state only after the plainest render is refused too, and still lands a later state", async () => {
     const gated = gatedAgent();
-    const r = await startFeishuRig({ agent: gated.agent, cardPatchIntervalMs: 200 });
+    const r = await startFakeChannel({ agent: gated.agent, cardPatchIntervalMs: 200 });
     rigs.push(r);
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
     const cardId = await r.progressCard(userMessageId);
     // Every render of the running state is refused: full, degraded, plainest.
-    r.emulator.injectFault({
-      match: { method: "PATCH", bodyIncludes: "正在处理" },
-      times: 50,
-      response: REFUSED,
-    });
+    r.fake.fail({ method: "patchCard", bodyIncludes: "正在处理", times: 50, response: REFUSED });
     gated.stream();
     await r.until(
-      () =>
-        r.emulator.callsTo("PATCH", "/open-apis/im/v1/messages/").filter((c) => c.code === 230099).length ===
-        3,
+      () => r.fake.codesOf("patchCard").filter((code) => code === 230099).length === 3,
       "three refusals",
     );
     gated.finish();

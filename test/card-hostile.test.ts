@@ -1,19 +1,24 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
-import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
+import { formsOn, requestIdsOn } from "./helpers/feishu.ts";
 
 /**
- * Hostile markdown end to end, through the SDK and the emulator: in the model's answer, in a person's
- * 其他 answer and in a person's message. Each card is the one the emulator stored (Feishu accepted it), and
- * the assertions read what a person sees in it.
+ * Hostile markdown reaching a card, through the channel on the fake messenger and fake time: in the model's
+ * answer, in a person's 其他 answer and in a person's message. Each card is the one the fake stored after the
+ * emulator's own content checks (Feishu accepted it), and the assertions read what a person sees in it.
  */
 
 const ALICE = "ou_alice000000000000000000000000000";
-const rigs: FeishuRig[] = [];
+const rigs: FakeChannelRig[] = [];
+beforeEach(() => {
+  vi.useFakeTimers();
+});
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+  vi.useRealTimers();
 });
 
 /** Every markdown text of a card, in order, including those inside forms, panels and columns. */
@@ -44,7 +49,7 @@ const HOSTILE_MODEL = [
 describe("hostile markdown reaching a card", () => {
   it("in the model's answer: images, bad links, URLs glued to Chinese and fence languages come out acceptable", async () => {
     const agent: Agent = { name: "hostile-model", run: async () => ({ text: HOSTILE_MODEL }) };
-    const r = await startFeishuRig({ agent });
+    const r = await startFakeChannel({ agent });
     rigs.push(r);
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "部署" });
     const cardId = await r.progressCard(userMessageId);
@@ -70,7 +75,7 @@ describe("hostile markdown reaching a card", () => {
   });
 
   it("in a 其他 answer: shown as the text that was typed, in the steps and in the answer", async () => {
-    const r = await startFeishuRig({ askPing: false });
+    const r = await startFakeChannel({ askPing: false });
     rigs.push(r);
     const userMessageId = await r.send({
       chatType: "group",
@@ -114,7 +119,7 @@ describe("hostile markdown reaching a card", () => {
   });
 
   it("in a person's message: the queued card quotes it as text", async () => {
-    const r = await startFeishuRig({ askPing: false });
+    const r = await startFakeChannel({ askPing: false });
     rigs.push(r);
     const first = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "部署" });
     const cardId = await r.progressCard(first);

@@ -1,0 +1,228 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { vi } from "vitest";
+import { z } from "zod";
+import type { Card } from "../../src/cards/model.ts";
+import { type Core, createCore } from "../../src/core.ts";
+import { handleCardAction } from "../../src/feishu/card-actions.ts";
+import { FeishuChannel, type FeishuChannelOptions } from "../../src/feishu/channel.ts";
+import { createAppLimiter } from "../../src/feishu/limits.ts";
+import {
+  answerCardAction,
+  DEFAULT_CALLBACK_BUDGET_MS,
+  deliverMessage,
+  type FeishuEventHandlers,
+} from "../../src/feishu/transport.ts";
+import type { Agent } from "../../src/harness/agents/agent.ts";
+import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
+import type { ToolImpl } from "../../src/harness/dispatcher.ts";
+import type { CardActionInput, MessageView, UserMessageInput } from "../../src/local/emulator/types.ts";
+import { createLogger } from "../../src/logger.ts";
+import { openDatabase } from "../../src/store/db.ts";
+import { FeishuStore } from "../../src/store/feishu.ts";
+import { applyCallbackCard, cardAction, userMessage } from "../../src/testing/fake-inbound.ts";
+import { FakeMessenger } from "../../src/testing/fake-messenger.ts";
+
+/**
+ * The Feishu channel on fake time: wired as test/helpers/feishu.ts wires it (same options, same core), but
+ * over the in-memory fake messenger and with events handed over by the transports' own shared code
+ * (deliverMessage, answerCardAction with its settle delay) instead of a socket. Everything waits on
+ * vitest's fake timers, so a scenario of minutes runs in milliseconds and the same way every time.
+ *
+ * The one place the channel is built for these scenarios: at merge it can become createFeishuRuntime(deps).
+ * Call `vi.useFakeTimers()` before starting (and `vi.useRealTimers()` after stopping).
+ */
+
+export interface FakeChannelRig {
+  fake: FakeMessenger;
+  core: Core;
+  channel: FeishuChannel;
+  dataDir: string;
+  dbFile: string;
+  /** A user's message, delivered as a transport does; returns its id at once (the ack is synchronous). */
+  send(input: UserMessageInput): string;
+  /** Builds a user's message without delivering it (to deliver it twice). */
+  message(input: UserMessageInput): { messageId: string; data: Record<string, unknown> };
+  deliver(data: Record<string, unknown>): void;
+  /** A click as the Feishu client makes it: answered within the budget, its card applied, then settled. */
+  click(
+    input: CardActionInput,
+  ): Promise<{ toast?: { type: string; content: string }; card?: { data: Card } }>;
+  progressCard(userMessageId: string): Promise<string>;
+  cardOf(messageId: string): Card;
+  /** The bot's messages (cards and texts), oldest first. */
+  fromBot(): MessageView[];
+  /** Moves fake time on until `probe` holds; fails after `limitMs` of fake time. */
+  until<T>(probe: () => T | undefined | false, what: string, limitMs?: number): Promise<T>;
+  /** Awaits `work` while fake time moves on (anything that waits on the channel's timers). */
+  drive<T>(work: Promise<T>, limitMs?: number): Promise<T>;
+  /** Waits for the channel's background work and cards to land, on fake time. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface FakeChannelOptions {
+  agent?: Agent;
+  tools?: ToolImpl[];
+  stepMs?: number;
+  askTimeoutMs?: number;
+  dataDir?: string;
+  /** The platform, kept across a restart (as the emulator is). */
+  fake?: FakeMessenger;
+  askPing?: boolean;
+  cardPatchIntervalMs?: number;
+  recover?: boolean;
+  /** The wait after a callback's answer before its card's next PATCH (production 1000). */
+  settleMs?: number;
+  asks?: FeishuChannelOptions["asks"];
+}
+
+/** One tick of fake time between looks at the world: short next to every interval the channel uses. */
+const TICK_MS = 10;
+
+const answerSchema = z.object({
+  toast: z.object({ type: z.string(), content: z.string() }).optional(),
+  card: z
+    .object({ type: z.literal("raw"), data: z.custom<Card>((v) => typeof v === "object" && v !== null) })
+    .optional(),
+});
+
+export async function startFakeChannel(options: FakeChannelOptions = {}): Promise<FakeChannelRig> {
+  if (!vi.isFakeTimers()) throw new Error("startFakeChannel: call vi.useFakeTimers() first");
+  const fake = options.fake ?? new FakeMessenger({ timeoutMs: 5000 });
+  const settleMs = options.settleMs ?? 20;
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-fake-"));
+  const dbFile = path.join(dataDir, "bot.sqlite");
+  const db = openDatabase(dbFile);
+  const logger = createLogger({ level: "silent" });
+  // Clocks are read through Date.now at each call, so they follow vi.setSystemTime and advancing timers.
+  const now = () => Date.now();
+  const core = createCore({
+    db,
+    logger,
+    now,
+    agent: options.agent ?? createDemoAgent(),
+    tools: options.tools ?? createDemoTools({ stepMs: options.stepMs ?? 5 }),
+    askTimeoutMs: options.askTimeoutMs ?? 60_000,
+    authSecret: "test-secret-0123456789",
+  });
+  const channel = new FeishuChannel({
+    messenger: fake,
+    runner: core.runner,
+    registry: core.registry,
+    store: new FeishuStore(db, now),
+    appLimiter: createAppLimiter({ now }),
+    logger,
+    now,
+    appId: fake.appId,
+    dataDir,
+    publicUrl: "http://localhost:3000",
+    cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
+    askPing: options.askPing ?? true,
+    requestTimeoutMs: fake.timeoutMs,
+    ...(options.asks ? { asks: options.asks } : {}),
+  });
+  core.dispatcher.addSurface(channel);
+  const handlers: FeishuEventHandlers = {
+    onMessage: (data) => channel.handleMessage(data),
+    onCardAction: (data) => handleCardAction(channel, data, logger),
+  };
+
+  const drive = async <T>(work: Promise<T>, limitMs = 120_000): Promise<T> => {
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+    void work.then(
+      (value) => {
+        outcome = { ok: true, value };
+      },
+      (error: unknown) => {
+        outcome = { ok: false, error };
+      },
+    );
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      // Let what is already resolved run before moving time.
+      await vi.advanceTimersByTimeAsync(0);
+      if (outcome?.ok) return outcome.value;
+      if (outcome) throw outcome.error;
+      if (Date.now() > deadline) throw new Error(`still waiting after ${limitMs} ms of fake time`);
+      await vi.advanceTimersByTimeAsync(TICK_MS);
+    }
+  };
+  const until = async <T>(
+    probe: () => T | undefined | false,
+    what: string,
+    limitMs = 120_000,
+  ): Promise<T> => {
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      const value = probe();
+      if (value !== undefined && value !== false) return value;
+      if (Date.now() > deadline)
+        throw new Error(`timed out after ${limitMs} ms of fake time waiting for ${what}`);
+      await vi.advanceTimersByTimeAsync(TICK_MS);
+    }
+  };
+
+  await drive(channel.start());
+  if (options.recover) core.runner.recover();
+
+  const rig: FakeChannelRig = {
+    fake,
+    core,
+    channel,
+    dataDir,
+    dbFile,
+    send(input) {
+      const { messageId, data } = userMessage(fake, input);
+      deliverMessage(handlers, data, logger);
+      return messageId;
+    },
+    message: (input) => userMessage(fake, input),
+    deliver: (data) => deliverMessage(handlers, data, logger),
+    async click(input) {
+      // As emulator.click: an update that landed while the callback was answered is newer than its card.
+      const patchesBefore = fake.message(input.messageId)?.patches ?? 0;
+      const answered = await drive(
+        answerCardAction(handlers, cardAction(fake, input), {
+          budgetMs: DEFAULT_CALLBACK_BUDGET_MS,
+          logger,
+          settleMs,
+        }),
+      );
+      const body = answerSchema.parse(answered.response);
+      if (body.card && (fake.message(input.messageId)?.patches ?? 0) === patchesBefore) {
+        const applied = applyCallbackCard(fake, input.messageId, body.card.data);
+        if (!applied.ok) throw new Error(`the callback answer's card would be refused: ${applied.reason}`);
+      }
+      answered.sent(true);
+      return {
+        ...(body.toast ? { toast: body.toast } : {}),
+        ...(body.card ? { card: { data: body.card.data } } : {}),
+      };
+    },
+    progressCard: (userMessageId) =>
+      until(
+        () =>
+          fake
+            .messages()
+            .find(
+              (m) => m.parentId === userMessageId && m.msgType === "interactive" && m.senderType === "app",
+            )?.messageId,
+        `a card replying to ${userMessageId}`,
+      ),
+    cardOf: (messageId) => fake.cardOf(messageId),
+    fromBot: () => fake.messages().filter((m) => m.senderType === "app"),
+    until,
+    drive,
+    idle: () => drive(channel.idle()),
+    async stop() {
+      await drive(core.runner.stop());
+      await drive(channel.idle());
+      channel.close();
+      await drive(core.hub.close());
+      db.close();
+    },
+  };
+  return rig;
+}
