@@ -90,6 +90,9 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
   asks: ["store"],
   // The WebSocket upgrade reads the same session cookie as the pages.
   ws: ["web"],
+  // The fake messenger reuses the emulator's message store, ids, limits and card checks, so the two
+  // platforms a test can run on differ only where the contract suite says they may.
+  testing: ["local"],
 };
 
 /** Settings shapes are declared once in config.ts: any layer may import its types (values come via deps). */

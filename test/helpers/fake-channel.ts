@@ -5,15 +5,10 @@ import { vi } from "vitest";
 import { z } from "zod";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
-import { handleCardAction } from "../../src/feishu/card-actions.ts";
-import { FeishuChannel, type FeishuChannelOptions } from "../../src/feishu/channel.ts";
+import type { FeishuChannel, FeishuChannelOptions } from "../../src/feishu/channel.ts";
 import { createAppLimiter } from "../../src/feishu/limits.ts";
-import {
-  answerCardAction,
-  DEFAULT_CALLBACK_BUDGET_MS,
-  deliverMessage,
-  type FeishuEventHandlers,
-} from "../../src/feishu/transport.ts";
+import { createFeishuRuntime } from "../../src/feishu/runtime.ts";
+import { answerCardAction, DEFAULT_CALLBACK_BUDGET_MS, deliverMessage } from "../../src/feishu/transport.ts";
 import type { Agent } from "../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
@@ -30,7 +25,7 @@ import { FakeMessenger } from "../../src/testing/fake-messenger.ts";
  * (deliverMessage, answerCardAction with its settle delay) instead of a socket. Everything waits on
  * vitest's fake timers, so a scenario of minutes runs in milliseconds and the same way every time.
  *
- * The one place the channel is built for these scenarios: at merge it can become createFeishuRuntime(deps).
+ * The channel is built by createFeishuRuntime, as main.ts and the emulator rigs build it.
  * Call `vi.useFakeTimers()` before starting (and `vi.useRealTimers()` after stopping).
  */
 
@@ -107,10 +102,12 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     askTimeoutMs: options.askTimeoutMs ?? 60_000,
     authSecret: "test-secret-0123456789",
   });
-  const channel = new FeishuChannel({
+  // The production wiring (createFeishuRuntime), over the fake and with no transport: events are handed to
+  // its handlers below by the transports' own shared code. The channel starts under drive() further down,
+  // since starting reads the platform through the fake's timers.
+  const starting = createFeishuRuntime({
     messenger: fake,
-    runner: core.runner,
-    registry: core.registry,
+    core,
     store: new FeishuStore(db, now),
     appLimiter: createAppLimiter({ now }),
     logger,
@@ -121,13 +118,9 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     requestTimeoutMs: fake.timeoutMs,
+    inbound: { transport: "none" },
     ...(options.asks ? { asks: options.asks } : {}),
   });
-  core.dispatcher.addSurface(channel);
-  const handlers: FeishuEventHandlers = {
-    onMessage: (data) => channel.handleMessage(data),
-    onCardAction: (data) => handleCardAction(channel, data, logger),
-  };
 
   const drive = async <T>(work: Promise<T>, limitMs = 120_000): Promise<T> => {
     let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
@@ -164,7 +157,8 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     }
   };
 
-  await drive(channel.start());
+  const runtime = await drive(starting);
+  const { channel, handlers } = runtime;
   if (options.recover) core.runner.recover();
 
   const rig: FakeChannelRig = {
@@ -219,7 +213,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     async stop() {
       await drive(core.runner.stop());
       await drive(channel.idle());
-      channel.close();
+      await drive(runtime.close());
       await drive(core.hub.close());
       db.close();
     },
