@@ -7,13 +7,12 @@ import { cardText } from "./helpers/feishu.ts";
 /**
  * Random platform weather on fake time: whatever mix of 230020 storms (with or without a reset header), app
  * 429s, 5xx, slow calls that time out (lost, or landing late) and slow calls that do not hits a card's
- * PATCHes, within the publisher's retry budget (3 transient failures, 8 rate limits in a row), the task's final
- * state lands on the card, and the channel itself never goes over the platform's per-message or app-wide
+ * PATCHes, within the publisher's retry budget (3 transient failures and 8 rate limits in a row, then one late
+ * try after 30 s, 2 min and 10 min: 6 transient failures in all), the task's final state lands on the card, and the channel itself never goes over the platform's per-message or app-wide
  * limit (every 230020 / 429 the fake answered was one the test injected).
  *
- * Beyond the budget the final state does NOT land today: e.g. three 502s and a timeout on the completed state
- * (seed 1913071154 before the budget filter) leave the card at 执行中 for good — the publisher gives a state up
- * after its retries and nothing requests the terminal state again. Reported to the publisher's owner.
+ * Before the late tries, three 502s and a timeout on the completed state (seed 1913071154) left the card at
+ * 执行中 for good: the publisher gave the state up after its retries and nothing requested it again.
  *
  * Seeded: fast-check prints the seed and path of a failure; FC_SEED=<seed> replays it.
  */
@@ -37,7 +36,7 @@ const faults = fc
   })
   // A late landing times the caller out too: it counts against the transient budget.
   .filter(
-    (plan) => count(plan, TRANSIENT) + count(plan, [HARMLESS[1]!]) <= 3 && count(plan, RATE_LIMITS) <= 8,
+    (plan) => count(plan, TRANSIENT) + count(plan, [HARMLESS[1]!]) <= 6 && count(plan, RATE_LIMITS) <= 8,
   );
 const seed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
 
@@ -56,8 +55,9 @@ describe("a card's PATCHes under random faults, on fake time", () => {
           }));
           await r.drive(r.core.runner.idle(), 600_000);
           await r.idle();
-          // A call that lands late may still be on its way: let every delay run out, then look.
-          await vi.advanceTimersByTimeAsync(10_000);
+          // A call that lands late may still be on its way, and a late try may be due (the last after
+          // 30 s + 2 min + 10 min): let every delay run out, then look.
+          await vi.advanceTimersByTimeAsync(15 * 60_000);
           await r.idle();
           const final = r.cardOf(cardId);
           expect(final.header?.template, cardText(final)).toBe("green");

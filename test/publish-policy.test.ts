@@ -25,6 +25,7 @@ const LIMITS: PublishLimits = {
   urgentIntervalMs: 250,
   maxTransientRetries: 3,
   maxRateLimitRetries: 8,
+  lateRetryDelaysMs: [30_000, 120_000],
   confirmAfterMs: 10_000,
 };
 const RUNNING: CardShape = { key: "running|", formOpen: false };
@@ -327,6 +328,33 @@ describe("decide: failures", () => {
     expect(waits).toEqual([500, 1000, 2000]);
     const last = failAt(api({ transient: true, code: 502 }), 2000, state);
     expect(last.effects).toContainEqual({ type: "count", outcome: "failed", code: 502 });
+  });
+
+  it("tries a state given up on a failing platform once more after each late delay, and stops after them", () => {
+    let state = landedOnce();
+    let last: PublishEffect[] = [];
+    for (let i = 0; i <= LIMITS.maxTransientRetries; i += 1)
+      ({ state, effects: last } = failAt(api({ transient: true, code: 502 }), 2000, state));
+    expect(last).toContainEqual({ type: "armLate", at: 32_000 });
+    expect(isIdle(state)).toBe(true); // shutdown does not wait for it
+    const fired = step(state, { type: "lateRetryFired", shape: RUNNING }, 32_000);
+    // The very card given up on goes out again (confirming), as one try: the next failure gives up again.
+    expect(fired.state.confirming).toBe(true);
+    expect(fired.effects).toContainEqual({ type: "arm", at: 32_000 });
+    const again = failAt(api({ transient: true, code: 502 }), 32_000, fired.state);
+    expect(again.effects).toContainEqual({ type: "armLate", at: 152_000 });
+    const second = step(again.state, { type: "lateRetryFired", shape: RUNNING }, 152_000);
+    const third = failAt(api({ transient: true, code: 502 }), 152_000, second.state);
+    expect(types(third.effects)).not.toContain("armLate"); // both delays used: given up for good
+  });
+
+  it("does not retry later a card the platform refuses, nor one stopped", () => {
+    let state = landedOnce();
+    for (const code of [230099, 230099, 230099])
+      state = failAt(api({ refused: true, code }), 2000, state).state;
+    expect(state.lateRetryAt).toBeUndefined();
+    const stopped = step(state, { type: "stop" }, 2000).state;
+    expect(step(stopped, { type: "lateRetryFired", shape: RUNNING }, 40_000).effects).toEqual([]);
   });
 
   it("treats a card that got no answer as possibly shown, and confirms the latest state after a later PATCH", () => {

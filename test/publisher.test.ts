@@ -223,13 +223,17 @@ describe("CardPublisher", () => {
     });
     state.step = 1;
     publisher.request();
-    await vi.runAllTimersAsync();
+    await vi.advanceTimersByTimeAsync(20_000);
     expect(patched).toHaveLength(9); // the first try and 8 retries
     expect(publisher.stats.failed).toBe(1);
+    await publisher.idle(); // a late retry armed does not keep the card busy
+    // Then one late try each after 30 s, 2 min and 10 min, and no more.
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(12);
     state.step = 2; // a new state is tried again
     publisher.request();
     await vi.advanceTimersByTimeAsync(1000);
-    expect(patched.length).toBeGreaterThan(9);
+    expect(patched.length).toBeGreaterThan(12);
   });
 
   it("stops publishing a card older than 14 days (230031)", async () => {
@@ -262,9 +266,31 @@ describe("CardPublisher", () => {
     });
     state.step = 1;
     publisher.request();
-    await vi.runAllTimersAsync();
+    await vi.advanceTimersByTimeAsync(20_000);
     expect(patched).toHaveLength(4);
     expect(publisher.stats.failed).toBe(1);
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(7); // and one late try after 30 s, 2 min and 10 min
+    expect(publisher.stats.failed).toBe(4);
+  });
+
+  it("lands a final state given up on when the platform recovers, by a late retry", async () => {
+    let failing = true;
+    const { state, publisher, patched, contents } = setup({
+      patch: async () => {
+        if (failing) throw new FeishuApiError({ method: "patch", message: "bad gateway", httpStatus: 502 });
+      },
+    });
+    state.status = "completed";
+    publisher.request();
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(patched).toHaveLength(4);
+    failing = false; // nothing changes on the task any more: only the late retry can bring the state
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(patched).toHaveLength(5);
+    expect(contents().at(-1)).toContain("completed");
+    await vi.runAllTimersAsync();
+    expect(patched).toHaveLength(5); // landed: no more late tries
   });
 
   it("re-renders a refused card one degrade level plainer, up to 2, then tries only the next state", async () => {

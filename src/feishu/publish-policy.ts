@@ -78,6 +78,15 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
       s.confirming = true;
       schedule(s, fx, event.shape, now);
       break;
+    case "lateRetryFired":
+      s.lateRetryAt = undefined;
+      if (s.stopped) break;
+      // The latest state once more, even if it is the very card given up on; one try per round, no burst.
+      s.confirming = true;
+      s.transientFailures = s.limits.maxTransientRetries;
+      s.rateFailures = s.limits.maxRateLimitRetries;
+      schedule(s, fx, event.shape, now);
+      break;
     case "turn":
       onTurn(s, fx);
       break;
@@ -194,6 +203,9 @@ function onDone(s: PublishState, fx: PublishEffect[], sent: boolean, shape: Card
     s.lastFailedJson = undefined;
     s.transientFailures = 0;
     s.rateFailures = 0;
+    s.lateRetries = 0;
+    if (s.lateRetryAt !== undefined) fx.push({ type: "disarmLate" });
+    s.lateRetryAt = undefined;
     s.stats.sent += 1;
     fx.push({ type: "count", outcome: "sent" });
   }
@@ -238,7 +250,7 @@ function onFailure(s: PublishState, fx: PublishEffect[], failure: PatchFailure, 
     s.stats.rateLimited += 1;
     fx.push({ type: "count", outcome: "rate_limited", ...counted });
     s.rateFailures += 1;
-    if (s.rateFailures > s.limits.maxRateLimitRetries) return giveUp(s, fx, json, code);
+    if (s.rateFailures > s.limits.maxRateLimitRetries) return giveUp(s, fx, json, code, now);
     // 230020 is the per-message window (5/s): a second is enough. An app-wide 429 without a reset header
     // backs off exponentially.
     const waitMs =
@@ -277,7 +289,7 @@ function onFailure(s: PublishState, fx: PublishEffect[], failure: PatchFailure, 
       s.lastSentJson = undefined;
     }
     s.transientFailures += 1;
-    if (s.transientFailures > s.limits.maxTransientRetries) return giveUp(s, fx, json, code);
+    if (s.transientFailures > s.limits.maxTransientRetries) return giveUp(s, fx, json, code, now);
     s.backoffUntil = now + 500 * 2 ** (s.transientFailures - 1);
     fx.push({
       type: "log",
@@ -291,8 +303,18 @@ function onFailure(s: PublishState, fx: PublishEffect[], failure: PatchFailure, 
   giveUp(s, fx, json, code);
 }
 
-/** This exact card will not be tried again; the next different state will. */
-function giveUp(s: PublishState, fx: PublishEffect[], json: string, code: number | undefined): void {
+/**
+ * This exact card will not be tried again now; the next different state will. Given up after the retries on
+ * a failing platform (`now` passed), the latest state is also tried again later, a bounded number of times:
+ * a 4xx or a refusal would fail the same way, so those are not.
+ */
+function giveUp(
+  s: PublishState,
+  fx: PublishEffect[],
+  json: string,
+  code: number | undefined,
+  now?: number,
+): void {
   s.stats.failed += 1;
   s.lastFailedJson = json;
   s.handled = s.attempt.version;
@@ -303,10 +325,25 @@ function giveUp(s: PublishState, fx: PublishEffect[], json: string, code: number
     { type: "count", outcome: "failed", ...(code === undefined ? {} : { code }) },
     { type: "log", level: "error", message: "card patch given up", fields: { code }, err: "described" },
   );
+  const delay = now === undefined ? undefined : s.limits.lateRetryDelaysMs[s.lateRetries];
+  if (now === undefined || delay === undefined || s.stopped) return;
+  s.lateRetries += 1;
+  s.lateRetryAt = now + delay;
+  fx.push(
+    { type: "armLate", at: s.lateRetryAt },
+    {
+      type: "log",
+      level: "warn",
+      message: "card patch will be tried again later",
+      fields: { code, waitMs: delay },
+    },
+  );
 }
 
 function stop(s: PublishState, fx: PublishEffect[]): void {
   s.stopped = true;
+  if (s.lateRetryAt !== undefined) fx.push({ type: "disarmLate" });
+  s.lateRetryAt = undefined;
   disarm(s, fx);
   if (s.confirmAt !== undefined) fx.push({ type: "disarmConfirm" });
   s.confirmAt = undefined;

@@ -29,6 +29,12 @@ export interface PublishLimits {
   maxRateLimitRetries: number;
   /** How long after a later PATCH landed a PATCH that got no answer can no longer arrive (the request timeout). */
   confirmAfterMs: number;
+  /**
+   * After the retries are used up on a platform that keeps failing (5xx, timeouts, rate limits), the latest
+   * state is tried once more after each of these delays: otherwise a task's final state given up on would
+   * never reach its card, since nothing changes after it. Bounded; reset once a PATCH lands.
+   */
+  lateRetryDelaysMs: readonly number[];
 }
 
 /** A failed PATCH as plain data: the shell reads the error once (publisher.ts `classifyFailure`). */
@@ -59,6 +65,8 @@ export type PublishEvent =
   | { type: "stop" }
   | { type: "timerFired" }
   | { type: "confirmFired"; shape: CardShape }
+  /** A late retry's timer fired (after the retries were used up). */
+  | { type: "lateRetryFired"; shape: CardShape }
   /** The app-wide budget gave this card its turn. */
   | { type: "turn" }
   /** The render asked for at the turn. */
@@ -82,6 +90,9 @@ export type PublishEffect =
   /** (Re)arm the confirmation timer. */
   | { type: "armConfirm"; at: number }
   | { type: "disarmConfirm" }
+  /** (Re)arm the late-retry timer; it does not keep the card from being idle. */
+  | { type: "armLate"; at: number }
+  | { type: "disarmLate" }
   /** Join the app-wide queue (urgency from `isUrgent`, asked again while waiting). */
   | { type: "queue" }
   /** Give the turn back unused: no call was made. */
@@ -109,6 +120,9 @@ export interface PublishState {
   /** When the send timer fires, if armed. */
   timerAt: number | undefined;
   confirmAt: number | undefined;
+  /** When the next late retry fires, if one is armed; `lateRetries` counts those used since the last landing. */
+  lateRetryAt: number | undefined;
+  lateRetries: number;
   /** Out for a PATCH: waiting in the app-wide queue or on the wire. */
   inFlight: boolean;
   /** A patchCard call is on the wire (not merely waiting in the app-wide queue). */
@@ -149,6 +163,8 @@ export function initialState(
     handled: 0,
     timerAt: undefined,
     confirmAt: undefined,
+    lateRetryAt: undefined,
+    lateRetries: 0,
     inFlight: false,
     patching: false,
     holds: 0,
@@ -176,7 +192,11 @@ export function isUrgent(state: PublishState, key: string): boolean {
   return key !== state.lastSentKey || state.confirming;
 }
 
-/** Nothing is scheduled or in flight, and no change waits for a callback's answer (shutdown, tests). */
+/**
+ * Nothing is scheduled or in flight, and no change waits for a callback's answer (shutdown, tests). A late
+ * retry armed after a give-up does not count: shutdown does not wait minutes for it, and after a restart the
+ * card gets its task's state again anyway.
+ */
 export function isIdle(state: PublishState): boolean {
   if (state.holds > 0 && state.wantedWhileHeld && !state.stopped) return false;
   if (state.confirming && !state.stopped) return false;

@@ -49,6 +49,8 @@ export interface PublisherOptions {
    * it: the request timeout is the right value (default 10 s).
    */
   confirmAfterMs?: number;
+  /** Late retries of the latest state after the retries are used up (default 30 s, 2 min, 10 min). */
+  lateRetryDelaysMs?: readonly number[];
   /** The card's JSON as the platform shows it now (the reply that created it), if known. */
   shown?: string;
   /** The card can no longer be updated (230031 older than 14 days, recalled, deleted). */
@@ -66,6 +68,7 @@ export class CardPublisher {
   #state: PublishState;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
+  #lateTimer: ReturnType<typeof setTimeout> | undefined;
   #idleWaiters: (() => void)[] = [];
 
   constructor(options: PublisherOptions) {
@@ -79,6 +82,7 @@ export class CardPublisher {
         maxTransientRetries: options.maxTransientRetries ?? 3,
         maxRateLimitRetries: options.maxRateLimitRetries ?? 8,
         confirmAfterMs: options.confirmAfterMs ?? 10_000,
+        lateRetryDelaysMs: options.lateRetryDelaysMs ?? [30_000, 120_000, 600_000],
       },
       {
         ...(options.shown !== undefined ? { shown: options.shown } : {}),
@@ -166,6 +170,19 @@ export class CardPublisher {
       case "disarmConfirm":
         clearTimeout(this.#confirmTimer);
         this.#confirmTimer = undefined;
+        return;
+      case "armLate":
+        if (this.#lateTimer !== undefined) clearTimeout(this.#lateTimer);
+        this.#lateTimer = setTimeout(() => {
+          this.#lateTimer = undefined;
+          this.#step({ type: "lateRetryFired", shape: this.#o.shape() });
+        }, effect.at - this.#o.now());
+        // Minutes away: it must not keep a process (or a test worker) alive on its own.
+        this.#lateTimer.unref?.();
+        return;
+      case "disarmLate":
+        clearTimeout(this.#lateTimer);
+        this.#lateTimer = undefined;
         return;
       case "queue":
         void this.#send();
