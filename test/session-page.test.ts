@@ -594,6 +594,9 @@ describe("the WebSocket with the sign-in cookie", () => {
     expect(readCookie(`x${SESSION_COOKIE}=nope`)).toBeNull();
     expect(readCookie(`${SESSION_COOKIE}=`)).toBeNull();
     expect(readCookie(undefined)).toBeNull();
+    // Two of the same name (a stale path's copy): the first, as browsers order the more specific first.
+    expect(readCookie(`${SESSION_COOKIE}=first; ${SESSION_COOKIE}=second`)).toBe("first");
+    expect(readCookie(`junk; ;=; ${SESSION_COOKIE}=v1.a.b`)).toBe("v1.a.b");
   });
 });
 
