@@ -28,6 +28,7 @@ import { markdownToHtml } from "../src/local/console/public/markdown.ts";
 import { textSegments } from "../src/local/console/view.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 const ENCRYPT_KEY = "console-test-encrypt-key";
 const PUBLIC_DIR = path.join(import.meta.dirname, "../src/local/console/public");
@@ -138,15 +139,8 @@ async function botCard(emu: Emulator, chatId: string, card: unknown): Promise<st
 const patchCard = (emu: Emulator, messageId: string, card: unknown) =>
   openApi(emu, "PATCH", `/open-apis/im/v1/messages/${messageId}`, { content: JSON.stringify(card) });
 
-async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const until = <T>(probe: () => T | undefined, what: string, timeoutMs = 3000): Promise<T> =>
+  waitUntil(probe, what, timeoutMs);
 
 /** Reads `GET /console/api/events` as a browser's EventSource would. */
 async function openStream(url: string) {
