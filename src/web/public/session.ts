@@ -26,10 +26,9 @@ const RECONNECT_MAX_MS = 15_000;
 const NOTICE_MS = 4_000;
 
 /** An element of session.html by its data-testid; the page cannot work without it, so a missing one throws. */
-function byTestId<T extends HTMLElement = HTMLElement>(
-  id: string,
-  type: abstract new () => T = HTMLElement as unknown as abstract new () => T,
-): T {
+function byTestId(id: string): HTMLElement;
+function byTestId<T extends HTMLElement>(id: string, type: new () => T): T;
+function byTestId(id: string, type: new () => HTMLElement = HTMLElement): HTMLElement {
   const element = document.querySelector(`[data-testid="${id}"]`);
   if (!(element instanceof type)) throw new Error(`session page: session.html has no ${id} element`);
   return element;

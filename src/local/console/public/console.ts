@@ -13,10 +13,9 @@ import type { ConsoleChat, ConsoleEvent, ConsoleMessage, LocalUser, LogEntry, To
  */
 
 /** An element of index.html by its data-testid; the page cannot work without it, so a missing one throws. */
-function $<T extends HTMLElement = HTMLElement>(
-  testid: string,
-  type: abstract new () => T = HTMLElement as unknown as abstract new () => T,
-): T {
+function $(testid: string): HTMLElement;
+function $<T extends HTMLElement>(testid: string, type: new () => T): T;
+function $(testid: string, type: new () => HTMLElement = HTMLElement): HTMLElement {
   const element = document.querySelector(`[data-testid="${testid}"]`);
   if (!(element instanceof type)) throw new Error(`console: index.html has no ${testid} element`);
   return element;
