@@ -341,8 +341,22 @@ async function messageShot(
   const extra = Math.ceil(message.height - list.height + 32);
   try {
     if (extra > 0) await page.setViewportSize({ width: VIEWPORT.width, height: VIEWPORT.height + extra });
-    await page.locator(selector).scrollIntoViewIfNeeded({ timeout: WAIT_MS });
-    return await shot(page, name, options.cardOnly ? `${selector} [data-testid="card"]` : selector);
+    // A running card is replaced on the page at every update (console.ts showMessage): if it is swapped out
+    // under the scroll or the shot, take them again on the new element.
+    return await until(
+      async () => {
+        try {
+          await page.locator(selector).scrollIntoViewIfNeeded({ timeout: WAIT_MS });
+          return await shot(page, name, options.cardOnly ? `${selector} [data-testid="card"]` : selector);
+        } catch (error) {
+          if (error instanceof Error && error.message.includes("not attached to the DOM")) return undefined;
+          throw error;
+        }
+      },
+      `a steady ${name} to photograph`,
+      WAIT_MS,
+      50,
+    );
   } finally {
     if (extra > 0) await page.setViewportSize(VIEWPORT);
   }
