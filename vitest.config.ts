@@ -6,5 +6,7 @@ export default defineConfig({
     environment: "node",
     testTimeout: 20_000,
     restoreMocks: true,
+    // TEST_SEED replays fast-check properties and seeded PRNGs (test/helpers/random.ts).
+    setupFiles: ["test/setup.ts"],
   },
 });

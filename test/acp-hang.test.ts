@@ -1,23 +1,19 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { setTimeout as realDelay } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunView } from "../src/domain/types.ts";
 import { fixtureAgent } from "./helpers/acp.ts";
 import { buildCore, privateSession } from "./helpers/core.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 const ALICE = "ou_alice";
 
-/** Polls on the real clock (node:timers is not faked) while the child process does its part. */
-async function until<T>(probe: () => T | undefined, what: string): Promise<T> {
-  for (let i = 0; i < 1000; i += 1) {
-    const value = probe();
-    if (value !== undefined) return value;
-    await realDelay(10);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/**
+ * Waits while the child process does its part (helpers/wait.ts). Under this file's fake setTimeout each
+ * check also moves the fake clock by its 10 ms interval, far below the timeouts these tests step to.
+ */
+const until = <T>(probe: () => T | undefined, what: string): Promise<T> => waitUntil(probe, what, 10_000, 10);
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -5,6 +5,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { ACP_FIXTURE, TSX_LOADER } from "./helpers/acp.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 /** `npm start` with AGENT=acp and the scripted ACP agent, in feishu mode against the emulator over webhooks. */
 
@@ -20,15 +21,8 @@ afterEach(async () => {
   }
 });
 
-async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 20_000): Promise<T> =>
+  waitUntil(probe, what, timeoutMs, 20);
 
 describe("npm start with AGENT=acp", () => {
   it("shows the agent's work on the card, takes the permission answer from the sender only, and lands the answer", async () => {

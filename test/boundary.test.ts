@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
  * The pure core imports no I/O (DESIGN §2): the ask schema, the answer checks, and (when present)
  * the card builders. They must run anywhere — a test, a benchmark, a browser.
  */
-const PURE = ["src/asks/schema.ts", "src/asks/answers.ts", "src/strings.ts"];
+const PURE = ["src/asks/schema.ts", "src/asks/answers.ts", "src/asks/answer-rule.ts", "src/strings.ts"];
 const PURE_DIRS = ["src/cards"];
 const FORBIDDEN = [
   /@larksuiteoapi/,
@@ -42,6 +42,10 @@ describe("pure core boundary", () => {
   it.each(files)("%s imports no SDK, server, socket, logger or file system", (file) => {
     const bad = imports(file).filter((spec) => FORBIDDEN.some((pattern) => pattern.test(spec)));
     expect(bad).toEqual([]);
+  });
+
+  it("the answer rule, bundled into the session page, imports nothing at all", () => {
+    expect(imports("src/asks/answer-rule.ts")).toEqual([]);
   });
 
   it("only src/feishu imports the Lark SDK", () => {

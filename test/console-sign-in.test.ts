@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { resolveMentions } from "../src/local/console/public/cards.js";
-import { openAs } from "../src/local/console/public/sign-in.js";
+import { resolveMentions } from "../src/local/console/public/card-values.ts";
+import { openAs } from "../src/local/console/public/sign-in.ts";
 
 /** The console's pure helpers for who you are: card links opened as the current user, and <at> names. */
 

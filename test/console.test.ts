@@ -21,13 +21,14 @@ import {
   buttonAction,
   cardPreview,
   collectFormValue,
-  markdownToHtml,
   missingRequired,
   safeUrl,
-} from "../src/local/console/public/cards.js";
+} from "../src/local/console/public/card-values.ts";
+import { markdownToHtml } from "../src/local/console/public/markdown.ts";
 import { textSegments } from "../src/local/console/view.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 const ENCRYPT_KEY = "console-test-encrypt-key";
 const PUBLIC_DIR = path.join(import.meta.dirname, "../src/local/console/public");
@@ -138,15 +139,8 @@ async function botCard(emu: Emulator, chatId: string, card: unknown): Promise<st
 const patchCard = (emu: Emulator, messageId: string, card: unknown) =>
   openApi(emu, "PATCH", `/open-apis/im/v1/messages/${messageId}`, { content: JSON.stringify(card) });
 
-async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const until = <T>(probe: () => T | undefined, what: string, timeoutMs = 3000): Promise<T> =>
+  waitUntil(probe, what, timeoutMs);
 
 /** Reads `GET /console/api/events` as a browser's EventSource would. */
 async function openStream(url: string) {
@@ -567,36 +561,45 @@ describe("console page and assets", () => {
       expect(html).toContain(`data-testid="${testid}"`);
   });
 
-  it("serves every asset with its content type, and each module's imports resolve to served assets", async () => {
+  it("serves the page's scripts (its TypeScript bundled) and every other asset with its content type", async () => {
     const rig = await startRig();
     const types = { js: "text/javascript", css: "text/css", svg: "image/svg+xml" } as const;
-    const assets = fs.readdirSync(PUBLIC_DIR).filter((file) => /^[a-z-]+\.(js|css|svg)$/.test(file));
-    expect(assets).toEqual(expect.arrayContaining(["console.js", "cards.js", "console.css"]));
+    const html = fs.readFileSync(path.join(PUBLIC_DIR, "index.html"), "utf8");
+    const scripts = [...html.matchAll(/<script[^>]*\bsrc="\/console\/assets\/([^"]+)"/g)].map(
+      (m) => m[1] ?? "",
+    );
+    expect(scripts).toEqual(["console.js", "agent-panel.js"]);
+    const assets = [
+      ...scripts,
+      ...fs.readdirSync(PUBLIC_DIR).filter((file) => /^[a-z-]+\.(css|svg)$/.test(file)),
+    ];
+    expect(assets).toEqual(expect.arrayContaining(["console.css", "favicon.svg"]));
     for (const file of assets) {
       const response = await rig.get(`/console/assets/${file}`);
       expect(response.status, file).toBe(200);
       expect(response.headers.get("content-type")).toContain(
         types[file.split(".").pop() as keyof typeof types],
       );
-      // A vendored library's licence banner (/*! … */) may name its homepage; it loads nothing from there.
-      const text = (await response.text()).replace(/^\/\*![^*]*\*\//, "");
+      // A bundled library's licence block (/*! … */) may name its homepage; it loads nothing from there.
+      const text = (await response.text()).replace(/\/\*![\s\S]*?\*\//g, "");
       if (file.endsWith(".svg")) continue;
-      // The SVG namespace (icons.js builds <svg> with createElementNS) is a name, never fetched.
+      // The SVG namespace (icons.ts builds <svg> with createElementNS) is a name, never fetched.
       const fetchable = text.replaceAll('"http://www.w3.org/2000/svg"', '""');
       expect(fetchable, `${file} names no other origin`).not.toMatch(/\bhttps?:\/\/[a-z0-9]/i);
       if (file.endsWith(".css")) expect(text).not.toMatch(/@import|\burl\(/i);
-      if (file.endsWith(".js")) expect(text).not.toMatch(/\bimport\(/);
-      for (const [, spec] of text.matchAll(/\bfrom\s+"([^"]+)"/g)) {
-        expect(spec, `${file} imports ${spec}`).toMatch(/^\.\/[a-z-]+\.js$/);
-        expect(assets).toContain(spec?.slice(2));
-      }
+      // One self-contained module per script: nothing left for the browser to import.
+      if (file.endsWith(".js")) expect(text).not.toMatch(/^\s*import\b|\bimport\(\s*["']/m);
     }
-    for (const missing of ["nope.js", "cards.d.ts", "..%2Fapi.ts", "index.html"])
+    // The console's cards renderer is inside console.js, typed source gone.
+    const bundle = await (await rig.get("/console/assets/console.js")).text();
+    expect(bundle).toContain("renderCard");
+    expect(bundle).not.toMatch(/\binterface ConsoleMessage\b/);
+    for (const missing of ["nope.js", "cards.js", "cards.ts", "markdown-it.js", "..%2Fapi.ts", "index.html"])
       expect((await rig.get(`/console/assets/${missing}`)).status, missing).toBe(404);
   });
 });
 
-describe("cards.js: pure parts", () => {
+describe("cards: pure parts (card-values.ts)", () => {
   it("escapes everything in markdown that it does not render itself", () => {
     const html = markdownToHtml(
       '<script>alert(1)</script> <img src=x onerror="alert(1)"> [a](javascript:alert(1)) **b** & "c"',

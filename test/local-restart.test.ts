@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { onFreePort } from "./helpers/ports.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 /**
  * `npm start` in local mode, killed mid-ask and started again on the same DATA_DIR, behaves as a bot restart
@@ -24,22 +25,15 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
-
 interface Bot {
   child: ChildProcess;
   url: string;
   output(): string;
 }
 
-async function startLocal(dataDir: string): Promise<Bot> {
-  const port = await freePort();
+const startLocal = (dataDir: string): Promise<Bot> => onFreePort((port) => startLocalOn(port, dataDir));
+
+async function startLocalOn(port: number, dataDir: string): Promise<Bot> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: {
       PATH: process.env.PATH ?? "",
@@ -76,15 +70,8 @@ async function kill(bot: Bot): Promise<void> {
   await exited;
 }
 
-async function until<T>(probe: () => Promise<T | undefined | false>, what: string): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const until = <T>(probe: () => Promise<T | undefined | false>, what: string): Promise<T> =>
+  waitUntil(probe, what, WAIT_MS, 50);
 
 const consoleMessage = z.object({
   messageId: z.string(),

@@ -4,7 +4,9 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeFrame, startEmulator } from "../src/local/emulator/index.ts";
 import { FAST_LONG_CONNECTION } from "./helpers/feishu.ts";
-import { cardsReplyingTo, freePort, startBot, tempDataDir } from "./reliability/helpers/bot-process.ts";
+import { onFreePort } from "./helpers/ports.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
+import { cardsReplyingTo, startBot, tempDataDir } from "./reliability/helpers/bot-process.ts";
 
 /**
  * The real entry point (`npm start`) on the long connection: in feishu mode against an emulator this test owns,
@@ -18,15 +20,8 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> =>
+  waitUntil(probe, what, timeoutMs, 20);
 
 describe("npm start in feishu mode on the long connection", () => {
   it("lives through malformed frames and an unhandled rejection, and handles the next message", async () => {
@@ -95,8 +90,9 @@ describe("npm start in feishu mode on the long connection", () => {
 });
 
 describe("npm start in local mode", () => {
-  async function startLocal(env: Record<string, string> = {}) {
-    const port = await freePort();
+  const startLocal = (env: Record<string, string> = {}) => onFreePort((port) => startLocalOn(port, env));
+
+  async function startLocalOn(port: number, env: Record<string, string>) {
     const dataDir = tempDataDir();
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       env: {
@@ -140,11 +136,12 @@ describe("npm start in local mode", () => {
           messages: { parentId?: string }[];
         }
       ).messages;
-    const deadline = Date.now() + 15_000;
-    while (!(await messages()).some((m) => m.parentId === body.messageId)) {
-      if (Date.now() > deadline) throw new Error("no progress card");
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitUntil(
+      async () => (await messages()).some((m) => m.parentId === body.messageId),
+      "the progress card",
+      15_000,
+      50,
+    );
     return (
       (await (await fetch(`${base}/calls`)).json()) as { entries: { method?: string; path?: string }[] }
     ).entries;

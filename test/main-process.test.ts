@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
+import { onFreePort } from "./helpers/ports.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 /** The real entry point (`npm start`) as a child process, in feishu mode against the emulator over webhooks. */
 
@@ -19,14 +20,6 @@ afterEach(async () => {
   }
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
-
 async function startBot(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ...env },
@@ -39,41 +32,45 @@ async function startBot(env: Record<string, string>): Promise<{ child: ChildProc
   child.stderr?.on("data", (chunk) => {
     output += String(chunk);
   });
-  const deadline = Date.now() + 20_000;
-  while (!output.includes('"msg":"listening"')) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`bot did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  // Up, or gone (then its output says why, e.g. the port was taken: helpers/ports.ts retries on another).
+  const up = await waitUntil(
+    () => output.includes('"msg":"listening"') || child.exitCode !== null,
+    "listening",
+    20_000,
+    50,
+  ).then(
+    () => child.exitCode === null,
+    () => false,
+  );
+  if (!up) {
+    child.kill("SIGKILL");
+    throw new Error(`bot did not start:\n${output}`);
   }
   return { child, output: () => output };
 }
 
-async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> =>
+  waitUntil(probe, what, timeoutMs, 20);
 
 describe("npm start in feishu mode (webhook transport)", () => {
   it("serves the webhook: a signed message gets a progress card, a card submit is answered, a forged request gets 401", async () => {
     const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
-    const port = await freePort();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-main-"));
-    const bot = await startBot({
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      FEISHU_APP_ID: emulator.appId,
-      FEISHU_APP_SECRET: emulator.appSecret,
-      FEISHU_DOMAIN: emulator.url,
-      FEISHU_TRANSPORT: "webhook",
-      FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
-      AUTH_SECRET: "main-process-test-secret-0123456789",
-      DEMO_STEP_MS: "10",
-      CARD_PATCH_INTERVAL_MS: "200",
-    });
+    const { port, bot } = await onFreePort(async (port) => ({
+      port,
+      bot: await startBot({
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        FEISHU_APP_ID: emulator.appId,
+        FEISHU_APP_SECRET: emulator.appSecret,
+        FEISHU_DOMAIN: emulator.url,
+        FEISHU_TRANSPORT: "webhook",
+        FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
+        AUTH_SECRET: "main-process-test-secret-0123456789",
+        DEMO_STEP_MS: "10",
+        CARD_PATCH_INTERVAL_MS: "200",
+      }),
+    }));
     running.push({ child: bot.child, emulator });
     const hook = `http://127.0.0.1:${port}/feishu/events`;
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { elicitFields, mapElicitForm } from "../src/asks/elicitation.ts";
+import { elicitFields } from "../src/asks/elicitation.ts";
+import { mapElicitFormValue } from "../src/cards/form-value.ts";
 import { CallTracker } from "../src/harness/agents/mcp/calls.ts";
 import { mapToolResult } from "../src/harness/agents/mcp/result.ts";
 import { exposedName } from "../src/harness/agents/mcp/servers.ts";
@@ -39,19 +40,19 @@ describe("elicitation schema → card fields → content", () => {
       ask2_f4: "1",
       ask2_f5: ["2", "0", "2"],
     };
-    expect(mapElicitForm(parsed.fields, form, 2)).toEqual({
+    expect(mapElicitFormValue(parsed.fields, form, 2)).toEqual({
       ok: true,
       content: { name: "李雷", age: 30, score: 1234.5, ok: false, color: "g", tags: ["c", "a"] },
     });
     // Fields of another form on the card do not count.
-    expect(mapElicitForm(parsed.fields, form, 0)).toMatchObject({ ok: false, problem: "missing" });
+    expect(mapElicitFormValue(parsed.fields, form, 0)).toMatchObject({ ok: false, problem: "missing" });
   });
 
   it("refuses a bad number, a fractional integer and a missing required field; leaves out empty optional ones", () => {
     const parsed = elicitFields(schema);
     if (!parsed.ok) throw new Error(parsed.error);
     const check = (form: unknown) => {
-      const mapped = mapElicitForm(parsed.fields, form, 0);
+      const mapped = mapElicitFormValue(parsed.fields, form, 0);
       return mapped.ok ? mapped.content : [mapped.problem, mapped.field.key];
     };
     expect(check({ ask0_f0: "x", ask0_f1: "1.5" })).toEqual(["number", "age"]);

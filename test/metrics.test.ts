@@ -15,6 +15,7 @@ import { createLogger } from "../src/logger.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { cardReplyingTo, requestIdsOn } from "./helpers/feishu.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 /**
  * `/metrics` as an operator scrapes it, with the bot wired as main.ts wires it (startFeishu + createApp on one
@@ -76,15 +77,8 @@ async function start() {
   return { emulator, core, base };
 }
 
-async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> =>
+  waitUntil(probe, what, timeoutMs, 10);
 
 /** One sample's value from the Prometheus text format; 0 when the series is absent. */
 function sample(text: string, series: string): number {

@@ -10,6 +10,7 @@ import { buildCore, privateSession, type TestCore } from "./helpers/core.ts";
 import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 import { eventually, waitForRun } from "./helpers/harness.ts";
 import { type ChatBody, type ScriptedModel, startScriptedModel } from "./helpers/openai-server.ts";
+import { until } from "./helpers/wait.ts";
 
 const ALICE = "ou_alice000000000000000000000000000";
 
@@ -206,9 +207,10 @@ describe("OpenAI agent", () => {
     );
     const { core: test, session } = core(model);
     const run = start(test, session.id);
-    while (test.registry.getPendingForSession(session.id).length === 0)
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    const [ask] = test.registry.getPendingForSession(session.id);
+    const [ask] = await until(() => {
+      const asks = test.registry.getPendingForSession(session.id);
+      return asks.length > 0 && asks;
+    }, "the model's question");
     test.registry.complete(
       session.id,
       ask!.requestId,
@@ -261,9 +263,10 @@ describe("OpenAI agent", () => {
     const first = buildCore(openaiAgent(model));
     const session = first.runner.ensureSession(privateSession(ALICE));
     const run = start(first, session.id, "帮我选框架");
-    while (first.registry.getPendingForSession(session.id).length === 0)
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    const [asked] = first.registry.getPendingForSession(session.id);
+    const [asked] = await until(() => {
+      const asks = first.registry.getPendingForSession(session.id);
+      return asks.length > 0 && asks;
+    }, "the model's question");
     await first.close(); // shutdown while the question waits: the ask stays pending, the turn beside history
 
     model.script({ text: ["继续完成了。"] });

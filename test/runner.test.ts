@@ -3,6 +3,7 @@ import type { RunView } from "../src/domain/types.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
 import { buildCore, fakeSurface, gatedAgent, privateSession, type TestCore } from "./helpers/core.ts";
+import { until } from "./helpers/wait.ts";
 
 const cores: TestCore[] = [];
 function track(core: TestCore): TestCore {
@@ -21,10 +22,16 @@ function demoCore(options: { surfaces?: ReturnType<typeof fakeSurface>[] } = {})
   return { core, session };
 }
 
-async function nextAsks(core: TestCore, sessionId: string, count: number) {
-  while (core.registry.getPendingForSession(sessionId).length < count)
-    await new Promise((r) => setTimeout(r, 1));
-  return core.registry.getPendingForSession(sessionId);
+function nextAsks(core: TestCore, sessionId: string, count: number) {
+  return until(
+    () => {
+      const asks = core.registry.getPendingForSession(sessionId);
+      return asks.length >= count && asks;
+    },
+    `${count} pending ask(s)`,
+    10_000,
+    1,
+  );
 }
 
 describe("SessionRunner", () => {

@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { until as waitUntil } from "./helpers/wait.ts";
 
 /** What a person sees in the terminal from `npm start`: the real entry point as a child process. */
 
@@ -35,12 +36,11 @@ function start(command: string, args: string[], env: Record<string, string>) {
   return { child, out, exited };
 }
 
+/** The wait (helpers/wait.ts) with the child's output in the failure, which is where the reason is. */
 async function until(probe: () => boolean, what: string, out: () => string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${out()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await waitUntil(probe, what, timeoutMs, 50).catch((error: unknown) => {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}:\n${out()}`);
+  });
 }
 
 const dataDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "fpb-terminal-"));

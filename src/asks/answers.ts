@@ -1,6 +1,8 @@
 import { strings } from "../strings.ts";
+import { normalizeAnswer } from "./answer-rule.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
-import { LIMITS } from "./schema.ts";
+
+export { normalizeAnswer };
 
 /**
  * Checks answers that arrive from a client against the questions that were asked, and normalises them:
@@ -45,27 +47,6 @@ export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): A
     answers.push(normalized);
   }
   return { ok: true, answers };
-}
-
-/**
- * The one rule for what an answer is, shared by every surface (WebSocket, card form): blank custom text is
- * none; in a single-select question non-blank custom text wins and clears the choice (seed §4.4, DESIGN §6);
- * a question with neither a choice nor text has no answer (null).
- */
-export function normalizeAnswer(
-  question: AskQuestion,
-  selectedLabels: readonly string[],
-  custom: string | null,
-): AskAnswer | null {
-  const text = custom?.trim() ?? "";
-  const customInput = text === "" ? null : [...text].slice(0, LIMITS.maxCustomInputChars).join("");
-  const labels = question.multiSelect
-    ? selectedLabels
-    : customInput !== null
-      ? []
-      : selectedLabels.slice(0, 1);
-  if (labels.length === 0 && customInput === null) return null;
-  return { question: question.question, selectedLabels: [...labels], customInput };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -144,26 +144,20 @@ function fromOption(option: { const: string; title?: string | undefined }) {
   return { value: option.const, label: option.title ?? option.const };
 }
 
-/** Card field name of one elicitation field: unique across the card like the ask forms' (`ask{i}_f{j}`). */
-export function elicitFieldName(askIndex: number, fieldIndex: number): string {
-  return `ask${askIndex}_f${fieldIndex}`;
-}
-
 export type ElicitMapping =
   | { ok: true; content: Record<string, string | number | boolean | string[]> }
   | { ok: false; problem: "missing" | "number"; field: ElicitField };
 
 /**
- * A submitted form (`form_value`) as content in the schema's shape. Choices travel as option indexes (as
- * in the ask form); a number must parse; a required field must be there. A bad value is a result, not a throw.
+ * A submitted form's values (field index → raw value, as cards/form-fields.ts reads them out of a
+ * `form_value`) as content in the schema's shape. Choices travel as option indexes (as in the ask form); a
+ * number must parse; a required field must be there. A bad value is a result, not a throw.
  */
 export function mapElicitForm(
   fields: readonly ElicitField[],
-  formValue: unknown,
-  askIndex: number,
+  values: ReadonlyMap<number, unknown>,
 ): ElicitMapping {
-  const values = typeof formValue === "object" && formValue !== null ? Object.entries(formValue) : [];
-  const read = (j: number): unknown => values.find(([name]) => name === elicitFieldName(askIndex, j))?.[1];
+  const read = (j: number): unknown => values.get(j);
   const content: Record<string, string | number | boolean | string[]> = {};
   for (const [j, field] of fields.entries()) {
     const raw = read(j);

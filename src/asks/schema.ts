@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_CUSTOM_INPUT_CHARS } from "./answer-rule.ts";
 import { findInvisible } from "./invisible.ts";
 
 /**
@@ -19,7 +20,7 @@ export const LIMITS = {
   maxLabelChars: 60,
   maxDescriptionChars: 500,
   maxPreviewChars: 4000,
-  maxCustomInputChars: 1000,
+  maxCustomInputChars: MAX_CUSTOM_INPUT_CHARS,
 } as const;
 
 /**

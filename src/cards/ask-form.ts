@@ -3,6 +3,7 @@ import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings.ts";
 import type { AskSubmitValue } from "./actions.ts";
 import { elicitForm } from "./elicit-form.ts";
+import { formFields } from "./form-fields.ts";
 import type { FormDraft } from "./form-value.ts";
 import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
@@ -45,13 +46,13 @@ export interface AskContext {
   strings: Strings;
 }
 
-/** Names are unique across the whole card (`ask{i}_q{j}`), or a submit fails (feishu-platform §1.2 form). */
+/** The names of question `questionIndex` of form `askIndex` and of its form (form-fields.ts owns them). */
 export function fieldNames(askIndex: number, questionIndex: number) {
   return {
-    form: `ask${askIndex}`,
-    choice: `ask${askIndex}_q${questionIndex}`,
-    custom: `ask${askIndex}_c${questionIndex}`,
-    submit: `ask${askIndex}_submit`,
+    form: formFields.form(askIndex),
+    choice: formFields.choice(askIndex, questionIndex),
+    custom: formFields.custom(askIndex, questionIndex),
+    submit: formFields.button(askIndex, "submit"),
   };
 }
 

@@ -1,6 +1,7 @@
-import { type ElicitationAsk, type ElicitField, elicitFieldName } from "../asks/elicitation.ts";
+import type { ElicitationAsk, ElicitField } from "../asks/elicitation.ts";
 import type { AskSubmitValue } from "./actions.ts";
 import { type AskContext, askHeading } from "./ask-form.ts";
+import { formFields } from "./form-fields.ts";
 import { escapeText, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
 import { oneLine, truncate } from "./text.ts";
@@ -30,11 +31,11 @@ export function elicitForm(
   ];
   e.fields.forEach((field, j) => {
     elements.push({ tag: "markdown", content: fieldLabel(field, c) });
-    elements.push(fieldNode(field, elicitFieldName(index, j), c));
+    elements.push(fieldNode(field, formFields.elicit(index, j), c));
   });
   const button = (act: AskSubmitValue["act"], text: string, primary: boolean): CardNode => ({
     tag: "button",
-    name: `ask${index}_${act}`,
+    name: formFields.button(index, act),
     text: { tag: "plain_text", content: text },
     type: primary ? "primary_filled" : "default",
     form_action_type: "submit",
@@ -59,7 +60,7 @@ export function elicitForm(
       button("decline", s.elicitDecline, false),
       button("cancel", s.elicitCancel, false),
     );
-  return { tag: "form", name: `ask${index}`, elements };
+  return { tag: "form", name: formFields.form(index), elements };
 }
 
 function fieldLabel(field: ElicitField, c: AskContext): string {

@@ -1,6 +1,8 @@
 import { normalizeAnswer } from "../asks/answers.ts";
+import { type ElicitField, type ElicitMapping, mapElicitForm } from "../asks/elicitation.ts";
 import type { AskAnswer, AskQuestion } from "../asks/schema.ts";
 import { strings } from "../strings.ts";
+import { type FormFields, parseFormName, readFormFields } from "./form-fields.ts";
 
 /**
  * Turns a card submit's `form_value` back into the tool's answers (DESIGN §6, seed feishu-card-ask §4.3).
@@ -15,9 +17,9 @@ export type FormMapping =
 /**
  * @param questions the original ask's questions (their texts are copied into the answers)
  * @param formValue `action.form_value` as received
- * @param formName  the submitted form's name (`ask{i}`); fields of other forms are ignored. When absent,
- *                  any `ask{n}_q{j}` / `ask{n}_c{j}` field counts, so a card re-rendered with new indices
- *                  still maps (a form_value only ever holds the fields of the form that was submitted).
+ * @param formName  the submitted form's name (form-fields.ts); fields of other forms are ignored. When
+ *                  absent, any form's question fields count, so a card re-rendered with new indices still
+ *                  maps (a form_value only ever holds the fields of the form that was submitted).
  */
 export function mapFormValue(
   questions: readonly AskQuestion[],
@@ -29,8 +31,8 @@ export function mapFormValue(
   for (const [j, question] of questions.entries()) {
     const answer = normalizeAnswer(
       question,
-      chosenLabels(question, fields.choices.get(j)),
-      customText(fields.customs.get(j)),
+      chosenLabels(question, fields.choice.get(j)),
+      customText(fields.custom.get(j)),
     );
     if (!answer) return { ok: false, reason: strings.needAnswer, questionIndex: j };
     answers.push(answer);
@@ -38,21 +40,9 @@ export function mapFormValue(
   return { ok: true, answers };
 }
 
-const FIELD = /^ask(\d{1,3})_([qc])(\d{1,2})$/;
-
-function collectFields(formValue: unknown, formName: string | undefined) {
-  const choices = new Map<number, unknown>();
-  const customs = new Map<number, unknown>();
-  if (typeof formValue !== "object" || formValue === null || Array.isArray(formValue))
-    return { choices, customs };
-  for (const [key, value] of Object.entries(formValue)) {
-    const match = FIELD.exec(key);
-    if (!match) continue;
-    const [, form, kind, question] = match;
-    if (formName !== undefined && `ask${form}` !== formName) continue;
-    (kind === "q" ? choices : customs).set(Number(question), value);
-  }
-  return { choices, customs };
+/** A named form that is not one of ours holds none of our fields (null), unlike no name at all (any form). */
+function collectFields(formValue: unknown, formName: string | undefined): FormFields {
+  return readFormFields(formValue, formName === undefined ? undefined : (parseFormName(formName) ?? null));
 }
 
 /** Index strings back to labels, in the options' order, unknown indices and odd types ignored. */
@@ -89,8 +79,20 @@ export function readDraft(
 ): FormDraft {
   const fields = collectFields(formValue, formName);
   return questions.map((question, j) => {
-    const choices = chosenIndices(question, fields.choices.get(j));
-    const custom = customText(fields.customs.get(j)) ?? "";
+    const choices = chosenIndices(question, fields.choice.get(j));
+    const custom = customText(fields.custom.get(j)) ?? "";
     return { choices: question.multiSelect ? choices : choices.slice(0, 1), custom: custom.slice(0, 1000) };
   });
+}
+
+/**
+ * An MCP server's form (asks/elicitation.ts) out of a `form_value`: its `ask{i}_f{j}` fields, then the
+ * schema's mapping. `askIndex` undefined: any form's fields, as for mapFormValue.
+ */
+export function mapElicitFormValue(
+  fields: readonly ElicitField[],
+  formValue: unknown,
+  askIndex: number | undefined,
+): ElicitMapping {
+  return mapElicitForm(fields, readFormFields(formValue, askIndex).elicit);
 }

@@ -1,4 +1,4 @@
-import { type ElicitationAsk, type ElicitResponse, mapElicitForm } from "../asks/elicitation.ts";
+import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import {
   type AskSubmitValue,
@@ -6,7 +6,8 @@ import {
   parseActionValue,
   type QueueValue,
 } from "../cards/actions.ts";
-import { mapFormValue, readDraft } from "../cards/form-value.ts";
+import { formFields, parseButtonName } from "../cards/form-fields.ts";
+import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { oneLine } from "../cards/text.ts";
 import type { SessionRuns } from "../domain/ports.ts";
@@ -117,7 +118,9 @@ function submitAnswer(
   if (ask.elicitation)
     return answerElicitation(deps, ask, ask.elicitation, value, operator, formValue, name, active);
   if (value.act !== "submit") return toast("warning", strings.feishu.unknownAction);
-  const formName = name?.match(/^(ask\d+)_submit$/)?.[1];
+  // The submit button names its form; without one of our names, any form's fields count (form-value.ts).
+  const submitted = parseButtonName(name);
+  const formName = submitted?.act === "submit" ? formFields.form(submitted.askIndex) : undefined;
   const mapped = mapFormValue(ask.questions, formValue, formName);
   if (!mapped.ok) {
     // The answer carries the card, which replaces the form on screen: it must show what was submitted, or
@@ -157,8 +160,7 @@ function answerElicitation(
   let response: ElicitResponse;
   if (value.act !== "submit") response = { action: value.act };
   else {
-    const index = Number(name?.match(/^ask(\d+)_/)?.[1] ?? "0");
-    const mapped = mapElicitForm(elicitation.fields, formValue, index);
+    const mapped = mapElicitFormValue(elicitation.fields, formValue, parseButtonName(name)?.askIndex);
     if (!mapped.ok) {
       const title = oneLine(mapped.field.title);
       const reason =

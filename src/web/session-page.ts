@@ -7,8 +7,8 @@ import type { SessionRuns } from "../domain/ports.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
+import { browserBundle } from "./bundle.ts";
 import { mountRunApi } from "./runs.ts";
-import { MARKDOWN_IT_FILE, markdownItBundle } from "./vendor.ts";
 
 /**
  * The session page (`GET /sessions/:id`, the 会话详情 link on every progress card) and its assets.
@@ -37,20 +37,17 @@ interface Asset {
 
 const JS = "text/javascript; charset=utf-8";
 
-/** Files under `/web/`, each read from public/ unless a source is given; nothing else is served. */
-const ASSETS: Record<string, { type: string; source?: URL }> = {
-  "session.js": { type: JS },
-  "question-panel.js": { type: JS },
-  "run-history.js": { type: JS },
+/** Files under `/web/` read from public/ as they are; nothing else is served but the scripts below. */
+const ASSETS: Record<string, { type: string }> = {
   "session.css": { type: "text/css; charset=utf-8" },
-  /**
-   * The console's card-markdown renderer, one file for both pages: the console's cards.js imports it as
-   * `./markdown.js` in the browser and in Node (tests), so it has to sit beside cards.js. It imports
-   * `./markdown-it.js`, served from web/vendor.ts.
-   */
-  "markdown.js": { type: JS, source: new URL("../local/console/public/markdown.js", import.meta.url) },
-  /** Status icons as SVG (no emoji font needed), shared with the console the same way. */
-  "icons.js": { type: JS, source: new URL("../local/console/public/icons.js", import.meta.url) },
+};
+
+/**
+ * The page's script: public/session.ts bundled with what it imports (the question panel, the answer rule,
+ * the console's markdown renderer and status icons, markdown-it), see bundle.ts.
+ */
+const SCRIPTS: Record<string, URL> = {
+  "session.js": new URL("./public/session.ts", import.meta.url),
 };
 
 /**
@@ -74,10 +71,7 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   const read = (source: URL, type: string): Asset => ({ body: fs.readFileSync(source), type });
   const page = read(new URL("session.html", publicDir), "text/html; charset=utf-8");
   const assets = new Map(
-    Object.entries(ASSETS).map(([file, { type, source }]) => [
-      file,
-      read(source ?? new URL(file, publicDir), type),
-    ]),
+    Object.entries(ASSETS).map(([file, { type }]) => [file, read(new URL(file, publicDir), type)]),
   );
 
   // One page for a chat's session and for each of its runs (the link on each card, see runs.ts).
@@ -87,9 +81,10 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     sendAsset(res, page);
   });
 
-  app.get("/web/:file", (req, res, next) => {
-    if (req.params.file === MARKDOWN_IT_FILE) {
-      sendAsset(res, { body: markdownItBundle(), type: JS });
+  app.get("/web/:file", async (req, res, next) => {
+    const script = Object.hasOwn(SCRIPTS, req.params.file) ? SCRIPTS[req.params.file] : undefined;
+    if (script) {
+      sendAsset(res, { body: await browserBundle(script), type: JS });
       return;
     }
     const asset = assets.get(req.params.file);

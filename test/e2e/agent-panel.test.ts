@@ -6,6 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { until } from "../helpers/wait.ts";
 import { launchBrowser } from "./browser.ts";
 
 /**
@@ -33,14 +34,20 @@ beforeAll(async () => {
   child.stderr?.on("data", (chunk) => {
     output += String(chunk);
   });
+  // PORT=0: this test reads the bound port back from the listening line (it opens no card links).
   const listening = /"port":(\d+)[^\n]*"msg":"listening"/;
-  const deadline = Date.now() + 20_000;
-  while (!listening.test(output)) {
-    if (Date.now() > deadline || child.exitCode !== null)
-      throw new Error(`the bot did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  const port = listening.exec(output)?.[1];
+  const port = await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`the bot did not start:\n${output}`);
+      return listening.exec(output)?.[1];
+    },
+    "the bot's listening line",
+    20_000,
+    50,
+  ).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
   bot = { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
   // Debian's chromium when present, else the one inside @sparticuz/chromium (browser.ts; never a download).
   browser = await launchBrowser();

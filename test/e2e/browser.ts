@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import sparticuz from "@sparticuz/chromium";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { until } from "../helpers/wait.ts";
 
 /**
  * Which browser the e2e tests drive. Never one downloaded by a test tool: Debian's chromium when the
@@ -67,20 +68,19 @@ export async function chooseBrowser(env: NodeJS.ProcessEnv = process.env): Promi
  */
 async function unpackNpmChromium(): Promise<string> {
   const lock = path.join(os.tmpdir(), "fpb-chromium-unpack.lock");
-  const deadline = Date.now() + 120_000;
-  for (;;) {
+  const take = (): boolean => {
     try {
       fs.mkdirSync(lock);
-      break;
+      return true;
     } catch (error) {
       if (!(error instanceof Error && "code" in error && error.code === "EEXIST")) throw error;
       // Gone meanwhile (released): the next attempt takes it.
       const heldSince = fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
       if (Date.now() - heldSince > 120_000) fs.rmSync(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`another worker holds ${lock} for over two minutes`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      return false;
     }
-  }
+  };
+  await until(take, `${lock}, which another worker holds (over two minutes is a leftover)`, 120_000, 100);
   try {
     return await sparticuz.executablePath();
   } finally {

@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { onFreePort } from "../helpers/ports.ts";
+import { until } from "../helpers/wait.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -36,18 +37,11 @@ afterAll(async () => {
   }
 });
 
-/** A port free right now: card links (PUBLIC_URL's default) name the configured port, so it cannot be 0. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
+/** On a free port (helpers/ports.ts): card links (PUBLIC_URL's default) name the configured port, so not 0. */
+const startBot = (): Promise<typeof bot> => onFreePort(startBotOn);
 
-async function startBot(): Promise<typeof bot> {
+async function startBotOn(port: number): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-layout-e2e-"));
-  const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { PATH: process.env.PATH ?? "", PORT: String(port), DATA_DIR: dataDir, DEMO_STEP_MS: "20" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -59,14 +53,21 @@ async function startBot(): Promise<typeof bot> {
   child.stderr?.on("data", (chunk) => {
     output += String(chunk);
   });
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const port = listeningPort(output);
-    if (port !== undefined) return { child, baseUrl: `http://localhost:${port}`, dataDir };
-    if (Date.now() > deadline || child.exitCode !== null)
-      throw new Error(`the bot did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const listening = await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`the bot did not start:\n${output}`);
+      return listeningPort(output);
+    },
+    "the bot's listening line",
+    20_000,
+    50,
+  ).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error instanceof Error && error.message.includes(output)
+      ? error
+      : new Error(`the bot did not start:\n${output}`);
+  });
+  return { child, baseUrl: `http://localhost:${listening}`, dataDir };
 }
 
 /** The listening line's shape: only what the test needs, whatever other fields the line carries. */

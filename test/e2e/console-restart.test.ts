@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../helpers/ports.ts";
+import { until } from "../helpers/wait.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -35,14 +36,6 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
-
 async function start(): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: {
@@ -55,17 +48,20 @@ async function start(): Promise<ChildProcess> {
     stdio: ["ignore", "ignore", "ignore"],
   });
   children.push(child);
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error("the bot exited while starting");
-    const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (up) return child;
-    if (Date.now() > deadline) throw new Error("the bot did not start");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  // The same port on every start (the page reconnects to it), so no retry on another one here.
+  await until(
+    async () => {
+      if (child.exitCode !== null) throw new Error("the bot exited while starting");
+      return fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (response) => response.ok,
+        () => false,
+      );
+    },
+    "the bot to answer /healthz",
+    WAIT_MS,
+    50,
+  );
+  return child;
 }
 
 type Revision = { at: number; card: unknown };

@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { onFreePort } from "../helpers/ports.ts";
+import { until } from "../helpers/wait.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -67,16 +68,10 @@ afterEach(async ({ task }) => {
 // ---------------------------------------------------------------------------------------------------------
 // The process
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
+/** On a free port (helpers/ports.ts): card links (PUBLIC_URL's default) name the configured port, so not 0. */
+const startBot = (): Promise<typeof bot> => onFreePort(startBotOn);
 
-async function startBot(): Promise<typeof bot> {
-  const port = await freePort();
+async function startBotOn(port: number): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-local-e2e-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: {
@@ -94,13 +89,18 @@ async function startBot(): Promise<typeof bot> {
   };
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
-  const deadline = Date.now() + 20_000;
-  while (!output.includes('"msg":"listening"')) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      child.kill("SIGKILL");
-      throw new Error(`the bot did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  const up = await until(
+    () => output.includes('"msg":"listening"') || child.exitCode !== null,
+    "the bot's listening line",
+    20_000,
+    50,
+  ).then(
+    () => child.exitCode === null,
+    () => false,
+  );
+  if (!up) {
+    child.kill("SIGKILL");
+    throw new Error(`the bot did not start:\n${output}`);
   }
   // PUBLIC_URL defaults to http://localhost:$PORT: the console runs on the same origin as the card links.
   return { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
@@ -201,7 +201,7 @@ async function progressCardFor(page: Page, parentId: string): Promise<{ selector
 
 /** The card's text, whitespace collapsed. */
 /**
- * Text of an element with the console's status icons (SVG, console/public/icons.js) read back as the emoji the
+ * Text of an element with the console's status icons (SVG, console/public/icons.ts) read back as the emoji the
  * card JSON carries, so expectations quote the card as Feishu shows it. Runs in the page.
  */
 const ICON_TEXT = `(root) => {
@@ -341,8 +341,22 @@ async function messageShot(
   const extra = Math.ceil(message.height - list.height + 32);
   try {
     if (extra > 0) await page.setViewportSize({ width: VIEWPORT.width, height: VIEWPORT.height + extra });
-    await page.locator(selector).scrollIntoViewIfNeeded({ timeout: WAIT_MS });
-    return await shot(page, name, options.cardOnly ? `${selector} [data-testid="card"]` : selector);
+    // A running card is replaced on the page at every update (console.ts showMessage): if it is swapped out
+    // under the scroll or the shot, take them again on the new element.
+    return await until(
+      async () => {
+        try {
+          await page.locator(selector).scrollIntoViewIfNeeded({ timeout: WAIT_MS });
+          return await shot(page, name, options.cardOnly ? `${selector} [data-testid="card"]` : selector);
+        } catch (error) {
+          if (error instanceof Error && error.message.includes("not attached to the DOM")) return undefined;
+          throw error;
+        }
+      },
+      `a steady ${name} to photograph`,
+      WAIT_MS,
+      50,
+    );
   } finally {
     if (extra > 0) await page.setViewportSize(VIEWPORT);
   }

@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { onFreePort } from "../helpers/ports.ts";
+import { until } from "../helpers/wait.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -58,12 +59,10 @@ afterEach(async ({ task }) => {
   if (found.length > 0) throw new Error(`the pages reported errors:\n${found.join("\n")}`);
 });
 
-async function startBot(): Promise<typeof bot> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const address = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  const port = typeof address === "object" && address ? address.port : 0;
+/** On a free port (helpers/ports.ts): card links (PUBLIC_URL's default) name the configured port, so not 0. */
+const startBot = (): Promise<typeof bot> => onFreePort(startBotOn);
+
+async function startBotOn(port: number): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-sign-in-e2e-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     env: { PATH: process.env.PATH ?? "", PORT: String(port), DATA_DIR: dataDir, DEMO_STEP_MS: "50" },
@@ -76,13 +75,18 @@ async function startBot(): Promise<typeof bot> {
   child.stderr?.on("data", (chunk) => {
     output += String(chunk);
   });
-  const deadline = Date.now() + 20_000;
-  while (!output.includes('"msg":"listening"')) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      child.kill("SIGKILL");
-      throw new Error(`the bot did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  const up = await until(
+    () => output.includes('"msg":"listening"') || child.exitCode !== null,
+    "the bot's listening line",
+    20_000,
+    50,
+  ).then(
+    () => child.exitCode === null,
+    () => false,
+  );
+  if (!up) {
+    child.kill("SIGKILL");
+    throw new Error(`the bot did not start:\n${output}`);
   }
   return { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
 }

@@ -20,6 +20,7 @@ import { checkCard } from "../../src/local/emulator/card-checker/index.ts";
 import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
+import { until as waitUntil } from "./wait.ts";
 
 export const WEBHOOK_KEY = "rig-encrypt-key";
 
@@ -152,15 +153,8 @@ export async function startFeishuRig(
   else emulator.subscribe({ mode: "webhook", url: `${httpUrl}/feishu/events` });
   if (options.recover) core.runner.recover();
 
-  const until = async <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = probe();
-      if (value !== undefined && value !== false) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
+  const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> =>
+    waitUntil(probe, what, timeoutMs);
 
   const sockets: WebSocket[] = [];
   const deliverEvent = async (payload: unknown): Promise<unknown> => {

@@ -16,6 +16,7 @@ import { type Db, openDatabase } from "../../src/store/db.ts";
 import type { WsLimits } from "../../src/ws/limits.ts";
 import type { ServerFrame } from "../../src/ws/protocol.ts";
 import { sampleAsk } from "../fixtures.ts";
+import { eventually as waitEventually } from "./wait.ts";
 
 /**
  * An end-to-end fixture for the WebSocket hub: a real SQLite file in a temp dir, the real core, the real
@@ -345,18 +346,9 @@ export function waitForRun(core: Core, runId: string, timeoutMs = WAIT_MS): Prom
   ).finally(() => off());
 }
 
-/** Polls `check` on real time until it stops throwing; for state with no event to wait on. */
-export async function eventually(check: () => void, timeoutMs = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-    }
-    await new Promise((resolve) => realSetTimeout(resolve, 5));
-  }
+/** Waits until `check` stops throwing (vi.waitFor, see wait.ts); for state with no event to wait on. */
+export function eventually(check: () => void, timeoutMs = WAIT_MS): Promise<void> {
+  return waitEventually(check, timeoutMs);
 }
 
 function withTimeout<T>(promise: Promise<T>, what: string, timeoutMs = WAIT_MS): Promise<T> {

@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import express from "express";
+import { until as waitUntil } from "./wait.ts";
 
 /**
  * An OpenAI-compatible chat completions server on 127.0.0.1 that answers from a script: each request takes
@@ -90,13 +91,7 @@ export async function startScriptedModel(): Promise<ScriptedModel> {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
 
-  const until = async (probe: () => boolean, what: string) => {
-    const deadline = Date.now() + 8000;
-    while (!probe()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  };
+  const until = (probe: () => boolean, what: string) => waitUntil(probe, what, 8000, 5);
 
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,

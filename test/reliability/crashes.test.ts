@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Card } from "../../src/cards/model.ts";
 import type { CardActionInput, Emulator, MessageReceiveEvent } from "../../src/local/emulator/index.ts";
+import { testRandom } from "../helpers/random.ts";
 import {
   type BotProcess,
   cardOf,
@@ -136,6 +137,8 @@ describe("kill -9 while the card's first reply is on its way", () => {
 /** Long variant: a crash loop over a stream of tasks from several people, every question answered on its card. */
 describe.runIf(LONG)("a crash loop (RELIABILITY_LONG)", () => {
   it(`survives ${size(2, 10)} kills at random moments: every message runs exactly once to completion`, async () => {
+    // Each life's length from a seeded PRNG: a failing run prints TEST_SEED to replay it with.
+    const rng = testRandom();
     const emu = await emulator();
     const dataDir = tempDataDir();
     const users = Array.from({ length: 4 }, (_, i) => `ou_crash${String(i).padStart(29, "0")}`);
@@ -155,7 +158,7 @@ describe.runIf(LONG)("a crash loop (RELIABILITY_LONG)", () => {
         sent.push(payload);
         await deliver(current, emu, payload).catch(() => undefined);
       }
-      const lifeEnds = Date.now() + 500 + Math.random() * 2500;
+      const lifeEnds = Date.now() + 500 + rng.random() * 2500;
       while (Date.now() < lifeEnds) {
         await answerOpenForms(current, emu, users, answered);
         await sleep(50);
@@ -168,15 +171,19 @@ describe.runIf(LONG)("a crash loop (RELIABILITY_LONG)", () => {
       for (const payload of sent.slice(-users.length))
         await deliver(current, emu, payload).catch(() => undefined);
     }
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      await answerOpenForms(current, emu, users, answered);
-      const runs = runsOf(dataDir);
-      if (runs.length === sent.length && runs.every((r) => r.status === "completed")) break;
-      if (Date.now() > deadline)
-        throw new Error(`not all runs completed: ${JSON.stringify(runs.map((r) => r.status))}`);
-      await sleep(100);
-    }
+    await until(
+      async () => {
+        await answerOpenForms(current, emu, users, answered);
+        const runs = runsOf(dataDir);
+        return runs.length === sent.length && runs.every((r) => r.status === "completed");
+      },
+      "every run to complete",
+      90_000,
+      100,
+    ).catch((error: unknown) => {
+      const statuses = JSON.stringify(runsOf(dataDir).map((r) => r.status));
+      throw new Error(`${error instanceof Error ? error.message : String(error)}: ${statuses}`);
+    });
     await current.stop();
     expect(checkDatabase(dataDir)).toEqual({ integrity: "ok", foreignKeyViolations: 0 });
     const runs = runsOf(dataDir);

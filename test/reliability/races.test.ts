@@ -7,6 +7,7 @@ import { startEmulator } from "../../src/local/emulator/index.ts";
 import { auditForSession } from "../../src/store/audit.ts";
 import { strings } from "../../src/strings.ts";
 import type { TestClient } from "../helpers/harness.ts";
+import { testRandom } from "../helpers/random.ts";
 import { loopingAskAgent } from "./helpers/agents.ts";
 import { percentile, record, size, timeoutMs, until } from "./helpers/env.ts";
 import { startSlowPath } from "./helpers/slow-path.ts";
@@ -53,6 +54,8 @@ describe("two surfaces answering the same question at once", () => {
   it(
     `settles ${size(1000, 1000)} card-vs-WebSocket races, ${size(100, 1000)} two-tab races and ${size(50, 500)} double taps with exactly one winner each; every loser is told`,
     async () => {
+      // Orders and jitter from a seeded PRNG: a failing run prints TEST_SEED to replay it with.
+      const rng = testRandom();
       const agent = loopingAskAgent({ questions: QUESTIONS });
       const s = await stack({ agent });
       const tab1 = await s.connect(ALICE);
@@ -75,7 +78,7 @@ describe("two surfaces answering the same question at once", () => {
         const forms = [FORM_A, FORM_B] as const;
         const tabs: TestClient[] = [tab1, tab2];
         const started = performance.now();
-        const order = Math.random() < 0.5 ? [0, 1] : [1, 0];
+        const order = rng.random() < 0.5 ? [0, 1] : [1, 0];
         let wsUsed = 0;
         const fire = (who: number): Promise<{ who: number; won: boolean }> => {
           const form = forms[who]!;
@@ -120,7 +123,7 @@ describe("two surfaces answering the same question at once", () => {
         };
         // The second answer leaves 0–2 ms after the first: close enough that either may win.
         const first = fire(order[0]!);
-        const jitterMs = Math.floor(Math.random() * 3);
+        const jitterMs = rng.int(3);
         if (jitterMs > 0) await new Promise((resolve) => setTimeout(resolve, jitterMs));
         const outcomes = [first, fire(order[1]!)];
         const settled = await Promise.all(outcomes);
@@ -303,6 +306,7 @@ describe("a cancel during a submit", () => {
   it(
     `settles ${size(10, 300)} races of a card submit and a cancel: one outcome each, never an answer lost or half-applied`,
     async () => {
+      const rng = testRandom();
       const s = await stack({ stepMs: 15 });
       const desktop = await s.connect(ALICE);
       const sessionId = s.privateSessionId(ALICE);
@@ -335,7 +339,7 @@ describe("a cancel during a submit", () => {
                 })
                 .then((a) => a.toast?.content)
             : wsCancel(desktop, sessionId);
-        const jitter = () => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 3)));
+        const jitter = () => new Promise((resolve) => setTimeout(resolve, rng.int(3)));
         let submit: ReturnType<typeof fireSubmit>;
         let cancel: ReturnType<typeof fireCancel>;
         if (submitFirst) {

@@ -1,11 +1,20 @@
 import { fileURLToPath } from "node:url";
 import type express from "express";
 import type { Request, Response } from "express";
-import { MARKDOWN_IT_FILE, markdownItBundle } from "../../web/vendor.ts";
+import { browserBundle } from "../../web/bundle.ts";
 
 /** The page and its assets: files in ./public, nothing from a CDN, nothing fetched from anywhere else. */
 const PUBLIC_DIR = fileURLToPath(new URL("./public/", import.meta.url));
 const ASSET = /^[a-z][a-z0-9-]*\.(js|css|svg)$/;
+
+/**
+ * The page's scripts (index.html loads both): each public/*.ts entry bundled with what it imports (see
+ * web/bundle.ts). The other .ts files under public/ are inside these bundles and not served on their own.
+ */
+const SCRIPTS: Record<string, URL> = {
+  "console.js": new URL("./public/console.ts", import.meta.url),
+  "agent-panel.js": new URL("./public/agent-panel.ts", import.meta.url),
+};
 const TYPES: Record<string, string> = {
   js: "text/javascript; charset=utf-8",
   css: "text/css; charset=utf-8",
@@ -36,7 +45,7 @@ export function mountStatic(app: express.Express): void {
     send(res, "index.html", next);
   });
 
-  app.get("/console/assets/:file", (req: Request<{ file: string }>, res, next) => {
+  app.get("/console/assets/:file", async (req: Request<{ file: string }>, res, next) => {
     const extension = ASSET.exec(req.params.file)?.[1];
     const type = extension === undefined ? undefined : TYPES[extension];
     if (type === undefined) {
@@ -44,9 +53,10 @@ export function mountStatic(app: express.Express): void {
       return;
     }
     res.set({ "Content-Type": type, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff" });
-    // The file on disk re-exports the npm package for Node; a browser gets the package bundled (web/vendor.ts).
-    if (req.params.file === MARKDOWN_IT_FILE) {
-      res.send(markdownItBundle());
+    if (extension === "js") {
+      const script = Object.hasOwn(SCRIPTS, req.params.file) ? SCRIPTS[req.params.file] : undefined;
+      if (script) res.send(await browserBundle(script));
+      else res.status(404).type("text/plain").send("Not found");
       return;
     }
     send(res, req.params.file, next);

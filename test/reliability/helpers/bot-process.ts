@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { Card } from "../../../src/cards/model.ts";
 import type { Emulator } from "../../../src/local/emulator/index.ts";
+import { onFreePort } from "../../helpers/ports.ts";
+import { until } from "../../helpers/wait.ts";
 import { AUTH_SECRET, ENCRYPT_KEY } from "./stack.ts";
 
 /**
@@ -24,13 +25,7 @@ export interface BotProcess {
   stop(): Promise<number | null>;
 }
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
+export { freePort } from "../../helpers/ports.ts";
 
 export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "fpb-crash-"));
@@ -48,8 +43,12 @@ export interface BotOptions {
   preload?: string[];
 }
 
-export async function startBot(options: BotOptions): Promise<BotProcess> {
-  const port = await freePort();
+/** Starts the bot on a free port (another one if it loses that port meanwhile, helpers/ports.ts). */
+export function startBot(options: BotOptions): Promise<BotProcess> {
+  return onFreePort((port) => startBotOn(port, options));
+}
+
+async function startBotOn(port: number, options: BotOptions): Promise<BotProcess> {
   const preload = (options.preload ?? []).flatMap((file) => ["--import", file]);
   const args = [...(options.nodeArgs ?? []), "--import", "tsx", ...preload, "src/main.ts"];
   const child = spawn(process.execPath, args, {
@@ -80,19 +79,22 @@ export async function startBot(options: BotOptions): Promise<BotProcess> {
   child.stderr?.on("data", keep);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   // Ready when /healthz answers (independent of LOG_LEVEL).
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the bot exited while starting:\n${output}`);
-    const healthy = await fetch(`http://127.0.0.1:${port}/healthz`, {
-      signal: AbortSignal.timeout(1000),
-    }).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (healthy) break;
-    if (Date.now() > deadline) throw new Error(`the bot did not start within 30 s:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the bot exited while starting:\n${output}`);
+      return fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+        (response) => response.ok,
+        () => false,
+      );
+    },
+    "the bot to answer /healthz",
+    30_000,
+    50,
+  ).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(message.includes(output) ? message : `${message}:\n${output}`);
+  });
   return {
     child,
     port,

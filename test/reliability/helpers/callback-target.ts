@@ -175,7 +175,8 @@ export async function startCallbackFuzzTarget(): Promise<{
       },
       { weight: 1, arbitrary: junk },
     ),
-    viaHttp: fc.boolean().map((b) => b && Math.random() < 0.2),
+    // About one case in ten over real HTTP, drawn by fast-check so its seed replays it too.
+    viaHttp: fc.nat(9).map((n) => n === 0),
   });
 
   /** Replaces the placeholders with the live session and question, as a forger who read the card would. */

@@ -37,21 +37,8 @@ export function record(name: string, figures: Record<string, unknown>): void {
   fs.appendFileSync(file, `${JSON.stringify(line)}\n`);
 }
 
-/** Polls `probe` on real time until it returns something truthy; a bounded wait that names what it waited for. */
-export async function until<T>(
-  probe: () => T | undefined | false | null,
-  what: string,
-  waitMs = 10_000,
-  everyMs = 10,
-): Promise<T> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false && value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${waitMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
+/** A bounded wait that names what it waited for: the suite's one polling loop (../../helpers/wait.ts). */
+export { until } from "../../helpers/wait.ts";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

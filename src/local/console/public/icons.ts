@@ -1,6 +1,6 @@
 /**
  * Icons drawn as inline SVG, so they look the same on a machine without an emoji font (CI, a fresh Linux
- * box), where ✅ ❌ ⏳ 🤖 show as empty boxes. Used by the console and, served as /web/icons.js, by the session
+ * box), where ✅ ❌ ⏳ 🤖 show as empty boxes. Used by the console and, bundled into /web/session.js, by the session
  * page. Cards keep their emoji: Feishu's clients draw emoji from their own image set (the rich-text component
  * lists standard emoji among what it renders), so only our own renderings of a card swap them for these.
  */
@@ -8,7 +8,18 @@
 const SVG = "http://www.w3.org/2000/svg";
 
 /** Each icon on a 24×24 grid: a filled disc or badge, and white strokes on it. */
-const ICONS = {
+interface Shape {
+  tag: string;
+  [attribute: string]: string | number;
+}
+interface Icon {
+  disc?: string;
+  strokes?: string[];
+  shapes?: Shape[];
+}
+export type IconName = "done" | "failed" | "running" | "pending" | "bot" | "group";
+
+const ICONS: Record<IconName, Icon> = {
   done: { disc: "#2ea121", strokes: ["M7 12.5l3.2 3.2L17 9"] },
   failed: { disc: "#f54a45", strokes: ["M8.5 8.5l7 7", "M15.5 8.5l-7 7"] },
   running: { disc: "#3370ff", strokes: ["M12 7v5.2l3.2 2"] },
@@ -55,11 +66,24 @@ const ICONS = {
 };
 
 /** The emoji our cards put at the start of a step line, and the icon that stands for each. */
-export const STATUS_EMOJI = { "✅": "done", "❌": "failed", "⏳": "running", "⬜": "pending" };
-const LABELS = { done: "已完成", failed: "失败", running: "进行中", pending: "未开始" };
+export const STATUS_EMOJI: Record<string, IconName | undefined> = {
+  "✅": "done",
+  "❌": "failed",
+  "⏳": "running",
+  "⬜": "pending",
+};
+const LABELS: Partial<Record<IconName, string>> = {
+  done: "已完成",
+  failed: "失败",
+  running: "进行中",
+  pending: "未开始",
+};
 
 /** An <svg> for `name` (done, failed, running, bot, group), 1em square unless `size` says otherwise. */
-export function svgIcon(name, { size = "1em", label } = {}) {
+export function svgIcon(
+  name: IconName,
+  { size = "1em", label }: { size?: string; label?: string } = {},
+): SVGSVGElement {
   const icon = ICONS[name] ?? ICONS.running;
   const svg = document.createElementNS(SVG, "svg");
   setAll(svg, {
@@ -94,31 +118,34 @@ export function svgIcon(name, { size = "1em", label } = {}) {
  * Swaps the status emoji in rendered card text for icons, in place. Only text nodes are touched, so nothing
  * a card says is ever parsed as markup.
  */
-export function iconizeStatusEmoji(root) {
+export function iconizeStatusEmoji<E extends Node>(root: E): E {
   const pattern = new RegExp(`[${Object.keys(STATUS_EMOJI).join("")}]\\uFE0F?`, "gu");
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  const hits = [];
+  const hits: Text[] = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     pattern.lastIndex = 0;
-    if (pattern.test(node.data)) hits.push(node);
+    if (node instanceof Text && pattern.test(node.data)) hits.push(node);
   }
   for (const node of hits) {
     const parts = node.data.split(new RegExp(`([${Object.keys(STATUS_EMOJI).join("")}])\\uFE0F?`, "u"));
     node.replaceWith(
       ...parts
-        .map((part) => (STATUS_EMOJI[part] ? svgIcon(STATUS_EMOJI[part]) : part))
+        .map((part) => {
+          const icon = STATUS_EMOJI[part];
+          return icon ? svgIcon(icon) : part;
+        })
         .filter((part) => part !== ""),
     );
   }
   return root;
 }
 
-function shape({ tag, ...attributes }) {
+function shape({ tag, ...attributes }: Shape): SVGElement {
   const element = document.createElementNS(SVG, tag);
   return setAll(element, attributes);
 }
 
-function setAll(element, attributes) {
+function setAll<E extends Element>(element: E, attributes: Record<string, string | number>): E {
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, String(value));
   return element;
 }

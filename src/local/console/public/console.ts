@@ -1,27 +1,38 @@
-import { formatTime, messagePreview, renderMessage } from "./chat.js";
-import { createComposer } from "./composer.js";
-import { h } from "./dom.js";
-import { svgIcon } from "./icons.js";
-import { createLogPanel } from "./log.js";
-import { followUser, openAs } from "./sign-in.js";
+import type { CardAction } from "./card-values.ts";
+import { formatTime, type MessageView, messagePreview, renderMessage } from "./chat.ts";
+import { createComposer } from "./composer.ts";
+import { h } from "./dom.ts";
+import { svgIcon } from "./icons.ts";
+import { createLogPanel } from "./log.ts";
+import { openAs } from "./sign-in.ts";
+import type { ConsoleChat, ConsoleEvent, ConsoleMessage, LocalUser, LogEntry, Toast } from "./types.ts";
 
 /**
  * The local console: a Feishu-like chat over the emulator. State comes from /console/api (loaded on every
  * (re)connect of the event stream) and stays live through the stream; the newest revision of a message wins.
  */
 
-const $ = (testid) => document.querySelector(`[data-testid="${testid}"]`);
+/** An element of index.html by its data-testid; the page cannot work without it, so a missing one throws. */
+function $(testid: string): HTMLElement;
+function $<T extends HTMLElement>(testid: string, type: new () => T): T;
+function $(testid: string, type: new () => HTMLElement = HTMLElement): HTMLElement {
+  const element = document.querySelector(`[data-testid="${testid}"]`);
+  if (!(element instanceof type)) throw new Error(`console: index.html has no ${testid} element`);
+  return element;
+}
 const TOAST_MS = 3000;
-const TOAST_ICONS = { success: "✓", error: "✕", warning: "!", info: "i" };
+const TOAST_ICONS: Record<Toast["type"], string> = { success: "✓", error: "✕", warning: "!", info: "i" };
+
+const isToastType = (type: string): type is Toast["type"] => Object.hasOwn(TOAST_ICONS, type);
 
 const state = {
   bot: { openId: "", name: "机器人" },
-  users: [],
-  chats: [],
+  users: [] as LocalUser[],
+  chats: [] as ConsoleChat[],
   userId: "",
   chatId: "",
-  messages: new Map(),
-  unread: new Map(),
+  messages: new Map<string, ConsoleMessage>(),
+  unread: new Map<string, number>(),
 };
 
 const els = {
@@ -36,9 +47,9 @@ const els = {
 
 const composer = createComposer(
   {
-    input: $("composer-input"),
-    send: $("composer-send"),
-    mention: $("mention-bot"),
+    input: $("composer-input", HTMLTextAreaElement),
+    send: $("composer-send", HTMLButtonElement),
+    mention: $("mention-bot", HTMLButtonElement),
     hint: $("composer-hint"),
     replyTarget: $("reply-target"),
   },
@@ -48,12 +59,19 @@ const composer = createComposer(
 const log = createLogPanel({
   list: $("call-log"),
   stats: $("log-stats"),
-  filter: $("log-filter"),
-  clearButton: $("log-clear"),
+  filter: $("log-filter", HTMLSelectElement),
+  clearButton: $("log-clear", HTMLButtonElement),
   onSelectMessage: jumpTo,
 });
 
-async function api(path, body) {
+/**
+ * The console's own JSON API (src/local/console/api.ts). Its bodies are the server's types (types.ts);
+ * `body` is left loose here and read field by field where it is used.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a response body of our own server, read where it is used
+type ApiBody = any;
+
+async function api(path: string, body?: unknown): Promise<{ ok: boolean; status: number; body: ApiBody }> {
   try {
     const response = await fetch(
       `/console/api/${path}`,
@@ -64,12 +82,13 @@ async function api(path, body) {
     const json = await response.json().catch(() => ({}));
     return { ok: response.ok, status: response.status, body: json };
   } catch (error) {
-    return { ok: false, status: 0, body: { error: { message: `无法连接控制台：${error.message}` } } };
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, status: 0, body: { error: { message: `无法连接控制台：${reason}` } } };
   }
 }
 
-function toast(type, content, durationMs = TOAST_MS) {
-  const kind = TOAST_ICONS[type] ? type : "info";
+function toast(type: string, content: string, durationMs = TOAST_MS): void {
+  const kind = isToastType(type) ? type : "info";
   const element = h(
     "div",
     {
@@ -82,7 +101,7 @@ function toast(type, content, durationMs = TOAST_MS) {
     h("span", { class: "toast-text", text: content }),
   );
   els.toasts.append(element);
-  while (els.toasts.childElementCount > 4) els.toasts.firstElementChild.remove();
+  while (els.toasts.childElementCount > 4) els.toasts.firstElementChild?.remove();
   setTimeout(() => {
     element.classList.add("is-leaving");
     setTimeout(() => element.remove(), 250);
@@ -90,10 +109,13 @@ function toast(type, content, durationMs = TOAST_MS) {
 }
 
 const currentChat = () => state.chats.find((chat) => chat.chatId === state.chatId);
-const userName = (openId) => state.users.find((user) => user.openId === openId)?.name ?? openId;
-const privateChatOf = (openId) => state.chats.find((chat) => chat.type === "p2p" && chat.ownerId === openId);
-const canWrite = (chat) => chat.type === "group" || chat.ownerId === state.userId;
-const messagesOf = (chatId) =>
+const userName = (openId: string | undefined): string =>
+  state.users.find((user) => user.openId === openId)?.name ?? openId ?? "";
+const privateChatOf = (openId: string) =>
+  state.chats.find((chat) => chat.type === "p2p" && chat.ownerId === openId);
+const canWrite = (chat: ConsoleChat | undefined): boolean =>
+  chat !== undefined && (chat.type === "group" || chat.ownerId === state.userId);
+const messagesOf = (chatId: string) =>
   [...state.messages.values()].filter((m) => m.chatId === chatId).sort((a, b) => a.createdAt - b.createdAt);
 
 function saveLocation() {
@@ -121,14 +143,14 @@ function renderSwitcher() {
   );
 }
 
-function chatLabel(chat) {
+function chatLabel(chat: ConsoleChat): { name: string; tag: string } {
   if (chat.type === "group") return { name: chat.name, tag: "群聊" };
   if (chat.ownerId === state.userId) return { name: state.bot.name, tag: "单聊" };
   return { name: `${userName(chat.ownerId)} 与 ${state.bot.name}`, tag: "只读" };
 }
 
 function renderChatList() {
-  const item = (chat) => {
+  const item = (chat: ConsoleChat) => {
     const last = messagesOf(chat.chatId).at(-1);
     const label = chatLabel(chat);
     const unread = state.unread.get(chat.chatId) ?? 0;
@@ -177,27 +199,37 @@ function renderChatList() {
   const others = state.chats.filter((chat) => chat.type === "p2p" && chat.ownerId !== state.userId);
   els.chatList.replaceChildren(
     ...mine.map(item),
-    others.length > 0 ? h("li", { class: "chat-section", text: "其他成员的单聊" }) : null,
+    ...(others.length > 0 ? [h("li", { class: "chat-section", text: "其他成员的单聊" })] : []),
     ...others.map(item),
   );
 }
 
-const messageView = () => ({
+const messageView = (): MessageView => ({
   users: state.users,
   currentUserId: state.userId,
-  lookup: (messageId) => state.messages.get(messageId),
+  lookup: (messageId: string) => state.messages.get(messageId),
   onAction: sendAction,
-  onNotice: (text) => toast("warning", text),
-  onReply: (message) =>
+  onNotice: (text: string) => toast("warning", text),
+  onReply: (message: ConsoleMessage) =>
     canWrite(currentChat()) ? composer.setReplyTo(message) : toast("info", "你不能在这个会话里发言"),
   onJump: jumpTo,
-  // 会话详情 opens as the person the console is acting as (sign-in.js).
-  openUrl: (url) => window.open(openAs(url, state.userId, location.origin), "_blank", "noopener,noreferrer"),
-  mentionName: (openId) => state.users.find((user) => user.openId === openId)?.name,
+  // 会话详情 opens as the person the console is acting as (sign-in.ts).
+  openUrl: (url: string) =>
+    window.open(openAs(url, state.userId, location.origin), "_blank", "noopener,noreferrer"),
+  mentionName: (openId: string) => state.users.find((user) => user.openId === openId)?.name,
 });
 
+/** Signs this origin in as `userId` (the same cookie /auth/local sets for a session page). */
+async function followUser(userId: string): Promise<boolean> {
+  const response = await fetch(`/auth/local?user=${encodeURIComponent(userId)}&next=/auth/me`, {
+    credentials: "same-origin",
+    cache: "no-store",
+  });
+  return response.ok;
+}
+
 /** Keeps the session pages' sign-in cookie on the console's current user; a failure only costs a toast. */
-function signInAs(openId) {
+function signInAs(openId: string): void {
   followUser(openId)
     .then((ok) => {
       if (!ok) toast("warning", "会话详情页未能切换到当前用户，打开时请重新登录");
@@ -236,7 +268,7 @@ function renderChat() {
   toBottom();
 }
 
-function configureComposer(chat) {
+function configureComposer(chat: ConsoleChat): void {
   composer.configure({
     group: chat.type === "group",
     canWrite: canWrite(chat),
@@ -247,7 +279,7 @@ function configureComposer(chat) {
 }
 
 /** Puts a new or changed message on screen, keeping the reader at the bottom if they were there. */
-function showMessage(message, change) {
+function showMessage(message: ConsoleMessage, change: string): void {
   if (message.chatId !== state.chatId) return;
   const stick = nearBottom() || message.sender.id === state.userId;
   const element = renderMessage(message, messageView());
@@ -262,14 +294,14 @@ function showMessage(message, change) {
   if (stick || change === "created") toBottom();
 }
 
-function upsert(message) {
+function upsert(message: ConsoleMessage): boolean {
   const known = state.messages.get(message.messageId);
   if (known && known.rev >= message.rev) return false;
   state.messages.set(message.messageId, message);
   return true;
 }
 
-function selectChat(chatId) {
+function selectChat(chatId: string): void {
   if (!state.chats.some((chat) => chat.chatId === chatId)) return;
   state.chatId = chatId;
   state.unread.delete(chatId);
@@ -279,8 +311,9 @@ function selectChat(chatId) {
   renderChat();
 }
 
-function setUser(openId) {
+function setUser(openId: string | undefined): void {
   if (!state.users.some((user) => user.openId === openId)) return;
+  if (openId === undefined) return;
   state.userId = openId;
   signInAs(openId);
   renderSwitcher();
@@ -295,7 +328,7 @@ function setUser(openId) {
   els.list.scrollTop = scrollTop;
 }
 
-function jumpTo(messageId) {
+function jumpTo(messageId: string): void {
   const message = state.messages.get(messageId);
   if (!message) return;
   if (message.chatId !== state.chatId) selectChat(message.chatId);
@@ -303,11 +336,11 @@ function jumpTo(messageId) {
   if (!element) return;
   element.scrollIntoView({ block: "center", behavior: "smooth" });
   element.classList.remove("is-flash");
-  void element.offsetWidth;
+  if (element instanceof HTMLElement) void element.offsetWidth;
   element.classList.add("is-flash");
 }
 
-async function sendMessage(text, replyTo) {
+async function sendMessage(text: string, replyTo: string | undefined): Promise<boolean> {
   const result = await api("messages", {
     chatId: state.chatId,
     userId: state.userId,
@@ -323,15 +356,18 @@ async function sendMessage(text, replyTo) {
   return false;
 }
 
-async function sendAction(messageId, action) {
+async function sendAction(messageId: string, action: CardAction): Promise<unknown> {
   const result = await api("actions", { messageId, userId: state.userId, ...action });
   if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败（HTTP ${result.status}）`);
   if (result.body.toast) toast(result.body.toast.type, result.body.toast.content);
   return result.body;
 }
 
-function onEvent(event) {
-  if (event.type === "log") return log.push(event.entry);
+function onEvent(event: ConsoleEvent): void {
+  if (event.type === "log") {
+    log.push(event.entry);
+    return;
+  }
   if (event.type !== "message" || !upsert(event.message)) return;
   const { message } = event;
   if (event.change === "created" && message.chatId !== state.chatId)
@@ -340,11 +376,13 @@ function onEvent(event) {
   renderChatList();
 }
 
-async function resync() {
+async function resync(): Promise<void> {
   const [messages, calls] = await Promise.all([api("messages"), api("calls")]);
   if (!messages.ok || !calls.ok) return toast("error", "加载会话失败，稍后自动重试");
-  for (const message of messages.body.messages) upsert(message);
-  log.addAll(calls.body.entries);
+  const known: ConsoleMessage[] = messages.body.messages;
+  const entries: LogEntry[] = calls.body.entries;
+  for (const message of known) upsert(message);
+  log.addAll(entries);
   renderChatList();
   renderChat();
   return undefined;
@@ -352,7 +390,7 @@ async function resync() {
 
 function connect() {
   const source = new EventSource("/console/api/events");
-  const status = (value, text) => {
+  const status = (value: string, text: string) => {
     els.conn.dataset.state = value;
     els.conn.textContent = text;
   };
@@ -370,7 +408,7 @@ function connect() {
   });
 }
 
-async function start() {
+async function start(): Promise<void> {
   const chats = await api("chats");
   if (!chats.ok) {
     els.conn.dataset.state = "retrying";
@@ -381,10 +419,13 @@ async function start() {
   Object.assign(state, { bot: chats.body.bot, users: chats.body.users, chats: chats.body.chats });
   const params = new URLSearchParams(location.hash.slice(1));
   const user = state.users.find((u) => u.openId === params.get("user")) ?? state.users[0];
+  const chat =
+    state.chats.find((c) => c.chatId === params.get("chat")) ??
+    (user && privateChatOf(user.openId)) ??
+    state.chats[0];
+  if (!user || !chat) throw new Error("console: the server listed no users or no chats");
   state.userId = user.openId;
   signInAs(user.openId);
-  const chat =
-    state.chats.find((c) => c.chatId === params.get("chat")) ?? privateChatOf(user.openId) ?? state.chats[0];
   state.chatId = chat.chatId;
   saveLocation();
   renderSwitcher();

@@ -1,6 +1,8 @@
-import { cardPreview, renderCard } from "./cards.js";
-import { h } from "./dom.js";
-import { svgIcon } from "./icons.js";
+import type { CardAction } from "./card-values.ts";
+import { cardPreview, renderCard } from "./cards.ts";
+import { h } from "./dom.ts";
+import { svgIcon } from "./icons.ts";
+import type { ConsoleMessage, LocalUser } from "./types.ts";
 
 /**
  * Messages as the Feishu chat shows them: the bot on the left, people on the right, a quote of the message a
@@ -9,7 +11,7 @@ import { svgIcon } from "./icons.js";
 
 const AVATAR_COLORS = ["blue", "green", "purple", "orange", "turquoise"];
 
-export function avatar(sender, users) {
+export function avatar(sender: ConsoleMessage["sender"], users: readonly LocalUser[]): HTMLElement {
   if (sender.type === "app")
     return h("div", { class: "avatar avatar-bot", "aria-hidden": "true" }, svgIcon("bot", { size: "24px" }));
   const index = users.findIndex((user) => user.openId === sender.id);
@@ -22,23 +24,31 @@ export function avatar(sender, users) {
 }
 
 /** A one-line preview of a message (chat list, reply quotes). */
-export function messagePreview(message) {
+export function messagePreview(message: ConsoleMessage): string {
   if (message.recalled) return "此消息已撤回";
   if (message.card) return cardPreview(message.card);
   if (message.text) return message.text.map((s) => (s.type === "at" ? `@${s.name}` : s.text)).join("");
   return `[${message.msgType}]`;
 }
 
-export function formatTime(ms) {
+export function formatTime(ms: number): string {
   return new Date(ms).toLocaleTimeString("zh-CN", { hour: "2-digit", minute: "2-digit", hour12: false });
 }
 
-/**
- * @param message a ConsoleMessage
- * @param view {users, currentUserId, lookup(id) → message|undefined, onAction(messageId, action),
- *              onNotice(text), onReply(message), onJump(messageId)}
- */
-export function renderMessage(message, view) {
+/** What a message on screen can reach: the people, other messages, and the console's handlers. */
+export interface MessageView {
+  users: readonly LocalUser[];
+  currentUserId: string;
+  lookup: (messageId: string) => ConsoleMessage | undefined;
+  onAction: (messageId: string, action: CardAction) => unknown;
+  onNotice: (text: string) => void;
+  onReply: (message: ConsoleMessage) => void;
+  onJump: (messageId: string) => void;
+  openUrl: (url: string) => void;
+  mentionName: (openId: string) => string | undefined;
+}
+
+export function renderMessage(message: ConsoleMessage, view: MessageView): HTMLElement {
   const fromBot = message.sender.type === "app";
   const attributes = {
     "data-testid": "message",
@@ -75,22 +85,23 @@ export function renderMessage(message, view) {
   return row;
 }
 
-function replyQuote(message, view) {
-  if (!message.parentId) return null;
-  const parent = view.lookup(message.parentId);
+function replyQuote(message: ConsoleMessage, view: MessageView): HTMLElement | null {
+  const parentId = message.parentId;
+  if (!parentId) return null;
+  const parent = view.lookup(parentId);
   const label = parent ? `回复 ${parent.sender.name}：${messagePreview(parent)}` : "回复一条消息";
   return h("button", {
     type: "button",
     class: "msg-reply",
     "data-testid": "message-reply-ref",
-    "data-parent-id": message.parentId,
+    "data-parent-id": parentId,
     title: "跳到原消息",
     text: label,
-    onclick: () => view.onJump(message.parentId),
+    onclick: () => view.onJump(parentId),
   });
 }
 
-function messageBody(message, view) {
+function messageBody(message: ConsoleMessage, view: MessageView): HTMLElement {
   if (message.card) {
     return h(
       "div",
@@ -117,8 +128,8 @@ function messageBody(message, view) {
   return h("div", { class: "bubble bubble-raw", text: `[${message.msgType}] ${message.raw ?? ""}` });
 }
 
-function footer(message, view) {
-  const notes = [];
+function footer(message: ConsoleMessage, view: MessageView): HTMLElement {
+  const notes: string[] = [];
   if (message.card && message.patches > 0) notes.push(`已更新 ${message.patches} 次`);
   return h(
     "div",

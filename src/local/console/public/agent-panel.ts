@@ -4,7 +4,7 @@
  * with textContent, never as HTML.
  */
 
-const BLOCKS = [
+const BLOCKS: readonly (readonly [string, string])[] = [
   ["claudeCode", "Claude Code"],
   ["codexToml", "Codex · ~/.codex/config.toml"],
   ["codexEnv", "Codex · 环境变量"],
@@ -12,8 +12,7 @@ const BLOCKS = [
   ["token", "Agent token"],
 ];
 
-/** @param {Document} doc @param {Record<string, unknown>} setup */
-export function renderAgentPanel(doc, setup) {
+export function renderAgentPanel(doc: Document, setup: Record<string, unknown>): HTMLDetailsElement {
   const panel = doc.createElement("details");
   panel.className = "agent-panel";
   panel.dataset.testid = "agent-setup";

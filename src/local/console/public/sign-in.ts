@@ -7,13 +7,13 @@
  *   card says `localhost` even when the console was opened as 127.0.0.1, and cookies are per host);
  * - switching user also signs this origin in as them, so a session tab reloaded afterwards follows.
  *
- * Pure apart from `followUser` (a fetch); runs in Node for tests.
+ * Pure (no DOM, no fetch): runs in Node for tests. The fetch that signs in is console.ts `followUser`.
  */
 
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /** Whether `url` points at this same server: same origin, or loopback names for the same port. */
-function sameServer(url, consoleOrigin) {
+function sameServer(url: URL, consoleOrigin: string): boolean {
   const here = new URL(consoleOrigin);
   if (url.origin === here.origin) return true;
   return (
@@ -27,12 +27,9 @@ function sameServer(url, consoleOrigin) {
 /**
  * The URL to open for a card link, as `userId`: a session page of this server goes through local sign-in
  * (back to the same path); any other link is returned unchanged.
- * @param {string} href
- * @param {string} userId
- * @param {string} consoleOrigin
  */
-export function openAs(href, userId, consoleOrigin) {
-  let url;
+export function openAs(href: string, userId: string, consoleOrigin: string): string {
+  let url: URL;
   try {
     url = new URL(href);
   } catch {
@@ -41,13 +38,4 @@ export function openAs(href, userId, consoleOrigin) {
   if (!userId || !url.pathname.startsWith("/sessions/") || !sameServer(url, consoleOrigin)) return href;
   const next = `${url.pathname}${url.search}${url.hash}`;
   return `${url.origin}/auth/local?user=${encodeURIComponent(userId)}&next=${encodeURIComponent(next)}`;
-}
-
-/** Signs this origin in as `userId` (the same cookie /auth/local sets for a session page). */
-export async function followUser(userId) {
-  const response = await fetch(`/auth/local?user=${encodeURIComponent(userId)}&next=/auth/me`, {
-    credentials: "same-origin",
-    cache: "no-store",
-  });
-  return response.ok;
 }

@@ -1,4 +1,5 @@
-import { h } from "./dom.js";
+import { h } from "./dom.ts";
+import type { ConsoleMessage } from "./types.ts";
 
 /**
  * The input at the bottom of a chat: Enter sends (not while an IME is composing), Shift+Enter breaks the
@@ -15,23 +16,42 @@ export const EXAMPLES = [
 ];
 
 /** Inserts `insert` at the caret, with a space before it when needed; returns the new value and caret. */
-export function insertAtCaret(value, start, end, insert) {
+export function insertAtCaret(
+  value: string,
+  start: number,
+  end: number,
+  insert: string,
+): { value: string; caret: number } {
   const before = value.slice(0, start);
   const pad = before !== "" && !/\s$/.test(before) ? " " : "";
   const next = `${before}${pad}${insert}${value.slice(end)}`;
   return { value: next, caret: before.length + pad.length + insert.length };
 }
 
-export function createComposer(elements, handlers) {
+export interface ComposerElements {
+  input: HTMLTextAreaElement;
+  send: HTMLButtonElement;
+  mention: HTMLButtonElement;
+  hint: HTMLElement;
+  replyTarget: HTMLElement;
+}
+
+export interface ComposerHandlers {
+  /** Sends the text (as a reply to `replyTo` when set); true once it left, so the input is cleared. */
+  onSend: (text: string, replyTo: string | undefined) => Promise<boolean>;
+  preview: (message: ConsoleMessage) => string;
+}
+
+export function createComposer(elements: ComposerElements, handlers: ComposerHandlers) {
   const { input, send, mention, hint, replyTarget } = elements;
-  let replyTo;
+  let replyTo: ConsoleMessage | undefined;
   let busy = false;
 
   const autosize = () => {
     input.style.height = "auto";
     input.style.height = `${Math.min(input.scrollHeight, 160)}px`;
   };
-  const insert = (text) => {
+  const insert = (text: string) => {
     const next = insertAtCaret(
       input.value,
       input.selectionStart ?? input.value.length,
@@ -60,7 +80,7 @@ export function createComposer(elements, handlers) {
       input.focus();
     }
   };
-  const setReplyTo = (message) => {
+  const setReplyTo = (message: ConsoleMessage | undefined): void => {
     replyTo = message;
     replyTarget.hidden = !message;
     if (!message) return replyTarget.replaceChildren();
@@ -89,7 +109,19 @@ export function createComposer(elements, handlers) {
   return {
     setReplyTo,
     /** Shows how to talk in this chat; `canWrite` false makes the input read-only with the reason. */
-    configure({ group, canWrite, ownerName, botName, onSwitchToOwner }) {
+    configure({
+      group,
+      canWrite,
+      ownerName,
+      botName,
+      onSwitchToOwner,
+    }: {
+      group: boolean;
+      canWrite: boolean;
+      ownerName: string;
+      botName: string;
+      onSwitchToOwner: () => void;
+    }): void {
       input.disabled = !canWrite;
       send.disabled = !canWrite;
       mention.hidden = !group || !canWrite;

@@ -10,13 +10,22 @@ const TIME = new Intl.DateTimeFormat("zh-CN", {
   minute: "2-digit",
 });
 
-/**
- * @param {Document} doc
- * @param {{id: string, status: string, title?: string, startedAt?: number}[]} runs
- * @param {{shownId?: string | null, href: (runId: string) => string, statusText: (status: string) => string}} options
- * @returns {HTMLLIElement[]}
- */
-export function historyItems(doc, runs, options) {
+export interface HistoryRun {
+  id: string;
+  status: string;
+  title?: string;
+  startedAt?: number;
+}
+
+export function historyItems(
+  doc: Document,
+  runs: readonly HistoryRun[],
+  options: {
+    shownId?: string | null;
+    href: (runId: string) => string;
+    statusText: (status: string) => string;
+  },
+): HTMLLIElement[] {
   return runs.map((entry) => {
     const item = doc.createElement("li");
     item.className = "history-item";
@@ -34,10 +43,13 @@ export function historyItems(doc, runs, options) {
     status.textContent = options.statusText(entry.status);
     const time = doc.createElement("span");
     time.className = "history-time";
-    time.textContent = Number.isFinite(entry.startedAt) ? TIME.format(new Date(entry.startedAt)) : "";
+    time.textContent =
+      entry.startedAt !== undefined && Number.isFinite(entry.startedAt)
+        ? TIME.format(new Date(entry.startedAt))
+        : "";
     item.append(link, status, time);
     return item;
   });
 }
 
-const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();
+const oneLine = (text: string): string => String(text).replace(/\s+/g, " ").trim();

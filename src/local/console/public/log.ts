@@ -1,4 +1,5 @@
-import { h } from "./dom.js";
+import { h } from "./dom.ts";
+import type { CallbackEntry, CallEntry, EventEntry, LogEntry } from "./types.ts";
 
 /**
  * The "API 调用日志" panel: every Open API call the bot made, every event delivered to it and every card
@@ -6,52 +7,61 @@ import { h } from "./dom.js";
  */
 
 const MAX_SHOWN = 600;
-const FILTERS = {
-  all: () => true,
-  api: (entry) => entry.kind === "call",
-  patch: (entry) => entry.kind === "call" && entry.method === "PATCH",
-  interactions: (entry) => entry.kind !== "call",
-  errors: (entry) => isError(entry),
+const all = (): boolean => true;
+const FILTERS: Record<string, (entry: LogEntry) => boolean> = {
+  all,
+  api: (entry: LogEntry) => entry.kind === "call",
+  patch: (entry: LogEntry) => entry.kind === "call" && entry.method === "PATCH",
+  interactions: (entry: LogEntry) => entry.kind !== "call",
+  errors: (entry: LogEntry) => isError(entry),
 };
 
-export function isError(entry) {
+export function isError(entry: LogEntry): boolean {
   if (entry.kind === "call") return entry.status >= 400 || (entry.code !== undefined && entry.code !== 0);
   if (entry.kind === "event") return entry.error !== undefined || entry.status !== 200;
   return entry.error !== undefined || entry.toast?.type === "error";
 }
 
 /** `/open-apis/im/v1/messages/om_0123…/reply` → `im/v1/messages/om_…cdef/reply`. */
-export function shortPath(path) {
+export function shortPath(path: string): string {
   return path.replace(/^\/open-apis\//, "").replace(/\b(om|oc|ou)_[0-9a-zA-Z_]{9,}/g, (id) => shortId(id));
 }
 
-export function shortId(id) {
+export function shortId(id: string): string {
   return id.length > 12 ? `${id.slice(0, 3)}…${id.slice(-4)}` : id;
 }
 
-export function formatClock(ms) {
+export function formatClock(ms: number): string {
   const date = new Date(ms);
-  const pad = (n, width = 2) => String(n).padStart(width, "0");
+  const pad = (n: number, width = 2) => String(n).padStart(width, "0");
   return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
 }
 
-const ms = (value) => `${Math.round(value)} ms`;
-const CARD_OUTCOME = {
+const ms = (value: number) => `${Math.round(value)} ms`;
+const CARD_OUTCOME: Record<CallbackEntry["card"], string> = {
   applied: "卡片已按响应更新",
   superseded: "响应卡片已被之后的更新取代",
   rejected: "响应卡片被拒绝",
   none: "",
 };
 
-export function createLogPanel({ list, stats, filter, clearButton, onSelectMessage }) {
-  const entries = [];
-  const seen = new Set();
+export interface LogPanelElements {
+  list: HTMLElement;
+  stats: HTMLElement;
+  filter: HTMLSelectElement;
+  clearButton: HTMLButtonElement;
+  onSelectMessage: (messageId: string) => void;
+}
+
+export function createLogPanel({ list, stats, filter, clearButton, onSelectMessage }: LogPanelElements) {
+  const entries: LogEntry[] = [];
+  const seen = new Set<number>();
   /** The previous PATCH of each message, for the gap between updates. */
-  const lastPatch = new Map();
-  const gaps = new Map();
+  const lastPatch = new Map<string, number>();
+  const gaps = new Map<number, number>();
   let clearedAfter = 0;
 
-  const matches = (entry) => (FILTERS[filter.value] ?? FILTERS.all)(entry);
+  const matches = (entry: LogEntry) => (FILTERS[filter.value] ?? all)(entry);
   const visible = () => entries.filter((e) => e.seq > clearedAfter && matches(e));
 
   const render = () => {
@@ -76,7 +86,7 @@ export function createLogPanel({ list, stats, filter, clearButton, onSelectMessa
     );
   };
 
-  const add = (entry) => {
+  const add = (entry: LogEntry) => {
     if (seen.has(entry.seq)) return false;
     seen.add(entry.seq);
     entries.push(entry);
@@ -97,23 +107,23 @@ export function createLogPanel({ list, stats, filter, clearButton, onSelectMessa
 
   return {
     /** Adds entries (duplicates by seq are ignored) and redraws. */
-    addAll(batch) {
+    addAll(batch: readonly LogEntry[]): void {
       for (const entry of batch) add(entry);
       render();
     },
     /** One live entry: put on top without redrawing the rest. */
-    push(entry) {
+    push(entry: LogEntry): void {
       if (!add(entry)) return;
       if (entry.seq > clearedAfter && matches(entry)) {
         list.prepend(renderEntry(entry, gaps.get(entry.seq), onSelectMessage));
-        while (list.childElementCount > MAX_SHOWN) list.lastElementChild.remove();
+        while (list.childElementCount > MAX_SHOWN) list.lastElementChild?.remove();
       }
       renderStats();
     },
   };
 }
 
-function stat(label, count, alert = false) {
+function stat(label: string, count: number, alert = false): HTMLElement {
   return h(
     "span",
     { class: ["log-stat", alert && "is-alert"] },
@@ -122,18 +132,23 @@ function stat(label, count, alert = false) {
   );
 }
 
-function renderEntry(entry, gapMs, onSelectMessage) {
+function renderEntry(
+  entry: LogEntry,
+  gapMs: number | undefined,
+  onSelectMessage: (messageId: string) => void,
+): HTMLElement {
+  const messageId = entry.messageId;
   const item = h("li", {
     class: ["log-entry", `log-${entry.kind}`, isError(entry) && "is-error"],
     "data-testid": "log-entry",
     "data-kind": entry.kind,
     "data-seq": String(entry.seq),
     ...(entry.kind === "call" ? { "data-method": entry.method, "data-code": String(entry.code ?? "") } : {}),
-    ...(entry.messageId ? { "data-message-id": entry.messageId, title: entry.messageId } : {}),
+    ...(messageId ? { "data-message-id": messageId, title: messageId } : {}),
   });
-  if (entry.messageId) {
+  if (messageId) {
     item.classList.add("is-linked");
-    item.addEventListener("click", () => onSelectMessage(entry.messageId));
+    item.addEventListener("click", () => onSelectMessage(messageId));
   }
   item.append(h("time", { class: "log-time", text: formatClock(entry.at) }));
   if (entry.kind === "call") item.append(...callLine(entry, gapMs));
@@ -148,8 +163,8 @@ function renderEntry(entry, gapMs, onSelectMessage) {
  * The call's headers and bodies (the server already blanked secrets and clipped long bodies), folded: a
  * <details> opens without selecting the card the line links to.
  */
-function bodiesOf(entry) {
-  const parts =
+function bodiesOf(entry: LogEntry): HTMLElement | null {
+  const parts: [string, string | undefined][] =
     entry.kind === "call"
       ? [
           ["请求头", entry.requestHeaders && JSON.stringify(entry.requestHeaders, null, 2)],
@@ -162,7 +177,9 @@ function bodiesOf(entry) {
             ["表单值", entry.formValue && JSON.stringify(entry.formValue, null, 2)],
           ]
         : [];
-  const shown = parts.filter(([, text]) => typeof text === "string" && text !== "");
+  const shown = parts.flatMap(([label, text]): [string, string][] =>
+    typeof text === "string" && text !== "" ? [[label, text]] : [],
+  );
   if (shown.length === 0) return null;
   const details = h(
     "details",
@@ -177,7 +194,7 @@ function bodiesOf(entry) {
   return details;
 }
 
-function callLine(entry, gapMs) {
+function callLine(entry: CallEntry, gapMs: number | undefined): HTMLElement[] {
   const codeClass = entry.code === undefined || entry.code === 0 ? "log-code" : "log-code is-bad";
   return [
     h("span", { class: `log-method log-method-${entry.method.toLowerCase()}`, text: entry.method }),
@@ -202,7 +219,7 @@ function callLine(entry, gapMs) {
   ];
 }
 
-function eventLine(entry) {
+function eventLine(entry: EventEntry): HTMLElement[] {
   return [
     h("span", { class: "log-method log-method-event", text: "事件" }),
     h("span", { class: "log-path", text: `${entry.eventType} · ${shortId(entry.messageId)}` }),
@@ -218,7 +235,7 @@ function eventLine(entry) {
   ];
 }
 
-function callbackLine(entry) {
+function callbackLine(entry: CallbackEntry): HTMLElement[] {
   const what = entry.label ? `「${entry.label}」` : entry.name ? `「${entry.name}」` : "卡片";
   const fields = entry.formValue ? Object.keys(entry.formValue).length : 0;
   return [

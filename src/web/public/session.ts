@@ -1,7 +1,8 @@
-import { svgIcon } from "./icons.js";
-import { markdownToHtml } from "./markdown.js";
-import { createAskPanel } from "./question-panel.js";
-import { historyItems } from "./run-history.js";
+import { type IconName, svgIcon } from "../../local/console/public/icons.ts";
+import { markdownToHtml } from "../../local/console/public/markdown.ts";
+import { type AskPanel, createAskPanel } from "./ask-panel.ts";
+import { type HistoryRun, historyItems } from "./run-history.ts";
+import type { PageAsk, PageFrame, PageRun, PageSnapshot, PageStep } from "./wire.ts";
 
 /**
  * The session page: who is looking (`/auth/me`), the session's title (`/api/sessions/:id`), then everything
@@ -10,7 +11,7 @@ import { historyItems } from "./run-history.js";
  * is how a refresh or a reconnect gets its panels back (seed ask-user-questions-resume §4).
  */
 
-const STATUS_TEXT = {
+const STATUS_TEXT: Record<string, string> = {
   running: "执行中",
   waiting: "等待回答",
   recovering: "恢复中",
@@ -24,11 +25,45 @@ const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 15_000;
 const NOTICE_MS = 4_000;
 
-const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
+/** An element of session.html by its data-testid; the page cannot work without it, so a missing one throws. */
+function byTestId(id: string): HTMLElement;
+function byTestId<T extends HTMLElement>(id: string, type: new () => T): T;
+function byTestId(id: string, type: new () => HTMLElement = HTMLElement): HTMLElement {
+  const element = document.querySelector(`[data-testid="${id}"]`);
+  if (!(element instanceof type)) throw new Error(`session page: session.html has no ${id} element`);
+  return element;
+}
 const SECTIONS = ["loading", "sign-in-prompt", "forbidden", "page-error", "session"];
 
+interface Viewer {
+  userId: string;
+  name?: string;
+}
+
+interface SignIn {
+  mode?: string;
+  users?: { openId: string; name: string }[];
+}
+
 const route = routeFromPath(location.pathname);
-const page = {
+const page: {
+  sessionId: string | null;
+  runId: string | null;
+  run: PageRun | null;
+  history: HistoryRun[];
+  title: string;
+  me: string | null;
+  canAnswer: boolean;
+  snapshot: PageSnapshot | null;
+  panels: Map<string, AskPanel>;
+  unconfirmed: Set<string>;
+  resync: { marker: string; seen: Set<string> } | null;
+  resyncCount: number;
+  ws: WebSocket | null;
+  attempts: number;
+  reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  stopped: boolean;
+} = {
   sessionId: route?.sessionId ?? null,
   /** On `/sessions/:id/runs/:runId` (the link on each card): the run this page is about. */
   runId: route?.runId ?? null,
@@ -53,9 +88,9 @@ const page = {
   stopped: false,
 };
 
-function routeFromPath(pathname) {
+function routeFromPath(pathname: string): { sessionId: string; runId: string | null } | null {
   const match = /^\/sessions\/([^/]+)(?:\/runs\/([^/]+))?\/?$/.exec(pathname);
-  if (!match) return null;
+  if (!match?.[1]) return null;
   try {
     return { sessionId: decodeURIComponent(match[1]), runId: match[2] ? decodeURIComponent(match[2]) : null };
   } catch {
@@ -63,23 +98,27 @@ function routeFromPath(pathname) {
   }
 }
 
-const sessionPath = () => `/sessions/${encodeURIComponent(page.sessionId)}`;
-const runPath = (runId) => `${sessionPath()}/runs/${encodeURIComponent(runId)}`;
+const sessionPath = () => `/sessions/${encodeURIComponent(page.sessionId ?? "")}`;
+const runPath = (runId: string) => `${sessionPath()}/runs/${encodeURIComponent(runId)}`;
 /** Whether the session's live run (the socket's snapshot) is the one this page shows. */
 const isLive = () => !page.runId || page.snapshot?.run?.id === page.runId;
 
-function show(name) {
+function show(name: string): void {
   for (const section of SECTIONS) byTestId(section).hidden = section !== name;
 }
 
-function showPageError(text) {
+function showPageError(text: string): void {
   byTestId("page-error").textContent = text;
   show("page-error");
 }
 
-async function getJson(url) {
+/** A response body of our own server (web/auth.ts, session-page.ts, runs.ts), read field by field below. */
+// biome-ignore lint/suspicious/noExplicitAny: checked where each field is used
+type Body = any;
+
+async function getJson(url: string): Promise<{ status: number; ok: boolean; body: Body }> {
   const response = await fetch(url, { credentials: "same-origin", cache: "no-store" });
-  let body = null;
+  let body: Body = null;
   try {
     body = await response.json();
   } catch {
@@ -88,9 +127,10 @@ async function getJson(url) {
   return { status: response.status, ok: response.ok, body };
 }
 
-async function boot() {
-  if (!page.sessionId) return showPageError("链接无效：缺少会话编号。");
-  let me;
+async function boot(): Promise<void> {
+  const sessionId = page.sessionId;
+  if (!sessionId) return showPageError("链接无效：缺少会话编号。");
+  let me: Awaited<ReturnType<typeof getJson>>;
   try {
     me = await getJson("/auth/me");
   } catch {
@@ -114,9 +154,9 @@ async function boot() {
     }
   }
 
-  let info;
+  let info: Awaited<ReturnType<typeof getJson>>;
   try {
-    info = await getJson(`/api/sessions/${encodeURIComponent(page.sessionId)}`);
+    info = await getJson(`/api/sessions/${encodeURIComponent(sessionId)}`);
   } catch {
     return showPageError("无法连接服务器，请稍后刷新重试。");
   }
@@ -131,8 +171,9 @@ async function boot() {
 }
 
 /** Fetches this page's run; renders it unless the live snapshot shows it already. */
-async function loadRun() {
-  let result;
+async function loadRun(): Promise<"signed-out" | "forbidden" | "error" | { canViewSession: boolean }> {
+  if (!page.runId) return "error";
+  let result: Awaited<ReturnType<typeof getJson>>;
   try {
     result = await getJson(runPath(page.runId).replace("/sessions/", "/api/sessions/"));
   } catch {
@@ -146,8 +187,8 @@ async function loadRun() {
   return { canViewSession: result.body.canViewSession === true };
 }
 
-async function loadHistory() {
-  let result;
+async function loadHistory(): Promise<void> {
+  let result: Awaited<ReturnType<typeof getJson>>;
   try {
     result = await getJson(`/api${sessionPath()}/runs`);
   } catch {
@@ -161,7 +202,7 @@ async function loadHistory() {
 // ---------------------------------------------------------------------------------------------------------
 // Signed out, forbidden, signed in
 
-async function signedOut() {
+async function signedOut(): Promise<void> {
   page.stopped = true;
   page.ws?.close();
   try {
@@ -172,15 +213,16 @@ async function signedOut() {
   }
 }
 
-function showSignIn(signIn) {
+function showSignIn(signIn: SignIn | undefined): void {
   page.stopped = true;
   byTestId("viewer").hidden = true;
   const list = byTestId("sign-in-local");
   list.replaceChildren();
-  const local = signIn?.mode === "local" && Array.isArray(signIn.users);
-  if (local) {
+  const users = signIn?.mode === "local" && Array.isArray(signIn.users) ? signIn.users : undefined;
+  const local = users !== undefined;
+  if (users) {
     const next = location.pathname;
-    for (const user of signIn.users) {
+    for (const user of users) {
       const link = document.createElement("a");
       link.href = `/auth/local?user=${encodeURIComponent(user.openId)}&next=${encodeURIComponent(next)}`;
       link.textContent = `以 ${user.name} 身份登录`;
@@ -196,14 +238,14 @@ function showSignIn(signIn) {
   show("sign-in-prompt");
 }
 
-function showForbidden() {
+function showForbidden(): void {
   page.stopped = true;
   clearTimeout(page.reconnectTimer);
   page.ws?.close();
   show("forbidden");
 }
 
-function showViewer(me) {
+function showViewer(me: Viewer): void {
   byTestId("viewer-name").textContent = me.name ? `${me.name} (${me.userId})` : me.userId;
   byTestId("viewer").hidden = false;
 }
@@ -219,11 +261,11 @@ byTestId("sign-out").addEventListener("click", async () => {
 // ---------------------------------------------------------------------------------------------------------
 // The socket
 
-function connect() {
+function connect(): void {
   clearTimeout(page.reconnectTimer);
   if (page.stopped) return;
   const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`;
-  let ws;
+  let ws: WebSocket;
   try {
     ws = new WebSocket(url);
   } catch {
@@ -236,13 +278,13 @@ function connect() {
     subscribe();
   });
   ws.addEventListener("message", (event) => {
-    let frame;
+    let frame: unknown;
     try {
-      frame = JSON.parse(event.data);
+      frame = JSON.parse(String(event.data));
     } catch {
       return;
     }
-    if (frame && typeof frame === "object") handle(frame);
+    if (isFrame(frame)) handle(frame);
   });
   ws.addEventListener("close", () => {
     if (page.ws !== ws) return;
@@ -262,7 +304,7 @@ function connect() {
   });
 }
 
-function scheduleReconnect() {
+function scheduleReconnect(): void {
   if (page.stopped) return;
   const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** page.attempts);
   page.attempts += 1;
@@ -274,8 +316,8 @@ addEventListener("online", () => {
   if (!page.ws && !page.stopped) connect();
 });
 
-function send(frame) {
-  if (page.ws?.readyState !== WebSocket.OPEN) return false;
+function send(frame: Record<string, unknown>): boolean {
+  if (!page.ws || page.ws.readyState !== WebSocket.OPEN) return false;
   page.ws.send(JSON.stringify(frame));
   return true;
 }
@@ -284,15 +326,22 @@ function send(frame) {
  * Subscribing re-sends every pending ask; the hub answers one connection's frames in order, so the pong to
  * the ping sent right after marks the end of that list — panels not re-sent by then were settled meanwhile.
  */
-function subscribe() {
+function subscribe(): void {
   page.resyncCount += 1;
-  page.resync = { marker: `resync-${page.resyncCount}`, seen: new Set() };
+  const resync = { marker: `resync-${page.resyncCount}`, seen: new Set<string>() };
+  page.resync = resync;
   send({ type: "subscribe", sessionId: page.sessionId });
-  send({ type: "ping", sessionId: page.resync.marker });
+  send({ type: "ping", sessionId: resync.marker });
 }
 
-function handle(frame) {
-  const data = frame.data ?? {};
+/** A frame of the hub's (ws/protocol.ts): an object with a type and an object of data. */
+function isFrame(value: unknown): value is PageFrame {
+  if (typeof value !== "object" || value === null || !("type" in value) || typeof value.type !== "string")
+    return false;
+  return !("data" in value) || (typeof value.data === "object" && value.data !== null);
+}
+
+function handle(frame: PageFrame): void {
   switch (frame.type) {
     case "subscribed":
       if (frame.sessionId !== page.sessionId) return;
@@ -300,18 +349,18 @@ function handle(frame) {
       byTestId("connection").hidden = true;
       show("session");
       // On an earlier run's page nothing is answerable; the snapshot that follows settles it either way.
-      return setCanAnswer(data.canAnswer === true && !page.runId);
+      return setCanAnswer(frame.data?.canAnswer === true && !page.runId);
     case "session_snapshot":
-      if (frame.sessionId === page.sessionId) onSnapshot(data);
+      if (frame.sessionId === page.sessionId && frame.data) onSnapshot(frame.data);
       return;
     case "ask_user_questions":
-      if (frame.sessionId === page.sessionId) onAsk(data);
+      if (frame.sessionId === page.sessionId && frame.data) onAsk(frame.data);
       return;
     case "ask_user_questions_accepted":
-      if (removePanel(data.requestId)) notice("回答已提交");
+      if (removePanel(frame.data?.requestId)) notice("回答已提交");
       return;
     case "ask_user_questions_cancelled":
-      if (removePanel(data.requestId)) notice(cancelledText(data.reason));
+      if (removePanel(frame.data?.requestId)) notice(cancelledText(frame.data?.reason));
       return;
     case "pong":
       if (page.resync && frame.sessionId === page.resync.marker) finishResync();
@@ -323,7 +372,8 @@ function handle(frame) {
   }
 }
 
-function finishResync() {
+function finishResync(): void {
+  if (!page.resync) return;
   const { seen } = page.resync;
   page.resync = null;
   for (const requestId of [...page.panels.keys()]) if (!seen.has(requestId)) removePanel(requestId);
@@ -337,7 +387,7 @@ function finishResync() {
   renderStatus();
 }
 
-function onError(frame) {
+function onError(frame: Extract<PageFrame, { type: "error" }>): void {
   const { code, message, requestId } = frame.data ?? {};
   const panel = requestId ? page.panels.get(requestId) : undefined;
   if (panel) {
@@ -366,7 +416,7 @@ function onError(frame) {
 // ---------------------------------------------------------------------------------------------------------
 // Asks
 
-function onAsk(ask) {
+function onAsk(ask: PageAsk): void {
   if (typeof ask.requestId !== "string" || !Array.isArray(ask.questions)) return;
   // The questions of the session's live run belong on its own page, not on an earlier run's.
   if (!isLive()) return;
@@ -391,35 +441,35 @@ function onAsk(ask) {
   relabel();
 }
 
-function removePanel(requestId) {
-  const panel = page.panels.get(requestId);
+function removePanel(requestId: string | undefined): boolean {
+  const panel = requestId === undefined ? undefined : page.panels.get(requestId);
   if (!panel) return false;
   panel.element.remove();
-  page.panels.delete(requestId);
-  page.unconfirmed.delete(requestId);
+  page.panels.delete(panel.requestId);
+  page.unconfirmed.delete(panel.requestId);
   relabel();
   return true;
 }
 
-function relabel() {
+function relabel(): void {
   const total = page.panels.size;
   let index = 0;
   for (const panel of page.panels.values()) panel.setHeading(++index, total);
   renderStatus();
 }
 
-function setCanAnswer(value) {
+function setCanAnswer(value: boolean): void {
   page.canAnswer = value;
   for (const panel of page.panels.values()) panel.setCanAnswer(value);
 }
 
-function cancelledText(reason) {
+function cancelledText(reason: unknown): string {
   if (typeof reason === "string" && reason.startsWith("answered")) return "问题已在其他地方回答";
   if (reason === "timeout") return "问题已超时";
   return "问题已取消";
 }
 
-function notice(text) {
+function notice(text: string): void {
   const note = document.createElement("p");
   note.className = "ask-notice";
   note.dataset.testid = "ask-notice";
@@ -431,7 +481,7 @@ function notice(text) {
 // ---------------------------------------------------------------------------------------------------------
 // The run
 
-function onSnapshot(snapshot) {
+function onSnapshot(snapshot: PageSnapshot): void {
   const wasLive = page.snapshot !== null && isLive();
   page.snapshot = snapshot;
   const run = snapshot.run;
@@ -455,7 +505,7 @@ function onSnapshot(snapshot) {
   renderStatus();
 }
 
-function statusKey(snapshot) {
+function statusKey(snapshot: PageSnapshot | null): string {
   const run = isLive() ? snapshot?.run : page.run;
   if (!run) return "none";
   if (run.status !== "running") return run.status;
@@ -463,7 +513,7 @@ function statusKey(snapshot) {
   return page.panels.size > 0 || asking ? "waiting" : "running";
 }
 
-function renderStatus() {
+function renderStatus(): void {
   const key = statusKey(page.snapshot);
   const status = byTestId("status");
   status.textContent = STATUS_TEXT[key] ?? key;
@@ -472,7 +522,7 @@ function renderStatus() {
   document.title = `${STATUS_TEXT[key] ?? key} · ${page.title}`;
 }
 
-function renderRun(run) {
+function renderRun(run: PageRun | null): void {
   byTestId("task-title").textContent = run ? oneLine(run.input, 120) : "这个会话还没有任务。";
   const steps = Array.isArray(run?.steps) ? run.steps : [];
   const list = byTestId("steps");
@@ -491,14 +541,14 @@ function renderRun(run) {
   byTestId("run-error-text").textContent = error;
 }
 
-function stepItem(step) {
+function stepItem(step: PageStep): HTMLLIElement {
   const item = document.createElement("li");
   item.className = `step step-${step.status}`;
   item.dataset.testid = "step";
   item.dataset.status = step.status;
   const icon = document.createElement("span");
   icon.className = "step-icon";
-  icon.append(svgIcon(step.status));
+  icon.append(svgIcon(stepIcon(step.status)));
   const title = document.createElement("span");
   title.className = "step-title";
   title.textContent = oneLine(step.title ?? step.tool ?? "", 120);
@@ -512,10 +562,10 @@ function stepItem(step) {
   return item;
 }
 
-function renderOlderRun(live) {
+function renderOlderRun(live: boolean): void {
   const note = byTestId("older-run");
   note.hidden = live || !page.runId;
-  if (note.hidden || byTestId("latest-run-link")) return;
+  if (note.hidden || document.querySelector('[data-testid="latest-run-link"]')) return;
   const link = document.createElement("a");
   link.dataset.testid = "latest-run-link";
   link.href = sessionPath();
@@ -523,18 +573,18 @@ function renderOlderRun(live) {
   note.append(link);
 }
 
-function renderHistory() {
+function renderHistory(): void {
   byTestId("history").hidden = page.history.length === 0;
   byTestId("run-list").replaceChildren(
     ...historyItems(document, page.history, {
-      shownId: page.runId ?? page.snapshot?.run?.id,
+      shownId: page.runId ?? page.snapshot?.run?.id ?? null,
       href: runPath,
       statusText: (status) => STATUS_TEXT[status] ?? status,
     }),
   );
 }
 
-function renderQueue(queued, total) {
+function renderQueue(queued: readonly { text?: string }[], total: unknown): void {
   byTestId("queue").hidden = queued.length === 0;
   const items = queued.map((message) => {
     const item = document.createElement("li");
@@ -553,7 +603,12 @@ function renderQueue(queued, total) {
   byTestId("queue-list").replaceChildren(...items);
 }
 
-function oneLine(text, max) {
+/** A step's status as its icon: the statuses the icons draw, anything else as running. */
+function stepIcon(status: string): IconName {
+  return status === "done" || status === "failed" || status === "pending" ? status : "running";
+}
+
+function oneLine(text: unknown, max: number): string {
   const flat = String(text).replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

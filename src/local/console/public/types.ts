@@ -1,0 +1,89 @@
+/**
+ * What the console's JSON API and event stream carry, as the page reads them. The server's types own these
+ * shapes (src/local/console/view.ts, users.ts); they cannot be imported here because those modules pull in
+ * the emulator (Node). test/console-wire.test.ts checks at typecheck time that the server's types still fit
+ * these, so the two cannot drift apart silently.
+ */
+
+export type TextSegment = { type: "text"; text: string } | { type: "at"; openId: string; name: string };
+
+export interface ConsoleMessage {
+  messageId: string;
+  chatId: string;
+  chatType: "p2p" | "group";
+  msgType: string;
+  sender: { type: "app" | "user"; id: string; name: string };
+  createdAt: number;
+  updatedAt: number;
+  rev: number;
+  patches: number;
+  recalled: boolean;
+  parentId?: string;
+  rootId?: string;
+  text?: TextSegment[];
+  card?: unknown;
+  raw?: string;
+}
+
+export interface Toast {
+  type: "success" | "error" | "warning" | "info";
+  content: string;
+}
+
+export interface LocalUser {
+  openId: string;
+  name: string;
+}
+
+export interface ConsoleChat {
+  chatId: string;
+  type: "p2p" | "group";
+  name: string;
+  ownerId?: string;
+  memberIds: string[];
+}
+
+interface LogBase {
+  seq: number;
+  at: number;
+  durationMs: number;
+}
+
+export interface CallEntry extends LogBase {
+  kind: "call";
+  method: string;
+  path: string;
+  status: number;
+  code?: number;
+  messageId?: string;
+  requestHeaders?: Record<string, string>;
+  requestBody?: string;
+  responseBody?: string;
+}
+
+export interface EventEntry extends LogBase {
+  kind: "event";
+  eventType: string;
+  messageId: string;
+  status?: number;
+  error?: string;
+}
+
+export interface CallbackEntry extends LogBase {
+  kind: "callback";
+  messageId: string;
+  operatorName: string;
+  label?: string;
+  name?: string;
+  value?: Record<string, unknown>;
+  formValue?: Record<string, unknown>;
+  toast?: Toast;
+  card: "none" | "applied" | "superseded" | "rejected";
+  error?: string;
+}
+
+export type LogEntry = CallEntry | EventEntry | CallbackEntry;
+
+export type ConsoleEvent =
+  | { type: "message"; change: "created" | "patched" | "recalled"; message: ConsoleMessage }
+  | { type: "log"; entry: LogEntry };

@@ -1,0 +1,54 @@
+import { vi } from "vitest";
+
+/**
+ * The one polling wait of the test suite, on vitest's own loop (`vi.waitFor`) instead of a hand-written
+ * one per file. For state that has no event to await (a child process's output, another server's
+ * bookkeeping); where an event exists, await the event instead.
+ *
+ * Under fake timers vi.waitFor advances the fake clock by `intervalMs` on every check (so a wait for a
+ * timer-driven change cannot hang); callers that step the clock themselves keep their steps large.
+ */
+
+/** What a probe returns when the thing is not there yet. */
+type NotYet = undefined | false | null;
+
+/**
+ * Resolves with `probe()`'s first value that is not undefined, false or null; a probe may be async. Fails
+ * naming `what` after `timeoutMs`. A probe that throws fails the wait at once (a broken probe is not
+ * "not yet"), so the error says what went wrong instead of a timeout.
+ */
+export async function until<T>(
+  probe: () => T | NotYet | Promise<T | NotYet>,
+  what: string,
+  timeoutMs = 10_000,
+  intervalMs = 10,
+): Promise<T> {
+  const pending = new NotYetError(what, timeoutMs);
+  const outcome = await vi.waitFor(
+    async (): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> => {
+      let result: T | NotYet;
+      try {
+        result = await probe();
+      } catch (error) {
+        return { ok: false, error };
+      }
+      if (result === undefined || result === false || result === null) throw pending;
+      return { ok: true, value: result };
+    },
+    { timeout: timeoutMs, interval: intervalMs },
+  );
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
+
+/** Waits until `check` stops throwing (an `expect(...)` usually), then resolves; its last error on timeout. */
+export async function eventually(check: () => void, timeoutMs = 10_000, intervalMs = 5): Promise<void> {
+  await vi.waitFor(check, { timeout: timeoutMs, interval: intervalMs });
+}
+
+class NotYetError extends Error {
+  constructor(what: string, timeoutMs: number) {
+    super(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    this.name = "NotYetError";
+  }
+}
