@@ -24,7 +24,7 @@ import {
   missingRequired,
   safeUrl,
 } from "../src/local/console/public/card-values.ts";
-import { markdownToHtml } from "../src/local/console/public/markdown.ts";
+import { markdownToHtml } from "../src/web/public/markdown.ts";
 import { textSegments } from "../src/local/console/view.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";

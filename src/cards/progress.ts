@@ -262,7 +262,7 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
  * ⬜ is a plan entry or call not begun yet: a checklist reads wrong if it looks already under way.
  * Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set (no
  * font needed in the client), while an icon can only prefix a whole element, not each step line. Our own
- * renderings (console, session page) draw these as SVG (console/public/icons.ts).
+ * renderings (console, session page) draw these as SVG (web/public/icons.ts).
  */
 const STEP_ICONS: Record<ProgressStepView["status"], string> = {
   pending: "⬜",

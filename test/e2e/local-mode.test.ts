@@ -201,7 +201,7 @@ async function progressCardFor(page: Page, parentId: string): Promise<{ selector
 
 /** The card's text, whitespace collapsed. */
 /**
- * Text of an element with the console's status icons (SVG, console/public/icons.ts) read back as the emoji the
+ * Text of an element with the console's status icons (SVG, web/public/icons.ts) read back as the emoji the
  * card JSON carries, so expectations quote the card as Feishu shows it. Runs in the page.
  */
 const ICON_TEXT = `(root) => {

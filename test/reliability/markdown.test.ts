@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { markdownToHtml } from "../../src/local/console/public/markdown.ts";
+import { markdownToHtml } from "../../src/web/public/markdown.ts";
 import { PROPERTY_RUNS, record, size, timeoutMs } from "./helpers/env.ts";
 
 /**

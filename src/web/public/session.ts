@@ -1,5 +1,5 @@
-import { type IconName, svgIcon } from "../../local/console/public/icons.ts";
-import { markdownToHtml } from "../../local/console/public/markdown.ts";
+import { type IconName, svgIcon } from "./icons.ts";
+import { markdownToHtml } from "./markdown.ts";
 import { type AskPanel, createAskPanel } from "./ask-panel.ts";
 import { type HistoryRun, historyItems } from "./run-history.ts";
 import type { PageAsk, PageFrame, PageRun, PageSnapshot, PageStep } from "./wire.ts";

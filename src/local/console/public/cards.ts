@@ -13,8 +13,8 @@ import {
   safeUrl,
 } from "./card-values.ts";
 import { h, setSafeHtml } from "./dom.ts";
-import { iconizeStatusEmoji } from "./icons.ts";
-import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "./markdown.ts";
+import { iconizeStatusEmoji } from "../../../web/public/icons.ts";
+import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "../../../web/public/markdown.ts";
 
 /**
  * Renders Card JSON 2.0 (the subset in src/cards/model.ts, plus a few neighbours) the way the Feishu client

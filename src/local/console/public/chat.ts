@@ -1,7 +1,7 @@
 import type { CardAction } from "./card-values.ts";
 import { cardPreview, renderCard } from "./cards.ts";
 import { h } from "./dom.ts";
-import { svgIcon } from "./icons.ts";
+import { svgIcon } from "../../../web/public/icons.ts";
 import type { ConsoleMessage, LocalUser } from "./types.ts";
 
 /**

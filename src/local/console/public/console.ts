@@ -2,7 +2,7 @@ import type { CardAction } from "./card-values.ts";
 import { formatTime, type MessageView, messagePreview, renderMessage } from "./chat.ts";
 import { createComposer } from "./composer.ts";
 import { h } from "./dom.ts";
-import { svgIcon } from "./icons.ts";
+import { svgIcon } from "../../../web/public/icons.ts";
 import { createLogPanel } from "./log.ts";
 import { openAs } from "./sign-in.ts";
 import type { ConsoleChat, ConsoleEvent, ConsoleMessage, LocalUser, LogEntry, Toast } from "./types.ts";
