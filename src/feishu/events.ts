@@ -7,6 +7,12 @@ import { z } from "zod";
  */
 
 const openIdRef = z.object({ open_id: z.string().optional() }).passthrough();
+/** An id that may be absent or, as some payloads send it, an empty string: both mean "none". */
+const optionalId = z
+  .string()
+  .max(200)
+  .optional()
+  .transform((value) => (value === undefined || value === "" ? undefined : value));
 
 const messageEventSchema = z.object({
   event_id: z.string().optional(),
@@ -14,6 +20,10 @@ const messageEventSchema = z.object({
   message: z
     .object({
       message_id: z.string().min(1),
+      // Topics and threads (feishu-platform §5.1): ids of the thread's root, the message replied to, the thread.
+      root_id: optionalId,
+      parent_id: optionalId,
+      thread_id: optionalId,
       chat_id: z.string().min(1),
       chat_type: z.string(),
       message_type: z.string(),
@@ -39,6 +49,12 @@ export interface InboundMessage {
   mentions: { key: string; openId: string | undefined; name: string | undefined }[];
   senderOpenId: string;
   senderType: string;
+  /** Set when the message is inside a topic (a topic group's, or a thread under a message in a normal group). */
+  threadId: string | undefined;
+  /** The first message of the reply tree (for a topic: its root message); undefined for a message that is none. */
+  rootId: string | undefined;
+  /** The message this one replies to (a quote reply, or the root inside a topic). */
+  parentId: string | undefined;
 }
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -72,6 +88,9 @@ export function parseMessageEvent(data: unknown): Parsed<InboundMessage> {
       mentions: (message.mentions ?? []).map((m) => ({ key: m.key, openId: m.id?.open_id, name: m.name })),
       senderOpenId,
       senderType: sender.sender_type ?? "user",
+      threadId: message.thread_id,
+      rootId: message.root_id,
+      parentId: message.parent_id,
     },
   };
 }

@@ -108,6 +108,8 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
         msg_type: "interactive",
         content: content(card),
         ...(opts?.uuid ? { uuid: opts.uuid } : {}),
+        // Only when asked: a plain reply's body stays exactly as before (feishu-platform §5.1).
+        ...(opts?.inThread ? { reply_in_thread: true } : {}),
       };
       const res = await call(
         "im.message.reply",
@@ -146,7 +148,7 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
           {
             method: "POST",
             url: `/open-apis/im/v1/messages/${encodeURIComponent(opts.replyTo)}/reply`,
-            data: { msg_type: "text", content: body },
+            data: { msg_type: "text", content: body, ...(opts.inThread ? { reply_in_thread: true } : {}) },
           },
           messageData,
         );
