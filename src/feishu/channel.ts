@@ -1,4 +1,3 @@
-import path from "node:path";
 import type { AgentCardTarget } from "../agents-api/service.ts";
 import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
 import type { FormDraft } from "../cards/form-value.ts";
@@ -8,8 +7,7 @@ import { oneLine, truncate } from "../cards/text.ts";
 import { describeError } from "../errors.ts";
 import type { AskSurface } from "../harness/dispatcher.ts";
 import type { SessionRunner } from "../harness/runner.ts";
-import { feishuPrivateSessionId } from "../harness/tools.ts";
-import type { ChatType, RunView, SessionInfo } from "../harness/types.ts";
+import type { ChatType, RunView } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
@@ -24,6 +22,7 @@ import type { FeishuMetrics } from "./metrics.ts";
 import { CardPublisher } from "./publisher.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
+import { groupSessionId, routeInbound, threadReply } from "./topics.ts";
 
 /**
  * The Feishu channel: messages in, one live progress card per run out, and the run's questions as forms on
@@ -54,6 +53,8 @@ export interface FeishuChannelOptions {
   metrics?: Pick<FeishuMetrics, "patch">;
   /** Deadlines, reminders and 延长 (issue 16; defaults in ask-deadline.ts). */
   asks?: Partial<AskTimes>;
+  /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it (topics.ts). */
+  replyInThread?: boolean;
 }
 
 export interface ActiveCard {
@@ -206,8 +207,14 @@ export class FeishuChannel implements AskSurface {
       return;
     }
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
+    // topics: a message in a topic (or, with FEISHU_REPLY_IN_THREAD, any group message) has its own session.
+    const { session } = routeInbound(message, text, {
+      appId: this.#o.appId,
+      dataDir: this.#o.dataDir,
+      replyInThread: this.#o.replyInThread ?? false,
+    });
     const result = this.#o.runner.accept(
-      { session: this.#sessionFor(message), senderId: message.senderOpenId, text, source },
+      { session, senderId: message.senderOpenId, text, source },
       markInbound,
     );
     if (result === undefined) return this.#redelivered(message);
@@ -235,38 +242,18 @@ export class FeishuChannel implements AskSurface {
   }
 
   async #replyText(message: InboundMessage, text: string): Promise<void> {
-    await this.#o.messenger.sendText({ chatId: message.chatId }, text, { replyTo: message.messageId });
+    // topics: an answer to a message inside a topic stays in the topic.
+    const inThread = message.threadId !== undefined;
+    await this.#o.messenger.sendText({ chatId: message.chatId }, text, {
+      replyTo: message.messageId,
+      ...(inThread ? { inThread } : {}),
+    });
   }
 
   /** Someone clicked a card in `chatId`: if it is a group the bot has a session for, they are in it. */
   noteChatMember(chatId: string, userId: string): void {
     const sessionId = groupSessionId(this.#o.appId, chatId);
     if (this.#o.runner.getSession(sessionId)) this.#o.runner.noteInChat(sessionId, userId);
-  }
-
-  #sessionFor(message: InboundMessage): SessionInfo {
-    const { appId, dataDir } = this.#o;
-    if (message.chatType === "p2p") {
-      return {
-        id: feishuPrivateSessionId(appId, message.senderOpenId),
-        channel: "feishu",
-        chatType: "private",
-        chatId: message.chatId,
-        workspace: path.join(dataDir, "workspaces", "feishu-private", message.senderOpenId),
-        ownerId: message.senderOpenId,
-        title: "飞书私聊",
-      };
-    }
-    return {
-      id: groupSessionId(appId, message.chatId),
-      channel: "feishu",
-      chatType: "group",
-      chatId: message.chatId,
-      // Group sessions are recognised by this path (filterToolsForSession): keep "/feishu-chat/".
-      workspace: path.join(dataDir, "workspaces", "feishu-chat", message.chatId),
-      ownerId: message.senderOpenId,
-      title: "飞书群聊",
-    };
   }
 
   // cards --------------------------------------------------------------------------------------------
@@ -437,7 +424,10 @@ export class FeishuChannel implements AskSurface {
               const uuid = `run-${card.runId}`;
               return card.agent
                 ? this.#o.messenger.sendCard(card.agent.target, content, { uuid })
-                : this.#o.messenger.replyCard(card.sourceMessageId, content, { uuid });
+                : this.#o.messenger.replyCard(card.sourceMessageId, content, {
+                    uuid,
+                    ...threadReply(card.sessionId),
+                  });
             },
             { urgent: true },
           ),
@@ -637,6 +627,7 @@ export class FeishuChannel implements AskSurface {
         await this.#o.messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(questions), {
           mentionOpenIds: [card.senderId],
           replyTo: card.messageId ?? card.sourceMessageId,
+          ...threadReply(card.sessionId),
         });
         return "sent" as const;
       });
@@ -664,6 +655,7 @@ export class FeishuChannel implements AskSurface {
         this.#o.messenger.sendText({ chatId: card.chatId }, text, {
           ...(group ? { mentionOpenIds: [card.senderId] } : {}),
           replyTo: card.messageId ?? card.sourceMessageId,
+          ...threadReply(card.sessionId),
         }),
       ),
     );
@@ -703,8 +695,4 @@ async function withRetries<T>(send: () => Promise<T>, degrade: () => boolean, at
 
 function isTerminal(run: RunView): boolean {
   return run.status === "completed" || run.status === "failed" || run.status === "cancelled";
-}
-
-function groupSessionId(appId: string, chatId: string): string {
-  return `feishu-${appId}-group-${chatId}`;
 }

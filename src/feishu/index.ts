@@ -61,6 +61,7 @@ export async function startFeishu(options: {
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing,
+    replyInThread: config.feishu.replyInThread,
     ...(config.asks ? { asks: config.asks } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     metrics,
