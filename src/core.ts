@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { AskRegistry } from "./asks/registry.ts";
+import { ExternalSessions } from "./domain/external-sessions.ts";
 import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
-import { ExternalSessions } from "./harness/external-sessions.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { AskStore } from "./store/asks.ts";

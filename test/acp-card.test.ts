@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildProgressCard, type ProgressStepView, type ProgressView } from "../src/cards/progress.ts";
-import { PLAN_STEP_TOOL } from "../src/harness/types.ts";
+import { PLAN_STEP_TOOL } from "../src/domain/types.ts";
 
 const view = (steps: ProgressStepView[]): ProgressView => ({
   sessionId: "s",

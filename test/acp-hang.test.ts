@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { setTimeout as realDelay } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { RunView } from "../src/harness/types.ts";
+import type { RunView } from "../src/domain/types.ts";
 import { fixtureAgent } from "./helpers/acp.ts";
 import { buildCore, privateSession } from "./helpers/core.ts";
 

@@ -3,7 +3,7 @@ import { askUserQuestionsInput } from "../src/agents-api/schemas.ts";
 import { type AgentCardPort, AgentTasks } from "../src/agents-api/service.ts";
 import type { AgentPrincipal } from "../src/agents-api/token.ts";
 import { AskRegistry } from "../src/asks/registry.ts";
-import type { RunView } from "../src/harness/types.ts";
+import type { RunView } from "../src/domain/types.ts";
 import { QUESTION } from "./helpers/agents.ts";
 
 /** Long waits on fake time: progress every 15 s with the minutes waited, the wait bounded, the ask kept. */

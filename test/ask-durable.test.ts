@@ -271,7 +271,7 @@ describe("the dispatcher over durable asks", () => {
       throw new Error("SQLITE_READONLY: attempt to write a readonly database");
     });
     const { registry, dispatcher, ctx } = dispatcherOn(store);
-    const result = JSON.parse(await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx));
+    const result = JSON.parse((await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx)).content);
     expect(result.error).toContain("SQLITE_READONLY");
     expect(registry.size).toBe(0);
     db.close();
@@ -293,7 +293,7 @@ describe("the dispatcher over durable asks", () => {
       surface: "feishu",
       userId: "ou_a",
     });
-    expect(JSON.parse(await waiting)).toEqual({ answers: answers.slice(0, 1) });
+    expect(JSON.parse((await waiting).content)).toEqual({ answers: answers.slice(0, 1) });
     db.close();
   });
 });

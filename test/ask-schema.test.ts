@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkAnswers } from "../src/asks/answers.ts";
 import { ASK_TOOL_DESCRIPTION, askToolJsonSchema, parseAskInput } from "../src/asks/schema.ts";
-import { summarizeToolResult } from "../src/asks/summary.ts";
+import { askInvalid, askRefused, askResult, toolResultOf } from "../src/asks/summary.ts";
 import { sampleAsk } from "./fixtures.ts";
 
 function withQuestion(patch: Record<string, unknown>) {
@@ -76,11 +76,16 @@ describe("ask_user_questions input", () => {
     expect(result).toEqual({
       ok: false,
       error: "Invalid arguments: questions.1.question: question texts must be unique within one call",
+      problem: "questions.1.question: question texts must be unique within one call",
     });
   });
 
   it("says so when the arguments are not JSON", () => {
-    expect(parseAskInput("{not json")).toEqual({ ok: false, error: "Invalid arguments: not valid JSON" });
+    expect(parseAskInput("{not json")).toEqual({
+      ok: false,
+      error: "Invalid arguments: not valid JSON",
+      problem: "not valid JSON",
+    });
   });
 
   it("describes the tool with the seed's usage notes and a JSON schema with the limits", () => {
@@ -161,28 +166,51 @@ describe("checkAnswers", () => {
   });
 });
 
-describe("summarizeToolResult", () => {
+describe("tool results and their summaries", () => {
+  const asked = { surface: "feishu", userId: "ou_a" } as const;
+
   it("summarises answers as 回答了 N 个问题", () => {
-    expect(summarizeToolResult("ask_user_questions", JSON.stringify({ answers: [{}, {}] }))).toBe(
-      "回答了 2 个问题",
-    );
+    const answers = [0, 1].map((i) => ({ question: `q${i}`, selectedLabels: ["A"], customInput: null }));
+    expect(askResult({ kind: "answered", answers, ...asked })).toEqual({
+      content: JSON.stringify({ answers }),
+      isError: false,
+      summary: "回答了 2 个问题",
+    });
   });
 
   it.each([
-    [{ error: "User did not respond within timeout" }, "用户未在规定时间内回答"],
-    [{ error: "Session cancelled" }, "提问已取消"],
-    [{ error: "当前通道无法向用户提问" }, "当前通道无法向用户提问"],
+    [askResult({ kind: "timeout" }), "User did not respond within timeout", "用户未在规定时间内回答"],
+    [askResult({ kind: "cancelled", reason: "Session cancelled" }), "Session cancelled", "提问已取消"],
+    [askRefused("当前通道无法向用户提问"), "当前通道无法向用户提问", "当前通道无法向用户提问"],
     [
-      { error: "Invalid arguments: questions.0.header: too long" },
-      "提问参数无效：questions.0.header: too long",
+      askInvalid(parseInvalid({ questions: [{ question: "?", header: "x".repeat(13), options: [] }] })),
+      expect.stringMatching(/^Invalid arguments: questions\.0\./),
+      expect.stringMatching(/^提问参数无效：questions\.0\./),
     ],
-  ])("makes a readable line of an ask error %j", (result, summary) => {
-    expect(summarizeToolResult("ask_user_questions", JSON.stringify(result))).toBe(summary);
+  ])("makes a readable line of an ask that ended without answers (%#)", (result, error, summary) => {
+    expect(result.isError).toBe(true);
+    expect(JSON.parse(result.content)).toEqual({ error });
+    expect(result.summary).toEqual(summary);
   });
 
-  it("summarises other tools by their summary, their error, or their first words", () => {
-    expect(summarizeToolResult("scan", JSON.stringify({ summary: "42 files" }))).toBe("42 files");
-    expect(summarizeToolResult("scan", JSON.stringify({ error: "disk\nfull" }))).toBe("失败：disk full");
-    expect(summarizeToolResult("scan", "x".repeat(500))).toHaveLength(120);
+  it("reads other tools' output once: their summary, their error, or their first words", () => {
+    expect(toolResultOf(JSON.stringify({ summary: "42 files" }))).toMatchObject({
+      isError: false,
+      summary: "42 files",
+    });
+    expect(toolResultOf(JSON.stringify({ error: "disk\nfull" }))).toMatchObject({
+      isError: true,
+      summary: "失败：disk full",
+    });
+    expect(toolResultOf("x".repeat(500))).toMatchObject({ isError: false, summary: expect.any(String) });
+    expect(toolResultOf("x".repeat(500)).summary).toHaveLength(120);
+    // A prefix is not a verdict: only an `error` field makes a failure.
+    expect(toolResultOf('{"note":"Invalid arguments: none"}').isError).toBe(false);
   });
 });
+
+function parseInvalid(raw: unknown): { error: string; problem: string } {
+  const parsed = parseAskInput(raw);
+  if (parsed.ok) throw new Error("expected the ask to be refused");
+  return parsed;
+}

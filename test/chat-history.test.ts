@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { HistoryMessage } from "../src/domain/types.ts";
 import { toChatMessages } from "../src/harness/agents/chat-history.ts";
-import type { HistoryMessage } from "../src/harness/types.ts";
 
 const call = (id: string, name = "current_time") => ({ id, name, arguments: "{}" });
 

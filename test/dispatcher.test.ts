@@ -32,10 +32,13 @@ function setup(options: { reachable?: boolean; tools?: ToolImpl[] } = {}) {
 describe("ToolDispatcher", () => {
   it("returns an error naming the bad field for invalid ask arguments, and registers nothing", async () => {
     const { dispatcher, registry, ctx } = setup();
-    const result = JSON.parse(
-      await dispatcher.dispatch("ask_user_questions", { questions: [{ question: "?" }] }, ctx),
-    );
-    expect(result.error).toMatch(/^Invalid arguments: questions\.0\.header/);
+    const result = await dispatcher.dispatch("ask_user_questions", { questions: [{ question: "?" }] }, ctx);
+    expect(JSON.parse(result.content).error).toMatch(/^Invalid arguments: questions\.0\.header/);
+    // The step names what is wrong, without the model-facing prefix.
+    expect(result).toMatchObject({
+      isError: true,
+      summary: expect.stringMatching(/^提问参数无效：questions\.0\.header/),
+    });
     expect(registry.size).toBe(0);
   });
 
@@ -46,30 +49,37 @@ describe("ToolDispatcher", () => {
     expect(ask).toMatchObject({ answererId: "ou_a", runId: "run1", metadata: { source: "test" } });
     const answers = [{ question: "q", selectedLabels: ["React"], customInput: null }];
     registry.complete(ctx.session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" });
-    expect(JSON.parse(await pending)).toEqual({ answers });
+    const result = await pending;
+    expect(JSON.parse(result.content)).toEqual({ answers });
+    expect(result).toMatchObject({ isError: false, summary: "回答了 1 个问题" });
   });
 
   it("refuses at once when no surface can reach the sender", async () => {
     const { dispatcher, registry, ctx } = setup({ reachable: false });
-    expect(await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx)).toBe(
-      '{"error":"当前通道无法向用户提问"}',
-    );
+    expect(await dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx)).toEqual({
+      content: '{"error":"当前通道无法向用户提问"}',
+      isError: true,
+      summary: "当前通道无法向用户提问",
+    });
     expect(registry.size).toBe(0);
   });
 
   it("never lets a sub-agent ask", async () => {
     const { dispatcher, ctx } = setup();
-    const result = JSON.parse(
-      await dispatcher.dispatch("ask_user_questions", sampleAsk(), { ...ctx, subAgent: true }),
-    );
-    expect(result.error).toContain("not available to sub-agents");
+    const result = await dispatcher.dispatch("ask_user_questions", sampleAsk(), { ...ctx, subAgent: true });
+    expect(JSON.parse(result.content).error).toContain("not available to sub-agents");
+    expect(result.isError).toBe(true);
   });
 
   it("settles the ask as Session cancelled when the run aborts", async () => {
     const { dispatcher, registry, ctx, controller } = setup();
     const pending = dispatcher.dispatch("ask_user_questions", sampleAsk(), ctx);
     controller.abort();
-    expect(JSON.parse(await pending)).toEqual({ error: "Session cancelled" });
+    expect(await pending).toEqual({
+      content: JSON.stringify({ error: "Session cancelled" }),
+      isError: true,
+      summary: "提问已取消",
+    });
     expect(registry.size).toBe(0);
   });
 
@@ -81,7 +91,15 @@ describe("ToolDispatcher", () => {
       },
     };
     const { dispatcher, ctx } = setup({ tools: [throwing] });
-    expect(JSON.parse(await dispatcher.dispatch("nope", {}, ctx))).toEqual({ error: "Unknown tool: nope" });
-    expect(JSON.parse(await dispatcher.dispatch("explode", {}, ctx))).toEqual({ error: "kaboom" });
+    expect(await dispatcher.dispatch("nope", {}, ctx)).toEqual({
+      content: JSON.stringify({ error: "Unknown tool: nope" }),
+      isError: true,
+      summary: "失败：Unknown tool: nope",
+    });
+    expect(await dispatcher.dispatch("explode", {}, ctx)).toEqual({
+      content: JSON.stringify({ error: "kaboom" }),
+      isError: true,
+      summary: "失败：kaboom",
+    });
   });
 });

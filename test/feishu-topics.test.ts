@@ -1,5 +1,8 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { groupSessionId, topicSessionId } from "../src/feishu/topics.ts";
+import {
+  feishuGroupSessionId as groupSessionId,
+  feishuTopicSessionId as topicSessionId,
+} from "../src/domain/session-id.ts";
 import type { MessageView } from "../src/local/emulator/index.ts";
 import { cardText, type FeishuRig, formsOn, startFeishuRig } from "./helpers/feishu.ts";
 

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
+import type { RunView } from "../src/domain/types.ts";
 import { createOpenAIAgent, type OpenAIAgentOptions } from "../src/harness/agents/openai.ts";
 import { FEISHU_ASK_INSTRUCTION, SUB_AGENT_PROMPT } from "../src/harness/agents/prompts.ts";
 import { currentTimeTool, ToolRegistry } from "../src/harness/agents/tool-registry.ts";
-import type { RunView } from "../src/harness/types.ts";
 import { createLogger } from "../src/logger.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { buildCore, privateSession, type TestCore } from "./helpers/core.ts";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type { RunView } from "../src/domain/types.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
-import type { RunView } from "../src/harness/types.ts";
 import { buildCore, fakeSurface, gatedAgent, privateSession, type TestCore } from "./helpers/core.ts";
 
 const cores: TestCore[] = [];

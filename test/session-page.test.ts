@@ -9,7 +9,7 @@ import { checkAnswers } from "../src/asks/answers.ts";
 import type { AskQuestion } from "../src/asks/schema.ts";
 import { signToken, verifyToken } from "../src/auth/token.ts";
 import { type Core, createCore } from "../src/core.ts";
-import { VIEW_MEMBERSHIP_MS } from "../src/harness/access.ts";
+import { VIEW_MEMBERSHIP_MS } from "../src/domain/access.ts";
 import { createLogger } from "../src/logger.ts";
 import { type Db, openDatabase } from "../src/store/db.ts";
 import { type LocalUser, safeNext } from "../src/web/auth.ts";

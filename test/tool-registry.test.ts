@@ -13,7 +13,10 @@ const ctx: ToolContext = {
   senderId: "ou_a",
   signal: new AbortController().signal,
 };
-const host: ToolHost = { definitions: () => [], dispatch: async () => "{}" };
+const host: ToolHost = {
+  definitions: () => [],
+  dispatch: async () => ({ content: "{}", isError: false, summary: "{}" }),
+};
 
 describe("ToolRegistry", () => {
   it("refuses ask_user_questions, bad names and duplicates", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { ToolDefinition } from "../src/domain/types.ts";
 import { askToolDefinition, feishuPrivateSessionId, filterToolsForSession } from "../src/harness/tools.ts";
-import type { ToolDefinition } from "../src/harness/types.ts";
 
 const tool = (name: string, only?: "feishu" | "wechat"): ToolDefinition => ({
   name,
@@ -30,13 +30,15 @@ describe("filterToolsForSession", () => {
     ]);
   });
 
-  it("recognises a Feishu group session by its /feishu-chat/ workspace", () => {
-    const session = { id: "g-1", channel: "web" as const, workspace: "/data/workspaces/feishu-chat/oc_1" };
-    expect(names(filterToolsForSession(ALL, session))).toEqual([
+  it("recognises a Feishu group session by its channel, not by its id or workspace", () => {
+    const group = { id: "g-1", channel: "feishu" as const, workspace: "/data/ws/anywhere" };
+    expect(names(filterToolsForSession(ALL, group))).toEqual([
       "ask_user_questions",
       "read_file",
       "feishu_send_file",
     ]);
+    const web = { id: "g-2", channel: "web" as const, workspace: "/data/workspaces/feishu-chat/oc_1" };
+    expect(names(filterToolsForSession(ALL, web))).not.toContain("feishu_send_file");
   });
 
   it("drops ask_user_questions and Feishu tools on WeChat", () => {

@@ -3,8 +3,8 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AskAnswer } from "../src/asks/schema.ts";
 import { signToken } from "../src/auth/token.ts";
+import type { SessionInfo } from "../src/domain/types.ts";
 import { createDemoAgent, createDemoTools, DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
-import type { SessionInfo } from "../src/harness/types.ts";
 import { MAX_FRAME_BYTES } from "../src/ws/protocol.ts";
 import {
   createScriptedAskAgent,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { RunView } from "../src/harness/types.ts";
+import type { RunView } from "../src/domain/types.ts";
 import {
   SNAPSHOT_INPUT_MAX,
   SNAPSHOT_QUEUED_MAX,

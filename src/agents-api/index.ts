@@ -1,6 +1,6 @@
 import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
-import type { ExternalSessions } from "../harness/external-sessions.ts";
+import type { ExternalSessions } from "../domain/external-sessions.ts";
 import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import { mountAgentHttpApi } from "./http.ts";

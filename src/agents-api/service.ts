@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { AskRegistry } from "../asks/registry.ts";
 import { parseAskInput } from "../asks/schema.ts";
+import type { RunView, Step } from "../domain/types.ts";
 import { AppError } from "../errors.ts";
-import type { RunView, Step } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
 import { AgentGuard } from "./guard.ts";

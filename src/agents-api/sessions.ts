@@ -1,10 +1,10 @@
-import type { ExternalSession, ExternalSessionSource } from "../harness/external-sessions.ts";
-import type { RunView } from "../harness/types.ts";
+import type { ExternalSession, ExternalSessionSource } from "../domain/external-sessions.ts";
+import type { RunView } from "../domain/types.ts";
 import { strings } from "../strings.ts";
 import type { AgentTasks } from "./service.ts";
 
 /**
- * Outside agents' tasks as sessions for the hub and the session page (harness/external-sessions.ts).
+ * Outside agents' tasks as sessions for the hub and the session page (domain/external-sessions.ts).
  * Who may look: in a private chat its person; in a group, whoever a task of the session waits on or waited
  * on (its answerer) — the bot does not know a group's members for an agent's card, so no one else.
  */

@@ -145,18 +145,25 @@ export const ASK_TOOL_DESCRIPTION = [
 ].join("\n");
 
 /** Parse tool arguments (a JSON string or an already-parsed value) into a valid ask, or say what is wrong. */
-export function parseAskInput(raw: unknown): { ok: true; value: AskInput } | { ok: false; error: string } {
+export function parseAskInput(
+  raw: unknown,
+): { ok: true; value: AskInput } | { ok: false; error: string; problem: string } {
   let value: unknown = raw;
   if (typeof raw === "string") {
     try {
       value = JSON.parse(raw);
     } catch {
-      return { ok: false, error: "Invalid arguments: not valid JSON" };
+      return invalid("not valid JSON");
     }
   }
   const parsed = askInputSchema.safeParse(value);
   if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, error: `Invalid arguments: ${formatIssues(parsed.error.issues)}` };
+  return invalid(formatIssues(parsed.error.issues));
+}
+
+/** `error` is what the model reads; `problem` alone is what the step's summary shows (summary.ts). */
+function invalid(problem: string): { ok: false; error: string; problem: string } {
+  return { ok: false, error: `Invalid arguments: ${problem}`, problem };
 }
 
 /** "questions.0.header: header must be at most 12 characters; ..." — names the field the model must fix. */

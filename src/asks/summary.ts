@@ -1,32 +1,12 @@
+import { type ToolResult, toolError } from "../domain/tool-result.ts";
 import { strings } from "../strings.ts";
-import { ASK_TOOL_NAME } from "./schema.ts";
+import type { AskOutcome } from "./registry.ts";
 
 /**
- * One line for conversation history and step lists, from a tool's JSON result
- * (the seed's ToolResultSummarizer): `回答了 N 个问题`, or a readable reason when it failed.
+ * Tool results (domain/tool-result.ts) with the one line that history and step lists show for them (the
+ * seed's ToolResultSummarizer): `回答了 N 个问题` for an ask, a readable reason when a call failed. Each is
+ * built where the outcome is known, so nothing is classified afterwards by parsing its text.
  */
-export function summarizeToolResult(toolName: string, result: string): string {
-  const parsed = safeParse(result);
-  const error = isRecord(parsed) && typeof parsed.error === "string" ? parsed.error : undefined;
-  if (toolName === ASK_TOOL_NAME) {
-    if (error !== undefined) return summarizeAskError(error);
-    if (isRecord(parsed) && Array.isArray(parsed.answers))
-      return strings.answeredSummary(parsed.answers.length);
-    return strings.answeredSummary(0);
-  }
-  if (error !== undefined) return strings.toolFailedSummary(oneLine(error));
-  if (isRecord(parsed) && typeof parsed.summary === "string") return oneLine(parsed.summary);
-  return oneLine(result);
-}
-
-function summarizeAskError(error: string): string {
-  if (error === ASK_ERRORS.timeout) return strings.askTimedOutSummary;
-  if (error === ASK_ERRORS.cancelled) return strings.askCancelledSummary;
-  if (error === strings.askUnavailable) return strings.askUnavailable;
-  if (error.startsWith("Invalid arguments"))
-    return strings.askInvalidSummary(oneLine(error.replace(/^Invalid arguments:\s*/, "")));
-  return strings.toolFailedSummary(oneLine(error));
-}
 
 /** The error texts the model sees (seed §6); they stay English and stable, the model is their reader. */
 export const ASK_ERRORS = {
@@ -34,16 +14,69 @@ export const ASK_ERRORS = {
   cancelled: "Session cancelled",
 } as const;
 
+/** The ask's result once its outcome is known (answered, timed out, or cancelled for `reason`). */
+export function askResult(outcome: AskOutcome): ToolResult {
+  switch (outcome.kind) {
+    case "answered":
+      return {
+        content: JSON.stringify({ answers: outcome.answers }),
+        isError: false,
+        summary: strings.answeredSummary(outcome.answers.length),
+      };
+    case "timeout":
+      return toolError(ASK_ERRORS.timeout, strings.askTimedOutSummary);
+    case "cancelled":
+      return askRefused(outcome.reason);
+  }
+}
+
+/**
+ * An ask that was not put to anyone, or that ended without answers: `message` is the model's error text.
+ * The two reasons a person may see on the card's step have their own wording; any other reads 失败：….
+ */
+export function askRefused(message: string): ToolResult {
+  if (message === ASK_ERRORS.cancelled) return toolError(message, strings.askCancelledSummary);
+  if (message === strings.askUnavailable) return toolError(message, strings.askUnavailable);
+  return toolFailed(message);
+}
+
+/** Any call that failed with `message` (an unknown tool, a tool that threw): the step reads 失败：…. */
+export function toolFailed(message: string): ToolResult {
+  return toolError(message, strings.toolFailedSummary(oneLine(message)));
+}
+
+/** Arguments the ask's schema refused: the model reads `error`; the step names only the `problem`. */
+export function askInvalid(invalid: { error: string; problem: string }): ToolResult {
+  return toolError(invalid.error, strings.askInvalidSummary(oneLine(invalid.problem)));
+}
+
+/**
+ * A tool's own output (the JSON text a ToolImpl returns), read once at the dispatcher: an object with an
+ * `error` is a failure; the summary is its `summary`, its error, or its first words.
+ */
+export function toolResultOf(output: string): ToolResult {
+  const parsed = parseJson(output);
+  const record = isRecord(parsed) ? parsed : undefined;
+  const isError = record !== undefined && "error" in record;
+  if (typeof record?.error === "string")
+    return { content: output, isError, summary: strings.toolFailedSummary(oneLine(record.error)) };
+  if (typeof record?.summary === "string")
+    return { content: output, isError, summary: oneLine(record.summary) };
+  return { content: output, isError, summary: oneLine(output) };
+}
+
 function oneLine(text: string, max = 120): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-function safeParse(text: string): unknown {
+/** Tools may return plain text: that is not an error, only not JSON. */
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
-  } catch {
-    return undefined;
+  } catch (error) {
+    if (error instanceof SyntaxError) return undefined;
+    throw error;
   }
 }
 

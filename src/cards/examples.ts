@@ -1,5 +1,5 @@
-import { DEMO_QUESTIONS } from "../harness/agents/demo-questions.ts";
-import { PLAN_STEP_TOOL } from "../harness/types.ts";
+import { DEMO_QUESTIONS } from "../asks/demo-questions.ts";
+import { PLAN_STEP_TOOL } from "../domain/types.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
 import { buildQueuedCard } from "./queued.ts";

@@ -1,4 +1,4 @@
-import { PLAN_STEP_TOOL, type RunStatus } from "../harness/types.ts";
+import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
 import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";

@@ -4,10 +4,10 @@ import type { FormDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../cards/progress.ts";
 import { oneLine, truncate } from "../cards/text.ts";
+import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import { feishuGroupSessionId } from "../domain/session-id.ts";
+import { type ChatType, isTerminal, type RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
-import type { AskSurface } from "../harness/dispatcher.ts";
-import type { SessionRunner } from "../harness/runner.ts";
-import type { ChatType, RunView } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
@@ -22,7 +22,7 @@ import type { FeishuMetrics } from "./metrics.ts";
 import { CardPublisher } from "./publisher.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
-import { groupSessionId, routeInbound, threadReply } from "./topics.ts";
+import { routeInbound, threadReply } from "./topics.ts";
 
 /**
  * The Feishu channel: messages in, one live progress card per run out, and the run's questions as forms on
@@ -31,7 +31,7 @@ import { groupSessionId, routeInbound, threadReply } from "./topics.ts";
 
 export interface FeishuChannelOptions {
   messenger: FeishuMessenger;
-  runner: SessionRunner;
+  runner: SessionRuns;
   registry: AskRegistry;
   store: FeishuStore;
   appLimiter: Limiter;
@@ -208,11 +208,13 @@ export class FeishuChannel implements AskSurface {
     }
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
     // topics: a message in a topic (or, with FEISHU_REPLY_IN_THREAD, any group message) has its own session.
-    const { session } = routeInbound(message, text, {
+    const route = routeInbound(message, text, {
       appId: this.#o.appId,
       dataDir: this.#o.dataDir,
       replyInThread: this.#o.replyInThread ?? false,
     });
+    const { session } = route;
+    if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
     const result = this.#o.runner.accept(
       { session, senderId: message.senderOpenId, text, source },
       markInbound,
@@ -250,10 +252,12 @@ export class FeishuChannel implements AskSurface {
     });
   }
 
-  /** Someone clicked a card in `chatId`: if it is a group the bot has a session for, they are in it. */
+  /**
+   * Someone clicked one of the bot's cards in `chatId`: they are in that chat. Noted under the group's id even
+   * when only its topics have sessions (a topic group), since the group's members may view its topics (access.ts).
+   */
   noteChatMember(chatId: string, userId: string): void {
-    const sessionId = groupSessionId(this.#o.appId, chatId);
-    if (this.#o.runner.getSession(sessionId)) this.#o.runner.noteInChat(sessionId, userId);
+    this.#o.runner.noteInChat(feishuGroupSessionId(this.#o.appId, chatId), userId);
   }
 
   // cards --------------------------------------------------------------------------------------------
@@ -691,8 +695,4 @@ async function withRetries<T>(send: () => Promise<T>, degrade: () => boolean, at
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
-}
-
-function isTerminal(run: RunView): boolean {
-  return run.status === "completed" || run.status === "failed" || run.status === "cancelled";
 }

@@ -1,8 +1,8 @@
 import type { Card } from "../cards/model.ts";
 import { buildQueuedCard } from "../cards/queued.ts";
+import type { SessionRuns } from "../domain/ports.ts";
+import type { QueuedMessage } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
-import type { SessionRunner } from "../harness/runner.ts";
-import type { QueuedMessage } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import type { Limiter } from "./limits.ts";
@@ -18,7 +18,7 @@ import { threadReply } from "./topics.ts";
 export class QueuedCards {
   readonly #o: {
     store: FeishuStore;
-    runner: Pick<SessionRunner, "queued">;
+    runner: Pick<SessionRuns, "queued">;
     messenger: Pick<FeishuMessenger, "replyCard" | "patchCard">;
     appLimiter: Limiter;
     logger: Logger;
@@ -33,7 +33,7 @@ export class QueuedCards {
 
   constructor(options: {
     store: FeishuStore;
-    runner: Pick<SessionRunner, "queued">;
+    runner: Pick<SessionRuns, "queued">;
     messenger: Pick<FeishuMessenger, "replyCard" | "patchCard">;
     appLimiter: Limiter;
     logger: Logger;

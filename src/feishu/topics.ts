@@ -1,7 +1,6 @@
-import path from "node:path";
 import { oneLine, truncate } from "../cards/text.ts";
-import { feishuPrivateSessionId } from "../harness/tools.ts";
-import type { SessionInfo } from "../harness/types.ts";
+import { feishuSession, parseFeishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
+import type { SessionInfo } from "../domain/types.ts";
 import { strings } from "../strings.ts";
 import type { InboundMessage } from "./events.ts";
 
@@ -44,53 +43,22 @@ export function routeInbound(
   options: TopicRouteOptions,
 ): InboundRoute {
   const { appId, dataDir } = options;
-  if (message.chatType === "p2p") {
-    return {
-      kind: "private",
-      inThread: false,
-      session: {
-        id: feishuPrivateSessionId(appId, message.senderOpenId),
-        channel: "feishu",
-        chatType: "private",
-        chatId: message.chatId,
-        workspace: path.join(dataDir, "workspaces", "feishu-private", message.senderOpenId),
-        ownerId: message.senderOpenId,
-        title: "飞书私聊",
-      },
-    };
-  }
-  const rootId = topicRootOf(message, options.replyInThread);
-  if (rootId === undefined) {
-    return {
-      kind: "group",
-      inThread: false,
-      session: {
-        id: groupSessionId(appId, message.chatId),
-        channel: "feishu",
-        chatType: "group",
-        chatId: message.chatId,
-        // Group sessions are recognised by this path (filterToolsForSession): keep "/feishu-chat/".
-        workspace: path.join(dataDir, "workspaces", "feishu-chat", message.chatId),
-        ownerId: message.senderOpenId,
-        title: "飞书群聊",
-      },
-    };
-  }
-  return {
-    kind: "topic",
-    inThread: true,
-    session: {
-      id: topicSessionId(appId, message.chatId, rootId),
-      channel: "feishu",
-      // A topic is part of its group: group rules apply (who may answer, @-reminders, who may view).
-      chatType: "group",
-      chatId: message.chatId,
-      // Under the group's workspace, so it is still a Feishu group session ("/feishu-chat/").
-      workspace: path.join(dataDir, "workspaces", "feishu-chat", message.chatId, "topics", rootId),
-      ownerId: message.senderOpenId,
-      title: strings.topics.sessionTitle(truncate(oneLine(text), TOPIC_TITLE_CHARS)),
-    },
-  };
+  const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
+  const at = (key: SessionKey, title: string, kind: ChatSessionKind): InboundRoute => ({
+    kind,
+    inThread: kind === "topic",
+    session: feishuSession(key, { ...where, title }),
+  });
+  if (message.chatType === "p2p")
+    return at({ kind: "feishu-private", appId, openId: message.senderOpenId }, "飞书私聊", "private");
+  const rootMessageId = topicRootOf(message, options.replyInThread);
+  if (rootMessageId === undefined)
+    return at({ kind: "feishu-group", appId, chatId: message.chatId }, "飞书群聊", "group");
+  return at(
+    { kind: "feishu-topic", appId, chatId: message.chatId, rootMessageId },
+    strings.topics.sessionTitle(truncate(oneLine(text), TOPIC_TITLE_CHARS)),
+    "topic",
+  );
 }
 
 /** The root message of the topic the message belongs to, or undefined when it is a plain group message. */
@@ -101,29 +69,7 @@ function topicRootOf(message: InboundMessage, replyInThread: boolean): string | 
   return undefined;
 }
 
-/** `feishu-{appId}-group-{chatId}`: a group chat's session (unchanged since the first release). */
-export function groupSessionId(appId: string, chatId: string): string {
-  return `feishu-${appId}-group-${chatId}`;
-}
-
-/** `feishu-{appId}-group-{chatId}-topic-{rootMessageId}`: a topic's session, under its group's id. */
-export function topicSessionId(appId: string, chatId: string, rootMessageId: string): string {
-  return `${groupSessionId(appId, chatId)}-topic-${rootMessageId}`;
-}
-
-const TOPIC_ID = /^feishu-([^-]+)-group-([^-]+)-topic-(.+)$/;
-
-/** Reads a topic session's id back; undefined for every other session. */
-export function parseTopicSessionId(
-  sessionId: string,
-): { appId: string; chatId: string; rootMessageId: string } | undefined {
-  const match = TOPIC_ID.exec(sessionId);
-  if (!match) return undefined;
-  const [, appId = "", chatId = "", rootMessageId = ""] = match;
-  return { appId, chatId, rootMessageId };
-}
-
 /** Replies in a topic session go into the topic (`reply_in_thread`); everywhere else they are plain replies. */
 export function threadReply(sessionId: string): { inThread?: true } {
-  return parseTopicSessionId(sessionId) ? { inThread: true } : {};
+  return parseFeishuTopicSessionId(sessionId) ? { inThread: true } : {};
 }

@@ -1,12 +1,14 @@
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
-import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
+import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_TOOL_NAME, parseAskInput } from "../asks/schema.ts";
-import { ASK_ERRORS } from "../asks/summary.ts";
+import { ASK_ERRORS, askInvalid, askRefused, askResult, toolFailed, toolResultOf } from "../asks/summary.ts";
+import type { AskSurface } from "../domain/ports.ts";
+import type { ToolResult } from "../domain/tool-result.ts";
+import type { SessionInfo, ToolDefinition } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { strings } from "../strings.ts";
 import { isShutdown } from "./shutdown.ts";
-import type { SessionInfo, ToolDefinition } from "./types.ts";
 
 export interface ToolContext {
   session: SessionInfo;
@@ -26,7 +28,7 @@ export interface ToolContext {
 /** What a tool may use to run tools itself (a sub-agent's calls go through the same dispatcher). */
 export interface ToolHost {
   definitions(): ToolDefinition[];
-  dispatch(name: string, args: unknown, ctx: ToolContext): Promise<string>;
+  dispatch(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult>;
 }
 
 export interface ToolImpl {
@@ -34,15 +36,7 @@ export interface ToolImpl {
   execute(args: unknown, ctx: ToolContext, host: ToolHost): Promise<string>;
 }
 
-/**
- * A surface that can put a question in front of the run's sender: the WebSocket hub (a connected client)
- * or the Feishu channel (an active progress card). Surfaces react to registry events to show and
- * withdraw the question; the dispatcher only asks whether any of them can reach the person now.
- */
-export interface AskSurface {
-  readonly name: string;
-  canReach(target: { sessionId: string; runId: string; userId: string }): boolean;
-}
+export type { AskSurface } from "../domain/ports.ts";
 
 export interface DispatcherDeps {
   registry: AskRegistry;
@@ -54,7 +48,8 @@ export interface DispatcherDeps {
 /**
  * Runs tool calls. `ask_user_questions` has its own branch, independent of any approval or permission
  * logic: validate → can a surface reach the sender? → register → wait → result. Every path returns a
- * JSON string the model can read; nothing here throws at the agent except an abort.
+ * ToolResult (JSON content the model can read, whether it failed, its summary); nothing here throws at the
+ * agent except an abort.
  */
 export class ToolDispatcher implements ToolHost {
   readonly #deps: DispatcherDeps;
@@ -76,16 +71,16 @@ export class ToolDispatcher implements ToolHost {
     return [...this.#tools.values()].map((tool) => tool.definition);
   }
 
-  async dispatch(name: string, args: unknown, ctx: ToolContext): Promise<string> {
+  async dispatch(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
     if (name === ASK_TOOL_NAME) return this.#dispatchAsk(args, ctx);
     const tool = this.#tools.get(name);
-    if (!tool) return JSON.stringify({ error: `Unknown tool: ${name}` });
+    if (!tool) return toolFailed(`Unknown tool: ${name}`);
     try {
-      return await tool.execute(args, ctx, this);
+      return toolResultOf(await tool.execute(args, ctx, this));
     } catch (error) {
       if (ctx.signal.aborted) throw error;
       this.#deps.logger.warn({ tool: name, err: error }, "tool failed");
-      return JSON.stringify({ error: describeError(error) });
+      return toolFailed(describeError(error));
     }
   }
 
@@ -120,20 +115,20 @@ export class ToolDispatcher implements ToolHost {
     }
   }
 
-  async #dispatchAsk(args: unknown, ctx: ToolContext): Promise<string> {
-    if (ctx.subAgent) return JSON.stringify({ error: "ask_user_questions is not available to sub-agents" });
+  async #dispatchAsk(args: unknown, ctx: ToolContext): Promise<ToolResult> {
+    if (ctx.subAgent) return askRefused("ask_user_questions is not available to sub-agents");
     const parsed = parseAskInput(args);
-    if (!parsed.ok) return JSON.stringify({ error: parsed.error });
+    if (!parsed.ok) return askInvalid(parsed);
 
     const { registry } = this.#deps;
     if (ctx.resuming && ctx.toolCallId) {
       const earlier = registry.forToolCall(ctx.runId, ctx.toolCallId);
-      if (earlier?.outcome) return resultFor(earlier.outcome);
+      if (earlier?.outcome) return askResult(earlier.outcome);
       if (earlier) return this.#wait(earlier.ask.requestId, ctx);
     }
     const target = { sessionId: ctx.session.id, runId: ctx.runId, userId: ctx.senderId };
     const reachable = this.#surfaces.filter((surface) => safeCanReach(surface, target, this.#deps.logger));
-    if (reachable.length === 0) return JSON.stringify({ error: strings.askUnavailable });
+    if (reachable.length === 0) return askRefused(strings.askUnavailable);
 
     let ask: ReturnType<AskRegistry["register"]>;
     try {
@@ -149,7 +144,7 @@ export class ToolDispatcher implements ToolHost {
     } catch (error) {
       // The ask row could not be written: nobody could answer it durably, so it is not asked; the model is told.
       this.#deps.logger.error({ err: error }, "ask could not be saved");
-      return JSON.stringify({ error: `${strings.askUnavailable}: ${describeError(error)}` });
+      return askRefused(`${strings.askUnavailable}: ${describeError(error)}`);
     }
     return this.#wait(ask.requestId, ctx);
   }
@@ -158,7 +153,7 @@ export class ToolDispatcher implements ToolHost {
    * Waits for the ask. An abort by cancel ends it; an abort by shutdown leaves it pending (its row stays, the
    * next start resumes the run at this call) and only stops this process from waiting.
    */
-  async #wait(requestId: string, ctx: ToolContext): Promise<string> {
+  async #wait(requestId: string, ctx: ToolContext): Promise<ToolResult> {
     const { registry } = this.#deps;
     let stop: (reason: unknown) => void = () => {};
     const stopped = new Promise<never>((_, reject) => {
@@ -171,21 +166,10 @@ export class ToolDispatcher implements ToolHost {
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     if (ctx.signal.aborted) onAbort();
     try {
-      return resultFor(await Promise.race([registry.waitForAnswer(requestId), stopped]));
+      return askResult(await Promise.race([registry.waitForAnswer(requestId), stopped]));
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
     }
-  }
-}
-
-function resultFor(outcome: AskOutcome): string {
-  switch (outcome.kind) {
-    case "answered":
-      return JSON.stringify({ answers: outcome.answers });
-    case "timeout":
-      return JSON.stringify({ error: ASK_ERRORS.timeout });
-    case "cancelled":
-      return JSON.stringify({ error: outcome.reason });
   }
 }
 

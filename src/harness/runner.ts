@@ -1,5 +1,7 @@
 import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
+import type { ActionResult, RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
+import type { QueuedMessage, RunView, SessionInfo, Step } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isStorageError } from "../store/db.ts";
@@ -14,34 +16,14 @@ import type { ToolDispatcher } from "./dispatcher.ts";
 import { ShutdownError } from "./shutdown.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";
 import { createTurnRunner, MAX_STEPS_KEPT } from "./turn-runner.ts";
-import type { QueuedMessage, RunView, SessionInfo, Step } from "./types.ts";
 
 export { MAX_STEPS_KEPT } from "./turn-runner.ts";
 
 /** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
 export const DEFAULT_MAX_QUEUED = 20;
 
-export type SubmitResult =
-  | { kind: "started"; run: RunView }
-  | { kind: "queued"; queued: QueuedMessage; position: number }
-  /** The session's queue is at its limit; the message was not kept. */
-  | { kind: "full"; limit: number };
-
-export type ActionResult<T = object> =
-  | ({ ok: true } & T)
-  | { ok: false; reason: "forbidden" | "not_running" | "not_found" | "not_retryable" };
-
-export interface RunnerEvents extends Record<string, unknown> {
-  /** A run began: from a message, from the queue (`queueId`), from a retry, or resumed after a restart. */
-  run_started: {
-    run: RunView;
-    source: Record<string, unknown> | undefined;
-    queueId?: string;
-    resumed: boolean;
-  };
-  run_updated: RunView;
-  queue_changed: { sessionId: string; queued: QueuedMessage[] };
-}
+// The channel-facing shapes live in domain/ports.ts; re-exported for callers of the old path.
+export type { ActionResult, RunnerEvents, SubmitResult } from "../domain/ports.ts";
 
 export interface RunnerDeps {
   store: Store;
@@ -89,7 +71,7 @@ class AbandonedError extends Error {
  * queued in SQLite and run in order afterwards; cancel aborts the run and fails its pending asks;
  * retry re-runs the last input; runs a crash interrupted are resumed on start.
  */
-export class SessionRunner {
+export class SessionRunner implements SessionRuns {
   readonly #deps: RunnerDeps;
   readonly #active = new Map<string, ActiveRun>();
   readonly #events: Emitter<RunnerEvents>;

@@ -1,5 +1,6 @@
 import { ASK_TOOL_DESCRIPTION, ASK_TOOL_NAME, askToolJsonSchema } from "../asks/schema.ts";
-import type { SessionInfo, ToolDefinition } from "./types.ts";
+import { isFeishuSession, isWechatSession } from "../domain/session-id.ts";
+import type { SessionInfo, ToolDefinition } from "../domain/types.ts";
 
 let askDefinition: ToolDefinition | undefined;
 
@@ -13,33 +14,19 @@ export function askToolDefinition(): ToolDefinition {
   return askDefinition;
 }
 
-/** `feishu-{botId}-private-{userId}` */
-const FEISHU_PRIVATE_ID = /^feishu-[^-]+-private-.+$/;
-
-export function feishuPrivateSessionId(botId: string, userId: string): string {
-  return `feishu-${botId}-private-${userId}`;
-}
-
-export function isFeishuSession(session: Pick<SessionInfo, "id" | "workspace">): boolean {
-  return (
-    FEISHU_PRIVATE_ID.test(session.id) || session.workspace.replaceAll("\\", "/").includes("/feishu-chat/")
-  );
-}
-
-export function isWechatSession(session: Pick<SessionInfo, "channel">): boolean {
-  return session.channel === "wechat";
-}
+// Built and recognised in domain/session-id.ts; re-exported for callers that imported them from here.
+export { feishuPrivateSessionId, isFeishuSession, isWechatSession } from "../domain/session-id.ts";
 
 /**
  * Which tools a session's agent may see.
- * - Feishu sessions (private by id, group by workspace) keep `ask_user_questions` and drop WeChat tools.
+ * - Feishu sessions (by their `channel`) keep `ask_user_questions` and drop WeChat tools.
  * - WeChat sessions drop `ask_user_questions` (no surface there can show a form) and Feishu-only tools.
  * - Other sessions (desktop/web) drop Feishu-only and WeChat-only tools.
  * - A sub-agent never asks the user: only the top-level agent owns the conversation.
  */
 export function filterToolsForSession(
   tools: readonly ToolDefinition[],
-  session: Pick<SessionInfo, "id" | "workspace" | "channel">,
+  session: Pick<SessionInfo, "channel">,
   options: { subAgent?: boolean } = {},
 ): ToolDefinition[] {
   const feishu = isFeishuSession(session);

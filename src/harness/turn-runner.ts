@@ -1,12 +1,13 @@
 import { ASK_TOOL_NAME } from "../asks/schema.ts";
-import { summarizeToolResult } from "../asks/summary.ts";
+import { toolResultOf } from "../asks/summary.ts";
+import type { ToolResult } from "../domain/tool-result.ts";
+import type { HistoryMessage, RunView, SessionInfo, Step } from "../domain/types.ts";
 import type { Store } from "../store/repos.ts";
 import type { PendingTurn, PendingTurnCall, TurnStore } from "../store/turns.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { AgentContext, ToolCallRequest } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
 import { isShutdown } from "./shutdown.ts";
-import type { HistoryMessage, RunView, SessionInfo, Step } from "./types.ts";
 
 /** Steps kept per run: enough for any card (which shows far fewer) without growing without bound. */
 export const MAX_STEPS_KEPT = 200;
@@ -50,7 +51,8 @@ export function createTurnRunner(
         call,
         id,
         result: saved.result,
-        summary: saved.summary ?? summarizeToolResult(call.name, saved.result),
+        // Saved with its summary since it was written; rows from before that are read as a tool's output.
+        summary: saved.summary ?? toolResultOf(saved.result).summary,
       };
     }
     const stepId = saved?.stepId ?? newId();
@@ -69,7 +71,7 @@ export function createTurnRunner(
     }
     if (run.status === "recovering") run.status = "running";
     deps.touch(run);
-    const result = await dispatcher.dispatch(call.name, call.args, {
+    const outcome = await dispatcher.dispatch(call.name, call.args, {
       session,
       runId: run.id,
       senderId: run.senderId,
@@ -77,8 +79,8 @@ export function createTurnRunner(
       toolCallId: id,
       ...(resuming ? { resuming: true } : {}),
     });
-    const summary = summarizeToolResult(call.name, result);
-    finishStep(step, result, summary, now());
+    const { content: result, summary } = outcome;
+    finishStep(step, outcome, now());
     deps.touch(run);
     if (turn && saved && !signal.aborted) {
       saved.result = result;
@@ -169,22 +171,13 @@ function newTurn(
   };
 }
 
-function finishStep(step: Step, result: string, summary: string, at: number): void {
-  step.status = hasError(result) ? "failed" : "done";
-  step.summary = summary;
+function finishStep(step: Step, result: ToolResult, at: number): void {
+  step.status = result.isError ? "failed" : "done";
+  step.summary = result.summary;
   step.endedAt = at;
 }
 
 /** A model's raw argument text is kept as written (even when it is not JSON: the model should see its own call). */
 export function argumentsText(args: unknown): string {
   return typeof args === "string" ? args : JSON.stringify(args ?? {});
-}
-
-function hasError(result: string): boolean {
-  try {
-    const parsed: unknown = JSON.parse(result);
-    return typeof parsed === "object" && parsed !== null && "error" in parsed;
-  } catch {
-    return false;
-  }
 }

@@ -123,7 +123,7 @@ export const MIGRATIONS: readonly string[] = [
     revoked_at  INTEGER NOT NULL
   );
   -- Who has written to the bot, or clicked one of its cards, in a session's chat, and when last: they may
-  -- view its runs (harness/access.ts). Seeded with everyone who started a run before this table existed.
+  -- view its runs (domain/access.ts). Seeded with everyone who started a run before this table existed.
   CREATE TABLE IF NOT EXISTS session_members (
     session_id    TEXT NOT NULL,
     user_id       TEXT NOT NULL,

@@ -2,7 +2,7 @@ import type { Db } from "./db.ts";
 
 /**
  * The people we know to be in a session's chat: everyone who sent the bot a message there or clicked one
- * of its cards there, with when we last saw them. The viewing rule (harness/access.ts) reads it.
+ * of its cards there, with when we last saw them. The viewing rule (domain/access.ts) reads it.
  */
 export class SessionMembers {
   readonly #note;

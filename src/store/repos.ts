@@ -6,7 +6,7 @@ import type {
   RunView,
   SessionInfo,
   Step,
-} from "../harness/types.ts";
+} from "../domain/types.ts";
 import type { Db } from "./db.ts";
 
 /**

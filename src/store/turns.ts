@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { HistoryMessage } from "../harness/types.ts";
+import type { HistoryMessage } from "../domain/types.ts";
 import type { Db } from "./db.ts";
 import type { Store } from "./repos.ts";
 

@@ -1,10 +1,10 @@
 import type express from "express";
 import type { Response } from "express";
 import { oneLine, truncate } from "../cards/text.ts";
-import { canViewSession } from "../harness/access.ts";
-import type { ExternalSessions } from "../harness/external-sessions.ts";
-import type { SessionRunner } from "../harness/runner.ts";
-import type { RunStatus, RunView } from "../harness/types.ts";
+import { canViewSession } from "../domain/access.ts";
+import type { ExternalSessions } from "../domain/external-sessions.ts";
+import type { SessionRuns } from "../domain/ports.ts";
+import type { RunStatus, RunView } from "../domain/types.ts";
 import { viewerOf } from "./auth.ts";
 
 /**
@@ -32,7 +32,7 @@ export interface RunSummary {
 }
 
 export interface RunsOptions {
-  runner: SessionRunner;
+  runner: SessionRuns;
   external?: ExternalSessions;
   authSecret: string;
   now: () => number;

@@ -1,9 +1,9 @@
 import fs from "node:fs";
 import type express from "express";
 import type { Response } from "express";
-import { canViewSession } from "../harness/access.ts";
-import type { ExternalSessions } from "../harness/external-sessions.ts";
-import type { SessionRunner } from "../harness/runner.ts";
+import { canViewSession } from "../domain/access.ts";
+import type { ExternalSessions } from "../domain/external-sessions.ts";
+import type { SessionRuns } from "../domain/ports.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
@@ -18,8 +18,8 @@ import { MARKDOWN_IT_FILE, markdownItBundle } from "./vendor.ts";
  */
 
 export interface SessionPageOptions {
-  runner: SessionRunner;
-  /** Outside agents' sessions, shown read-only beside the runner's (harness/external-sessions.ts). */
+  runner: SessionRuns;
+  /** Outside agents' sessions, shown read-only beside the runner's (domain/external-sessions.ts). */
   external?: ExternalSessions;
   authSecret: string;
   now: () => number;

@@ -4,12 +4,11 @@ import { WebSocketServer } from "ws";
 import { checkAnswers } from "../asks/answers.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import { verifyToken } from "../auth/token.ts";
+import { canViewSession } from "../domain/access.ts";
+import type { ExternalSessions } from "../domain/external-sessions.ts";
+import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
-import { canViewSession } from "../harness/access.ts";
-import type { AskSurface } from "../harness/dispatcher.ts";
-import type { ExternalSessions } from "../harness/external-sessions.ts";
-import type { SessionRunner } from "../harness/runner.ts";
-import type { RunView } from "../harness/types.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { sameOrigin } from "../web/cookie.ts";
@@ -32,7 +31,7 @@ export type { HubSocket } from "./connections.ts";
 
 export interface HubDeps {
   registry: AskRegistry;
-  runner: SessionRunner;
+  runner: SessionRuns;
   authSecret: string;
   /** Revoked tokens are refused at the upgrade, and open connections using one close at the next heartbeat. */
   revocations?: TokenRevocations;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
-import type { QueuedMessage, RunView } from "../harness/types.ts";
+import type { QueuedMessage, RunView } from "../domain/types.ts";
 
 /**
  * WebSocket frames (DESIGN §7): JSON `{type, sessionId, data}`.

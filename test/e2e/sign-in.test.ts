@@ -263,7 +263,7 @@ describe("signing in to the session page from the console", () => {
       );
 
       // The chat's session runs Alice's task now; Bob's card still opens Bob's task. Bob wrote in the group,
-      // so under the viewing rule (src/harness/access.ts) he is a member and sees the chat's runs beside it.
+      // so under the viewing rule (src/domain/access.ts) he is a member and sees the chat's runs beside it.
       await consolePage.locator(`[data-testid="user-option"][data-user-id="${BOB}"]`).click();
       const page = await openDetails(bobs);
       await page.getByTestId("session").waitFor({ timeout: WAIT_MS });

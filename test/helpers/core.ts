@@ -2,9 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type Core, createCore } from "../../src/core.ts";
+import type { SessionInfo } from "../../src/domain/types.ts";
 import type { Agent, AgentContext } from "../../src/harness/agents/agent.ts";
 import type { AskSurface, ToolImpl } from "../../src/harness/dispatcher.ts";
-import type { SessionInfo } from "../../src/harness/types.ts";
 import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
 

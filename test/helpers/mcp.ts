@@ -6,10 +6,10 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import express from "express";
 import { z } from "zod";
 import { loadConfig } from "../../src/config.ts";
+import type { RunView } from "../../src/domain/types.ts";
 import { createAgentFromConfig } from "../../src/harness/agents/index.ts";
 import { startMcpFromConfig } from "../../src/harness/agents/mcp/index.ts";
 import type { McpTools } from "../../src/harness/agents/mcp/servers.ts";
-import type { RunView } from "../../src/harness/types.ts";
 import { createLogger } from "../../src/logger.ts";
 import { buildCore, privateSession, type TestCore, tempDir } from "./core.ts";
 import { waitForRun } from "./harness.ts";

@@ -306,7 +306,7 @@ describe("the tool-argument schema (ask_user_questions)", () => {
         fc.pre(!parseAskInput(args).ok);
         // A valid call would wait for an answer; a malformed one must come back at once.
         const result = await Promise.race([
-          dispatcher.dispatch(ASK_TOOL_NAME, args, ctx),
+          dispatcher.dispatch(ASK_TOOL_NAME, args, ctx).then((done) => done.content),
           new Promise<string>((resolve) => setImmediate(() => resolve("still waiting"))),
         ]);
         expect(JSON.parse(result)).toEqual({ error: expect.stringMatching(/^Invalid arguments: /) });

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createCore } from "../../src/core.ts";
-import { canViewSession, VIEW_MEMBERSHIP_MS } from "../../src/harness/access.ts";
+import { canViewSession, VIEW_MEMBERSHIP_MS } from "../../src/domain/access.ts";
 import type { Agent } from "../../src/harness/agents/agent.ts";
 import { createLogger } from "../../src/logger.ts";
 import { MIGRATIONS, migrate } from "../../src/store/db.ts";
@@ -10,7 +10,7 @@ import { record } from "./helpers/env.ts";
 import { ALICE, BOB, CAROL, GROUP_CHAT, type Stack, stacksForEachTest } from "./helpers/stack.ts";
 
 /**
- * Issue 14 item 11: the viewing rule (src/harness/access.ts), on the session page and the socket alike.
+ * Issue 14 item 11: the viewing rule (src/domain/access.ts), on the session page and the socket alike.
  * The expected table is written out by hand below; the test asks both surfaces for every person.
  */
 

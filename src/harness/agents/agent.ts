@@ -1,4 +1,4 @@
-import type { HistoryMessage, SessionInfo, Step, ToolDefinition } from "../types.ts";
+import type { HistoryMessage, SessionInfo, Step, ToolDefinition } from "../../domain/types.ts";
 
 /**
  * The port every agent implements. An agent reads the input and history, calls tools through

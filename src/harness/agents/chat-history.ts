@@ -1,4 +1,4 @@
-import type { HistoryMessage } from "../types.ts";
+import type { HistoryMessage } from "../../domain/types.ts";
 import type { ChatMessage } from "./chat-model.ts";
 
 /**

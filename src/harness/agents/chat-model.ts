@@ -1,8 +1,8 @@
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import type { ToolDefinition } from "../../domain/types.ts";
 import type { Logger } from "../../logger.ts";
 import { abortReason, sleep } from "../../util/sleep.ts";
-import type { ToolDefinition } from "../types.ts";
 import { classifyModelError, IdleTimeout, modelErrorFor } from "./model-errors.ts";
 
 /**

@@ -67,7 +67,10 @@ export function createDelegateTool(options: DelegateOptions): ToolImpl {
         maxSteps: options.maxSteps,
         callTools: (calls) =>
           Promise.all(
-            calls.map((call) => host.dispatch(call.name, parseArguments(call.arguments), subContext)),
+            calls.map(async (call) => {
+              const result = await host.dispatch(call.name, parseArguments(call.arguments), subContext);
+              return result.content;
+            }),
           ),
       });
       return { result: text, summary: text.replace(/\s+/g, " ").slice(0, 80) };

@@ -1,3 +1,4 @@
+import { DEMO_QUESTIONS } from "../../asks/demo-questions.ts";
 import type { AskAnswer, AskInput } from "../../asks/schema.ts";
 import { ASK_TOOL_NAME, askOutputSchema } from "../../asks/schema.ts";
 import { escapeText } from "../../cards/markdown.ts";
@@ -5,7 +6,6 @@ import { strings } from "../../strings.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { ToolImpl } from "../dispatcher.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";
-import { DEMO_QUESTIONS } from "./demo-questions.ts";
 
 export { DEMO_QUESTIONS };
 

@@ -1,6 +1,6 @@
 import { ASK_TOOL_NAME } from "../../asks/schema.ts";
-import { isFeishuSession } from "../tools.ts";
-import type { SessionInfo, ToolDefinition } from "../types.ts";
+import { isFeishuSession } from "../../domain/session-id.ts";
+import type { SessionInfo, ToolDefinition } from "../../domain/types.ts";
 
 /**
  * Every prompt the model sees, in one place (the README quotes them). The model is their reader, so they
@@ -40,7 +40,7 @@ export const DELEGATE_DESCRIPTION = [
 
 /** The system prompt of a session's own agent: the operator's (or the default), plus channel instructions. */
 export function systemPromptFor(
-  session: Pick<SessionInfo, "id" | "workspace">,
+  session: Pick<SessionInfo, "channel">,
   tools: readonly ToolDefinition[],
   base: string = DEFAULT_SYSTEM_PROMPT,
 ): string {

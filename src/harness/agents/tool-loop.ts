@@ -1,7 +1,7 @@
+import type { ToolDefinition } from "../../domain/types.ts";
 import { ModelError } from "../../errors.ts";
 import { strings } from "../../strings.ts";
 import { abortReason } from "../../util/sleep.ts";
-import type { ToolDefinition } from "../types.ts";
 import type { ChatMessage, ChatModel, ModelToolCall } from "./chat-model.ts";
 
 /**

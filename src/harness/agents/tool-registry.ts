@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ASK_TOOL_NAME, formatIssues } from "../../asks/schema.ts";
+import type { ToolDefinition } from "../../domain/types.ts";
 import type { ToolContext, ToolHost, ToolImpl } from "../dispatcher.ts";
-import type { ToolDefinition } from "../types.ts";
 
 /**
  * The tools a real model may call besides `ask_user_questions` (which the dispatcher owns). An operator

@@ -5,8 +5,8 @@ import type {
   ToolCallUpdate,
   ToolKind,
 } from "@agentclientprotocol/sdk";
+import { PLAN_STEP_TOOL } from "../../../domain/types.ts";
 import { strings } from "../../../strings.ts";
-import { PLAN_STEP_TOOL } from "../../types.ts";
 import type { AgentContext, ReportedStep } from "../agent.ts";
 
 /**

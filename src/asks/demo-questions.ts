@@ -1,4 +1,4 @@
-import type { AskInput } from "../../asks/schema.ts";
+import type { AskInput } from "./schema.ts";
 
 /** The demo agent's questions (DESIGN §11): a single choice with previews, and a multiple choice. Pure. */
 export const DEMO_QUESTIONS = {

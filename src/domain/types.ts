@@ -1,0 +1,86 @@
+/**
+ * The shapes shared by sessions, runs, tools and agents: the domain every layer speaks. Nothing here imports
+ * anything but other domain modules (test/boundary.test.ts enforces it).
+ */
+
+export type Channel = "feishu" | "wechat" | "web";
+export type ChatType = "private" | "group" | "none";
+
+export interface SessionInfo {
+  id: string;
+  channel: Channel;
+  chatType: ChatType;
+  /** Feishu chat id, when the session belongs to a Feishu chat. */
+  chatId?: string;
+  /** Working directory of the agent (session-id.ts builds a Feishu chat's). */
+  workspace: string;
+  /** Who opened the session (the private chat's user, or the first sender in a group). */
+  ownerId: string;
+  title: string;
+}
+
+export type RunStatus = "running" | "recovering" | "completed" | "failed" | "cancelled";
+
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled"];
+
+/** A run that has ended for good; the one definition of it (TERMINAL_STATUSES). */
+export function isTerminal(run: Pick<RunView, "status">): boolean {
+  return TERMINAL_STATUSES.includes(run.status);
+}
+
+/** The `tool` of steps that are an agent's plan entries: the card keeps them in view as the task's checklist. */
+export const PLAN_STEP_TOOL = "plan";
+
+export interface Step {
+  id: string;
+  tool: string;
+  title: string;
+  /** `pending`: announced but not begun (an ACP agent's plan entry or queued tool call). */
+  status: "pending" | "running" | "done" | "failed";
+  summary?: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface RunView {
+  id: string;
+  sessionId: string;
+  /** The person whose message started the run: the only one who may answer its questions or cancel it. */
+  senderId: string;
+  input: string;
+  status: RunStatus;
+  steps: Step[];
+  /** Text streamed so far, then the final answer (markdown). */
+  text?: string;
+  error?: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface QueuedMessage {
+  id: string;
+  sessionId: string;
+  senderId: string;
+  text: string;
+  /** Where the message came from (e.g. the Feishu message id), for the channel that queued it. */
+  source?: Record<string, unknown>;
+  createdAt: number;
+}
+
+export interface HistoryMessage {
+  role: "user" | "assistant" | "tool";
+  content: string;
+  runId?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  toolCallId?: string;
+  toolName?: string;
+  summary?: string;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  /** A tool that only makes sense on one channel. */
+  only?: "feishu" | "wechat";
+}
