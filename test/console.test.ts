@@ -180,7 +180,7 @@ async function openStream(url: string) {
 }
 
 describe("console API: chats and messages", () => {
-  it("lists each local user's private chat with the bot and the group of all three", async () => {
+  it("lists each local user's private chat with the bot, the group of all three and their topic group", async () => {
     const rig = await startRig();
     const body = (await (await rig.get("/console/api/chats")).json()) as {
       bot: { openId: string; name: string };
@@ -198,6 +198,7 @@ describe("console API: chats and messages", () => {
       ["oc_p2p_ou_local_bob", "p2p", "ou_local_bob", ["ou_local_bob"]],
       ["oc_p2p_ou_local_carol", "p2p", "ou_local_carol", ["ou_local_carol"]],
       [LOCAL_GROUP_CHAT_ID, "group", undefined, ["ou_local_alice", "ou_local_bob", "ou_local_carol"]],
+      ["oc_local_topics", "group", undefined, ["ou_local_alice", "ou_local_bob", "ou_local_carol"]],
     ]);
   });
 

@@ -46,6 +46,7 @@ export function renderMessage(message, view) {
     "data-sender-type": message.sender.type,
     "data-sender-id": message.sender.id,
     "data-rev": String(message.rev),
+    "data-thread-id": message.threadId,
   };
   // Feishu replaces a recalled message with a line in the middle of the chat.
   if (message.recalled)
@@ -131,5 +132,7 @@ function footer(message, view) {
       text: "回复",
       onclick: () => view.onReply(message),
     }),
+    // Topics and threads (topics.js): the reply count that opens a thread, or 回复话题.
+    view.threadFooter?.(message) ?? null,
   );
 }

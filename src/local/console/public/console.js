@@ -4,6 +4,15 @@ import { h } from "./dom.js";
 import { svgIcon } from "./icons.js";
 import { createLogPanel } from "./log.js";
 import { followUser, openAs } from "./sign-in.js";
+import {
+  isThreadReply,
+  mainFlow,
+  threadFooter,
+  threadHeader,
+  threadMessages,
+  threadRootOf,
+  topicPlaceholder,
+} from "./topics.js";
 
 /**
  * The local console: a Feishu-like chat over the emulator. State comes from /console/api (loaded on every
@@ -22,6 +31,8 @@ const state = {
   chatId: "",
   messages: new Map(),
   unread: new Map(),
+  /** The root message of the thread (topic) open in the chat view; undefined: the chat's main view. */
+  threadRoot: undefined,
 };
 
 const els = {
@@ -93,14 +104,19 @@ const currentChat = () => state.chats.find((chat) => chat.chatId === state.chatI
 const userName = (openId) => state.users.find((user) => user.openId === openId)?.name ?? openId;
 const privateChatOf = (openId) => state.chats.find((chat) => chat.type === "p2p" && chat.ownerId === openId);
 const canWrite = (chat) => chat.type === "group" || chat.ownerId === state.userId;
+// An ephemeral card (仅特定人可见) is only in its one reader's client.
 const messagesOf = (chatId) =>
-  [...state.messages.values()].filter((m) => m.chatId === chatId).sort((a, b) => a.createdAt - b.createdAt);
+  [...state.messages.values()]
+    .filter((m) => m.chatId === chatId && (m.visibleTo === undefined || m.visibleTo === state.userId))
+    .sort((a, b) => a.createdAt - b.createdAt);
 
 function saveLocation() {
   history.replaceState(
     null,
     "",
-    `#user=${encodeURIComponent(state.userId)}&chat=${encodeURIComponent(state.chatId)}`,
+    `#user=${encodeURIComponent(state.userId)}&chat=${encodeURIComponent(state.chatId)}${
+      state.threadRoot ? `&thread=${encodeURIComponent(state.threadRoot)}` : ""
+    }`,
   );
 }
 
@@ -122,7 +138,7 @@ function renderSwitcher() {
 }
 
 function chatLabel(chat) {
-  if (chat.type === "group") return { name: chat.name, tag: "群聊" };
+  if (chat.type === "group") return { name: chat.name, tag: chat.mode === "topic" ? "话题群" : "群聊" };
   if (chat.ownerId === state.userId) return { name: state.bot.name, tag: "单聊" };
   return { name: `${userName(chat.ownerId)} 与 ${state.bot.name}`, tag: "只读" };
 }
@@ -194,6 +210,13 @@ const messageView = () => ({
   // 会话详情 opens as the person the console is acting as (sign-in.js).
   openUrl: (url) => window.open(openAs(url, state.userId, location.origin), "_blank", "noopener,noreferrer"),
   mentionName: (openId) => state.users.find((user) => user.openId === openId)?.name,
+  threadFooter: (message) =>
+    threadFooter(message, {
+      chat: currentChat(),
+      messages: messagesOf(state.chatId),
+      inThreadView: state.threadRoot !== undefined,
+      onOpen: openThread,
+    }),
 });
 
 /** Keeps the session pages' sign-in cookie on the console's current user; a failure only costs a toast. */
@@ -219,9 +242,13 @@ function renderChat() {
     chat.type === "group"
       ? `${chat.memberIds.map(userName).join("、")}、${state.bot.name}（机器人）`
       : `${userName(chat.ownerId)} 与 ${state.bot.name} 的单聊`;
-  const messages = messagesOf(chat.chatId);
+  const all = messagesOf(chat.chatId);
+  const messages = state.threadRoot ? threadMessages(all, state.threadRoot) : mainFlow(all, chat);
   const view = messageView();
   els.list.replaceChildren(
+    ...(state.threadRoot
+      ? [threadHeader(state.messages.get(state.threadRoot), { preview: messagePreview, onBack: closeThread })]
+      : []),
     ...(messages.length > 0
       ? messages.map((message) => renderMessage(message, view))
       : [
@@ -244,11 +271,45 @@ function configureComposer(chat) {
     botName: state.bot.name,
     onSwitchToOwner: () => setUser(chat.ownerId),
   });
+  const placeholder = topicPlaceholder(chat, state.threadRoot !== undefined);
+  if (placeholder && canWrite(chat)) $("composer-input").placeholder = placeholder;
+}
+
+/** Opens a thread (a topic) in the chat view: its root, then its replies; the composer replies inside it. */
+function openThread(rootId) {
+  state.threadRoot = rootId;
+  composer.setReplyTo(undefined);
+  saveLocation();
+  renderChat();
+}
+
+function closeThread() {
+  state.threadRoot = undefined;
+  composer.setReplyTo(undefined);
+  saveLocation();
+  renderChat();
+}
+
+/** Whether a message belongs in what the chat view shows now (the main flow, or the open thread). */
+function inCurrentView(message) {
+  if (state.threadRoot) return threadMessages([message], state.threadRoot).length > 0;
+  return !isThreadReply(message);
+}
+
+/** A reply in a thread changes the count under its root in the main view: redraw that one message. */
+function refreshThreadRoot(rootId) {
+  const root = state.messages.get(rootId);
+  const existing = els.list.querySelector(`[data-message-id="${CSS.escape(rootId)}"]`);
+  if (root && existing) existing.replaceWith(renderMessage(root, messageView()));
 }
 
 /** Puts a new or changed message on screen, keeping the reader at the bottom if they were there. */
 function showMessage(message, change) {
   if (message.chatId !== state.chatId) return;
+  if (!inCurrentView(message)) {
+    if (!state.threadRoot && isThreadReply(message)) refreshThreadRoot(message.rootId);
+    return;
+  }
   const stick = nearBottom() || message.sender.id === state.userId;
   const element = renderMessage(message, messageView());
   const existing = els.list.querySelector(`[data-message-id="${CSS.escape(message.messageId)}"]`);
@@ -272,6 +333,7 @@ function upsert(message) {
 function selectChat(chatId) {
   if (!state.chats.some((chat) => chat.chatId === chatId)) return;
   state.chatId = chatId;
+  state.threadRoot = undefined;
   state.unread.delete(chatId);
   composer.setReplyTo(undefined);
   saveLocation();
@@ -299,6 +361,12 @@ function jumpTo(messageId) {
   const message = state.messages.get(messageId);
   if (!message) return;
   if (message.chatId !== state.chatId) selectChat(message.chatId);
+  // A message inside a thread is found in its thread view; one in the main flow, in the main view.
+  const root = isThreadReply(message) ? threadRootOf(message) : undefined;
+  if (root !== state.threadRoot) {
+    if (root) openThread(root);
+    else closeThread();
+  }
   const element = els.list.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`);
   if (!element) return;
   element.scrollIntoView({ block: "center", behavior: "smooth" });
@@ -308,11 +376,14 @@ function jumpTo(messageId) {
 }
 
 async function sendMessage(text, replyTo) {
+  // Inside a thread view every message is a reply in the thread (to the one quoted, or to the root).
+  const target = replyTo ?? state.threadRoot;
   const result = await api("messages", {
     chatId: state.chatId,
     userId: state.userId,
     text,
-    ...(replyTo ? { replyTo } : {}),
+    ...(target ? { replyTo: target } : {}),
+    ...(state.threadRoot ? { inThread: true } : {}),
   });
   if (result.ok) return true;
   if (result.body.messageId) {
@@ -386,6 +457,7 @@ async function start() {
   const chat =
     state.chats.find((c) => c.chatId === params.get("chat")) ?? privateChatOf(user.openId) ?? state.chats[0];
   state.chatId = chat.chatId;
+  state.threadRoot = params.get("thread") || undefined;
   saveLocation();
   renderSwitcher();
   renderChatList();

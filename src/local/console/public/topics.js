@@ -1,0 +1,88 @@
+import { formatTime } from "./chat.js";
+import { h } from "./dom.js";
+
+/**
+ * Topics and threads as the Feishu client shows them (issue 19). A topic group (话题群) is a list of topics:
+ * each topic's first message with its reply count, opened into a thread view. In a normal group, replies in a
+ * thread stay out of the main flow; the message they hang under shows "N 条回复" and opens the thread.
+ * A message is in the thread of root R when it carries a thread id and its root is R; a topic group's first
+ * message carries the thread id itself. Pure functions over the console's messages, plus small renderers.
+ */
+
+/** Whether the message is a reply inside a thread (not the thread's first message). */
+export const isThreadReply = (message) => message.threadId !== undefined && message.rootId !== undefined;
+
+/** The messages the chat's main view shows: topic roots in a topic group, the main flow in a normal group. */
+export function mainFlow(messages, chat) {
+  if (chat.type !== "group") return messages;
+  return messages.filter((message) => !isThreadReply(message));
+}
+
+/** A thread: its root, then its replies in order. */
+export function threadMessages(messages, rootId) {
+  return messages.filter(
+    (message) => message.messageId === rootId || (isThreadReply(message) && message.rootId === rootId),
+  );
+}
+
+/** Replies in the thread under `rootId`, with the newest one. */
+export function threadSummary(messages, rootId) {
+  const replies = messages.filter((message) => isThreadReply(message) && message.rootId === rootId);
+  return { count: replies.length, last: replies.at(-1) };
+}
+
+/** The root of the thread the message is in, if any (its own id for a topic group's first message). */
+export function threadRootOf(message) {
+  if (isThreadReply(message)) return message.rootId;
+  return message.threadId !== undefined ? message.messageId : undefined;
+}
+
+/**
+ * Under a message in a group: "N 条回复" that opens its thread, or, for a message without one, 回复话题 to
+ * start one (in a topic group every message is a topic, so there it always opens the topic).
+ */
+export function threadFooter(message, { chat, messages, inThreadView, onOpen }) {
+  if (chat?.type !== "group" || inThreadView || message.recalled || isThreadReply(message)) return null;
+  const { count, last } = threadSummary(messages, message.messageId);
+  if (count > 0) {
+    return h("button", {
+      type: "button",
+      class: "thread-open",
+      "data-testid": "thread-open",
+      "data-root-id": message.messageId,
+      text: `${count} 条回复 · 最后回复 ${formatTime(last.createdAt)}`,
+      onclick: () => onOpen(message.messageId),
+    });
+  }
+  return h("button", {
+    type: "button",
+    class: "msg-action",
+    "data-testid": "thread-start",
+    "data-root-id": message.messageId,
+    text: chat.mode === "topic" ? "回复话题" : "回复话题（新建话题）",
+    onclick: () => onOpen(message.messageId),
+  });
+}
+
+/** The bar above a thread view: back to the chat, and what the thread is. */
+export function threadHeader(root, { preview, onBack }) {
+  return h(
+    "div",
+    { class: "thread-header", "data-testid": "thread-view", "data-root-id": root?.messageId ?? "" },
+    h("button", {
+      type: "button",
+      class: "thread-back",
+      "data-testid": "thread-back",
+      text: "← 返回",
+      onclick: onBack,
+    }),
+    h("span", { class: "thread-title", text: root ? `话题：${preview(root)}` : "话题" }),
+  );
+}
+
+/** What the composer says in a topic group, or inside a thread. */
+export function topicPlaceholder(chat, inThreadView) {
+  if (inThreadView) return "在话题中回复，@机器人 让它处理（Enter 发送）";
+  if (chat?.mode === "topic") return "发布新话题，@机器人 让它处理（Enter 发送）";
+  return undefined;
+}
