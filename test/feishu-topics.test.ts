@@ -1,9 +1,13 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { signToken } from "../src/auth/token.ts";
 import {
   feishuGroupSessionId as groupSessionId,
   feishuTopicSessionId as topicSessionId,
 } from "../src/domain/session-id.ts";
 import type { MessageView } from "../src/local/emulator/index.ts";
+import { createLogger } from "../src/logger.ts";
+import { SESSION_COOKIE } from "../src/web/cookie.ts";
+import { mountSessionPages } from "../src/web/session-page.ts";
 import { cardText, type FeishuRig, formsOn, startFeishuRig } from "./helpers/feishu.ts";
 
 /**
@@ -217,5 +221,67 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
       "/quick 长任务",
     ]);
     expect(r.core.runner.getSession(groupSessionId(r.emulator.appId, GROUP))).toBeUndefined();
+  });
+});
+
+describe("topic sessions on the session page and over the WebSocket", () => {
+  it("titles a topic session recognisably and says which group and message it belongs to", async () => {
+    const r = await rig({
+      transport: "webhook",
+      routes: ({ core }) => [
+        (app) =>
+          mountSessionPages(app, {
+            runner: core.runner,
+            authSecret: "test-secret-0123456789",
+            now: Date.now,
+            logger: createLogger({ level: "silent" }),
+          }),
+      ],
+    });
+    const rootId = await r.send({
+      chatId: TOPICS,
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "/quick 周报整理",
+      mentionBot: true,
+    });
+    await completed(r, await r.progressCard(rootId));
+    const sessionId = topicSessionId(r.emulator.appId, TOPICS, rootId);
+    const topic = {
+      chatId: TOPICS,
+      rootMessageId: rootId,
+      groupSessionId: groupSessionId(r.emulator.appId, TOPICS),
+    };
+
+    // Bob never wrote in this topic; a click on one of the bot's cards in the group makes him a member of it.
+    r.channel.noteChatMember(TOPICS, BOB);
+    const asBob = `${SESSION_COOKIE}=${signToken("test-secret-0123456789", BOB, Date.now() + 60_000)}`;
+    const page = await fetch(`${r.httpUrl}/api/sessions/${encodeURIComponent(sessionId)}`, {
+      headers: { cookie: asBob },
+    });
+    expect(page.status).toBe(200);
+    expect(await page.json()).toEqual({
+      id: sessionId,
+      title: "飞书群聊话题：/quick 周报整理",
+      channel: "feishu",
+      chatType: "group",
+      topic,
+    });
+
+    const ws = await r.connect(BOB);
+    ws.send({ type: "subscribe", sessionId });
+    const subscribed = await r.until(
+      () => ws.frames.find((frame) => frame.type === "subscribed"),
+      "subscribed",
+    );
+    expect(subscribed.data).toEqual({ canAnswer: false, topic, title: "飞书群聊话题：/quick 周报整理" });
+    ws.close();
+
+    // Someone the bot never saw in the group may not view it.
+    const asCarol = `${SESSION_COOKIE}=${signToken("test-secret-0123456789", "ou_carol", Date.now() + 60_000)}`;
+    const refused = await fetch(`${r.httpUrl}/api/sessions/${encodeURIComponent(sessionId)}`, {
+      headers: { cookie: asCarol },
+    });
+    expect(refused.status).toBe(403);
   });
 });

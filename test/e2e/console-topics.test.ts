@@ -168,7 +168,9 @@ describe("Console topics and threads", () => {
       // The list holds the topics and nothing else (no stray text between them).
       const strays = await page
         .getByTestId("message-list")
-        .evaluate((list) => [...list.childNodes].filter((node) => node.nodeType === 3 /* a text node */).length);
+        .evaluate(
+          (list) => [...list.childNodes].filter((node) => node.nodeType === 3 /* a text node */).length,
+        );
       expect(strays).toBe(0);
       const secondThread = await message(page, second).getAttribute("data-thread-id");
       expect(secondThread).toMatch(/^omt_/);
