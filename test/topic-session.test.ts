@@ -8,7 +8,7 @@ import {
   sessionIdOf,
 } from "../src/domain/session-id.ts";
 import type { SessionInfo } from "../src/domain/types.ts";
-import type { InboundMessage } from "../src/feishu/events.ts";
+import { type InboundMessage, parseMessageEvent } from "../src/feishu/events.ts";
 import { routeInbound, threadReply } from "../src/feishu/topics.ts";
 
 /** A topic's session identity and routing (issue 19); ids written out literally, as they are stored. */
@@ -124,5 +124,39 @@ describe("viewing a topic session", () => {
   it("lets a member of the group view its topics, and nobody else", () => {
     expect(canViewSession(runner, "ou_bob", topic.id)).toBe(true);
     expect(canViewSession(runner, "ou_mallory", topic.id)).toBe(false);
+  });
+});
+
+describe("parsing a message's topic ids", () => {
+  const event = (message: Record<string, unknown>) => ({
+    sender: { sender_id: { open_id: "ou_alice" }, sender_type: "user" },
+    message: {
+      message_id: "om_1",
+      chat_id: "oc_team",
+      chat_type: "group",
+      message_type: "text",
+      content: JSON.stringify({ text: "hi" }),
+      ...message,
+    },
+  });
+
+  it("reads thread_id, root_id and parent_id, an empty string counting as none", () => {
+    const parsed = parseMessageEvent(event({ thread_id: "omt_1", root_id: "om_r", parent_id: "" }));
+    expect(parsed).toMatchObject({
+      ok: true,
+      value: { threadId: "omt_1", rootId: "om_r", parentId: undefined },
+    });
+    expect(parseMessageEvent(event({}))).toMatchObject({
+      ok: true,
+      value: { threadId: undefined, rootId: undefined, parentId: undefined },
+    });
+  });
+
+  it("refuses ids that could leave a workspace directory, naming the field", () => {
+    expect(parseMessageEvent(event({ root_id: "../../etc" }))).toEqual({
+      ok: false,
+      error: "message.root_id: must be a platform id (letters, digits, _ and -)",
+    });
+    expect(parseMessageEvent(event({ message_id: "om_1/../x" }))).toMatchObject({ ok: false });
   });
 });

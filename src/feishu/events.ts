@@ -7,10 +7,16 @@ import { z } from "zod";
  */
 
 const openIdRef = z.object({ open_id: z.string().optional() }).passthrough();
+/**
+ * A platform id (om_…, omt_…, oc_…). Topic ids name sessions and workspace directories (domain/session-id.ts),
+ * so anything but letters, digits, `_` and `-` is refused here rather than reaching a path.
+ */
+const platformId = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,200}$/, "must be a platform id (letters, digits, _ and -)");
 /** An id that may be absent or, as some payloads send it, an empty string: both mean "none". */
 const optionalId = z
-  .string()
-  .max(200)
+  .union([z.literal(""), platformId])
   .optional()
   .transform((value) => (value === undefined || value === "" ? undefined : value));
 
@@ -19,12 +25,12 @@ const messageEventSchema = z.object({
   sender: z.object({ sender_id: openIdRef.optional(), sender_type: z.string().optional() }).passthrough(),
   message: z
     .object({
-      message_id: z.string().min(1),
+      message_id: platformId,
       // Topics and threads (feishu-platform §5.1): ids of the thread's root, the message replied to, the thread.
       root_id: optionalId,
       parent_id: optionalId,
       thread_id: optionalId,
-      chat_id: z.string().min(1),
+      chat_id: platformId,
       chat_type: z.string(),
       message_type: z.string(),
       content: z.string().default(""),
