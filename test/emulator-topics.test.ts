@@ -161,6 +161,21 @@ describe("Emulator topic groups and threads", () => {
       .object({ code: z.number(), data: z.object({ message_id: z.string() }) })
       .parse(await send("oc_normal"));
     expect(sent.code).toBe(0);
+    // It can be neither replied to nor patched, being in one reader's client only.
+    const reply = await client.im.message
+      .reply({ path: { message_id: sent.data.message_id }, data: { msg_type: "text", content: text("x") } })
+      .then(
+        () => undefined,
+        (error: { response?: { data?: { code?: number } } }) => error.response?.data,
+      );
+    expect(reply).toMatchObject({ code: 230001 });
+    const patch = await client.im.message
+      .patch({ path: { message_id: sent.data.message_id }, data: { content: JSON.stringify(card) } })
+      .then(
+        () => undefined,
+        (error: { response?: { data?: { code?: number } } }) => error.response?.data,
+      );
+    expect(patch).toMatchObject({ code: 230001 });
     expect(emu.messages.getMessage(sent.data.message_id)).toMatchObject({
       visibleTo: "ou_a",
       chatId: "oc_normal",
