@@ -132,6 +132,18 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     expect(r.core.runner.queued(two)).toEqual([]);
     expect(message(r, secondCard).threadId).toBe(message(r, second).threadId);
     expect(message(r, secondCard).threadId).not.toBe(message(r, firstCard).threadId);
+    // Each topic's @-reminder for its question is posted inside that topic.
+    const pings = await r.until(() => {
+      const found = r.emulator.messages
+        .listMessages(TOPICS)
+        .filter(
+          (m) => m.senderType === "app" && m.msgType === "text" && m.content.includes("个问题等你回答"),
+        );
+      return found.length === 2 && found;
+    }, "two reminders");
+    expect(pings.map((m) => m.threadId).sort()).toEqual(
+      [message(r, first).threadId, message(r, second).threadId].sort(),
+    );
   });
 
   it("takes a thread under a message in a normal group as its own session, with the card in the thread", async () => {

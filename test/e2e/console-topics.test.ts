@@ -176,6 +176,19 @@ describe("Console topics and threads", () => {
       expect(secondThread).toMatch(/^omt_/);
       expect(secondThread).not.toBe(threadId);
       await screenshot(page, "console-topic-list");
+
+      // The topic's session page: titled by the topic's first words, marked as a topic.
+      const sessionId = `feishu-cli_0123456789abcdef-group-${TOPICS}-topic-${first}`;
+      const sessionPage = await page.context().newPage();
+      sessionPage.on("pageerror", (error) => pageErrors.push(error.message));
+      await sessionPage.goto(
+        `${bot.baseUrl}/auth/local?user=Alice&next=${encodeURIComponent(`/sessions/${sessionId}`)}`,
+      );
+      await sessionPage.getByTestId("topic-badge").waitFor({ state: "visible", timeout: WAIT_MS });
+      await expect
+        .poll(() => sessionPage.getByTestId("session-title").textContent(), { timeout: WAIT_MS })
+        .toBe("飞书群聊话题：/quick 话题一");
+      await screenshot(sessionPage, "session-page-topic");
     },
     TEST_MS,
   );
