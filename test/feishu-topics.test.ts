@@ -4,11 +4,18 @@ import {
   feishuGroupSessionId as groupSessionId,
   feishuTopicSessionId as topicSessionId,
 } from "../src/domain/session-id.ts";
-import type { MessageView } from "../src/local/emulator/index.ts";
+import { type MessageView, startEmulator } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { SESSION_COOKIE } from "../src/web/cookie.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";
-import { cardText, type FeishuRig, formsOn, startFeishuRig } from "./helpers/feishu.ts";
+import {
+  cardText,
+  type FeishuRig,
+  formsOn,
+  requestIdsOn,
+  startFeishuRig,
+  WEBHOOK_KEY,
+} from "./helpers/feishu.ts";
 
 /**
  * Topics and threads as sessions of their own (issue 19), end to end: the real SDK, the emulator's topic
@@ -28,8 +35,10 @@ async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<
   rigs.push(started);
   return started;
 }
+const emulators: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   for (const r of rigs.splice(0)) await r.stop();
+  for (const emulator of emulators.splice(0)) await emulator.close();
 });
 
 const isCompleted = (card: { header?: { template: string } }) => card.header?.template === "green";
@@ -233,6 +242,67 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
       "/quick 长任务",
     ]);
     expect(r.core.runner.getSession(groupSessionId(r.emulator.appId, GROUP))).toBeUndefined();
+  });
+});
+
+describe.each(["ws", "webhook"] as const)("a topic across a restart, over the %s transport", (name) => {
+  it("keeps the topic's question, queue and thread: the old form answers, the queued message's card is in the topic", async () => {
+    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY, topicGroups: [TOPICS] });
+    emulators.push(emulator);
+    const first = await startFeishuRig({ emulator, transport: name });
+    const rootId = await first.send({
+      chatId: TOPICS,
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "部署",
+      mentionBot: true,
+    });
+    const cardId = await first.progressCard(rootId);
+    const card = await first.until(() => {
+      const c = first.cardOf(cardId);
+      return formsOn(c).length > 0 && c;
+    }, "a form");
+    const requestId = requestIdsOn(card)[0] ?? "";
+    const sessionId = topicSessionId(emulator.appId, TOPICS, rootId);
+    const followUp = await first.send({
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "/quick 之后",
+      mentionBot: true,
+      parentId: rootId,
+    });
+    await first.until(
+      () => first.core.runner.queued(sessionId).length === 1,
+      "the follow-up queued in the topic",
+    );
+    await first.stop();
+
+    const second = await startFeishuRig({ emulator, transport: name, dataDir: first.dataDir, recover: true });
+    rigs.push(second);
+    const answered = await second.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0", ask0_q1: ["1"] },
+    });
+    expect(answered.toast?.content).toBe("已提交");
+    await completed(second, cardId);
+    const followCard = await second.until(
+      () =>
+        emulator.messages
+          .listMessages(TOPICS)
+          .find(
+            (m) =>
+              m.parentId === followUp &&
+              m.senderType === "app" &&
+              cardText(second.cardOf(m.messageId)).includes("之后") &&
+              isCompleted(second.cardOf(m.messageId)),
+          )?.messageId,
+      "the queued message's completed card",
+    );
+    expect(message(second, followCard).threadId).toBe(message(second, rootId).threadId);
+    expect(second.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
   });
 });
 
