@@ -202,6 +202,35 @@ describe("console API: chats and messages", () => {
     ]);
   });
 
+  it("starts a topic in the topic group and replies in a thread in the normal group (issue 19)", async () => {
+    const rig = await startRig();
+    rig.emulator.setChatMode("oc_local_topics", "topic");
+    const topic = await rig.post("/console/api/messages", {
+      chatId: "oc_local_topics",
+      userId: ALICE.openId,
+      text: "新话题",
+    });
+    expect(topic.status).toBe(200);
+    const plain = await rig.post("/console/api/messages", {
+      chatId: LOCAL_GROUP_CHAT_ID,
+      userId: ALICE.openId,
+      text: "普通",
+    });
+    const { messageId: rootId } = (await plain.json()) as { messageId: string };
+    const threaded = await rig.post("/console/api/messages", {
+      chatId: LOCAL_GROUP_CHAT_ID,
+      userId: BOB.openId,
+      text: "在话题里",
+      replyTo: rootId,
+      inThread: true,
+    });
+    expect(threaded.status).toBe(200);
+    const delivered = rig.messages.map((m) => m.message as { thread_id?: string; root_id?: string });
+    expect(delivered[0]?.thread_id).toMatch(/^omt_/);
+    expect(delivered[1]?.thread_id).toBeUndefined();
+    expect(delivered[2]).toMatchObject({ root_id: rootId, thread_id: expect.stringMatching(/^omt_/) });
+  });
+
   it("delivers a private message to the bot as a signed, encrypted im.message.receive_v1", async () => {
     const rig = await startRig();
     const response = await rig.post("/console/api/messages", {
@@ -439,6 +468,11 @@ describe("console API: bad input", () => {
     ["an extra field", { chatId: ALICE_CHAT, userId: ALICE.openId, text: "hi", sender: "x" }, "sender"],
     ["an array", [], "body"],
     ["not JSON", "{nope", "not valid JSON"],
+    [
+      "inThread without replyTo",
+      { chatId: LOCAL_GROUP_CHAT_ID, userId: ALICE.openId, text: "hi", inThread: true },
+      "replyTo",
+    ],
   ])("refuses a message with %s", async (_what, body, mentioned) => {
     const rig = await startRig();
     const response = await rig.post("/console/api/messages", body);
