@@ -5,12 +5,11 @@ import { svgIcon } from "./icons.js";
 import { createLogPanel } from "./log.js";
 import { followUser, openAs } from "./sign-in.js";
 import {
-  isThreadReply,
+  createThreadNav,
   mainFlow,
   threadFooter,
   threadHeader,
   threadMessages,
-  threadRootOf,
   topicPlaceholder,
 } from "./topics.js";
 
@@ -63,6 +62,20 @@ const log = createLogPanel({
   clearButton: $("log-clear"),
   onSelectMessage: jumpTo,
 });
+
+// Which thread (topic) the chat view shows, if any (topics.js).
+const threads = createThreadNav({
+  state,
+  list: els.list,
+  onChange: () => {
+    composer.setReplyTo(undefined);
+    saveLocation();
+    renderChat();
+  },
+  renderRoot: (root) => renderMessage(root, messageView()),
+});
+const openThread = (rootId) => threads.open(rootId);
+const closeThread = () => threads.close();
 
 async function api(path, body) {
   try {
@@ -275,41 +288,10 @@ function configureComposer(chat) {
   if (placeholder && canWrite(chat)) $("composer-input").placeholder = placeholder;
 }
 
-/** Opens a thread (a topic) in the chat view: its root, then its replies; the composer replies inside it. */
-function openThread(rootId) {
-  state.threadRoot = rootId;
-  composer.setReplyTo(undefined);
-  saveLocation();
-  renderChat();
-}
-
-function closeThread() {
-  state.threadRoot = undefined;
-  composer.setReplyTo(undefined);
-  saveLocation();
-  renderChat();
-}
-
-/** Whether a message belongs in what the chat view shows now (the main flow, or the open thread). */
-function inCurrentView(message) {
-  if (state.threadRoot) return threadMessages([message], state.threadRoot).length > 0;
-  return !isThreadReply(message);
-}
-
-/** A reply in a thread changes the count under its root in the main view: redraw that one message. */
-function refreshThreadRoot(rootId) {
-  const root = state.messages.get(rootId);
-  const existing = els.list.querySelector(`[data-message-id="${CSS.escape(rootId)}"]`);
-  if (root && existing) existing.replaceWith(renderMessage(root, messageView()));
-}
-
 /** Puts a new or changed message on screen, keeping the reader at the bottom if they were there. */
 function showMessage(message, change) {
   if (message.chatId !== state.chatId) return;
-  if (!inCurrentView(message)) {
-    if (!state.threadRoot && isThreadReply(message)) refreshThreadRoot(message.rootId);
-    return;
-  }
+  if (!threads.inView(message)) return threads.offView(message);
   const stick = nearBottom() || message.sender.id === state.userId;
   const element = renderMessage(message, messageView());
   const existing = els.list.querySelector(`[data-message-id="${CSS.escape(message.messageId)}"]`);
@@ -361,12 +343,7 @@ function jumpTo(messageId) {
   const message = state.messages.get(messageId);
   if (!message) return;
   if (message.chatId !== state.chatId) selectChat(message.chatId);
-  // A message inside a thread is found in its thread view; one in the main flow, in the main view.
-  const root = isThreadReply(message) ? threadRootOf(message) : undefined;
-  if (root !== state.threadRoot) {
-    if (root) openThread(root);
-    else closeThread();
-  }
+  threads.reveal(message);
   const element = els.list.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`);
   if (!element) return;
   element.scrollIntoView({ block: "center", behavior: "smooth" });

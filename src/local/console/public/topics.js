@@ -86,3 +86,34 @@ export function topicPlaceholder(chat, inThreadView) {
   if (chat?.mode === "topic") return "发布新话题，@机器人 让它处理（Enter 发送）";
   return undefined;
 }
+
+/**
+ * The console's thread navigation: which thread the chat view shows (`state.threadRoot`), and what a live
+ * message means for the view. `onChange` redraws the chat; `renderRoot` draws one message again.
+ */
+export function createThreadNav({ state, list, onChange, renderRoot }) {
+  const set = (rootId) => {
+    state.threadRoot = rootId;
+    onChange();
+  };
+  const inView = (message) =>
+    state.threadRoot ? threadMessages([message], state.threadRoot).length > 0 : !isThreadReply(message);
+  return {
+    open: (rootId) => set(rootId),
+    close: () => set(undefined),
+    /** Whether a message belongs in what the chat view shows now (the main flow, or the open thread). */
+    inView,
+    /** A reply in a thread changes the count under its root in the main view: redraw that one message. */
+    offView(message) {
+      if (state.threadRoot || !isThreadReply(message)) return;
+      const root = state.messages.get(message.rootId);
+      const existing = list.querySelector(`[data-message-id="${CSS.escape(message.rootId)}"]`);
+      if (root && existing) existing.replaceWith(renderRoot(root));
+    },
+    /** Before jumping to a message: a thread's reply is found in its thread view, others in the main view. */
+    reveal(message) {
+      const root = isThreadReply(message) ? threadRootOf(message) : undefined;
+      if (root !== state.threadRoot) set(root);
+    },
+  };
+}
