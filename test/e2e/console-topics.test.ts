@@ -209,6 +209,26 @@ describe("Console topics and threads", () => {
         .toMatch(/^omt_/);
       await completed(page, inThread);
 
+      // On a phone-width window the thread view fits: nothing wider than the window.
+      await page.setViewportSize({ width: 400, height: 800 });
+      const width = z
+        .object({ scroll: z.number(), client: z.number(), header: z.number() })
+        .parse(
+          JSON.parse(
+            z
+              .string()
+              .parse(
+                await page.evaluate(
+                  `JSON.stringify({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth, header: document.querySelector('[data-testid="thread-view"]').getBoundingClientRect().right })`,
+                ),
+              ),
+          ),
+        );
+      expect(width.scroll).toBeLessThanOrEqual(width.client);
+      expect(width.header).toBeLessThanOrEqual(width.client + 1);
+      await screenshot(page, "console-thread-narrow");
+      await page.setViewportSize({ width: 1280, height: 900 });
+
       await page.getByTestId("thread-back").click();
       const opener = page.locator(`[data-testid="thread-open"][data-root-id="${plain}"]`);
       await expect.poll(() => opener.textContent(), { timeout: WAIT_MS }).toContain("2 条回复");
