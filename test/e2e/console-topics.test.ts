@@ -157,6 +157,10 @@ describe("Console topics and threads", () => {
       await page.getByTestId("thread-back").click();
       await page.getByTestId("thread-view").waitFor({ state: "detached", timeout: WAIT_MS });
       await expect.poll(() => opener.textContent(), { timeout: WAIT_MS }).toContain("3 条回复");
+      // The topic shows its latest reply: the follow-up's card, finished.
+      await expect
+        .poll(() => opener.getByTestId("thread-last").textContent(), { timeout: WAIT_MS })
+        .toMatch(/^Progress Bot：.*已完成/);
       const second = await post(page, "/quick 话题二", true);
       const secondOpener = page.locator(`[data-testid="thread-open"][data-root-id="${second}"]`);
       await expect.poll(() => secondOpener.textContent(), { timeout: WAIT_MS }).toContain("1 条回复");

@@ -1,4 +1,4 @@
-import { formatTime } from "./chat.js";
+import { formatTime, messagePreview } from "./chat.js";
 import { h } from "./dom.js";
 
 /**
@@ -45,14 +45,23 @@ export function threadFooter(message, { chat, messages, inThreadView, onOpen }) 
   if (chat?.type !== "group" || inThreadView || message.recalled || isThreadReply(message)) return null;
   const { count, last } = threadSummary(messages, message.messageId);
   if (count > 0) {
-    return h("button", {
-      type: "button",
-      class: "thread-open",
-      "data-testid": "thread-open",
-      "data-root-id": message.messageId,
-      text: `${count} 条回复 · 最后回复 ${formatTime(last.createdAt)}`,
-      onclick: () => onOpen(message.messageId),
-    });
+    // As the topic list does: how many replies, when the last came, and what it says.
+    return h(
+      "button",
+      {
+        type: "button",
+        class: "thread-open",
+        "data-testid": "thread-open",
+        "data-root-id": message.messageId,
+        onclick: () => onOpen(message.messageId),
+      },
+      h("span", { class: "thread-count", text: `${count} 条回复 · 最后回复 ${formatTime(last.createdAt)}` }),
+      h("span", {
+        class: "thread-last",
+        "data-testid": "thread-last",
+        text: `${last.sender.name}：${messagePreview(last)}`,
+      }),
+    );
   }
   return h("button", {
     type: "button",
