@@ -204,7 +204,8 @@ describe("console API: chats and messages", () => {
 
   it("starts a topic in the topic group and replies in a thread in the normal group (issue 19)", async () => {
     const rig = await startRig();
-    rig.emulator.setChatMode("oc_local_topics", "topic");
+    // mountConsole told the emulator that 本地话题群 is a topic group.
+    expect(rig.emulator.chatMode("oc_local_topics")).toBe("topic");
     const topic = await rig.post("/console/api/messages", {
       chatId: "oc_local_topics",
       userId: ALICE.openId,

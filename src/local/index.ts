@@ -1,6 +1,5 @@
 import path from "node:path";
 import type { Config } from "../config.ts";
-import { LOCAL_TOPIC_GROUP_CHAT_ID } from "./console/users.ts";
 import { type Emulator, startEmulator } from "./emulator/index.ts";
 
 /**
@@ -23,8 +22,6 @@ export async function startLocalFeishu(
   const emulator = await startEmulator({
     encryptKey,
     stateFile: path.join(config.dataDir, EMULATOR_STATE_FILE),
-    // The console's 本地话题群 is a topic group (issue 19).
-    topicGroups: [LOCAL_TOPIC_GROUP_CHAT_ID],
   });
   // The webhook subscription needs the bot's port, known only after listen: main.ts subscribes it then.
   if (!webhook) emulator.subscribe({ mode: "long_connection" });
