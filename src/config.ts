@@ -74,6 +74,11 @@ const envSchema = z.object({
     .enum(["on", "off", "true", "false", "1", "0"], { message: "FEISHU_ASK_PING accepts on or off" })
     .transform((value) => value === "on" || value === "true" || value === "1")
     .default(true),
+  // topics (issue 19): a task from a plain group message answers in a new thread under it (feishu/topics.ts).
+  FEISHU_REPLY_IN_THREAD: z
+    .enum(["on", "off", "true", "false", "1", "0"], { message: "FEISHU_REPLY_IN_THREAD accepts on or off" })
+    .transform((value) => value === "on" || value === "true" || value === "1")
+    .default(false),
   // 32 characters: a secret that signs every user's token must not be guessable offline from one token.
   AUTH_SECRET: optionalText.pipe(
     z
@@ -105,6 +110,8 @@ interface FeishuAppBehaviour {
   askPing: boolean;
   /** After a card callback's answer went out, its card's next PATCH waits this long (docs/long-connection.md). */
   callbackSettleMs: number;
+  /** FEISHU_REPLY_IN_THREAD: a task from a plain group message is answered in a new thread under it. */
+  replyInThread: boolean;
 }
 
 /**
@@ -228,6 +235,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     domain: e.FEISHU_DOMAIN,
     askPing: e.FEISHU_ASK_PING,
     callbackSettleMs: e.FEISHU_CALLBACK_SETTLE_MS,
+    replyInThread: e.FEISHU_REPLY_IN_THREAD,
   };
   const verification = e.FEISHU_VERIFICATION_TOKEN ? { verificationToken: e.FEISHU_VERIFICATION_TOKEN } : {};
   // The checks above made these present in feishu mode; the narrowing says so to the type checker once.

@@ -220,6 +220,12 @@ export const zh = {
     },
     planTitle: "计划",
   },
+  // --- topics (issue 19, topics engineer): zh only; the lead adds English at merge -------------------------
+  topics: {
+    /** A topic session's title on the session page and in the hub: the group, then the topic's first words. */
+    sessionTitle: (firstWords: string) => `飞书群聊话题：${firstWords}`,
+  },
+  // --- end topics ---------------------------------------------------------------------------------------
 };
 
 /** The shape every locale fills in. */

@@ -102,6 +102,14 @@ describe("loadConfig", () => {
     expect(loadConfig({ FEISHU_ASK_PING: "off" }).feishu.askPing).toBe(false);
   });
 
+  it("answers plain group messages in a new thread only with FEISHU_REPLY_IN_THREAD=on", () => {
+    expect(loadConfig({}).feishu.replyInThread).toBe(false);
+    expect(loadConfig({ FEISHU_REPLY_IN_THREAD: "on" }).feishu.replyInThread).toBe(true);
+    expect(errorOf({ FEISHU_REPLY_IN_THREAD: "maybe" })).toContain(
+      "FEISHU_REPLY_IN_THREAD accepts on or off",
+    );
+  });
+
   it("waits 1 s after a callback's answer by default, and takes another settle delay (0 included)", () => {
     expect(loadConfig({}).feishu.callbackSettleMs).toBe(1000);
     expect(loadConfig({ FEISHU_CALLBACK_SETTLE_MS: "0" }).feishu.callbackSettleMs).toBe(0);

@@ -24,10 +24,10 @@ import {
   missingRequired,
   safeUrl,
 } from "../src/local/console/public/card-values.ts";
-import { markdownToHtml } from "../src/web/public/markdown.ts";
 import { textSegments } from "../src/local/console/view.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
+import { markdownToHtml } from "../src/web/public/markdown.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 
 const ENCRYPT_KEY = "console-test-encrypt-key";
@@ -174,7 +174,7 @@ async function openStream(url: string) {
 }
 
 describe("console API: chats and messages", () => {
-  it("lists each local user's private chat with the bot and the group of all three", async () => {
+  it("lists each local user's private chat with the bot, the group of all three and their topic group", async () => {
     const rig = await startRig();
     const body = (await (await rig.get("/console/api/chats")).json()) as {
       bot: { openId: string; name: string };
@@ -192,7 +192,38 @@ describe("console API: chats and messages", () => {
       ["oc_p2p_ou_local_bob", "p2p", "ou_local_bob", ["ou_local_bob"]],
       ["oc_p2p_ou_local_carol", "p2p", "ou_local_carol", ["ou_local_carol"]],
       [LOCAL_GROUP_CHAT_ID, "group", undefined, ["ou_local_alice", "ou_local_bob", "ou_local_carol"]],
+      ["oc_local_topics", "group", undefined, ["ou_local_alice", "ou_local_bob", "ou_local_carol"]],
     ]);
+  });
+
+  it("starts a topic in the topic group and replies in a thread in the normal group (issue 19)", async () => {
+    const rig = await startRig();
+    // mountConsole told the emulator that 本地话题群 is a topic group.
+    expect(rig.emulator.chatMode("oc_local_topics")).toBe("topic");
+    const topic = await rig.post("/console/api/messages", {
+      chatId: "oc_local_topics",
+      userId: ALICE.openId,
+      text: "新话题",
+    });
+    expect(topic.status).toBe(200);
+    const plain = await rig.post("/console/api/messages", {
+      chatId: LOCAL_GROUP_CHAT_ID,
+      userId: ALICE.openId,
+      text: "普通",
+    });
+    const { messageId: rootId } = (await plain.json()) as { messageId: string };
+    const threaded = await rig.post("/console/api/messages", {
+      chatId: LOCAL_GROUP_CHAT_ID,
+      userId: BOB.openId,
+      text: "在话题里",
+      replyTo: rootId,
+      inThread: true,
+    });
+    expect(threaded.status).toBe(200);
+    const delivered = rig.messages.map((m) => m.message as { thread_id?: string; root_id?: string });
+    expect(delivered[0]?.thread_id).toMatch(/^omt_/);
+    expect(delivered[1]?.thread_id).toBeUndefined();
+    expect(delivered[2]).toMatchObject({ root_id: rootId, thread_id: expect.stringMatching(/^omt_/) });
   });
 
   it("delivers a private message to the bot as a signed, encrypted im.message.receive_v1", async () => {
@@ -432,6 +463,11 @@ describe("console API: bad input", () => {
     ["an extra field", { chatId: ALICE_CHAT, userId: ALICE.openId, text: "hi", sender: "x" }, "sender"],
     ["an array", [], "body"],
     ["not JSON", "{nope", "not valid JSON"],
+    [
+      "inThread without replyTo",
+      { chatId: LOCAL_GROUP_CHAT_ID, userId: ALICE.openId, text: "hi", inThread: true },
+      "replyTo",
+    ],
   ])("refuses a message with %s", async (_what, body, mentioned) => {
     const rig = await startRig();
     const response = await rig.post("/console/api/messages", body);

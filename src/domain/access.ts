@@ -1,4 +1,5 @@
 import type { SessionRuns } from "./ports.ts";
+import { parentGroupSessionId } from "./session-id.ts";
 
 /**
  * The viewing rule: who may see a session's runs (status, steps, questions read-only, results) on the
@@ -30,8 +31,12 @@ export function canViewSession(
   const session = runner.getSession(sessionId);
   if (!session) return false;
   if (session.chatType === "group") {
-    const lastSeen = runner.lastSeenInChat(sessionId, userId);
-    if (lastSeen !== undefined && runner.now() - lastSeen <= VIEW_MEMBERSHIP_MS) return true;
+    // A topic's card is in its group for every member to open: the group's members may view it too.
+    const group = parentGroupSessionId(sessionId);
+    for (const chat of group === undefined ? [sessionId] : [sessionId, group]) {
+      const lastSeen = runner.lastSeenInChat(chat, userId);
+      if (lastSeen !== undefined && runner.now() - lastSeen <= VIEW_MEMBERSHIP_MS) return true;
+    }
   } else if (session.ownerId === userId) {
     return true;
   }

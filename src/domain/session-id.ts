@@ -9,13 +9,18 @@ import type { SessionInfo } from "./types.ts";
  * stay byte-identical to what earlier versions wrote:
  * - a Feishu private chat: `feishu-{appId}-private-{openId}`, workspace `{dataDir}/workspaces/feishu-private/{openId}`
  * - a Feishu group chat:   `feishu-{appId}-group-{chatId}`,   workspace `{dataDir}/workspaces/feishu-chat/{chatId}`
+ * - a topic of a group (issue 19): `feishu-{appId}-group-{chatId}-topic-{rootMessageId}`, workspace
+ *   `{dataDir}/workspaces/feishu-chat/{chatId}/topics/{rootMessageId}` — under its group's id and workspace.
+ *   Keyed by the topic's root message, not its thread id: with FEISHU_REPLY_IN_THREAD the task starts before
+ *   the thread exists (feishu/topics.ts).
  *
  * The key is a discriminated union so another kind (a group's topic: chat id + thread id) is one more
  * member here and one more case in each switch, which the compiler then asks for everywhere.
  */
 export type SessionKey =
   | { kind: "feishu-private"; appId: string; openId: string }
-  | { kind: "feishu-group"; appId: string; chatId: string };
+  | { kind: "feishu-group"; appId: string; chatId: string }
+  | { kind: "feishu-topic"; appId: string; chatId: string; rootMessageId: string };
 
 export function sessionIdOf(key: SessionKey): string {
   switch (key.kind) {
@@ -23,6 +28,8 @@ export function sessionIdOf(key: SessionKey): string {
       return `feishu-${key.appId}-private-${key.openId}`;
     case "feishu-group":
       return `feishu-${key.appId}-group-${key.chatId}`;
+    case "feishu-topic":
+      return `feishu-${key.appId}-group-${key.chatId}-topic-${key.rootMessageId}`;
   }
 }
 
@@ -33,6 +40,8 @@ export function workspaceOf(key: SessionKey, dataDir: string): string {
       return path.join(dataDir, "workspaces", "feishu-private", key.openId);
     case "feishu-group":
       return path.join(dataDir, "workspaces", "feishu-chat", key.chatId);
+    case "feishu-topic":
+      return path.join(dataDir, "workspaces", "feishu-chat", key.chatId, "topics", key.rootMessageId);
   }
 }
 
@@ -60,6 +69,8 @@ function chatTypeOf(key: SessionKey): SessionInfo["chatType"] {
     case "feishu-private":
       return "private";
     case "feishu-group":
+    // A topic is part of its group: group rules apply (who may answer, @-reminders, who may view).
+    case "feishu-topic":
       return "group";
   }
 }
@@ -80,4 +91,30 @@ export function feishuPrivateSessionId(appId: string, openId: string): string {
 
 export function feishuGroupSessionId(appId: string, chatId: string): string {
   return sessionIdOf({ kind: "feishu-group", appId, chatId });
+}
+
+export function feishuTopicSessionId(appId: string, chatId: string, rootMessageId: string): string {
+  return sessionIdOf({ kind: "feishu-topic", appId, chatId, rootMessageId });
+}
+
+const TOPIC_ID = /^feishu-([^-]+)-group-([^-]+)-topic-(.+)$/;
+
+/**
+ * The one id that is read back: a topic's. Replies in a topic must go into its thread, and where the channel
+ * answers (a card, a reminder, a queue card) it holds only the run's session id. Safe because the id is
+ * stored and stable by design, and neither an app id (`cli_…`) nor a chat id (`oc_…`) contains a `-`.
+ */
+export function parseFeishuTopicSessionId(
+  sessionId: string,
+): Extract<SessionKey, { kind: "feishu-topic" }> | undefined {
+  const match = TOPIC_ID.exec(sessionId);
+  if (!match) return undefined;
+  const [, appId = "", chatId = "", rootMessageId = ""] = match;
+  return { kind: "feishu-topic", appId, chatId, rootMessageId };
+}
+
+/** The group a topic session belongs to: its members may view the topic's runs (access.ts). */
+export function parentGroupSessionId(sessionId: string): string | undefined {
+  const topic = parseFeishuTopicSessionId(sessionId);
+  return topic ? feishuGroupSessionId(topic.appId, topic.chatId) : undefined;
 }

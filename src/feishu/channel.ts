@@ -2,8 +2,8 @@ import type { AskRegistry } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
 import type { DegradeLevel } from "../cards/progress.ts";
 import type { AgentCardTarget, AskSurface, SessionRuns } from "../domain/ports.ts";
-import { feishuGroupSessionId, feishuSession, type SessionKey } from "../domain/session-id.ts";
-import type { RunView, SessionInfo } from "../domain/types.ts";
+import { feishuGroupSessionId } from "../domain/session-id.ts";
+import type { RunView } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
@@ -18,6 +18,7 @@ import { CardLifecycle } from "./progress/lifecycle.ts";
 import { Pings } from "./progress/pings.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
+import { routeInbound } from "./topics.ts";
 
 export type { ActiveCard } from "./progress/card-book.ts";
 
@@ -57,6 +58,8 @@ export interface FeishuChannelOptions {
   asks?: Partial<AskTimes>;
   /** The pause before a refused card reply is tried again (default: a timer). */
   sleep?: (ms: number) => Promise<void>;
+  /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it (topics.ts). */
+  replyInThread?: boolean;
 }
 
 export class FeishuChannel implements AskSurface {
@@ -230,8 +233,15 @@ export class FeishuChannel implements AskSurface {
       return;
     }
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
+    // A message in a topic (or, with FEISHU_REPLY_IN_THREAD, any group message) has its own session (topics.ts).
+    const route = routeInbound(message, text, {
+      appId: this.#o.appId,
+      dataDir: this.#o.dataDir,
+      replyInThread: this.#o.replyInThread ?? false,
+    });
+    if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
     const result = this.#o.runner.accept(
-      { session: this.#sessionFor(message), senderId: message.senderOpenId, text, source },
+      { session: route.session, senderId: message.senderOpenId, text, source },
       markInbound,
     );
     if (result === undefined) return this.#redelivered(message);
@@ -261,23 +271,19 @@ export class FeishuChannel implements AskSurface {
   }
 
   async #replyText(message: InboundMessage, text: string): Promise<void> {
-    await this.#o.messenger.sendText({ chatId: message.chatId }, text, { replyTo: message.messageId });
+    // An answer to a message inside a topic stays in the topic.
+    const inThread = message.threadId !== undefined;
+    await this.#o.messenger.sendText({ chatId: message.chatId }, text, {
+      replyTo: message.messageId,
+      ...(inThread ? { inThread } : {}),
+    });
   }
 
-  /** Someone clicked a card in `chatId`: if it is a group the bot has a session for, they are in it. */
+  /**
+   * Someone clicked one of the bot's cards in `chatId`: they are in that chat. Noted under the group's id even
+   * when only its topics have sessions (a topic group), since the group's members may view its topics (access.ts).
+   */
   noteChatMember(chatId: string, userId: string): void {
-    const sessionId = feishuGroupSessionId(this.#o.appId, chatId);
-    if (this.#o.runner.getSession(sessionId)) this.#o.runner.noteInChat(sessionId, userId);
-  }
-
-  #sessionFor(message: InboundMessage): SessionInfo {
-    const { appId, dataDir } = this.#o;
-    const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
-    // The key decides the id and the workspace (domain/session-id.ts); the titles are the chat's kind.
-    const key: SessionKey =
-      message.chatType === "p2p"
-        ? { kind: "feishu-private", appId, openId: message.senderOpenId }
-        : { kind: "feishu-group", appId, chatId: message.chatId };
-    return feishuSession(key, { ...where, title: key.kind === "feishu-private" ? "飞书私聊" : "飞书群聊" });
+    this.#o.runner.noteInChat(feishuGroupSessionId(this.#o.appId, chatId), userId);
   }
 }

@@ -7,14 +7,30 @@ import { z } from "zod";
  */
 
 const openIdRef = z.object({ open_id: z.string().optional() }).passthrough();
+/**
+ * A platform id (om_…, omt_…, oc_…). Topic ids name sessions and workspace directories (domain/session-id.ts),
+ * so anything but letters, digits, `_` and `-` is refused here rather than reaching a path.
+ */
+const platformId = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,200}$/, "must be a platform id (letters, digits, _ and -)");
+/** An id that may be absent or, as some payloads send it, an empty string: both mean "none". */
+const optionalId = z
+  .union([z.literal(""), platformId])
+  .optional()
+  .transform((value) => (value === undefined || value === "" ? undefined : value));
 
 const messageEventSchema = z.object({
   event_id: z.string().optional(),
   sender: z.object({ sender_id: openIdRef.optional(), sender_type: z.string().optional() }).passthrough(),
   message: z
     .object({
-      message_id: z.string().min(1),
-      chat_id: z.string().min(1),
+      message_id: platformId,
+      // Topics and threads (feishu-platform §5.1): ids of the thread's root, the message replied to, the thread.
+      root_id: optionalId,
+      parent_id: optionalId,
+      thread_id: optionalId,
+      chat_id: platformId,
       chat_type: z.string(),
       message_type: z.string(),
       content: z.string().default(""),
@@ -39,6 +55,12 @@ export interface InboundMessage {
   mentions: { key: string; openId: string | undefined; name: string | undefined }[];
   senderOpenId: string;
   senderType: string;
+  /** Set when the message is inside a topic (a topic group's, or a thread under a message in a normal group). */
+  threadId: string | undefined;
+  /** The first message of the reply tree (for a topic: its root message); undefined for a message that is none. */
+  rootId: string | undefined;
+  /** The message this one replies to (a quote reply, or the root inside a topic). */
+  parentId: string | undefined;
 }
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -72,6 +94,9 @@ export function parseMessageEvent(data: unknown): Parsed<InboundMessage> {
       mentions: (message.mentions ?? []).map((m) => ({ key: m.key, openId: m.id?.open_id, name: m.name })),
       senderOpenId,
       senderType: sender.sender_type ?? "user",
+      threadId: message.thread_id,
+      rootId: message.root_id,
+      parentId: message.parent_id,
     },
   };
 }

@@ -1,6 +1,7 @@
 import { strings } from "../strings.ts";
 import type { Limiter } from "./limits.ts";
 import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import { threadReply } from "./topics.ts";
 
 /**
  * A progress card that is gone for good — recalled (230011), deleted (230110), or unknown to the platform
@@ -53,11 +54,17 @@ export async function checkCard(
  */
 export async function tellChatCardGone(
   deps: GoneCheckDeps,
-  where: { chatId: string; sourceMessageId: string },
+  where: { chatId: string; sourceMessageId: string; sessionId?: string },
 ): Promise<void> {
+  // topics: in a topic session the notice is a reply inside the topic.
+  const inThread = where.sessionId === undefined ? {} : threadReply(where.sessionId);
   const send = (replyTo?: string) =>
     deps.appLimiter(() =>
-      deps.messenger.sendText({ chatId: where.chatId }, strings.feishu.cardGone, replyTo ? { replyTo } : {}),
+      deps.messenger.sendText(
+        { chatId: where.chatId },
+        strings.feishu.cardGone,
+        replyTo ? { replyTo, ...inThread } : {},
+      ),
     );
   try {
     await send(where.sourceMessageId || undefined);

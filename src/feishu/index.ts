@@ -40,6 +40,7 @@ export async function startFeishu(options: {
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing: feishu.askPing,
+    replyInThread: feishu.replyInThread,
     ...(config.asks ? { asks: config.asks } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),

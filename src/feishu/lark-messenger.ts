@@ -102,6 +102,35 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
   }
 
   const content = (card: Card) => JSON.stringify(card);
+  const log = options.logger.child({ module: "lark-messenger" });
+  /**
+   * A reply into a thread, falling back to a plain reply once if the platform refuses the thread: where
+   * threads are not allowed is not documented (feishu-platform §5.1), and a card in the main flow beats none.
+   */
+  const reply = async (messageId: string, body: Record<string, unknown>, inThread: boolean | undefined) => {
+    const send = (thread: boolean) =>
+      call(
+        "im.message.reply",
+        {
+          method: "POST",
+          url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/reply`,
+          // Only when asked: a plain reply's body stays exactly as before.
+          data: thread ? { ...body, reply_in_thread: true } : body,
+        },
+        messageData,
+      );
+    if (!inThread) return send(false);
+    try {
+      return await send(true);
+    } catch (error) {
+      if (!threadRefused(error)) throw error;
+      log.warn(
+        { messageId, code: error.feishuCode },
+        "reply_in_thread refused; replying in the chat instead",
+      );
+      return send(false);
+    }
+  };
   return {
     async replyCard(messageId, card, opts) {
       const data = {
@@ -109,11 +138,7 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
         content: content(card),
         ...(opts?.uuid ? { uuid: opts.uuid } : {}),
       };
-      const res = await call(
-        "im.message.reply",
-        { method: "POST", url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/reply`, data },
-        messageData,
-      );
+      const res = await reply(messageId, data, opts?.inThread);
       return { messageId: res.data.message_id };
     },
     async sendCard(target, card, opts) {
@@ -141,15 +166,7 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
         .join(" ");
       const body = JSON.stringify({ text: mentions ? `${mentions} ${text}` : text });
       if (opts?.replyTo) {
-        const res = await call(
-          "im.message.reply",
-          {
-            method: "POST",
-            url: `/open-apis/im/v1/messages/${encodeURIComponent(opts.replyTo)}/reply`,
-            data: { msg_type: "text", content: body },
-          },
-          messageData,
-        );
+        const res = await reply(opts.replyTo, { msg_type: "text", content: body }, opts.inThread);
         return { messageId: res.data.message_id };
       }
       const res = await call("im.message.create", createRequest(target, "text", body), messageData);
@@ -176,6 +193,22 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
       return { openId: res.bot.open_id, name: res.bot.app_name ?? "" };
     },
   };
+}
+
+/**
+ * A refusal that may be the thread itself: a Feishu business error (HTTP 4xx with a code) that is not about
+ * the rate, the card's content, or a message that is gone — those fail the same way without the thread.
+ */
+function threadRefused(error: unknown): error is FeishuApiError {
+  return (
+    error instanceof FeishuApiError &&
+    error.feishuCode !== undefined &&
+    error.httpStatus !== undefined &&
+    error.httpStatus < 500 &&
+    !error.rateLimited &&
+    !error.cardRefused &&
+    !error.messageGone
+  );
 }
 
 function createRequest(target: MessageTarget, msgType: string, body: string, uuid?: string) {

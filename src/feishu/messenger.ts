@@ -6,14 +6,19 @@ import { AppError } from "../errors.ts";
  * implements it over HTTP; tests may hand in anything that satisfies it.
  */
 export interface FeishuMessenger {
-  replyCard(messageId: string, card: Card, options?: { uuid?: string }): Promise<{ messageId: string }>;
+  /** `inThread`: the reply goes into the message's topic, opening one under it if there is none (`reply_in_thread`). */
+  replyCard(
+    messageId: string,
+    card: Card,
+    options?: { uuid?: string; inThread?: boolean },
+  ): Promise<{ messageId: string }>;
   sendCard(target: MessageTarget, card: Card, options?: { uuid?: string }): Promise<{ messageId: string }>;
   patchCard(messageId: string, card: Card): Promise<void>;
   /** A short text message; `mentionOpenIds` are @-mentioned (a PATCH notifies nobody, a new message does). */
   sendText(
     target: MessageTarget,
     text: string,
-    options?: { mentionOpenIds?: string[]; replyTo?: string },
+    options?: { mentionOpenIds?: string[]; replyTo?: string; inThread?: boolean },
   ): Promise<{ messageId: string }>;
   recall(messageId: string): Promise<void>;
   /** What the platform says about one message now: `deleted` once it was recalled or deleted. */

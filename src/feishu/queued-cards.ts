@@ -7,6 +7,7 @@ import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import type { Limiter } from "./limits.ts";
 import type { FeishuMessenger } from "./messenger.ts";
+import { threadReply } from "./topics.ts";
 
 /**
  * The cards that answer messages which arrived while a task was running: posted when a message queues,
@@ -55,7 +56,11 @@ export class QueuedCards {
       state: "queued",
     });
     const replying = this.#o.appLimiter(() =>
-      this.#o.messenger.replyCard(where.sourceMessageId, card, { uuid: `q-${queued.id}` }),
+      // topics: a message queued inside a topic gets its card in the topic too.
+      this.#o.messenger.replyCard(where.sourceMessageId, card, {
+        uuid: `q-${queued.id}`,
+        ...threadReply(queued.sessionId),
+      }),
     );
     this.#posting.set(queued.id, replying);
     let sent: { messageId: string };

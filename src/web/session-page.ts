@@ -4,6 +4,7 @@ import type { Response } from "express";
 import { canViewSession } from "../domain/access.ts";
 import type { ExternalSessions } from "../domain/external-sessions.ts";
 import type { SessionRuns } from "../domain/ports.ts";
+import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
@@ -118,7 +119,15 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
       res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
       return;
     }
-    res.json({ id: session.id, title: session.title, channel: session.channel, chatType: session.chatType });
+    const topic = topicInfo(session.id);
+    res.json({
+      id: session.id,
+      title: session.title,
+      channel: session.channel,
+      chatType: session.chatType,
+      // topics (issue 19): a topic session says which group and message it belongs to.
+      ...(topic ? { topic } : {}),
+    });
   });
 }
 

@@ -7,6 +7,7 @@ import { verifyToken } from "../auth/token.ts";
 import { canViewSession } from "../domain/access.ts";
 import type { ExternalSessions } from "../domain/external-sessions.ts";
 import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import { topicInfo } from "../domain/topic-view.ts";
 import type { RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
@@ -218,7 +219,15 @@ export class WsHub implements AskSurface {
     }
     const active = this.#activeRun(sessionId);
     const canAnswer = active?.senderId === connection.userId;
-    this.#send(connection, { type: "subscribed", sessionId, data: { canAnswer } });
+    // topics (issue 19): a topic session is named and placed in its group, so a client can list it as a topic;
+    // every other session's frame stays as it was.
+    const topic = topicInfo(sessionId);
+    const title = topic ? this.#deps.runner.getSession(sessionId)?.title : undefined;
+    this.#send(connection, {
+      type: "subscribed",
+      sessionId,
+      data: { canAnswer, ...(topic ? { topic, ...(title !== undefined ? { title } : {}) } : {}) },
+    });
     this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
       if (ask.elicitation) continue;

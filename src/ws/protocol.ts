@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
+import type { TopicInfo } from "../domain/topic-view.ts";
 import type { QueuedMessage, RunView } from "../domain/types.ts";
 
 /**
@@ -51,7 +52,12 @@ export type ServerFrame =
   | { type: "ask_user_questions_cancelled"; sessionId: string; data: { requestId: string; reason: string } }
   | { type: "ask_user_questions_accepted"; sessionId: string; data: { requestId: string } }
   | { type: "session_snapshot"; sessionId: string; data: SessionSnapshot }
-  | { type: "subscribed"; sessionId: string; data: { canAnswer: boolean } }
+  | {
+      type: "subscribed";
+      sessionId: string;
+      /** For a topic session only: where it is (`topic`) and its title (its group and first words). */
+      data: { canAnswer: boolean; title?: string; topic?: TopicInfo };
+    }
   | { type: "cancelled"; sessionId: string; data: { runId: string } }
   | { type: "pong"; sessionId: string; data: Record<string, never> }
   | {

@@ -188,7 +188,8 @@ describe("icons without an emoji font", () => {
     await expect.poll(() => card.locator('svg[data-icon="done"]').count(), { timeout: WAIT_MS }).toBe(1);
     expect(await card.textContent()).not.toMatch(/[✅❌⏳]/u);
     expect(await page.locator('.avatar-bot svg[data-icon="bot"]').count()).toBeGreaterThan(0);
-    expect(await page.locator('.avatar-group svg[data-icon="group"]').count()).toBe(1);
+    // Both group chats (本地测试群 and the topic group 本地话题群) have the group icon.
+    expect(await page.locator('.avatar-group svg[data-icon="group"]').count()).toBe(2);
     expect(await page.locator(".chat-list, .messages").first().textContent()).not.toMatch(/🤖/u);
 
     const opened = page.context().waitForEvent("page", { timeout: WAIT_MS });

@@ -88,6 +88,8 @@ export async function startFeishuRig(
     routes?: (parts: { core: Core; channel: FeishuChannel }) => ((app: Express) => void)[];
     /** Deadlines, reminders and 延长 (issue 16). */
     asks?: FeishuChannelOptions["asks"];
+    /** FEISHU_REPLY_IN_THREAD (issue 19). */
+    replyInThread?: boolean;
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -128,6 +130,7 @@ export async function startFeishuRig(
     askPing: options.askPing ?? true,
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.asks ? { asks: options.asks } : {}),
+    ...(options.replyInThread ? { replyInThread: true } : {}),
     inbound:
       transport === "ws"
         ? {

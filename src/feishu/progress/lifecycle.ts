@@ -13,6 +13,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from
 import type { FeishuMetrics } from "../metrics.ts";
 import { CardPublisher } from "../publisher.ts";
 import type { QueuedCards } from "../queued-cards.ts";
+import { threadReply } from "../topics.ts";
 import type { Background } from "./background.ts";
 import type { ActiveCard, CardBook } from "./card-book.ts";
 import type { Pings } from "./pings.ts";
@@ -220,7 +221,10 @@ export class CardLifecycle {
               const uuid = `run-${card.runId}`;
               return card.agent
                 ? messenger.sendCard(card.agent.target, content, { uuid })
-                : messenger.replyCard(card.sourceMessageId, content, { uuid });
+                : messenger.replyCard(card.sourceMessageId, content, {
+                    uuid,
+                    ...threadReply(card.sessionId),
+                  });
             },
             { urgent: true },
           ),

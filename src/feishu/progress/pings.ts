@@ -8,6 +8,7 @@ import { afterSend, shouldRemind } from "../ask-reminder.ts";
 import { ExpiryReminders } from "../expiry-reminder.ts";
 import type { Limiter } from "../limits.ts";
 import type { FeishuMessenger } from "../messenger.ts";
+import { threadReply } from "../topics.ts";
 import type { Background } from "./background.ts";
 import type { ActiveCard, CardBook } from "./card-book.ts";
 
@@ -84,6 +85,7 @@ export class Pings {
         await messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(questions), {
           mentionOpenIds: [card.senderId],
           replyTo: card.messageId ?? card.sourceMessageId,
+          ...threadReply(card.sessionId),
         });
         return "sent" as const;
       });
@@ -109,6 +111,7 @@ export class Pings {
         messenger.sendText({ chatId: card.chatId }, text, {
           ...(group ? { mentionOpenIds: [card.senderId] } : {}),
           replyTo: card.messageId ?? card.sourceMessageId,
+          ...threadReply(card.sessionId),
         }),
       ),
     );

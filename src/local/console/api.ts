@@ -28,6 +28,8 @@ const messageBody = z.strictObject({
     .refine((text) => text.trim() !== "", "must not be empty"),
   /** Makes the message a reply to this one (same chat). */
   replyTo: id.optional(),
+  /** With replyTo: reply inside the message's topic, opening a thread under it in a normal group (issue 19). */
+  inThread: z.boolean().optional(),
 });
 const formField = z.union([z.string().max(1000), z.array(z.string().max(1000)).max(100)]);
 const actionBody = z.strictObject({
@@ -126,6 +128,13 @@ async function postMessage(ctx: ConsoleContext, req: Request, res: Response): Pr
     if (!parent || parent.chatId !== chat.chatId)
       throw new AppError("INVALID_INPUT", `body.replyTo: no message ${body.replyTo} in this chat`);
   }
+  if (body.inThread && body.replyTo === undefined)
+    throw new AppError(
+      "INVALID_INPUT",
+      "body.inThread: a thread reply needs replyTo (the message it answers)",
+    );
+  if (body.inThread && chat.type !== "group")
+    throw new AppError("INVALID_INPUT", "body.inThread: threads are for group chats in the console");
   const composed = composeText(body.text, {
     bot: { openId: ctx.emulator.botOpenId, name: ctx.emulator.botName },
     users: LOCAL_USERS,
@@ -142,6 +151,7 @@ async function postMessage(ctx: ConsoleContext, req: Request, res: Response): Pr
     mentions: composed.users,
     messageId,
     ...(body.replyTo !== undefined ? { parentId: body.replyTo } : {}),
+    ...(body.inThread ? { inThread: true } : {}),
   });
   const delivery = await deliverEvent(ctx, payload, chat, sender.openId);
   res.status(delivery.ok ? 200 : 502).json({

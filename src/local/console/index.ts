@@ -39,6 +39,8 @@ export function mountConsole(app: express.Express, options: ConsoleOptions): voi
   const ctx = createConsoleContext({ ...options, logger, feed });
   const { emulator } = options;
   if (options.botWebhookUrl) emulator.subscribe({ mode: "webhook", url: options.botWebhookUrl });
+  // The console's chats are local mode's chats: its topic group (本地话题群) is one on the platform too.
+  for (const chat of ctx.chats) if (chat.mode === "topic") emulator.setChatMode(chat.chatId, "topic");
 
   for (const call of emulator.calls) feed.log(callEntry(call));
   emulator.on("call", (call) => feed.log(callEntry(call)));

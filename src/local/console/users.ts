@@ -14,6 +14,9 @@ export const LOCAL_USERS: LocalUser[] = [
 
 export const LOCAL_GROUP_CHAT_ID = "oc_local_group";
 export const LOCAL_GROUP_NAME = "本地测试群";
+/** A topic group (话题群, issue 19): every message starts a topic, replies go into topics. */
+export const LOCAL_TOPIC_GROUP_CHAT_ID = "oc_local_topics";
+export const LOCAL_TOPIC_GROUP_NAME = "本地话题群";
 
 export interface ConsoleChat {
   chatId: string;
@@ -22,6 +25,8 @@ export interface ConsoleChat {
   /** The user of a private chat: only they may type in it. */
   ownerId?: string;
   memberIds: string[];
+  /** `topic`: a topic group, shown as a list of topics (the emulator is told at start, local/index.ts). */
+  mode?: "topic";
 }
 
 /** The chats the console shows: every user's private chat with the bot (the emulator's `oc_p2p_<openId>`), then the group. */
@@ -41,6 +46,13 @@ export function localChats(): ConsoleChat[] {
       type: "group",
       name: LOCAL_GROUP_NAME,
       memberIds: LOCAL_USERS.map((user) => user.openId),
+    },
+    {
+      chatId: LOCAL_TOPIC_GROUP_CHAT_ID,
+      type: "group",
+      name: LOCAL_TOPIC_GROUP_NAME,
+      memberIds: LOCAL_USERS.map((user) => user.openId),
+      mode: "topic",
     },
   ];
 }

@@ -20,6 +20,10 @@ export interface ConsoleMessage {
   recalled: boolean;
   parentId?: string;
   rootId?: string;
+  /** The topic the message is in (a topic group's, or a thread in a normal group). */
+  threadId?: string;
+  /** An ephemeral card: only this user sees it. */
+  visibleTo?: string;
   /** Text messages: the text with mentions resolved. */
   text?: TextSegment[];
   /** Cards: the card JSON. */
@@ -170,6 +174,8 @@ export function toConsoleMessage(
     recalled: view.recalled,
     ...(view.parentId ? { parentId: view.parentId } : {}),
     ...(view.rootId ? { rootId: view.rootId } : {}),
+    ...(view.threadId ? { threadId: view.threadId } : {}),
+    ...(view.visibleTo ? { visibleTo: view.visibleTo } : {}),
   };
   if (view.recalled) return message;
   const parsed = parseJson(view.content);

@@ -68,10 +68,12 @@ export function createContext(options: EmulatorOptions): EmulatorContext {
   const observer = new Observer(
     options.onListenerError ?? ((error) => console.error("emulator listener failed", error)),
   );
+  const messages = new MessageStore(journal);
+  for (const chatId of options.topicGroups ?? []) messages.chatModes.set(chatId, "topic");
   return {
     config,
     clock,
-    messages: new MessageStore(journal),
+    messages,
     tokens: new TokenStore(config.tokenTtlSeconds * 1000),
     updateTokens: new UpdateTokenStore(),
     uuids: new UuidCache(journal),

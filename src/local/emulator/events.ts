@@ -114,6 +114,7 @@ export function userMessageEvent(
       senderId: input.senderOpenId,
       ...(input.messageId ? { messageId: input.messageId } : {}),
       ...(parent ? { parent } : {}),
+      replyInThread: input.inThread ?? false,
       mentions: mentions.map((m) => ({ key: m.key, openId: m.id.open_id, name: m.name })),
     },
     clock.now(),

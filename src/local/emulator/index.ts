@@ -11,6 +11,7 @@ import {
 } from "./events.ts";
 import type { DeliverOptions } from "./long-connection/deliveries.ts";
 import { createApp, listen, shutdown } from "./server.ts";
+import type { ChatMode } from "./topics.ts";
 import type {
   AckResult,
   CallbackCardResult,
@@ -35,6 +36,7 @@ export type { Subscription } from "./delivery.ts";
 export type { CardActionEvent, EventHeader, Mention, MessageReceiveEvent } from "./events.ts";
 export { ACK_DEADLINE_MS } from "./long-connection/deliveries.ts";
 export { decodeFrame, encodeFrame, type Frame, METHOD } from "./long-connection/frame.ts";
+export type { ChatMode } from "./topics.ts";
 export type * from "./types.ts";
 export type { WireMessage } from "./wire.ts";
 
@@ -63,6 +65,9 @@ export interface Emulator {
    */
   injectFault(fault: Fault): FaultHandle;
   clearFaults(): void;
+  /** Makes a chat a topic group (话题群) or a normal group again (topics.ts). */
+  setChatMode(chatId: string, mode: ChatMode): void;
+  chatMode(chatId: string): ChatMode;
   /** Recalls a message as its sender would; later reply/PATCH/card update fail. */
   recall(messageId: string): MessageView;
   /** Invalidates every tenant token issued so far (calls then get 99991663). */
@@ -156,6 +161,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       observer.emit("message_recalled", recalled);
       return recalled;
     },
+    setChatMode: (chatId, mode) => messages.chatModes.set(chatId, mode),
+    chatMode: (chatId) => messages.chatMode(chatId),
     expireTokens: () => ctx.tokens.expireAll(),
     userMessage: (input) => userMessageEvent(ctx, input).payload,
     cardAction: (input) => cardActionEvent(ctx, input),

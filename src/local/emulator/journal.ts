@@ -64,6 +64,7 @@ const storedMessage = z.object({
   senderId: z.string(),
   revision: z.number().default(1),
   mentions: z.array(mention).optional(),
+  visibleTo: z.string().optional(),
 });
 const revisionRow = z.object({
   message_id: z.string(),

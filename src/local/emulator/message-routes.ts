@@ -79,6 +79,9 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     if (replayed(res, body.uuid)) return;
     const parent = messages.require(parentId);
     if (parent.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
+    // An ephemeral card is in one reader's client only: nobody can reply to it (feishu-platform §5.1, assumed).
+    if (parent.visibleTo !== undefined)
+      throw fail(CODES.messageInvalid, "an ephemeral card cannot be replied to");
     checkContent(body.msg_type, body.content);
     const message = messages.create(
       {
@@ -105,6 +108,9 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
     if (message.senderType !== "app" || message.msgType !== "interactive")
       throw fail(CODES.messageInvalid, "only interactive messages sent by this app can be patched");
+    // "仅特定人可见" cards cannot be patched (feishu-platform §3.2).
+    if (message.visibleTo !== undefined)
+      throw fail(CODES.messageInvalid, "an ephemeral card cannot be patched");
     if (now - message.createdAt > PATCHABLE_FOR_MS)
       throw fail(CODES.messageTooOld, "the message was sent more than 14 days ago and cannot be updated");
     if (!ctx.patchWindows.for(messageId).tryTake(now).ok)

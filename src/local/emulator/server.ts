@@ -3,6 +3,7 @@ import express from "express";
 import { mountAuthRoutes, mountBotRoutes } from "./auth-routes.ts";
 import { mountCardRoutes } from "./card-routes.ts";
 import type { EmulatorContext } from "./context.ts";
+import { mountEphemeralRoutes } from "./ephemeral-routes.ts";
 import {
   applyFaults,
   appRateLimit,
@@ -38,6 +39,7 @@ export function createApp(ctx: EmulatorContext): express.Express {
   mountBotRoutes(api, ctx);
   mountMessageRoutes(api, ctx);
   mountCardRoutes(api, ctx);
+  mountEphemeralRoutes(api, ctx);
   app.use(api);
 
   app.use((req, res) => {

@@ -1,6 +1,7 @@
 import { CODES, fail } from "./errors.ts";
 import { newId } from "./ids.ts";
 import type { Journal } from "./journal.ts";
+import { type ChatMode, ChatModes, placeMessage } from "./topics.ts";
 import type { CardRevision, MessageMention, MessageView, SenderType } from "./types.ts";
 
 const HOUR_MS = 3_600_000;
@@ -17,6 +18,8 @@ export interface NewMessage {
   parent?: MessageView;
   replyInThread?: boolean;
   mentions?: MessageMention[];
+  /** An ephemeral card: only this open_id sees it (ephemeral-routes.ts). */
+  visibleTo?: string;
 }
 
 /**
@@ -27,10 +30,16 @@ export interface NewMessage {
 export class MessageStore {
   readonly #messages = new Map<string, MessageView>();
   readonly #journal: Journal | undefined;
+  /** Normal groups and topic groups (topics.ts); p2p chats have no mode. */
+  readonly chatModes = new ChatModes();
 
   constructor(journal?: Journal) {
     this.#journal = journal;
     for (const message of journal?.loaded.messages ?? []) this.#messages.set(message.messageId, message);
+  }
+
+  chatMode(chatId: string): ChatMode {
+    return this.chatModes.get(chatId);
   }
 
   create(input: NewMessage, now: number): MessageView {
@@ -50,14 +59,21 @@ export class MessageStore {
       senderId: input.senderId,
       revision: 1,
       ...(input.mentions && input.mentions.length > 0 ? { mentions: input.mentions } : {}),
+      ...(input.visibleTo !== undefined ? { visibleTo: input.visibleTo } : {}),
     };
-    if (input.parent) {
-      const rootId = input.parent.rootId ?? input.parent.messageId;
-      message.parentId = input.parent.messageId;
-      message.rootId = rootId;
-      const threadId = input.parent.threadId ?? (input.replyInThread ? this.#openThread(rootId) : undefined);
-      if (threadId) message.threadId = threadId;
-    }
+    const placement = placeMessage({
+      mode: this.chatModes.get(input.chatId),
+      chatType: input.chatType,
+      ...(input.parent ? { parent: input.parent } : {}),
+      replyInThread: input.replyInThread ?? false,
+    });
+    if (placement.parentId !== undefined) message.parentId = placement.parentId;
+    if (placement.rootId !== undefined) message.rootId = placement.rootId;
+    const thread = placement.thread;
+    if (thread?.kind === "existing") message.threadId = thread.threadId;
+    else if (thread?.kind === "new")
+      message.threadId =
+        thread.on === "self" ? newId.thread() : this.#openThread(placement.rootId ?? messageId);
     this.#messages.set(messageId, message);
     this.#persist(message, "sent");
     return { ...message };

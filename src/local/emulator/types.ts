@@ -40,6 +40,8 @@ export interface EmulatorOptions {
   stateFile?: string;
   /** The long-connection server's ClientConfig, redelivery schedule and framing (docs/long-connection.md). */
   longConnection?: LongConnectionOptions;
+  /** Chats that are topic groups (话题群); every other group chat is a normal one (topics.ts). */
+  topicGroups?: string[];
 }
 
 export interface RecordedCall {
@@ -90,6 +92,8 @@ export interface MessageView {
   revision: number;
   /** A user's message: whom each `@_user_N` placeholder stands for (Feishu keeps them with the message). */
   mentions?: MessageMention[];
+  /** An ephemeral card (仅特定人可见): the one open_id that sees it. */
+  visibleTo?: string;
 }
 
 export interface MessageMention {
@@ -166,6 +170,11 @@ export interface UserMessageInput {
   messageType?: "text" | "post" | "image" | "file" | "audio" | "media" | "sticker";
   /** Makes the message a reply to this one (sets parent_id and root_id). */
   parentId?: string;
+  /**
+   * With `parentId` in a normal group: reply in a thread under that message (opening it if needed), as
+   * 回复话题 does. A reply in a topic group, or to a message already in a thread, is in its topic anyway.
+   */
+  inThread?: boolean;
 }
 
 export interface CardActionInput {

@@ -1,6 +1,6 @@
+import { type AskPanel, createAskPanel } from "./ask-panel.ts";
 import { type IconName, svgIcon } from "./icons.ts";
 import { markdownToHtml } from "./markdown.ts";
-import { type AskPanel, createAskPanel } from "./ask-panel.ts";
 import { type HistoryRun, historyItems } from "./run-history.ts";
 import type { PageAsk, PageFrame, PageRun, PageSnapshot, PageStep } from "./wire.ts";
 
@@ -165,6 +165,8 @@ async function boot(): Promise<void> {
   if (!info.ok) return showPageError("加载失败，请稍后刷新重试。");
   page.title = info.body?.title || "会话";
   byTestId("session-title").textContent = page.title;
+  // topics (issue 19): a topic of a group is a session of its own; say so next to its title.
+  byTestId("topic-badge").hidden = !info.body?.topic;
   document.title = `${page.title} · 会话详情`;
   connect();
   void loadHistory();

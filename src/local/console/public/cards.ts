@@ -1,3 +1,5 @@
+import { iconizeStatusEmoji } from "../../../web/public/icons.ts";
+import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "../../../web/public/markdown.ts";
 import {
   buttonAction,
   type CardAction,
@@ -13,8 +15,6 @@ import {
   safeUrl,
 } from "./card-values.ts";
 import { h, setSafeHtml } from "./dom.ts";
-import { iconizeStatusEmoji } from "../../../web/public/icons.ts";
-import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "../../../web/public/markdown.ts";
 
 /**
  * Renders Card JSON 2.0 (the subset in src/cards/model.ts, plus a few neighbours) the way the Feishu client

@@ -1,7 +1,7 @@
+import { svgIcon } from "../../../web/public/icons.ts";
 import type { CardAction } from "./card-values.ts";
 import { cardPreview, renderCard } from "./cards.ts";
 import { h } from "./dom.ts";
-import { svgIcon } from "../../../web/public/icons.ts";
 import type { ConsoleMessage, LocalUser } from "./types.ts";
 
 /**
@@ -46,6 +46,8 @@ export interface MessageView {
   onJump: (messageId: string) => void;
   openUrl: (url: string) => void;
   mentionName: (openId: string) => string | undefined;
+  /** Topics and threads (topics.ts): what goes under a message in a group, if anything. */
+  threadFooter?: (message: ConsoleMessage) => HTMLElement | null;
 }
 
 export function renderMessage(message: ConsoleMessage, view: MessageView): HTMLElement {
@@ -56,6 +58,7 @@ export function renderMessage(message: ConsoleMessage, view: MessageView): HTMLE
     "data-sender-type": message.sender.type,
     "data-sender-id": message.sender.id,
     "data-rev": String(message.rev),
+    "data-thread-id": message.threadId,
   };
   // Feishu replaces a recalled message with a line in the middle of the chat.
   if (message.recalled)
@@ -142,5 +145,7 @@ function footer(message: ConsoleMessage, view: MessageView): HTMLElement {
       text: "回复",
       onclick: () => view.onReply(message),
     }),
+    // Topics and threads (topics.ts): the reply count that opens a thread, or 回复话题.
+    view.threadFooter?.(message) ?? null,
   );
 }

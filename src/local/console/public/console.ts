@@ -1,10 +1,18 @@
+import { svgIcon } from "../../../web/public/icons.ts";
 import type { CardAction } from "./card-values.ts";
 import { formatTime, type MessageView, messagePreview, renderMessage } from "./chat.ts";
 import { createComposer } from "./composer.ts";
 import { h } from "./dom.ts";
-import { svgIcon } from "../../../web/public/icons.ts";
 import { createLogPanel } from "./log.ts";
 import { openAs } from "./sign-in.ts";
+import {
+  createThreadNav,
+  mainFlow,
+  threadFooter,
+  threadHeader,
+  threadMessages,
+  topicPlaceholder,
+} from "./topics.ts";
 import type { ConsoleChat, ConsoleEvent, ConsoleMessage, LocalUser, LogEntry, Toast } from "./types.ts";
 
 /**
@@ -33,6 +41,8 @@ const state = {
   chatId: "",
   messages: new Map<string, ConsoleMessage>(),
   unread: new Map<string, number>(),
+  /** The root message of the thread (topic) open in the chat view; undefined: the chat's main view. */
+  threadRoot: undefined as string | undefined,
 };
 
 const els = {
@@ -63,6 +73,20 @@ const log = createLogPanel({
   clearButton: $("log-clear", HTMLButtonElement),
   onSelectMessage: jumpTo,
 });
+
+// Which thread (topic) the chat view shows, if any (topics.ts).
+const threads = createThreadNav({
+  state,
+  list: els.list,
+  onChange: () => {
+    composer.setReplyTo(undefined);
+    saveLocation();
+    renderChat();
+  },
+  renderRoot: (root) => renderMessage(root, messageView()),
+});
+const openThread = (rootId: string) => threads.open(rootId);
+const closeThread = () => threads.close();
 
 /**
  * The console's own JSON API (src/local/console/api.ts). Its bodies are the server's types (types.ts);
@@ -115,14 +139,19 @@ const privateChatOf = (openId: string) =>
   state.chats.find((chat) => chat.type === "p2p" && chat.ownerId === openId);
 const canWrite = (chat: ConsoleChat | undefined): boolean =>
   chat !== undefined && (chat.type === "group" || chat.ownerId === state.userId);
+// An ephemeral card (仅特定人可见) is only in its one reader's client.
 const messagesOf = (chatId: string) =>
-  [...state.messages.values()].filter((m) => m.chatId === chatId).sort((a, b) => a.createdAt - b.createdAt);
+  [...state.messages.values()]
+    .filter((m) => m.chatId === chatId && (m.visibleTo === undefined || m.visibleTo === state.userId))
+    .sort((a, b) => a.createdAt - b.createdAt);
 
 function saveLocation() {
   history.replaceState(
     null,
     "",
-    `#user=${encodeURIComponent(state.userId)}&chat=${encodeURIComponent(state.chatId)}`,
+    `#user=${encodeURIComponent(state.userId)}&chat=${encodeURIComponent(state.chatId)}${
+      state.threadRoot ? `&thread=${encodeURIComponent(state.threadRoot)}` : ""
+    }`,
   );
 }
 
@@ -144,7 +173,7 @@ function renderSwitcher() {
 }
 
 function chatLabel(chat: ConsoleChat): { name: string; tag: string } {
-  if (chat.type === "group") return { name: chat.name, tag: "群聊" };
+  if (chat.type === "group") return { name: chat.name, tag: chat.mode === "topic" ? "话题群" : "群聊" };
   if (chat.ownerId === state.userId) return { name: state.bot.name, tag: "单聊" };
   return { name: `${userName(chat.ownerId)} 与 ${state.bot.name}`, tag: "只读" };
 }
@@ -217,6 +246,13 @@ const messageView = (): MessageView => ({
   openUrl: (url: string) =>
     window.open(openAs(url, state.userId, location.origin), "_blank", "noopener,noreferrer"),
   mentionName: (openId: string) => state.users.find((user) => user.openId === openId)?.name,
+  threadFooter: (message: ConsoleMessage) =>
+    threadFooter(message, {
+      chat: currentChat(),
+      messages: messagesOf(state.chatId),
+      inThreadView: state.threadRoot !== undefined,
+      onOpen: openThread,
+    }),
 });
 
 /** Signs this origin in as `userId` (the same cookie /auth/local sets for a session page). */
@@ -251,9 +287,13 @@ function renderChat() {
     chat.type === "group"
       ? `${chat.memberIds.map(userName).join("、")}、${state.bot.name}（机器人）`
       : `${userName(chat.ownerId)} 与 ${state.bot.name} 的单聊`;
-  const messages = messagesOf(chat.chatId);
+  const all = messagesOf(chat.chatId);
+  const messages = state.threadRoot ? threadMessages(all, state.threadRoot) : mainFlow(all, chat);
   const view = messageView();
   els.list.replaceChildren(
+    ...(state.threadRoot
+      ? [threadHeader(state.messages.get(state.threadRoot), { preview: messagePreview, onBack: closeThread })]
+      : []),
     ...(messages.length > 0
       ? messages.map((message) => renderMessage(message, view))
       : [
@@ -276,11 +316,14 @@ function configureComposer(chat: ConsoleChat): void {
     botName: state.bot.name,
     onSwitchToOwner: () => setUser(chat.ownerId),
   });
+  const placeholder = topicPlaceholder(chat, state.threadRoot !== undefined);
+  if (placeholder && canWrite(chat)) $("composer-input", HTMLTextAreaElement).placeholder = placeholder;
 }
 
 /** Puts a new or changed message on screen, keeping the reader at the bottom if they were there. */
 function showMessage(message: ConsoleMessage, change: string): void {
   if (message.chatId !== state.chatId) return;
+  if (!threads.inView(message)) return threads.offView(message);
   const stick = nearBottom() || message.sender.id === state.userId;
   const element = renderMessage(message, messageView());
   const existing = els.list.querySelector(`[data-message-id="${CSS.escape(message.messageId)}"]`);
@@ -304,6 +347,7 @@ function upsert(message: ConsoleMessage): boolean {
 function selectChat(chatId: string): void {
   if (!state.chats.some((chat) => chat.chatId === chatId)) return;
   state.chatId = chatId;
+  state.threadRoot = undefined;
   state.unread.delete(chatId);
   composer.setReplyTo(undefined);
   saveLocation();
@@ -332,6 +376,7 @@ function jumpTo(messageId: string): void {
   const message = state.messages.get(messageId);
   if (!message) return;
   if (message.chatId !== state.chatId) selectChat(message.chatId);
+  threads.reveal(message);
   const element = els.list.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`);
   if (!element) return;
   element.scrollIntoView({ block: "center", behavior: "smooth" });
@@ -341,11 +386,14 @@ function jumpTo(messageId: string): void {
 }
 
 async function sendMessage(text: string, replyTo: string | undefined): Promise<boolean> {
+  // Inside a thread view every message is a reply in the thread (to the one quoted, or to the root).
+  const target = replyTo ?? state.threadRoot;
   const result = await api("messages", {
     chatId: state.chatId,
     userId: state.userId,
     text,
-    ...(replyTo ? { replyTo } : {}),
+    ...(target ? { replyTo: target } : {}),
+    ...(state.threadRoot ? { inThread: true } : {}),
   });
   if (result.ok) return true;
   if (result.body.messageId) {
@@ -427,6 +475,7 @@ async function start(): Promise<void> {
   state.userId = user.openId;
   signInAs(user.openId);
   state.chatId = chat.chatId;
+  state.threadRoot = params.get("thread") || undefined;
   saveLocation();
   renderSwitcher();
   renderChatList();

@@ -20,6 +20,10 @@ export interface ConsoleMessage {
   recalled: boolean;
   parentId?: string;
   rootId?: string;
+  /** The topic the message is in (a topic group's, or a thread in a normal group). */
+  threadId?: string;
+  /** An ephemeral card: only this user sees it. */
+  visibleTo?: string;
   text?: TextSegment[];
   card?: unknown;
   raw?: string;
@@ -41,6 +45,8 @@ export interface ConsoleChat {
   name: string;
   ownerId?: string;
   memberIds: string[];
+  /** `topic`: a topic group, shown as a list of topics (topics.ts). */
+  mode?: "topic";
 }
 
 interface LogBase {

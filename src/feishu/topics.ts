@@ -1,0 +1,75 @@
+import { oneLine, truncate } from "../cards/text.ts";
+import { feishuSession, parseFeishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
+import type { SessionInfo } from "../domain/types.ts";
+import { strings } from "../strings.ts";
+import type { InboundMessage } from "./events.ts";
+
+/**
+ * Topics and threads are sessions of their own (issue 19, feishu-platform §5.1): from an inbound message to
+ * the session it belongs to and how the bot answers there. Pure.
+ *
+ * - A private chat, and a plain message in a group, go to the chat's session exactly as before.
+ * - A message inside a topic (`thread_id` set: a topic group's topic, or a thread under a message in a
+ *   normal group) goes to the topic's session, keyed by the topic's root message; every reply there is
+ *   sent with `reply_in_thread`, so nothing lands in the group's main flow.
+ * - With `replyInThread` (FEISHU_REPLY_IN_THREAD=on), a plain group message starts a topic rooted at itself:
+ *   the card opens a thread under it, and follow-ups in that thread (root_id = the message) reach the same
+ *   session. Keying by the root message, not by `thread_id`, is what makes both cases one rule: the thread
+ *   id does not exist yet when the task starts.
+ */
+
+export type ChatSessionKind = "private" | "group" | "topic";
+
+export interface InboundRoute {
+  session: SessionInfo;
+  kind: ChatSessionKind;
+  /** Replies (card, texts) go into the topic: `reply_in_thread: true`. */
+  inThread: boolean;
+}
+
+export interface TopicRouteOptions {
+  appId: string;
+  dataDir: string;
+  /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it. */
+  replyInThread: boolean;
+}
+
+/** Characters of the first message kept in a topic session's title. */
+export const TOPIC_TITLE_CHARS = 24;
+
+export function routeInbound(
+  message: InboundMessage,
+  text: string,
+  options: TopicRouteOptions,
+): InboundRoute {
+  const { appId, dataDir } = options;
+  const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
+  const at = (key: SessionKey, title: string, kind: ChatSessionKind): InboundRoute => ({
+    kind,
+    inThread: kind === "topic",
+    session: feishuSession(key, { ...where, title }),
+  });
+  if (message.chatType === "p2p")
+    return at({ kind: "feishu-private", appId, openId: message.senderOpenId }, "飞书私聊", "private");
+  const rootMessageId = topicRootOf(message, options.replyInThread);
+  if (rootMessageId === undefined)
+    return at({ kind: "feishu-group", appId, chatId: message.chatId }, "飞书群聊", "group");
+  return at(
+    { kind: "feishu-topic", appId, chatId: message.chatId, rootMessageId },
+    strings.topics.sessionTitle(truncate(oneLine(text), TOPIC_TITLE_CHARS)),
+    "topic",
+  );
+}
+
+/** The root message of the topic the message belongs to, or undefined when it is a plain group message. */
+function topicRootOf(message: InboundMessage, replyInThread: boolean): string | undefined {
+  if (message.threadId !== undefined) return message.rootId ?? message.messageId;
+  // A plain quote reply (root_id without thread_id) stays in the main flow, as today.
+  if (replyInThread && message.rootId === undefined) return message.messageId;
+  return undefined;
+}
+
+/** Replies in a topic session go into the topic (`reply_in_thread`); everywhere else they are plain replies. */
+export function threadReply(sessionId: string): { inThread?: true } {
+  return parseFeishuTopicSessionId(sessionId) ? { inThread: true } : {};
+}

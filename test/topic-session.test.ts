@@ -1,0 +1,162 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { canViewSession } from "../src/domain/access.ts";
+import {
+  feishuSession,
+  parentGroupSessionId,
+  parseFeishuTopicSessionId,
+  sessionIdOf,
+} from "../src/domain/session-id.ts";
+import type { SessionInfo } from "../src/domain/types.ts";
+import { type InboundMessage, parseMessageEvent } from "../src/feishu/events.ts";
+import { routeInbound, threadReply } from "../src/feishu/topics.ts";
+
+/** A topic's session identity and routing (issue 19); ids written out literally, as they are stored. */
+
+const base: InboundMessage = {
+  eventId: "ev",
+  messageId: "om_msg",
+  chatId: "oc_team",
+  chatType: "group",
+  messageType: "text",
+  rawText: "hi",
+  mentions: [],
+  senderOpenId: "ou_alice",
+  senderType: "user",
+  threadId: undefined,
+  rootId: undefined,
+  parentId: undefined,
+};
+const options = { appId: "cli_a1", dataDir: "/data", replyInThread: false };
+
+describe("topic session identity", () => {
+  it("names a topic under its group, by the topic's root message, with its workspace under the group's", () => {
+    const key = {
+      kind: "feishu-topic",
+      appId: "cli_a1",
+      chatId: "oc_team",
+      rootMessageId: "om_root",
+    } as const;
+    expect(sessionIdOf(key)).toBe("feishu-cli_a1-group-oc_team-topic-om_root");
+    expect(
+      feishuSession(key, { dataDir: "/data", chatId: "oc_team", ownerId: "ou_a", title: "t" }),
+    ).toMatchObject({
+      chatType: "group",
+      workspace: path.join("/data", "workspaces", "feishu-chat", "oc_team", "topics", "om_root"),
+    });
+    expect(parseFeishuTopicSessionId("feishu-cli_a1-group-oc_team-topic-om_root")).toEqual(key);
+    expect(parentGroupSessionId("feishu-cli_a1-group-oc_team-topic-om_root")).toBe(
+      "feishu-cli_a1-group-oc_team",
+    );
+  });
+
+  it("reads no topic out of a group's, a private chat's or a web session's id", () => {
+    for (const id of ["feishu-cli_a1-group-oc_team", "feishu-cli_a1-private-ou_alice", "web-topic-x"]) {
+      expect(parseFeishuTopicSessionId(id)).toBeUndefined();
+      expect(threadReply(id)).toEqual({});
+    }
+    expect(threadReply("feishu-cli_a1-group-oc_team-topic-om_root")).toEqual({ inThread: true });
+  });
+});
+
+describe("routeInbound", () => {
+  it("routes a message in a topic to the topic of its root, replying in the thread", () => {
+    const route = routeInbound(
+      { ...base, threadId: "omt_1", rootId: "om_root", parentId: "om_root" },
+      "部署 staging 环境",
+      options,
+    );
+    expect(route).toMatchObject({ kind: "topic", inThread: true });
+    expect(route.session.id).toBe("feishu-cli_a1-group-oc_team-topic-om_root");
+    expect(route.session.title).toBe("飞书群聊话题：部署 staging 环境");
+    // A topic group's root message carries the thread id but no root id: it is its own root.
+    expect(routeInbound({ ...base, threadId: "omt_1" }, "x", options).session.id).toBe(
+      "feishu-cli_a1-group-oc_team-topic-om_msg",
+    );
+  });
+
+  it("keeps private chats, plain group messages and quote replies where they were", () => {
+    expect(
+      routeInbound({ ...base, chatType: "p2p", threadId: "omt_1", rootId: "om_r" }, "x", options),
+    ).toMatchObject({
+      kind: "private",
+      inThread: false,
+      session: { id: "feishu-cli_a1-private-ou_alice", title: "飞书私聊" },
+    });
+    expect(routeInbound(base, "x", options)).toMatchObject({
+      kind: "group",
+      inThread: false,
+      session: { id: "feishu-cli_a1-group-oc_team", title: "飞书群聊" },
+    });
+    const quote = { ...base, rootId: "om_r", parentId: "om_r" };
+    expect(routeInbound(quote, "x", { ...options, replyInThread: true }).session.id).toBe(
+      "feishu-cli_a1-group-oc_team",
+    );
+  });
+
+  it("with replyInThread, makes a plain group message the root of a topic of its own", () => {
+    const route = routeInbound(base, "x", { ...options, replyInThread: true });
+    expect(route).toMatchObject({ kind: "topic", inThread: true });
+    expect(route.session.id).toBe("feishu-cli_a1-group-oc_team-topic-om_msg");
+  });
+});
+
+describe("viewing a topic session", () => {
+  const topic: SessionInfo = {
+    id: "feishu-cli_a1-group-oc_team-topic-om_root",
+    channel: "feishu",
+    chatType: "group",
+    chatId: "oc_team",
+    workspace: "/w",
+    ownerId: "ou_alice",
+    title: "t",
+  };
+  const now = 1_000_000;
+  const seen = new Map<string, number>([["feishu-cli_a1-group-oc_team|ou_bob", now - 1000]]);
+  const runner = {
+    getSession: (id: string) => (id === topic.id ? topic : undefined),
+    currentRun: () => undefined,
+    hasQueuedFrom: () => false,
+    lastSeenInChat: (sessionId: string, userId: string) => seen.get(`${sessionId}|${userId}`),
+    now: () => now,
+  };
+
+  it("lets a member of the group view its topics, and nobody else", () => {
+    expect(canViewSession(runner, "ou_bob", topic.id)).toBe(true);
+    expect(canViewSession(runner, "ou_mallory", topic.id)).toBe(false);
+  });
+});
+
+describe("parsing a message's topic ids", () => {
+  const event = (message: Record<string, unknown>) => ({
+    sender: { sender_id: { open_id: "ou_alice" }, sender_type: "user" },
+    message: {
+      message_id: "om_1",
+      chat_id: "oc_team",
+      chat_type: "group",
+      message_type: "text",
+      content: JSON.stringify({ text: "hi" }),
+      ...message,
+    },
+  });
+
+  it("reads thread_id, root_id and parent_id, an empty string counting as none", () => {
+    const parsed = parseMessageEvent(event({ thread_id: "omt_1", root_id: "om_r", parent_id: "" }));
+    expect(parsed).toMatchObject({
+      ok: true,
+      value: { threadId: "omt_1", rootId: "om_r", parentId: undefined },
+    });
+    expect(parseMessageEvent(event({}))).toMatchObject({
+      ok: true,
+      value: { threadId: undefined, rootId: undefined, parentId: undefined },
+    });
+  });
+
+  it("refuses ids that could leave a workspace directory, naming the field", () => {
+    expect(parseMessageEvent(event({ root_id: "../../etc" }))).toEqual({
+      ok: false,
+      error: "message.root_id: must be a platform id (letters, digits, _ and -)",
+    });
+    expect(parseMessageEvent(event({ message_id: "om_1/../x" }))).toMatchObject({ ok: false });
+  });
+});
