@@ -1,6 +1,9 @@
+import { en } from "./strings-en.ts";
+
 /**
- * Every user-facing string, in one place. Chinese as in the seeds; an English table with the same keys
- * can be added later and chosen per tenant or user.
+ * Every user-facing string, in one place: Chinese (zh_cn) as in the seeds, here, and English (en_us) with
+ * the same keys in `strings-en.ts`. The bot's locale is chosen once at start-up (`selectLocale`, from
+ * BOT_LOCALE or FEISHU_DOMAIN); cards carry every locale, and toasts answer in the operator's.
  */
 export const zh = {
   askUnavailable: "当前通道无法向用户提问",
@@ -224,4 +227,70 @@ export const zh = {
 
 /** The shape every locale fills in. */
 export type Strings = typeof zh;
-export const strings: Strings = zh;
+
+/** Feishu's own locale codes (card `config.locales`, `i18n_content` keys, the toast's `i18n`). */
+export const LOCALES = ["zh_cn", "en_us"] as const;
+export type Locale = (typeof LOCALES)[number];
+export const catalogues: Readonly<Record<Locale, Strings>> = { zh_cn: zh, en_us: en };
+
+let botLocale: Locale = "zh_cn";
+/**
+ * The bot's catalogue. A live binding: `selectLocale` switches it once at start-up, so code that imports
+ * `strings` (replies, summaries, the agents' words) speaks the bot's language without being handed it.
+ */
+export let strings: Strings = zh;
+
+export function selectLocale(locale: Locale): void {
+  botLocale = locale;
+  strings = catalogues[locale];
+}
+
+export function currentLocale(): Locale {
+  return botLocale;
+}
+
+/** The locales a card is written in: the bot's first (its `content`), then the others (`i18n_content`). */
+export function cardLocales(): Locale[] {
+  return [botLocale, ...LOCALES.filter((locale) => locale !== botLocale)];
+}
+
+/** One text in every locale. */
+export type Localized = Record<Locale, string>;
+
+/** A catalogue whose every text comes back in every locale: for answers written before the reader is known. */
+export type Bilingual<T> = T extends string
+  ? Localized
+  : T extends (...args: infer A) => string
+    ? (...args: A) => Localized
+    : { [K in keyof T]: Bilingual<T[K]> };
+
+export const bilingual: Bilingual<Strings> = both(catalogues);
+
+function both(tables: Readonly<Record<Locale, unknown>>): Bilingual<Strings> {
+  // The walk is untyped (keys and leaves of one table mirror the other's); `Strings` for every locale makes
+  // the shapes equal, and strings-catalogue.test.ts checks the result leaf by leaf.
+  return walk(tables) as Bilingual<Strings>;
+}
+
+function walk(tables: Readonly<Record<Locale, unknown>>): unknown {
+  const first = tables.zh_cn;
+  if (typeof first === "string") return pickEach(tables, (value) => String(value));
+  if (typeof first === "function") {
+    return (...args: unknown[]) =>
+      pickEach(tables, (value) => (typeof value === "function" ? String(value(...args)) : ""));
+  }
+  if (first === null || typeof first !== "object") return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(first)) {
+    out[key] = walk({ zh_cn: member(tables.zh_cn, key), en_us: member(tables.en_us, key) });
+  }
+  return out;
+}
+
+function pickEach(tables: Readonly<Record<Locale, unknown>>, text: (value: unknown) => string): Localized {
+  return { zh_cn: text(tables.zh_cn), en_us: text(tables.en_us) };
+}
+
+function member(table: unknown, key: string): unknown {
+  return table !== null && typeof table === "object" ? Reflect.get(table, key) : undefined;
+}
