@@ -3,6 +3,7 @@ import { strings as defaultStrings, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
+import { localizeCard } from "./i18n.ts";
 import { escapeText, sanitizeMarkdown } from "./markdown.ts";
 import {
   type Card,
@@ -58,6 +59,7 @@ export interface ProgressView extends AskExtrasView {
 }
 
 export interface BuildOptions {
+  /** One language only; unset, the card carries every locale (the bot's as `content`). */
   strings?: Strings;
   /** Most recent steps shown when nothing needs trimming. */
   maxStepsShown?: number;
@@ -103,16 +105,38 @@ const LADDER: ((b: Budget) => Budget)[] = [
   (b) => ({ ...b, questionChars: 24, optionTextChars: 12, bodyChars: 100 }),
 ];
 
+/**
+ * The card in every locale (cards/i18n.ts), within the same budget; `options.strings` asks for one language.
+ */
 export function buildProgressCard(
   view: ProgressView,
   pendingAsks: readonly CardAsk[],
   options: BuildOptions = {},
 ): Card {
+  if (options.strings) return buildInOneLanguage(view, pendingAsks, options);
+  const limits = limitsFor(options);
+  return localizeCard(
+    (strings) => buildInOneLanguage(view, pendingAsks, { ...options, strings }),
+    (card) => fits(card, limits),
+  );
+}
+
+function limitsFor(options: BuildOptions): { maxBytes: number; maxComponents: number } {
+  return (
+    options.limits ?? {
+      maxBytes: BYTES_BY_LEVEL[options.degraded ?? 0],
+      maxComponents: CARD_LIMITS.maxComponents,
+    }
+  );
+}
+
+function buildInOneLanguage(
+  view: ProgressView,
+  pendingAsks: readonly CardAsk[],
+  options: BuildOptions,
+): Card {
   const level = options.degraded ?? 0;
-  const limits = options.limits ?? {
-    maxBytes: BYTES_BY_LEVEL[level],
-    maxComponents: CARD_LIMITS.maxComponents,
-  };
+  const limits = limitsFor(options);
   const base: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps, previews: level === 0 };
   const s = options.strings ?? defaultStrings;
   // Fewer forms only when even the plainest text does not fit: a form beats every text the ladder trims.
