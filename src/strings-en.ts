@@ -35,6 +35,7 @@ export const en: Strings = {
     timedOut: "No answer arrived before the deadline, so the task went on without one",
     remind: (count: number, at: string) =>
       `${count} ${plural(count, "question")} ${count === 1 ? "is" : "are"} waiting for your answer and will close at ${at}. Please answer on the card`,
+    deadlineDate: (month: number, day: number) => `${MONTHS[month - 1] ?? month} ${day}`,
   },
   feishu: {
     onlySender: "Only the person who sent the message can do this",
@@ -190,6 +191,14 @@ export const en: Strings = {
     chunkDone: (records: number) => `Processed ${records} ${plural(records, "record")}`,
     failed:
       "The demo task failed after its first step: could not reach the build service (an error simulated by the /fail command)",
+    scanTitle: "Scan the workspace",
+    quickDone: "**Done** This is the `/quick` demo reply: one step, no questions.",
+    longDone: "**Done** `/long` ran 20 steps and asked nothing.",
+    noAnswer: "**Done** No answer came, so it went on with the recommended option (Docker).",
+    doneAsChosen: "**Done** Carried out as you chose:",
+    otherAnswer: (text: string) => `Other: ${text}`,
+    listSeparator: ", ",
+    deployFallback: "deployment config",
   },
   acp: {
     notStarted: (command: string, reason: string) =>
@@ -225,8 +234,12 @@ export const en: Strings = {
       reject_always: "Never allow this kind of action",
     },
     planTitle: "Plan",
+    rejectLabel: "Don't allow",
+    optionFallback: "Option",
   },
 };
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 /** English needs a plural where Chinese does not: "1 question", "2 questions". */
 function plural(count: number, one: string, many = `${one}s`): string {

@@ -34,6 +34,8 @@ export const zh = {
     },
     timedOut: "未在期限内收到回答，任务已不等回答继续执行",
     remind: (count: number, at: string) => `有 ${count} 个问题等你回答，将于 ${at} 失效，请在卡片中作答`,
+    /** A deadline's date when it is not today (`12月2日 15:42`); month 1–12. */
+    deadlineDate: (month: number, day: number) => `${month}月${day}日`,
   },
   feishu: {
     onlySender: "仅消息发送者可操作",
@@ -188,6 +190,15 @@ export const zh = {
     chunkTitle: (index: number, total: number) => `处理第 ${index}/${total} 块`,
     chunkDone: (records: number) => `处理了 ${records} 条记录`,
     failed: "演示任务在第一步之后失败：无法连接到构建服务（这是 /fail 命令模拟的错误）",
+    // Issue 19: the demo agent's remaining words, moved here from demo.ts (its questions: demo-questions.ts).
+    scanTitle: "扫描工作区",
+    quickDone: "**完成** 这是 `/quick` 的演示回复：只执行了一步，没有提问。",
+    longDone: "**完成** `/long` 执行了 20 步，没有提问。",
+    noAnswer: "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。",
+    doneAsChosen: "**完成** 已按你的选择执行：",
+    otherAnswer: (text: string) => `其他：${text}`,
+    listSeparator: "、",
+    deployFallback: "部署配置",
   },
   acp: {
     notStarted: (command: string, reason: string) =>
@@ -222,6 +233,9 @@ export const zh = {
       reject_always: "以后同类操作都不允许",
     },
     planTitle: "计划",
+    /** Offered beside a lone permission option (a form needs two), and the label of an unnamed one. */
+    rejectLabel: "不允许",
+    optionFallback: "选项",
   },
 };
 

@@ -18,8 +18,11 @@ import { type Card, cardSchema } from "./model.ts";
 /** The longest text (in characters, in every locale) kept bilingual when the whole card does not fit. */
 export const SHORT_TEXT = 120;
 
-export function localizeCard(render: (strings: Strings) => Card, fits: (card: Card) => boolean): Card {
-  const locales = cardLocales();
+export function localizeCard(
+  render: (strings: Strings) => Card,
+  fits: (card: Card) => boolean,
+  locales: readonly Locale[] = cardLocales(),
+): Card {
   const cards = locales.map((locale) => render(catalogues[locale]));
   const [primary] = cards;
   if (!primary) throw new Error("no card locale");

@@ -1,5 +1,5 @@
 import { PLAN_STEP_TOOL, type RunStatus } from "../harness/types.ts";
-import { strings as defaultStrings, type Strings } from "../strings.ts";
+import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
@@ -61,6 +61,8 @@ export interface ProgressView extends AskExtrasView {
 export interface BuildOptions {
   /** One language only; unset, the card carries every locale (the bot's as `content`). */
   strings?: Strings;
+  /** The card's languages, the first as `content`; default: the bot's, then the others (strings.ts). */
+  locales?: readonly Locale[];
   /** Most recent steps shown when nothing needs trimming. */
   maxStepsShown?: number;
   limits?: { maxBytes: number; maxComponents: number };
@@ -118,6 +120,7 @@ export function buildProgressCard(
   return localizeCard(
     (strings) => buildInOneLanguage(view, pendingAsks, { ...options, strings }),
     (card) => fits(card, limits),
+    options.locales,
   );
 }
 

@@ -1,4 +1,4 @@
-import type { Strings } from "../strings.ts";
+import type { Locale, Strings } from "../strings.ts";
 import type { QueueValue } from "./actions.ts";
 import { localizeCard } from "./i18n.ts";
 import { escapeText } from "./markdown.ts";
@@ -18,11 +18,15 @@ export interface QueuedView {
 }
 
 /** In every locale (cards/i18n.ts) unless `options.strings` asks for one; it is always far under budget. */
-export function buildQueuedCard(view: QueuedView, options: { strings?: Strings } = {}): Card {
+export function buildQueuedCard(
+  view: QueuedView,
+  options: { strings?: Strings; locales?: readonly Locale[] } = {},
+): Card {
   if (options.strings) return buildInOneLanguage(view, options.strings);
   return localizeCard(
     (strings) => buildInOneLanguage(view, strings),
     (card) => cardSize(card) <= CARD_LIMITS.targetBytes,
+    options.locales,
   );
 }
 
