@@ -176,6 +176,11 @@ export interface CardActionInput {
   name?: string;
   /** Default "button" (a form submit also arrives as "button", §2.1). */
   tag?: string;
+  /**
+   * The clicking client's language (`zh_cn`, `en_us`, …; default zh_cn): it picks the toast's `i18n` text,
+   * and the callback carries it as `locale`, a field the docs do not confirm (issue 19).
+   */
+  locale?: string;
 }
 
 /** What became of a callback response's card (see `Emulator.applyCallbackCard`). */
