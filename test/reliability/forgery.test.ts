@@ -259,7 +259,8 @@ describe("callbacks from someone who is not the sender", () => {
         value: { kind: "progress", act: "cancel", sessionId, runId: run.id, sender: BOB },
       }),
     };
-    for (const [what, answer] of Object.entries(attempts)) expect(answer.toast, what).toMatchObject(onlySender);
+    for (const [what, answer] of Object.entries(attempts))
+      expect(answer.toast, what).toMatchObject(onlySender);
     expect(s.core.registry.get(ask.requestId)).toBeDefined();
     expect(s.core.runner.activeRun(sessionId)?.id).toBe(run.id);
 
