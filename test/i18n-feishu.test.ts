@@ -1,8 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { localeHint } from "../src/feishu/events.ts";
+import { startEmulator } from "../src/local/emulator/index.ts";
 import { selectLocale } from "../src/strings.ts";
-import { type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+import {
+  FAST_LONG_CONNECTION,
+  type FeishuRig,
+  formsOn,
+  requestIdsOn,
+  startFeishuRig,
+  WEBHOOK_KEY,
+} from "./helpers/feishu.ts";
 
 /**
  * Languages end to end (issue 19), through the real SDK and the emulator over both transports: a Lark tenant's
@@ -100,6 +108,33 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
       }, "the completed card");
       expect(readAs(done, "en_us")).toContain("**Done** Carried out as you chose:");
       expect(readAs(done, "en_us")).toContain("Deployment: Docker (recommended)");
+    });
+
+    it("shows English toasts to a tenant whose clients read English, without a locale in the click", async () => {
+      // Local mode's emulator with BOT_LOCALE=en_us: the console's people are English-speaking clients.
+      const emulator = await startEmulator({
+        encryptKey: WEBHOOK_KEY,
+        longConnection: FAST_LONG_CONNECTION,
+        clientLocale: "en_us",
+      });
+      try {
+        const r = await startFeishuRig({ transport, emulator });
+        rigs.push(r);
+        const { cardId, submit } = await asked(r, "group");
+        const byBob = await r.click({
+          messageId: cardId,
+          operatorOpenId: BOB,
+          value: submit,
+          name: "ask0_submit",
+        });
+        expect(byBob.toast).toEqual({
+          type: "error",
+          content: "Only the person who sent the message can do this",
+        });
+      } finally {
+        for (const r of rigs.splice(0)) await r.stop();
+        await emulator.close();
+      }
     });
   });
 

@@ -55,7 +55,7 @@ export async function click(
   if (!parsed.success)
     return { ...failed(200672, "回调响应格式错误", durationMs), status: 200, answer: answer.body };
   const answered = {
-    toast: toToast(parsed.data.toast, input.locale ?? DEFAULT_CLIENT_LOCALE),
+    toast: toToast(parsed.data.toast, input.locale ?? ctx.config.clientLocale),
     durationMs: round(durationMs),
     status: 200,
     answer: answer.body,
@@ -86,9 +86,6 @@ function failed(code: number, reason: string, durationMs: number): ClickOutcome 
     error: `${code}: ${reason}`,
   };
 }
-
-/** A client that says nothing about its language reads Simplified Chinese. */
-const DEFAULT_CLIENT_LOCALE = "zh_cn";
 
 /** The client shows the toast's `i18n` text for its own language when there is one, else `content`. */
 function toToast(toast: z.infer<typeof toastSchema> | undefined, locale: string): ClickOutcome["toast"] {

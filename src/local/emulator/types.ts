@@ -19,6 +19,11 @@ export interface EmulatorOptions {
   botName?: string;
   /** Tenant key stamped on events and senders. Default "tenant_emulator". */
   tenantKey?: string;
+  /**
+   * The language of the tenant's clients (`zh_cn`, `en_us`, …; default zh_cn): which toast text a click
+   * shows when it names none itself. Local mode passes the bot's locale, so a Lark-like setup reads English.
+   */
+  clientLocale?: string;
   /** When set, webhook deliveries are encrypted and signed with it (§2.5). */
   encryptKey?: string;
   /** Put in `header.token` of events and callbacks. */
