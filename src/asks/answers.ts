@@ -10,7 +10,6 @@ import { LIMITS } from "./schema.ts";
  */
 export type AnswersCheck = { ok: true; answers: AskAnswer[] } | { ok: false; error: string };
 
-
 export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): AnswersCheck {
   if (!Array.isArray(raw)) return { ok: false, error: "answers must be an array" };
   if (raw.length !== questions.length) {
