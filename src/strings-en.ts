@@ -170,10 +170,11 @@ export const en: Strings = {
     working: (agent: string) => `${agent} is working…`,
     ended: (agent: string, elapsed: string) => `${agent} · ${elapsed}`,
     askReason: (reason: string) => `**Why it asks:** ${reason}`,
+    // English serves Lark tenants and English-speaking Feishu ones alike: no product name here.
     waiting: (name: string, minutes: number) =>
       minutes < 1
-        ? `Waiting for ${name} to answer in Feishu`
-        : `Waiting for ${name} to answer in Feishu · ${minutes} min`,
+        ? `Waiting for ${name} to answer in chat`
+        : `Waiting for ${name} to answer in chat · ${minutes} min`,
     questionCardTitle: (agent: string) => `${agent} has a question for you`,
     sessionTitle: (agent: string) => `${agent}'s task`,
     answered: "Got your answer, thank you!",
