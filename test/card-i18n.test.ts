@@ -136,6 +136,15 @@ describe("bilingual cards", () => {
     expect(texts(tight).every((t) => t.i18n === undefined)).toBe(true);
   });
 
+  it("sends a degraded card (after the platform refused one) in the bot's language alone", () => {
+    for (const degraded of [1, 2] as const) {
+      const card = buildProgressCard(view, [ask], { degraded });
+      expect(card.config.locales).toBeUndefined();
+      expect(texts(card).every((t) => t.i18n === undefined)).toBe(true);
+      expect(card).toEqual(buildProgressCard(view, [ask], { degraded, strings: zh }));
+    }
+  });
+
   it("merges nothing when the renderings differ beyond their words", () => {
     const zhCard = buildProgressCard(view, [], { strings: zh });
     const fewer = buildProgressCard({ ...view, detailsUrl: undefined }, [], { strings: en });

@@ -109,13 +109,15 @@ const LADDER: ((b: Budget) => Budget)[] = [
 
 /**
  * The card in every locale (cards/i18n.ts), within the same budget; `options.strings` asks for one language.
+ * A degraded card (the platform refused one) is in the bot's language alone: the i18n fields rest partly on
+ * assumption (docs/feishu-platform.md §2.3), so the retry must not depend on them.
  */
 export function buildProgressCard(
   view: ProgressView,
   pendingAsks: readonly CardAsk[],
   options: BuildOptions = {},
 ): Card {
-  if (options.strings) return buildInOneLanguage(view, pendingAsks, options);
+  if (options.strings || (options.degraded ?? 0) > 0) return buildInOneLanguage(view, pendingAsks, options);
   const limits = limitsFor(options);
   return localizeCard(
     (strings) => buildInOneLanguage(view, pendingAsks, { ...options, strings }),
