@@ -24,6 +24,7 @@ export function callbackValue(button: unknown): Record<string, unknown> | undefi
 export function buttonAction(button: unknown, formValue?: Record<string, string | string[]>): CardAction;
 export function safeUrl(url: unknown): string | undefined;
 export function cardPreview(card: unknown): string;
+export function localizeCard(card: unknown, locale: string): unknown;
 export function resolveMentions(
   content: unknown,
   mentionName: (openId: string) => string | undefined,

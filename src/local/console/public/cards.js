@@ -108,13 +108,35 @@ const spacing = (value) =>
   SPACING[value] ?? (typeof value === "string" && PX.test(value) ? value : undefined);
 
 /**
- * @param {unknown} card Card JSON 2.0
+ * The card as a client in `locale` reads it (配置卡片多语言): each text's `i18n_content[locale]` in place of
+ * its `content`, else `content` as it is. Callback values are free data and stay untouched.
+ * @param {unknown} card
+ * @param {string} locale
+ * @returns {unknown}
+ */
+export function localizeCard(card, locale) {
+  if (Array.isArray(card)) return card.map((item) => localizeCard(item, locale));
+  if (typeof card !== "object" || card === null) return card;
+  const own = card.i18n_content?.[locale];
+  const out = {};
+  for (const [key, value] of Object.entries(card)) {
+    if (key === "i18n_content") continue;
+    if (key === "content" && typeof own === "string") out[key] = own;
+    else out[key] = key === "value" ? value : localizeCard(value, locale);
+  }
+  return out;
+}
+
+/**
+ * @param {unknown} input Card JSON 2.0
  * @param {{onAction?: (action: {value?: object, name?: string, formValue?: object}) => Promise<unknown> | unknown,
  *          onNotice?: (message: string) => void, openUrl?: (url: string) => void,
- *          mentionName?: (openId: string) => string | undefined}} [options]
+ *          mentionName?: (openId: string) => string | undefined, locale?: string}} [options]
  * @returns {HTMLElement}
  */
-export function renderCard(card, options = {}) {
+export function renderCard(input, options = {}) {
+  // A client shows one language: the console's switch picks which (default: each text's `content`).
+  const card = options.locale ? localizeCard(input, options.locale) : input;
   const ctx = {
     onAction: options.onAction ?? (() => undefined),
     onNotice: options.onNotice ?? (() => undefined),

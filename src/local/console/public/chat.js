@@ -100,6 +100,7 @@ function messageBody(message, view) {
         onNotice: view.onNotice,
         openUrl: view.openUrl,
         mentionName: view.mentionName,
+        locale: view.locale,
       }),
     );
   }

@@ -13,6 +13,7 @@ import { followUser, openAs } from "./sign-in.js";
 const $ = (testid) => document.querySelector(`[data-testid="${testid}"]`);
 const TOAST_MS = 3000;
 const TOAST_ICONS = { success: "✓", error: "✕", warning: "!", info: "i" };
+const LOCALE_KEY = "fpb-console-locale";
 
 const state = {
   bot: { openId: "", name: "机器人" },
@@ -22,6 +23,8 @@ const state = {
   chatId: "",
   messages: new Map(),
   unread: new Map(),
+  // The language the console's people read cards and toasts in, like a Feishu client's (issue 19).
+  locale: readLocale(),
 };
 
 const els = {
@@ -32,6 +35,7 @@ const els = {
   list: $("message-list"),
   toasts: $("toasts"),
   conn: $("connection-status"),
+  language: $("language-switch"),
 };
 
 const composer = createComposer(
@@ -194,7 +198,38 @@ const messageView = () => ({
   // 会话详情 opens as the person the console is acting as (sign-in.js).
   openUrl: (url) => window.open(openAs(url, state.userId, location.origin), "_blank", "noopener,noreferrer"),
   mentionName: (openId) => state.users.find((user) => user.openId === openId)?.name,
+  locale: state.locale,
 });
+
+/** The saved 中文/English choice; the console starts in Chinese. */
+function readLocale() {
+  try {
+    return localStorage.getItem(LOCALE_KEY) === "en_us" ? "en_us" : "zh_cn";
+  } catch (error) {
+    console.warn("localStorage unavailable; the console reads cards in Chinese", error);
+    return "zh_cn";
+  }
+}
+
+function setLocale(locale) {
+  state.locale = locale;
+  try {
+    localStorage.setItem(LOCALE_KEY, locale);
+  } catch (error) {
+    console.warn("could not keep the language choice", error);
+  }
+  showLocale();
+  renderChat();
+}
+
+function showLocale() {
+  els.language.textContent = state.locale === "en_us" ? "English" : "中文";
+  els.language.dataset.locale = state.locale;
+  els.language.title =
+    state.locale === "en_us"
+      ? "卡片与提示以英文客户端显示，点击切换为中文"
+      : "卡片与提示以中文客户端显示，点击切换为英文";
+}
 
 /** Keeps the session pages' sign-in cookie on the console's current user; a failure only costs a toast. */
 function signInAs(openId) {
@@ -324,7 +359,7 @@ async function sendMessage(text, replyTo) {
 }
 
 async function sendAction(messageId, action) {
-  const result = await api("actions", { messageId, userId: state.userId, ...action });
+  const result = await api("actions", { messageId, userId: state.userId, locale: state.locale, ...action });
   if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败（HTTP ${result.status}）`);
   if (result.body.toast) toast(result.body.toast.type, result.body.toast.content);
   return result.body;
@@ -388,6 +423,8 @@ async function start() {
   state.chatId = chat.chatId;
   saveLocation();
   renderSwitcher();
+  showLocale();
+  els.language.addEventListener("click", () => setLocale(state.locale === "en_us" ? "zh_cn" : "en_us"));
   renderChatList();
   renderChat();
   connect();
