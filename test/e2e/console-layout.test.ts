@@ -212,7 +212,8 @@ describe("the console's language switch (issue 19)", () => {
     await page.getByTestId("composer-input").fill("部署 language switch");
     await page.getByTestId("composer-send").click();
     const card = page.getByTestId("card").filter({ hasText: "language switch" }).last();
-    await card.getByTestId("card-button").filter({ hasText: "取消任务" }).waitFor({ timeout: WAIT_MS });
+    // Once the question's form is on the card (before it, the card only says it is running).
+    await card.getByTestId("submit-button").filter({ hasText: "提交" }).waitFor({ timeout: WAIT_MS });
     const language = page.getByTestId("language-switch");
     expect(await language.textContent()).toBe("中文");
 
