@@ -163,6 +163,40 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
   });
 });
 
+describe("a platform that refuses the i18n fields", () => {
+  it("gets the card again in the bot's language alone, and every later state lands that way", async () => {
+    transport = "ws";
+    const r = await rig();
+    // Should Feishu refuse i18n_content (the fields rest partly on assumption), every such body fails.
+    r.emulator.injectFault({
+      match: { bodyIncludes: "i18n_content" },
+      times: 100,
+      response: { httpStatus: 400, code: 230099, msg: "Failed to create card content, ext=ErrCode: 200621" },
+    });
+    const { cardId, card, submit } = await asked(r);
+    expect(JSON.stringify(card)).not.toContain("i18n_content");
+    expect(card.config.summary?.content).toBe("等待你回答 2 个问题");
+    const answered = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: submit,
+      name: "ask0_submit",
+      formValue: { ask0_q0: "0", ask0_c0: "", ask0_q1: ["0"], ask0_c1: "" },
+    });
+    expect(answered.toast).toEqual({ type: "success", content: "已提交" });
+    const done = await r.until(() => {
+      const c = r.cardOf(cardId);
+      return c.header?.template === "green" && c;
+    }, "the completed card");
+    expect(JSON.stringify(done)).not.toContain("i18n_content");
+    const refused = [
+      ...r.emulator.callsTo("POST", /\/reply$/),
+      ...r.emulator.callsTo("PATCH", "/open-apis/im/v1/messages/"),
+    ].filter((call) => call.code === 230099);
+    expect(refused).toHaveLength(1);
+  });
+});
+
 describe("the callback's locale hint", () => {
   it("reads Feishu's codes and common spellings, and ignores anything else", () => {
     expect(localeHint("en_us")).toBe("en_us");
