@@ -35,6 +35,7 @@ export const en: Strings = {
     timedOut: "No answer arrived before the deadline, so the task went on without one",
     remind: (count: number, at: string) =>
       `${count} ${plural(count, "question")} ${count === 1 ? "is" : "are"} waiting for your answer and will close at ${at}. Please answer on the card`,
+    sentenceBreak: ". ",
     deadlineDate: (month: number, day: number) => `${MONTHS[month - 1] ?? month} ${day}`,
   },
   feishu: {
@@ -97,6 +98,9 @@ export const en: Strings = {
     summaryWaitingSender: (questions: number) =>
       `Waiting for the sender to answer ${questions} ${plural(questions, "question")}`,
     selectPlaceholder: "Choose one",
+    questionLine: (header: string, question: string) => `**${header}:** ${question}`,
+    quotedHeader: (header: string) => `"${header}"`,
+    quotedHeaderSeparator: ", ",
     optionDescriptionSeparator: ": ",
     multiSelectPlaceholder: "Choose any",
     otherPlaceholder: "Other (optional)",

@@ -34,6 +34,8 @@ export const zh = {
     },
     timedOut: "未在期限内收到回答，任务已不等回答继续执行",
     remind: (count: number, at: string) => `有 ${count} 个问题等你回答，将于 ${at} 失效，请在卡片中作答`,
+    /** Between "the question is gone" and what the run did about it (一句。另一句). */
+    sentenceBreak: "。",
     /** A deadline's date when it is not today (`12月2日 15:42`); month 1–12. */
     deadlineDate: (month: number, day: number) => `${month}月${day}日`,
   },
@@ -95,6 +97,11 @@ export const zh = {
       `**等待发起人回答${total > 1 ? `（${index}/${total}）` : ""}**`,
     summaryWaitingSender: (questions: number) => `等待发起人回答 ${questions} 个问题`,
     selectPlaceholder: "请选择",
+    /** A question's line on the form: its header in brackets, then the question (both already escaped). */
+    questionLine: (header: string, question: string) => `**【${header}】** ${question}`,
+    /** A question's header in the 还有 N 个问题 block, and what goes between two of them. */
+    quotedHeader: (header: string) => `「${header}」`,
+    quotedHeaderSeparator: "",
     /** Between an option's label and its description in the form's option list. */
     optionDescriptionSeparator: "：",
     multiSelectPlaceholder: "可多选",

@@ -84,7 +84,7 @@ export function goneNotice(outcome: AskOutcome, s: Strings): string | undefined 
       if (outcome.surface === "mcp") return s.asks.goneLine(s.asks.gone.mcp);
       return undefined;
     case "timeout":
-      return `${s.asks.goneLine(s.asks.gone.timeout)}。${s.asks.timedOut}`;
+      return `${s.asks.goneLine(s.asks.gone.timeout)}${s.asks.sentenceBreak}${s.asks.timedOut}`;
     case "cancelled":
       return s.asks.goneLine(s.asks.gone.cancelled);
   }
