@@ -1,6 +1,7 @@
 import { runAcp } from "./acp.ts";
 import { runAgents } from "./agents.ts";
 import { runCallbacks } from "./callbacks.ts";
+import { runCardI18n } from "./card-i18n.ts";
 import { benchOptions, hasGc, machine } from "./common.ts";
 import { runDurable } from "./durable.ts";
 import { runManyCards } from "./many-cards.ts";
@@ -9,7 +10,7 @@ import { runScale } from "./scale.ts";
 
 /**
  * `npm run bench [-- [--quick] [name…]]`: runs every benchmark, or the named ones, and prints one table each.
- * Names: one-card, many-cards, callbacks, scale, acp, agents, durable. BENCH_SECONDS sets the one-card stream length (default 30).
+ * Names: one-card, many-cards, callbacks, scale, acp, agents, durable, card-i18n. BENCH_SECONDS sets the one-card stream length (default 30).
  */
 
 const BENCHMARKS = {
@@ -20,6 +21,7 @@ const BENCHMARKS = {
   acp: runAcp,
   agents: runAgents,
   durable: runDurable,
+  "card-i18n": runCardI18n,
 } as const;
 type Name = keyof typeof BENCHMARKS;
 

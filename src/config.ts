@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ConfigError } from "./errors.ts";
 import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
 import { DEFAULT_RUN_BUDGET } from "./harness/agents/budget.ts";
+import { LOCALES, type Locale } from "./strings.ts";
 
 /**
  * The environment the service reads, validated once at start-up (DESIGN §10).
@@ -44,6 +45,8 @@ const envSchema = z.object({
     )
     .default("feishu"),
   FEISHU_TRANSPORT: z.enum(["ws", "webhook"]).default("ws"),
+  // The bot's language (issue 19): unset, a Lark tenant (FEISHU_DOMAIN=lark) gets English, others Chinese.
+  BOT_LOCALE: optionalText.pipe(z.enum(LOCALES, { message: "BOT_LOCALE accepts zh_cn or en_us" }).optional()),
   FEISHU_ENCRYPT_KEY: optionalText,
   FEISHU_VERIFICATION_TOKEN: optionalText,
   FEISHU_CALLBACK_SETTLE_MS: intFrom("FEISHU_CALLBACK_SETTLE_MS", 0, 10_000).default(1000),
@@ -142,6 +145,8 @@ export interface ConfigBase {
   host: string | undefined;
   dataDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
+  /** The bot's language: replies, summaries and each card's `content`; cards carry every locale besides. */
+  locale: Locale;
   agent: {
     kind: "demo" | "openai" | "acp";
     demoStepMs: number;
@@ -206,6 +211,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
+    locale: e.BOT_LOCALE ?? (e.FEISHU_DOMAIN === "lark" ? "en_us" : "zh_cn"),
     agent: {
       kind: e.AGENT,
       demoStepMs: e.DEMO_STEP_MS,

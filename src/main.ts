@@ -20,11 +20,14 @@ import { installProcessGuard } from "./process-guard.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
+import { selectLocale } from "./strings.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
   const config = configOrExit();
+  // The catalogue is chosen once, before anything writes a word (issue 19: Lark tenants default to English).
+  selectLocale(config.locale);
   const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
   // Before anything reads the store: a second process on this DATA_DIR exits here, naming the holder.
   const dataDirLock = lockDataDir(config.dataDir);

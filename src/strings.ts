@@ -1,6 +1,9 @@
+import { en } from "./strings-en.ts";
+
 /**
- * Every user-facing string, in one place. Chinese as in the seeds; an English table with the same keys
- * can be added later and chosen per tenant or user.
+ * Every user-facing string, in one place: Chinese (zh_cn) as in the seeds, here, and English (en_us) with
+ * the same keys in `strings-en.ts`. The bot's locale is chosen once at start-up (`selectLocale`, from
+ * BOT_LOCALE or FEISHU_DOMAIN); cards carry every locale, and toasts answer in the operator's.
  */
 export const zh = {
   askUnavailable: "当前通道无法向用户提问",
@@ -31,6 +34,10 @@ export const zh = {
     },
     timedOut: "未在期限内收到回答，任务已不等回答继续执行",
     remind: (count: number, at: string) => `有 ${count} 个问题等你回答，将于 ${at} 失效，请在卡片中作答`,
+    /** Between "the question is gone" and what the run did about it (一句。另一句). */
+    sentenceBreak: "。",
+    /** A deadline's date when it is not today (`12月2日 15:42`); month 1–12. */
+    deadlineDate: (month: number, day: number) => `${month}月${day}日`,
   },
   feishu: {
     onlySender: "仅消息发送者可操作",
@@ -90,6 +97,11 @@ export const zh = {
       `**等待发起人回答${total > 1 ? `（${index}/${total}）` : ""}**`,
     summaryWaitingSender: (questions: number) => `等待发起人回答 ${questions} 个问题`,
     selectPlaceholder: "请选择",
+    /** A question's line on the form: its header in brackets, then the question (both already escaped). */
+    questionLine: (header: string, question: string) => `**【${header}】** ${question}`,
+    /** A question's header in the 还有 N 个问题 block, and what goes between two of them. */
+    quotedHeader: (header: string) => `「${header}」`,
+    quotedHeaderSeparator: "",
     /** Between an option's label and its description in the form's option list. */
     optionDescriptionSeparator: "：",
     multiSelectPlaceholder: "可多选",
@@ -185,6 +197,15 @@ export const zh = {
     chunkTitle: (index: number, total: number) => `处理第 ${index}/${total} 块`,
     chunkDone: (records: number) => `处理了 ${records} 条记录`,
     failed: "演示任务在第一步之后失败：无法连接到构建服务（这是 /fail 命令模拟的错误）",
+    // Issue 19: the demo agent's remaining words, moved here from demo.ts (its questions: demo-questions.ts).
+    scanTitle: "扫描工作区",
+    quickDone: "**完成** 这是 `/quick` 的演示回复：只执行了一步，没有提问。",
+    longDone: "**完成** `/long` 执行了 20 步，没有提问。",
+    noAnswer: "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。",
+    doneAsChosen: "**完成** 已按你的选择执行：",
+    otherAnswer: (text: string) => `其他：${text}`,
+    listSeparator: "、",
+    deployFallback: "部署配置",
   },
   acp: {
     notStarted: (command: string, reason: string) =>
@@ -219,15 +240,82 @@ export const zh = {
       reject_always: "以后同类操作都不允许",
     },
     planTitle: "计划",
+    /** Offered beside a lone permission option (a form needs two), and the label of an unnamed one. */
+    rejectLabel: "不允许",
+    optionFallback: "选项",
   },
-  // --- topics (issue 19, topics engineer): zh only; the lead adds English at merge -------------------------
   topics: {
     /** A topic session's title on the session page and in the hub: the group, then the topic's first words. */
     sessionTitle: (firstWords: string) => `飞书群聊话题：${firstWords}`,
   },
-  // --- end topics ---------------------------------------------------------------------------------------
 };
 
 /** The shape every locale fills in. */
 export type Strings = typeof zh;
-export const strings: Strings = zh;
+
+/** Feishu's own locale codes (card `config.locales`, `i18n_content` keys, the toast's `i18n`). */
+export const LOCALES = ["zh_cn", "en_us"] as const;
+export type Locale = (typeof LOCALES)[number];
+export const catalogues: Readonly<Record<Locale, Strings>> = { zh_cn: zh, en_us: en };
+
+let botLocale: Locale = "zh_cn";
+/**
+ * The bot's catalogue. A live binding: `selectLocale` switches it once at start-up, so code that imports
+ * `strings` (replies, summaries, the agents' words) speaks the bot's language without being handed it.
+ */
+export let strings: Strings = zh;
+
+export function selectLocale(locale: Locale): void {
+  botLocale = locale;
+  strings = catalogues[locale];
+}
+
+export function currentLocale(): Locale {
+  return botLocale;
+}
+
+/** The locales a card is written in: the bot's first (its `content`), then the others (`i18n_content`). */
+export function cardLocales(): Locale[] {
+  return [botLocale, ...LOCALES.filter((locale) => locale !== botLocale)];
+}
+
+/** One text in every locale. */
+export type Localized = Record<Locale, string>;
+
+/** A catalogue whose every text comes back in every locale: for answers written before the reader is known. */
+export type Bilingual<T> = T extends string
+  ? Localized
+  : T extends (...args: infer A) => string
+    ? (...args: A) => Localized
+    : { [K in keyof T]: Bilingual<T[K]> };
+
+export const bilingual: Bilingual<Strings> = both(catalogues);
+
+function both(tables: Readonly<Record<Locale, unknown>>): Bilingual<Strings> {
+  // The walk is untyped (keys and leaves of one table mirror the other's); `Strings` for every locale makes
+  // the shapes equal, and strings-catalogue.test.ts checks the result leaf by leaf.
+  return walk(tables) as Bilingual<Strings>;
+}
+
+function walk(tables: Readonly<Record<Locale, unknown>>): unknown {
+  const first = tables.zh_cn;
+  if (typeof first === "string") return pickEach(tables, (value) => String(value));
+  if (typeof first === "function") {
+    return (...args: unknown[]) =>
+      pickEach(tables, (value) => (typeof value === "function" ? String(value(...args)) : ""));
+  }
+  if (first === null || typeof first !== "object") return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(first)) {
+    out[key] = walk({ zh_cn: member(tables.zh_cn, key), en_us: member(tables.en_us, key) });
+  }
+  return out;
+}
+
+function pickEach(tables: Readonly<Record<Locale, unknown>>, text: (value: unknown) => string): Localized {
+  return { zh_cn: text(tables.zh_cn), en_us: text(tables.en_us) };
+}
+
+function member(table: unknown, key: string): unknown {
+  return table !== null && typeof table === "object" ? Reflect.get(table, key) : undefined;
+}

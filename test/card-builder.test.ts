@@ -51,7 +51,11 @@ describe("buildProgressCard", () => {
     expect(card.config).toEqual({
       update_multi: true,
       width_mode: "fill",
-      summary: { content: "执行中 · 已完成 1 步" },
+      summary: {
+        content: "执行中 · 已完成 1 步",
+        i18n_content: { zh_cn: "执行中 · 已完成 1 步", en_us: "Running · 1 step done" },
+      },
+      locales: ["zh_cn", "en_us"],
     });
     expect(card.header).toMatchObject({ template: "blue", title: { content: "部署新服务" } });
     expect(card.header?.text_tag_list?.[0]?.text.content).toBe("执行中");

@@ -76,6 +76,9 @@ const REFUSED: Record<CardRuleId, Json> = {
   "text-length": card([
     { tag: "button", text: text("长".repeat(101)), behaviors: [{ type: "callback", value: {} }] },
   ]),
+  "i18n-locales": card([{ ...md("任务"), i18n_content: { zh_cn: "任务", en_us: "Task" } }], {
+    config: { update_multi: true, locales: ["zh_cn"] },
+  }),
   "url-scheme": card([md("[打开](javascript:alert(1))")]),
   "url-chars": card([
     md(

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { type AskQuestion, LIMITS, parseAskInput } from "../src/asks/schema.ts";
 import type { Card, CardNode, FormNode } from "../src/cards/model.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import {
+  type BuildOptions,
+  buildProgressCard,
+  type CardAsk,
+  type ProgressView,
+} from "../src/cards/progress.ts";
 import { CARD_LIMITS, cardSize, countComponents, validateCard } from "../src/cards/rules.ts";
 import { strings } from "../src/strings.ts";
 
@@ -670,6 +675,9 @@ describe("buildProgressCard at its worst", () => {
 });
 
 describe("buildProgressCard degradation order", () => {
+  // The order is one language's: a bilingual card falls back to its own ladder (cards/i18n.ts).
+  const build = (view: ProgressView, asks: CardAsk[], options: BuildOptions = {}) =>
+    buildProgressCard(view, asks, { strings, ...options });
   const previewed: CardAsk = {
     requestId: "req_m",
     questions: [
@@ -702,7 +710,7 @@ describe("buildProgressCard degradation order", () => {
     markdownTexts(formsOf(c)).find((t) => t.includes("新服务要用哪种方式部署?"));
 
   it("renders everything when nothing needs trimming", () => {
-    const full = buildProgressCard(v, [previewed]);
+    const full = build(v, [previewed]);
     expectValidAndWithinLimits(full);
     expect(panelsOf(full)).toHaveLength(1);
     expect(stepLines(full).length).toBeGreaterThan(3);
@@ -710,9 +718,9 @@ describe("buildProgressCard degradation order", () => {
   });
 
   it("drops old steps first and keeps the previews when only a little trimming is needed", () => {
-    const full = buildProgressCard(v, [previewed]);
+    const full = build(v, [previewed]);
     const limit = cardSize(full) - 1;
-    const trimmed = buildProgressCard(v, [previewed], { limits: limitsOf(limit) });
+    const trimmed = build(v, [previewed], { limits: limitsOf(limit) });
     expect(cardSize(trimmed)).toBeLessThanOrEqual(limit);
     expect(stepLines(trimmed).length).toBeLessThan(stepLines(full).length);
     expect(stepLines(trimmed).length).toBeGreaterThan(0);
@@ -725,10 +733,10 @@ describe("buildProgressCard degradation order", () => {
   });
 
   it("drops the previews before it shortens any description", () => {
-    const limit = cardSize(buildProgressCard(v, [withoutPreviews], { maxStepsShown: 1 }));
+    const limit = cardSize(build(v, [withoutPreviews], { maxStepsShown: 1 }));
     // Even with a single step left, the previews do not fit under this limit…
-    expect(cardSize(buildProgressCard(v, [previewed], { maxStepsShown: 1 }))).toBeGreaterThan(limit);
-    const trimmed = buildProgressCard(v, [previewed], { limits: limitsOf(limit) });
+    expect(cardSize(build(v, [previewed], { maxStepsShown: 1 }))).toBeGreaterThan(limit);
+    const trimmed = build(v, [previewed], { limits: limitsOf(limit) });
     expect(cardSize(trimmed)).toBeLessThanOrEqual(limit);
     // …so they are gone, while every description is still whole.
     expect(panelsOf(trimmed)).toEqual([]);
@@ -739,8 +747,8 @@ describe("buildProgressCard degradation order", () => {
   });
 
   it("shortens descriptions only once the previews are gone, and still keeps every field", () => {
-    const limit = cardSize(buildProgressCard(v, [withoutPreviews], { maxStepsShown: 1 })) - 1;
-    const trimmed = buildProgressCard(v, [previewed], { limits: limitsOf(limit) });
+    const limit = cardSize(build(v, [withoutPreviews], { maxStepsShown: 1 })) - 1;
+    const trimmed = build(v, [previewed], { limits: limitsOf(limit) });
     expect(cardSize(trimmed)).toBeLessThanOrEqual(limit);
     expect(panelsOf(trimmed)).toEqual([]);
     const text = questionText(trimmed) ?? "";

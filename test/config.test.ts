@@ -151,3 +151,21 @@ describe("durable ask settings (issue 16)", () => {
     expect(errorOf({ ASK_TIME_ZONE: "Mars/Olympus" })).toContain("ASK_TIME_ZONE must be an IANA time zone");
   });
 });
+
+describe("BOT_LOCALE (issue 19)", () => {
+  it("speaks Chinese on Feishu and English on Lark unless BOT_LOCALE says otherwise", () => {
+    expect(loadConfig({}).locale).toBe("zh_cn");
+    expect(loadConfig({ FEISHU_DOMAIN: "feishu" }).locale).toBe("zh_cn");
+    expect(loadConfig({ FEISHU_DOMAIN: "lark" }).locale).toBe("en_us");
+    expect(loadConfig({ FEISHU_DOMAIN: "http://127.0.0.1:9999" }).locale).toBe("zh_cn");
+    expect(loadConfig({ FEISHU_DOMAIN: "lark", BOT_LOCALE: "zh_cn" }).locale).toBe("zh_cn");
+    expect(loadConfig({ BOT_LOCALE: " en_us " }).locale).toBe("en_us");
+    // Empty means unset, like every other optional variable.
+    expect(loadConfig({ FEISHU_DOMAIN: "lark", BOT_LOCALE: "" }).locale).toBe("en_us");
+  });
+
+  it("refuses a locale it has no catalogue for, naming the accepted values", () => {
+    expect(errorOf({ BOT_LOCALE: "en" })).toContain("BOT_LOCALE accepts zh_cn or en_us");
+    expect(errorOf({ BOT_LOCALE: "ja_jp" })).toContain("BOT_LOCALE");
+  });
+});

@@ -21,6 +21,7 @@ import {
   buttonAction,
   cardPreview,
   collectFormValue,
+  localizeCard,
   missingRequired,
   safeUrl,
 } from "../src/local/console/public/card-values.ts";
@@ -453,6 +454,31 @@ describe("console API: card actions", () => {
     expect(body.toast.type).toBe("error");
     expect(body.toast.content).toContain("200341");
   });
+
+  it("clicks as a client in the console's language: the callback says it and the toast is that language's", async () => {
+    const toast = { type: "success", content: "已提交", i18n: { zh_cn: "已提交", en_us: "Submitted" } };
+    const rig = await startRig({ onCardAction: () => Promise.resolve({ response: { toast } }) });
+    const cardId = await botCard(rig.emulator, ALICE_CHAT, cards["progress-running"]);
+    const click = async (locale?: string) =>
+      (await (
+        await rig.post("/console/api/actions", {
+          messageId: cardId,
+          userId: ALICE.openId,
+          value: { kind: "progress" },
+          ...(locale ? { locale } : {}),
+        })
+      ).json()) as { toast: unknown };
+    expect((await click("en_us")).toast).toEqual({ type: "success", content: "Submitted" });
+    expect((await click()).toast).toEqual({ type: "success", content: "已提交" });
+    expect(rig.actions.map((data) => data.locale)).toEqual(["en_us", undefined]);
+    const refused = await rig.post("/console/api/actions", {
+      messageId: cardId,
+      userId: ALICE.openId,
+      value: {},
+      locale: "klingon",
+    });
+    expect(refused.status).toBe(400);
+  });
 });
 
 describe("console API: bad input", () => {
@@ -636,6 +662,21 @@ describe("console page and assets", () => {
 });
 
 describe("cards: pure parts (card-values.ts)", () => {
+  it("reads a bilingual card in the console's language, leaving callback values alone", () => {
+    const card = cards["en-progress-one-form"];
+    const chinese = JSON.stringify(localizeCard(card, "zh_cn"));
+    expect(chinese).toContain("取消任务");
+    expect(chinese).not.toContain("Cancel task");
+    expect(chinese).not.toContain("i18n_content");
+    const english = JSON.stringify(localizeCard(card, "en_us"));
+    expect(english).toContain("Cancel task");
+    expect(english).not.toContain("取消任务");
+    // A language the card lacks reads `content`, the bot's.
+    expect(localizeCard(card, "ja_jp")).toEqual(localizeCard(card, "en_us"));
+    const values = (c: unknown) => JSON.stringify(c).match(/"value":\{[^}]*\}/g);
+    expect(values(localizeCard(card, "zh_cn"))).toEqual(values(card));
+  });
+
   it("escapes everything in markdown that it does not render itself", () => {
     const html = markdownToHtml(
       '<script>alert(1)</script> <img src=x onerror="alert(1)"> [a](javascript:alert(1)) **b** & "c"',

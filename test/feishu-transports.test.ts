@@ -7,7 +7,7 @@ import { ConfigError } from "../src/errors.ts";
 import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
 import { createEventDispatcher, startLongConnection } from "../src/feishu/long-connection.ts";
 import { DEFAULT_SETTLE_MS, type FeishuEventHandlers } from "../src/feishu/transport.ts";
-import { CALLBACK_TIMEOUT_TOAST, FEISHU_WEBHOOK_PATH, mountFeishuWebhook } from "../src/feishu/webhook.ts";
+import { FEISHU_WEBHOOK_PATH, mountFeishuWebhook } from "../src/feishu/webhook.ts";
 import {
   type Emulator,
   type EmulatorOptions,
@@ -17,12 +17,21 @@ import {
   urlVerification,
 } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
+import { zh } from "../src/strings.ts";
+import { en } from "../src/strings-en.ts";
 
 /** A fixed time: the emulator stamps deliveries with it and the webhook's clock reads it. */
 const T0 = Date.UTC(2026, 10, 30, 2, 0, 0);
 const ENCRYPT_KEY = "enc-key-transports";
 const VERIFICATION_TOKEN = "vt-transports";
-const TIMEOUT_BODY = { toast: { type: "error", content: CALLBACK_TIMEOUT_TOAST } };
+// In the bot's language (zh_cn here), and both languages in the toast's i18n field.
+const TIMEOUT_BODY = {
+  toast: {
+    type: "error",
+    content: zh.feishu.callbackTimeout,
+    i18n: { zh_cn: zh.feishu.callbackTimeout, en_us: en.feishu.callbackTimeout },
+  },
+};
 
 const running: (() => Promise<unknown> | undefined)[] = [];
 afterEach(async () => {

@@ -12,9 +12,6 @@ export { normalizeAnswer };
  */
 export type AnswersCheck = { ok: true; answers: AskAnswer[] } | { ok: false; error: string };
 
-/** The reason a question counts as unanswered (strings.needAnswer). */
-export const NEED_ANSWER = strings.needAnswer;
-
 export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): AnswersCheck {
   if (!Array.isArray(raw)) return { ok: false, error: "answers must be an array" };
   if (raw.length !== questions.length) {
@@ -43,7 +40,7 @@ export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): A
       return { ok: false, error: `answers.${index}: "${question.header}" allows one choice` };
     }
     const normalized = normalizeAnswer(question, unique, custom);
-    if (!normalized) return { ok: false, error: `answers.${index}: ${NEED_ANSWER}` };
+    if (!normalized) return { ok: false, error: `answers.${index}: ${strings.needAnswer}` };
     answers.push(normalized);
   }
   return { ok: true, answers };

@@ -1,3 +1,4 @@
+import { currentLocale, type Locale } from "../strings.ts";
 import type { AskInput } from "./schema.ts";
 
 /** The demo agent's questions (DESIGN §11): a single choice with previews, and a multiple choice. Pure. */
@@ -36,3 +37,46 @@ export const DEMO_QUESTIONS = {
     ],
   },
 } as const satisfies Record<string, AskInput["questions"][number]>;
+
+/** The same questions for an English-speaking tenant (issue 19): same shape, options and previews. */
+export const DEMO_QUESTIONS_EN = {
+  deploy: {
+    question: "How should the new service be deployed?",
+    header: "Deployment",
+    multiSelect: false,
+    options: [
+      {
+        label: "Docker (recommended)",
+        description: "Build an image and keep the existing CI pipeline",
+        preview: DEMO_QUESTIONS.deploy.options[0].preview,
+      },
+      {
+        label: "Kubernetes",
+        description: "Deploy to the cluster, with autoscaling",
+        preview: DEMO_QUESTIONS.deploy.options[1].preview,
+      },
+      {
+        label: "systemd",
+        description: "Run it straight on a VM; the simplest",
+        preview: DEMO_QUESTIONS.deploy.options[2].preview,
+      },
+    ],
+  },
+  features: {
+    question: "Which features should be turned on as well?",
+    header: "Extras",
+    multiSelect: true,
+    options: [
+      { label: "Dark mode", description: "Let the UI switch between light and dark themes" },
+      { label: "Languages", description: "Chinese and English UI" },
+      { label: "PDF export", description: "Export reports as PDF files" },
+    ],
+  },
+} as const satisfies Record<string, AskInput["questions"][number]>;
+
+/** The demo's questions in the bot's language. */
+export function demoQuestions(
+  locale: Locale = currentLocale(),
+): typeof DEMO_QUESTIONS | typeof DEMO_QUESTIONS_EN {
+  return locale === "en_us" ? DEMO_QUESTIONS_EN : DEMO_QUESTIONS;
+}

@@ -161,7 +161,10 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
 }
 
 function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings): string {
-  const head = `**【${escapeText(question.header)}】** ${escapeText(truncate(oneLine(question.question), budget.questionChars))}`;
+  const head = s.card.questionLine(
+    escapeText(question.header),
+    escapeText(truncate(oneLine(question.question), budget.questionChars)),
+  );
   if (budget.optionList === "none") return head;
   const lines = question.options.map((option) => {
     const label = `- **${escapeText(option.label)}**`;
@@ -180,8 +183,10 @@ export function compactAsks(asks: readonly CardAsk[], detailsUrl: string | undef
   const questions = asks.flatMap((ask): { header: string }[] =>
     ask.elicitation ? [{ header: ask.elicitation.server }] : [...ask.questions],
   );
-  const shown = questions.slice(0, 8).map((question) => `「${escapeText(oneLine(question.header))}」`);
-  const headers = shown.join("") + (questions.length > shown.length ? "…" : "");
+  const shown = questions
+    .slice(0, 8)
+    .map((question) => s.card.quotedHeader(escapeText(oneLine(question.header))));
+  const headers = shown.join(s.card.quotedHeaderSeparator) + (questions.length > shown.length ? "…" : "");
   const url = detailsUrl ? safeUrl(detailsUrl) : undefined;
   return {
     tag: "markdown",

@@ -1,5 +1,6 @@
 import { DEMO_QUESTIONS } from "../asks/demo-questions.ts";
 import { PLAN_STEP_TOOL } from "../domain/types.ts";
+import { englishExampleCards } from "./examples-en.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
 import { buildQueuedCard } from "./queued.ts";
@@ -202,5 +203,7 @@ export function exampleCards(): Record<string, Card> {
       position: 1,
       state: "started",
     }),
+    // An English-speaking tenant's cards (issue 19): English first, Chinese beside it.
+    ...englishExampleCards(),
   };
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LOCALES } from "../strings.ts";
 
 /**
  * A strict model of the Card JSON 2.0 subset this service emits (feishu-platform §1.1–1.2).
@@ -10,8 +11,22 @@ const px = z.string().regex(/^(-?\d{1,3}px)( -?\d{1,3}px){0,3}$|^(small|medium|l
 const elementId = z.string();
 const common = { element_id: elementId.optional(), margin: px.optional() };
 
-export const plainText = z.strictObject({ tag: z.literal("plain_text"), content: z.string() });
-const richTitle = z.strictObject({ tag: z.enum(["plain_text", "markdown"]), content: z.string() });
+/**
+ * The same text per client language (配置卡片多语言: `content` → `i18n_content` on any plain_text or markdown
+ * text); `content` stays as what a client in another language sees. Built by cards/i18n.ts.
+ */
+const i18nContent = z.partialRecord(z.enum(LOCALES), z.string()).optional();
+
+export const plainText = z.strictObject({
+  tag: z.literal("plain_text"),
+  content: z.string(),
+  i18n_content: i18nContent,
+});
+const richTitle = z.strictObject({
+  tag: z.enum(["plain_text", "markdown"]),
+  content: z.string(),
+  i18n_content: i18nContent,
+});
 
 /** Header `template` colours (标题 page, 标题主题样式枚举). Not the same list as tag colours. */
 export const TEMPLATES = [
@@ -71,6 +86,7 @@ const openUrlBehavior = z.strictObject({ type: z.literal("open_url"), default_ur
 export const markdownNode = z.strictObject({
   tag: z.literal("markdown"),
   content: z.string(),
+  i18n_content: i18nContent,
   text_size: z.enum(["normal", "heading", "notation"]).optional(),
   ...common,
 });
@@ -232,7 +248,9 @@ export const cardSchema = z.strictObject({
   config: z.strictObject({
     update_multi: z.literal(true),
     width_mode: z.enum(["default", "compact", "fill"]).optional(),
-    summary: z.strictObject({ content: z.string() }).optional(),
+    summary: z.strictObject({ content: z.string(), i18n_content: i18nContent }).optional(),
+    /** The languages the card is written in (config.locales), set with every `i18n_content`. */
+    locales: z.array(z.enum(LOCALES)).min(1).optional(),
   }),
   header: z
     .strictObject({

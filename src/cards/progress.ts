@@ -1,8 +1,9 @@
 import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
-import { strings as defaultStrings, type Strings } from "../strings.ts";
+import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
+import { localizeCard } from "./i18n.ts";
 import { escapeText, sanitizeMarkdown } from "./markdown.ts";
 import {
   type Card,
@@ -58,7 +59,10 @@ export interface ProgressView extends AskExtrasView {
 }
 
 export interface BuildOptions {
+  /** One language only; unset, the card carries every locale (the bot's as `content`). */
   strings?: Strings;
+  /** The card's languages, the first as `content`; default: the bot's, then the others (strings.ts). */
+  locales?: readonly Locale[];
   /** Most recent steps shown when nothing needs trimming. */
   maxStepsShown?: number;
   limits?: { maxBytes: number; maxComponents: number };
@@ -103,16 +107,41 @@ const LADDER: ((b: Budget) => Budget)[] = [
   (b) => ({ ...b, questionChars: 24, optionTextChars: 12, bodyChars: 100 }),
 ];
 
+/**
+ * The card in every locale (cards/i18n.ts), within the same budget; `options.strings` asks for one language.
+ * A degraded card (the platform refused one) is in the bot's language alone: the i18n fields rest partly on
+ * assumption (docs/feishu-platform.md §2.3), so the retry must not depend on them.
+ */
 export function buildProgressCard(
   view: ProgressView,
   pendingAsks: readonly CardAsk[],
   options: BuildOptions = {},
 ): Card {
+  if (options.strings || (options.degraded ?? 0) > 0) return buildInOneLanguage(view, pendingAsks, options);
+  const limits = limitsFor(options);
+  return localizeCard(
+    (strings) => buildInOneLanguage(view, pendingAsks, { ...options, strings }),
+    (card) => fits(card, limits),
+    options.locales,
+  );
+}
+
+function limitsFor(options: BuildOptions): { maxBytes: number; maxComponents: number } {
+  return (
+    options.limits ?? {
+      maxBytes: BYTES_BY_LEVEL[options.degraded ?? 0],
+      maxComponents: CARD_LIMITS.maxComponents,
+    }
+  );
+}
+
+function buildInOneLanguage(
+  view: ProgressView,
+  pendingAsks: readonly CardAsk[],
+  options: BuildOptions,
+): Card {
   const level = options.degraded ?? 0;
-  const limits = options.limits ?? {
-    maxBytes: BYTES_BY_LEVEL[level],
-    maxComponents: CARD_LIMITS.maxComponents,
-  };
+  const limits = limitsFor(options);
   const base: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps, previews: level === 0 };
   const s = options.strings ?? defaultStrings;
   // Fewer forms only when even the plainest text does not fit: a form beats every text the ladder trims.

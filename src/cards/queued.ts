@@ -1,7 +1,9 @@
-import { strings as defaultStrings, type Strings } from "../strings.ts";
+import type { Locale, Strings } from "../strings.ts";
 import type { QueueValue } from "./actions.ts";
+import { localizeCard } from "./i18n.ts";
 import { escapeText } from "./markdown.ts";
 import { type Card, type CardNode, tagColorFor } from "./model.ts";
+import { CARD_LIMITS, cardSize } from "./rules.ts";
 import { truncate } from "./text.ts";
 
 /** The card that answers a message which arrived while a task was running (DESIGN §6 queue). Pure. */
@@ -15,8 +17,20 @@ export interface QueuedView {
   state: "queued" | "started" | "withdrawn";
 }
 
-export function buildQueuedCard(view: QueuedView, options: { strings?: Strings } = {}): Card {
-  const s = options.strings ?? defaultStrings;
+/** In every locale (cards/i18n.ts) unless `options.strings` asks for one; it is always far under budget. */
+export function buildQueuedCard(
+  view: QueuedView,
+  options: { strings?: Strings; locales?: readonly Locale[] } = {},
+): Card {
+  if (options.strings) return buildInOneLanguage(view, options.strings);
+  return localizeCard(
+    (strings) => buildInOneLanguage(view, strings),
+    (card) => cardSize(card) <= CARD_LIMITS.targetBytes,
+    options.locales,
+  );
+}
+
+function buildInOneLanguage(view: QueuedView, s: Strings): Card {
   // The user typed this: shown as text, so it cannot add links, headings or a fake notice to a group card.
   const quote = escapeText(truncate(view.text.trim(), 300)).replace(/\n/g, "\n> ");
   const status =

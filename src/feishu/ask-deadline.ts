@@ -1,6 +1,6 @@
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
-import type { Strings } from "../strings.ts";
+import { type Strings, strings } from "../strings.ts";
 
 /**
  * Deadlines people can see (issue 16). The card writes the earliest pending deadline as an absolute time in
@@ -49,7 +49,7 @@ export function formatDeadline(at: number, timeZone: string, now: number = at): 
   const parts = (when: number) => {
     const byType = new Map(format.formatToParts(when).map((part) => [part.type, part.value]));
     return {
-      day: `${byType.get("month")}月${byType.get("day")}日`,
+      day: strings.asks.deadlineDate(Number(byType.get("month")), Number(byType.get("day"))),
       time: `${byType.get("hour")}:${byType.get("minute")}`,
     };
   };
@@ -84,7 +84,7 @@ export function goneNotice(outcome: AskOutcome, s: Strings): string | undefined 
       if (outcome.surface === "mcp") return s.asks.goneLine(s.asks.gone.mcp);
       return undefined;
     case "timeout":
-      return `${s.asks.goneLine(s.asks.gone.timeout)}。${s.asks.timedOut}`;
+      return `${s.asks.goneLine(s.asks.gone.timeout)}${s.asks.sentenceBreak}${s.asks.timedOut}`;
     case "cancelled":
       return s.asks.goneLine(s.asks.gone.cancelled);
   }

@@ -13,7 +13,8 @@ import { oneLine } from "../cards/text.ts";
 import type { SessionRuns } from "../domain/ports.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
-import { strings } from "../strings.ts";
+// Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
+import { currentLocale, type Locale, type Localized, bilingual as strings } from "../strings.ts";
 import { type AskTimes, formatDeadline } from "./ask-deadline.ts";
 import { parseCardAction } from "./events.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
@@ -45,7 +46,7 @@ export interface CardActionDeps {
   now: () => number;
 }
 
-type Toast = { type: "success" | "error" | "info" | "warning"; content: string };
+type Toast = { type: "success" | "error" | "info" | "warning"; content: string; i18n: Localized };
 export interface CallbackResult {
   response: { toast?: Toast; card?: { type: "raw"; data: Card } };
   /** `delivered`: this response (not the transport's timeout toast) is what the platform got. */
@@ -62,10 +63,11 @@ export async function handleCardAction(
     logger.warn({ error: action.error }, "unsupported card action ignored");
     return toast("error", strings.feishu.unknownAction);
   }
+  const locale = action.value.locale;
   const value = parseActionValue(action.value.value);
   if (!value.ok) {
     logger.info({ error: value.error }, "stale or unknown card action value");
-    return toast("warning", strings.feishu.unknownAction);
+    return inLocale(toast("warning", strings.feishu.unknownAction), locale);
   }
   const operator = action.value.operatorOpenId;
   // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
@@ -76,7 +78,7 @@ export async function handleCardAction(
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
   const answered = result.response.card?.data;
   return {
-    response: result.response,
+    response: inLocale(result, locale).response,
     afterResponse: (delivered) => release?.(delivered ? answered : undefined),
   };
 }
@@ -132,7 +134,7 @@ function submitAnswer(
     const question = ask.questions[mapped.questionIndex];
     const reason = question
       ? strings.feishu.unanswered(mapped.questionIndex + 1, oneLine(question.header))
-      : mapped.reason;
+      : strings.needAnswer;
     return withCard(toast("warning", reason), active && deps.cards.render(active));
   }
   const won = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
@@ -310,8 +312,16 @@ function queueAction(deps: CardActionDeps, value: QueueValue, operator: string):
   return withCard(toast("success", strings.feishu.unqueued), card);
 }
 
-function toast(type: Toast["type"], content: string): CallbackResult {
-  return { response: { toast: { type, content } } };
+/** A toast in the bot's language, with every language in `i18n`. */
+function toast(type: Toast["type"], text: Localized): CallbackResult {
+  return { response: { toast: { type, content: text[currentLocale()], i18n: text } } };
+}
+
+/** The toast's `content` in the operator's language when the callback named it (the fallback text). */
+function inLocale(result: CallbackResult, locale: Locale | undefined): CallbackResult {
+  const shown = result.response.toast;
+  if (!shown || !locale) return result;
+  return { ...result, response: { ...result.response, toast: { ...shown, content: shown.i18n[locale] } } };
 }
 
 function withCard(result: CallbackResult, card: Card | undefined): CallbackResult {

@@ -1,6 +1,6 @@
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { strings } from "../strings.ts";
+import { bilingual, strings } from "../strings.ts";
 
 /**
  * What both Feishu transports (webhook and long connection) hand inbound traffic to, plus the rules they
@@ -21,9 +21,6 @@ export interface FeishuEventHandlers {
   ): Promise<{ response: Record<string, unknown>; afterResponse?: (delivered: boolean) => void }>;
 }
 
-/** The toast sent when a callback handler fails or overruns its budget (to move to strings.ts). */
-export const CALLBACK_TIMEOUT_TOAST = strings.feishu.callbackTimeout;
-
 /** Feishu waits 3 s for a callback answer and never retries (§2.3); keep the rest for the network. */
 export const DEFAULT_CALLBACK_BUDGET_MS = 2500;
 
@@ -33,8 +30,14 @@ export const DEFAULT_CALLBACK_BUDGET_MS = 2500;
  */
 export const DEFAULT_SETTLE_MS = 1000;
 
+/**
+ * The toast sent when a callback handler fails or overruns its budget: in the bot's language, and in every
+ * language in `i18n` (the client shows its own). Built at call time: the locale is chosen after imports.
+ */
 export function timeoutResponse(): Record<string, unknown> {
-  return { toast: { type: "error", content: CALLBACK_TIMEOUT_TOAST } };
+  return {
+    toast: { type: "error", content: strings.feishu.callbackTimeout, i18n: bilingual.feishu.callbackTimeout },
+  };
 }
 
 /**

@@ -9,8 +9,6 @@ import {
 } from "./transport.ts";
 import { verifyWebhook } from "./webhook-verify.ts";
 
-export { CALLBACK_TIMEOUT_TOAST } from "./transport.ts";
-
 /**
  * Feishu's webhook transport: `POST /feishu/events` for events and card callbacks (feishu-platform §2.5).
  * We verify the signature over the raw bytes ourselves (DESIGN §9): the SDK hashes re-serialised JSON,

@@ -22,6 +22,8 @@ export async function startLocalFeishu(
   const emulator = await startEmulator({
     encryptKey,
     stateFile: path.join(config.dataDir, EMULATOR_STATE_FILE),
+    // The console's people read the bot's language (BOT_LOCALE=en_us: English toasts, like a Lark tenant).
+    clientLocale: config.locale,
   });
   // The webhook subscription needs the bot's port, known only after listen: main.ts subscribes it then.
   if (!webhook) emulator.subscribe({ mode: "long_connection" });

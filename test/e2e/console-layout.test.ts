@@ -206,3 +206,38 @@ describe("icons without an emoji font", () => {
     await page.close();
   });
 });
+
+describe("the console's language switch (issue 19)", () => {
+  it("shows the same bilingual card in English after the switch, and English toasts for its clicks", async () => {
+    const page = await openConsole(1280, CAROL);
+    await page.evaluate("localStorage.removeItem('fpb-console-locale')");
+    await page.getByTestId("composer-input").fill("部署 language switch");
+    await page.getByTestId("composer-send").click();
+    const card = page.getByTestId("card").filter({ hasText: "language switch" }).last();
+    // Once the question's form is on the card (before it, the card only says it is running).
+    await card.getByTestId("submit-button").filter({ hasText: "提交" }).waitFor({ timeout: WAIT_MS });
+    const language = page.getByTestId("language-switch");
+    expect(await language.textContent()).toBe("中文");
+
+    await language.click();
+    expect(await language.textContent()).toBe("English");
+    const cancel = card.getByTestId("card-button").filter({ hasText: "Cancel task" });
+    await cancel.waitFor({ timeout: WAIT_MS });
+    expect(await card.textContent()).toContain("Your answer is needed");
+    expect(await card.textContent()).not.toContain("取消任务");
+    await screenshot(page, "console-english-card", '[data-testid="message-list"]');
+
+    await cancel.click();
+    await page.getByTestId("toast").filter({ hasText: "Task cancelled" }).waitFor({ timeout: WAIT_MS });
+    await card.getByTestId("card-button").filter({ hasText: "Retry" }).waitFor({ timeout: WAIT_MS });
+
+    // The choice stays across a reload, and switching back shows Chinese again.
+    await page.reload();
+    await page.locator('[data-testid="connection-status"][data-state="open"]').waitFor({ timeout: WAIT_MS });
+    expect(await page.getByTestId("language-switch").textContent()).toBe("English");
+    await page.getByTestId("language-switch").click();
+    const again = page.getByTestId("card").filter({ hasText: "language switch" }).last();
+    await again.getByTestId("card-button").filter({ hasText: "重试" }).waitFor({ timeout: WAIT_MS });
+    await page.close();
+  });
+});

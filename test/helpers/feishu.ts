@@ -205,7 +205,9 @@ export async function startFeishuRig(
       // As the Feishu client: the answer's toast is shown and its card applied to the message.
       const outcome = await emulator.click(input);
       if (outcome.answer === undefined) throw new Error(`the click failed: ${outcome.error}`);
-      const answer = outcome.answer as { toast?: { type: string; content: string }; card?: { data: Card } };
+      const body = outcome.answer as { toast?: { type: string; content: string }; card?: { data: Card } };
+      // The toast as the client shows it: one text, in the clicking client's language (the `i18n` pick).
+      const answer = { ...body, ...(outcome.toast ? { toast: outcome.toast } : {}) };
       // The card of every callback answer must pass the emulator's independent checker, as Feishu's client
       // would refuse it (200673) otherwise.
       if (answer?.card) {

@@ -108,7 +108,7 @@ describe("durable asks across kill -9", () => {
       expect(frame.data.requestId).toBe(requestId);
 
       const answered = await answerOnCard(second, emu, cardId, requestId);
-      expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
+      expect(answered.toast).toMatchObject({ type: "success", content: strings.feishu.submitted });
       await until(() => isCompleted(cardOf(emu, cardId)), "the completed card", 20_000);
       await second.stop();
 
@@ -166,7 +166,7 @@ describe("durable asks across kill -9", () => {
           formValue: { ask0_q0: "0", ask0_q1: ["1"] },
         }),
       );
-      expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
+      expect(answered.toast).toMatchObject({ type: "success", content: strings.feishu.submitted });
       await until(() => isCompleted(cardOf(emu, cardId)), "the completed card", 20_000);
       await second.stop();
 
@@ -260,7 +260,7 @@ describe("durable asks across kill -9", () => {
         20_000,
       );
       const answered = await answerOnCard(last, emu, cardId, requestId);
-      expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
+      expect(answered.toast).toMatchObject({ type: "success", content: strings.feishu.submitted });
       await until(() => isCompleted(cardOf(emu, cardId)), "the completed card", 20_000);
       await last.stop();
       expect(query(dataDir, "SELECT status FROM runs")).toEqual([{ status: "completed" }]);

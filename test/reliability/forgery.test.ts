@@ -211,8 +211,8 @@ describe("forged and replayed webhook requests", () => {
     const wire = sealed(s, click);
     const first = await post(s, wire);
     const replayed = await post(s, wire);
-    expect(first.body.toast).toEqual({ type: "success", content: strings.feishu.submitted });
-    expect(replayed.body.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
+    expect(first.body.toast).toMatchObject({ type: "success", content: strings.feishu.submitted });
+    expect(replayed.body.toast).toMatchObject({ type: "warning", content: strings.feishu.askExpired });
     await s.core.runner.idle();
     const audit = auditForSession(s.db, sessionId);
     expect(audit.map((row) => [row.requestId, row.outcome, row.answeredBy])).toEqual([
@@ -259,7 +259,8 @@ describe("callbacks from someone who is not the sender", () => {
         value: { kind: "progress", act: "cancel", sessionId, runId: run.id, sender: BOB },
       }),
     };
-    for (const [what, answer] of Object.entries(attempts)) expect(answer.toast, what).toEqual(onlySender);
+    for (const [what, answer] of Object.entries(attempts))
+      expect(answer.toast, what).toMatchObject(onlySender);
     expect(s.core.registry.get(ask.requestId)).toBeDefined();
     expect(s.core.runner.activeRun(sessionId)?.id).toBe(run.id);
 
@@ -271,7 +272,7 @@ describe("callbacks from someone who is not the sender", () => {
       value: submitValue(s.privateSessionId(BOB), ask.requestId, BOB),
       formValue: FULL_ANSWER,
     });
-    expect(elsewhere.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
+    expect(elsewhere.toast).toMatchObject({ type: "warning", content: strings.feishu.askExpired });
     expect(s.core.registry.get(ask.requestId)).toBeDefined();
 
     // Alice cancels; Bob may not retry what he did not start.
@@ -290,7 +291,7 @@ describe("callbacks from someone who is not the sender", () => {
       operatorOpenId: BOB,
       value: { kind: "progress", act: "retry", sessionId, runId: run.id, sender: ALICE },
     });
-    expect(retry.toast).toEqual(onlySender);
+    expect(retry.toast).toMatchObject(onlySender);
     await s.channel.idle();
     expect(countRuns(s)).toBe(1);
     expect(auditForSession(s.db, sessionId).map((row) => [row.outcome, row.answeredBy])).toEqual([
@@ -324,7 +325,7 @@ describe("callbacks from someone who is not the sender", () => {
         operatorOpenId: BOB,
         value: { kind: "queue", act, sessionId, queueId: queued!.id, sender: BOB },
       });
-      expect(answer.toast, act).toEqual({ type: "error", content: strings.feishu.onlySender });
+      expect(answer.toast, act).toMatchObject({ type: "error", content: strings.feishu.onlySender });
     }
     expect(s.core.runner.queued(sessionId).map((q) => q.id)).toEqual([queued!.id]);
   });

@@ -95,7 +95,8 @@ describe("two surfaces answering the same question at once", () => {
               expect(result.status).toBe(200);
               const won = body.toast?.content === strings.feishu.submitted;
               // The loser is told the question is gone; either way the form leaves its card.
-              if (!won) expect(body.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
+              if (!won)
+                expect(body.toast).toMatchObject({ type: "warning", content: strings.feishu.askExpired });
               expect(requestIdsOn(body.card!.data)).not.toContain(ask.requestId);
               return { who, won };
             });
@@ -360,7 +361,10 @@ describe("a cancel during a submit", () => {
         // The toast tells the truth: "submitted" exactly when the answer completed the question.
         expect(row?.outcome, context).toBe(won ? "answered" : "cancelled");
         if (!won)
-          expect(submitted.toast, context).toEqual({ type: "warning", content: strings.feishu.askExpired });
+          expect(submitted.toast, context).toMatchObject({
+            type: "warning",
+            content: strings.feishu.askExpired,
+          });
         expect(["cancelled", "completed"], context).toContain(run.status);
         if (run.status === "completed") expect(won, context).toBe(true);
         if (won && run.status === "cancelled") tally.answeredThenCancelled += 1;

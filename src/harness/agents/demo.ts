@@ -1,4 +1,4 @@
-import { DEMO_QUESTIONS } from "../../asks/demo-questions.ts";
+import { DEMO_QUESTIONS, DEMO_QUESTIONS_EN, demoQuestions } from "../../asks/demo-questions.ts";
 import type { AskAnswer, AskInput } from "../../asks/schema.ts";
 import { ASK_TOOL_NAME, askOutputSchema } from "../../asks/schema.ts";
 import { escapeText } from "../../cards/markdown.ts";
@@ -43,15 +43,17 @@ export function createDemoTools(options: { stepMs: number }): ToolImpl[] {
   ];
 }
 
-/** Files the demo pretends to write for each way of deploying. */
-const DEPLOY_FILES: Record<string, string> = {
-  [DEMO_QUESTIONS.deploy.options[0].label]: "Dockerfile",
-  [DEMO_QUESTIONS.deploy.options[1].label]: "deployment.yaml",
-  [DEMO_QUESTIONS.deploy.options[2].label]: "app.service",
-};
+/** Files the demo pretends to write for each way of deploying, by the option's label in either language. */
+const FILES = ["Dockerfile", "deployment.yaml", "app.service"];
+const DEPLOY_FILES: Record<string, string> = Object.fromEntries(
+  [DEMO_QUESTIONS, DEMO_QUESTIONS_EN].flatMap((set) =>
+    set.deploy.options.map((option, i) => [option.label, FILES[i] ?? ""]),
+  ),
+);
+const DEPLOY_QUESTIONS = new Set<string>([DEMO_QUESTIONS.deploy.question, DEMO_QUESTIONS_EN.deploy.question]);
 
 function appliedSummary(kind: string, choice: string): string {
-  if (kind === "deploy") return strings.demo.deployed(DEPLOY_FILES[choice] ?? "部署配置");
+  if (kind === "deploy") return strings.demo.deployed(DEPLOY_FILES[choice] ?? strings.demo.deployFallback);
   if (kind === "feature") return strings.demo.featureApplied(2 + (choice.length % 3));
   return strings.demo.otherApplied;
 }
@@ -61,7 +63,7 @@ type Choice = { kind: "deploy" | "feature" | "other"; choice: string };
 /** Each answer's choices in order, tagged with what they decide; the free text of 其他 comes last. */
 function choicesOf(answers: readonly AskAnswer[]): Choice[] {
   return answers.flatMap((answer): Choice[] => {
-    const kind: Choice["kind"] = answer.question === DEMO_QUESTIONS.deploy.question ? "deploy" : "feature";
+    const kind: Choice["kind"] = DEPLOY_QUESTIONS.has(answer.question) ? "deploy" : "feature";
     return [
       ...answer.selectedLabels.map((choice) => ({ kind, choice })),
       ...(answer.customInput ? [{ kind: "other" as const, choice: answer.customInput }] : []),
@@ -83,27 +85,28 @@ export function createDemoAgent(): Agent {
       const ctx: AgentContext = { ...context, callTool: replaying(context) };
       const text = ctx.input;
       if (text.includes("/quick")) {
-        await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
-        return { text: "**完成** 这是 `/quick` 的演示回复：只执行了一步，没有提问。" };
+        await ctx.callTool("scan_workspace", {}, { title: strings.demo.scanTitle });
+        return { text: strings.demo.quickDone };
       }
       if (text.includes("/long")) {
         for (let index = 1; index <= 20; index += 1) {
           await ctx.callTool("process_chunk", { index }, { title: strings.demo.chunkTitle(index, 20) });
         }
-        return { text: "**完成** `/long` 执行了 20 步，没有提问。" };
+        return { text: strings.demo.longDone };
       }
-      await ctx.callTool("scan_workspace", {}, { title: "扫描工作区" });
+      await ctx.callTool("scan_workspace", {}, { title: strings.demo.scanTitle });
       if (text.includes("/fail")) throw new Error(strings.demo.failed);
 
+      const questions = demoQuestions();
       const answers = text.includes("/parallel")
         ? (
             await Promise.all([
-              ask(ctx, { questions: [DEMO_QUESTIONS.deploy], metadata: { source: "demo", part: 1 } }),
-              ask(ctx, { questions: [DEMO_QUESTIONS.features], metadata: { source: "demo", part: 2 } }),
+              ask(ctx, { questions: [questions.deploy], metadata: { source: "demo", part: 1 } }),
+              ask(ctx, { questions: [questions.features], metadata: { source: "demo", part: 2 } }),
             ])
           ).flat()
         : await ask(ctx, {
-            questions: [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features],
+            questions: [questions.deploy, questions.features],
             metadata: { source: "demo" },
           });
 
@@ -140,19 +143,19 @@ function replaying(ctx: AgentContext): AgentContext["callTool"] {
 
 async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
   const result = askOutputSchema.safeParse(
-    JSON.parse(await ctx.callTool(ASK_TOOL_NAME, input, { title: "等待你的回答" })),
+    JSON.parse(await ctx.callTool(ASK_TOOL_NAME, input, { title: strings.model.askTitle })),
   );
   // An error result (timeout, cancel, no surface) carries no answers: carry on with the defaults.
   return result.success ? result.data.answers : [];
 }
 
 function finalReply(answers: AskAnswer[]): string {
-  if (answers.length === 0) return "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。";
+  if (answers.length === 0) return strings.demo.noAnswer;
   const lines = answers.map((answer) => {
     // The person typed the 其他 text: quoted as text in this markdown answer, so it cannot restyle the card.
-    const custom = answer.customInput ? [`其他：${escapeText(answer.customInput)}`] : [];
+    const custom = answer.customInput ? [strings.demo.otherAnswer(escapeText(answer.customInput))] : [];
     const parts = [...answer.selectedLabels, ...custom];
-    return `- **${answer.question}** ${parts.join("、")}`;
+    return `- **${answer.question}** ${parts.join(strings.demo.listSeparator)}`;
   });
-  return ["**完成** 已按你的选择执行：", "", ...lines].join("\n");
+  return [strings.demo.doneAsChosen, "", ...lines].join("\n");
 }

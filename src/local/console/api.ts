@@ -38,6 +38,8 @@ const actionBody = z.strictObject({
   value: z.record(z.string(), z.unknown()).optional(),
   formValue: z.record(z.string().max(200), formField).optional(),
   name: z.string().max(200).optional(),
+  /** The language the console reads cards in: the click comes from a client in that language (issue 19). */
+  locale: z.enum(["zh_cn", "en_us"]).optional(),
 });
 
 /** The JSON API under /console/api. */
@@ -95,6 +97,7 @@ export function consoleApi(ctx: ConsoleContext): Router {
         ...(body.value !== undefined ? { value: body.value } : {}),
         ...(body.formValue !== undefined ? { formValue: body.formValue } : {}),
         ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.locale !== undefined ? { locale: body.locale } : {}),
         ...labelOf(message, body),
       },
     );

@@ -18,6 +18,8 @@ export interface ActionInput {
   formValue?: Record<string, unknown>;
   name?: string;
   label?: string;
+  /** The clicking client's language (the console's zh/en switch). */
+  locale?: string;
 }
 
 export interface ActionOutcome {
@@ -39,6 +41,7 @@ export async function performAction(deps: Deps, input: ActionInput): Promise<Act
       ...(input.value !== undefined ? { value: input.value } : {}),
       ...(input.formValue !== undefined ? { formValue: input.formValue } : {}),
       ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.locale !== undefined ? { locale: input.locale } : {}),
     },
     { timeoutMs: CALLBACK_TIMEOUT_MS },
   );

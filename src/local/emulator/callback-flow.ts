@@ -55,7 +55,7 @@ export async function click(
   if (!parsed.success)
     return { ...failed(200672, "回调响应格式错误", durationMs), status: 200, answer: answer.body };
   const answered = {
-    toast: toToast(parsed.data.toast),
+    toast: toToast(parsed.data.toast, input.locale ?? ctx.config.clientLocale),
     durationMs: round(durationMs),
     status: 200,
     answer: answer.body,
@@ -87,10 +87,10 @@ function failed(code: number, reason: string, durationMs: number): ClickOutcome 
   };
 }
 
-/** The client shows the zh_cn text when there is one. */
-function toToast(toast: z.infer<typeof toastSchema> | undefined): ClickOutcome["toast"] {
+/** The client shows the toast's `i18n` text for its own language when there is one, else `content`. */
+function toToast(toast: z.infer<typeof toastSchema> | undefined, locale: string): ClickOutcome["toast"] {
   if (!toast) return null;
-  const content = toast.i18n?.zh_cn ?? toast.content;
+  const content = toast.i18n?.[locale] ?? toast.content;
   return content === undefined ? null : { type: toast.type, content };
 }
 

@@ -13,6 +13,7 @@ export interface EmulatorConfig {
   botOpenId: string;
   botName: string;
   tenantKey: string;
+  clientLocale: string;
   encryptKey: string | undefined;
   verificationToken: string | undefined;
   perMessagePatchPerSecond: number;
@@ -47,6 +48,7 @@ export function resolveConfig(options: EmulatorOptions): EmulatorConfig {
     botOpenId: options.botOpenId ?? "ou_bot0000000000000000000000000000",
     botName: options.botName ?? "Progress Bot",
     tenantKey: options.tenantKey ?? "tenant_emulator",
+    clientLocale: options.clientLocale ?? "zh_cn",
     encryptKey: options.encryptKey,
     verificationToken: options.verificationToken,
     perMessagePatchPerSecond: options.perMessagePatchPerSecond ?? 5,

@@ -62,6 +62,8 @@ export interface CardActionEvent {
     };
     host: "im_message";
     context: { open_message_id: string; open_chat_id: string };
+    /** The client's language; UNCONFIRMED in the docs, sent only when the click names one. */
+    locale?: string;
   };
 }
 
@@ -173,6 +175,7 @@ export function cardActionEvent(ctx: EmulatorContext, input: CardActionInput): C
       },
       host: "im_message",
       context: { open_message_id: message.messageId, open_chat_id: message.chatId },
+      ...(input.locale !== undefined ? { locale: input.locale } : {}),
     },
   };
 }

@@ -19,6 +19,11 @@ export interface EmulatorOptions {
   botName?: string;
   /** Tenant key stamped on events and senders. Default "tenant_emulator". */
   tenantKey?: string;
+  /**
+   * The language of the tenant's clients (`zh_cn`, `en_us`, …; default zh_cn): which toast text a click
+   * shows when it names none itself. Local mode passes the bot's locale, so a Lark-like setup reads English.
+   */
+  clientLocale?: string;
   /** When set, webhook deliveries are encrypted and signed with it (§2.5). */
   encryptKey?: string;
   /** Put in `header.token` of events and callbacks. */
@@ -185,6 +190,11 @@ export interface CardActionInput {
   name?: string;
   /** Default "button" (a form submit also arrives as "button", §2.1). */
   tag?: string;
+  /**
+   * The clicking client's language (`zh_cn`, `en_us`, …; default zh_cn): it picks the toast's `i18n` text,
+   * and the callback carries it as `locale`, a field the docs do not confirm (issue 19).
+   */
+  locale?: string;
 }
 
 /** What became of a callback response's card (see `Emulator.applyCallbackCard`). */

@@ -45,7 +45,7 @@ export function permissionAsk(
   // One option alone cannot make a form; "不允许" beside it answers cancelled.
   if (options.length < LIMITS.minOptions)
     options.push({
-      label: uniqueLabel({ name: "不允许" }, optionIds),
+      label: uniqueLabel({ name: strings.acp.rejectLabel }, optionIds),
       description: strings.acp.optionKinds.reject_once,
     });
   const title = about.title || request.toolCall.toolCallId;
@@ -84,7 +84,7 @@ export function permissionOutcome(
 }
 
 function uniqueLabel(option: Pick<PermissionOption, "name">, taken: ReadonlyMap<string, string>): string {
-  const base = clip(option.name.trim() || "选项", LIMITS.maxLabelChars - 3);
+  const base = clip(option.name.trim() || strings.acp.optionFallback, LIMITS.maxLabelChars - 3);
   let label = base;
   for (let n = 2; taken.has(label); n += 1) label = `${base} ${n}`;
   return label;

@@ -116,3 +116,24 @@ function isJson(value: unknown): value is Json {
 export function list(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
+
+/**
+ * The card as a client in `locale` reads it (配置卡片多语言): each text's `i18n_content[locale]` in place of
+ * its `content`, else `content` as it is. Callback values are free data and stay untouched.
+ */
+export function localizeCard(card: unknown, locale: string): unknown {
+  if (Array.isArray(card)) return card.map((item) => localizeCard(item, locale));
+  if (typeof card !== "object" || card === null) return card;
+  const i18n: unknown = "i18n_content" in card ? card.i18n_content : undefined;
+  const own =
+    typeof i18n === "object" && i18n !== null && locale in i18n
+      ? (i18n as Record<string, unknown>)[locale]
+      : undefined;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(card)) {
+    if (key === "i18n_content") continue;
+    if (key === "content" && typeof own === "string") out[key] = own;
+    else out[key] = key === "value" ? value : localizeCard(value, locale);
+  }
+  return out;
+}

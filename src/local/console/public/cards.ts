@@ -8,6 +8,7 @@ import {
   type FormField,
   type Json,
   list,
+  localizeCard,
   missingRequired,
   REQUIRED_MISSING,
   record,
@@ -29,6 +30,7 @@ export {
   callbackValue,
   cardPreview,
   collectFormValue,
+  localizeCard,
   missingRequired,
   REQUIRED_MISSING,
   resolveMentions,
@@ -70,9 +72,11 @@ export interface RenderOptions {
   onNotice?: (message: string) => void;
   openUrl?: (url: string) => void;
   mentionName?: (openId: string) => string | undefined;
+  /** The client's language: each text's `i18n_content` in it (default: each text's `content`). */
+  locale?: string;
 }
 
-interface Ctx extends Required<RenderOptions> {
+interface Ctx extends Required<Omit<RenderOptions, "locale">> {
   form: HTMLFormElement | undefined;
 }
 
@@ -90,7 +94,9 @@ const spacing = (value: unknown): string | undefined =>
   typeof value !== "string" ? undefined : (SPACING[value] ?? (PX.test(value) ? value : undefined));
 
 /** Card JSON 2.0 → DOM. Anything else shows as an unsupported card. */
-export function renderCard(card: unknown, options: RenderOptions = {}): HTMLElement {
+export function renderCard(input: unknown, options: RenderOptions = {}): HTMLElement {
+  // A client shows one language: the console's switch picks which.
+  const card = options.locale ? localizeCard(input, options.locale) : input;
   const ctx: Ctx = {
     onAction: options.onAction ?? (() => undefined),
     onNotice: options.onNotice ?? (() => undefined),

@@ -46,6 +46,8 @@ export interface MessageView {
   onJump: (messageId: string) => void;
   openUrl: (url: string) => void;
   mentionName: (openId: string) => string | undefined;
+  /** The language the console's people read cards in, like a Feishu client's (issue 19). */
+  locale?: string;
   /** Topics and threads (topics.ts): what goes under a message in a group, if anything. */
   threadFooter?: (message: ConsoleMessage) => HTMLElement | null;
 }
@@ -114,6 +116,7 @@ function messageBody(message: ConsoleMessage, view: MessageView): HTMLElement {
         onNotice: view.onNotice,
         openUrl: view.openUrl,
         mentionName: view.mentionName,
+        locale: view.locale,
       }),
     );
   }

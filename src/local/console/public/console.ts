@@ -32,6 +32,7 @@ const TOAST_MS = 3000;
 const TOAST_ICONS: Record<Toast["type"], string> = { success: "✓", error: "✕", warning: "!", info: "i" };
 
 const isToastType = (type: string): type is Toast["type"] => Object.hasOwn(TOAST_ICONS, type);
+const LOCALE_KEY = "fpb-console-locale";
 
 const state = {
   bot: { openId: "", name: "机器人" },
@@ -43,6 +44,8 @@ const state = {
   unread: new Map<string, number>(),
   /** The root message of the thread (topic) open in the chat view; undefined: the chat's main view. */
   threadRoot: undefined as string | undefined,
+  // The language the console's people read cards and toasts in, like a Feishu client's (issue 19).
+  locale: readLocale(),
 };
 
 const els = {
@@ -53,6 +56,7 @@ const els = {
   list: $("message-list"),
   toasts: $("toasts"),
   conn: $("connection-status"),
+  language: $("language-switch"),
 };
 
 const composer = createComposer(
@@ -253,6 +257,7 @@ const messageView = (): MessageView => ({
       inThreadView: state.threadRoot !== undefined,
       onOpen: openThread,
     }),
+  locale: state.locale,
 });
 
 /** Signs this origin in as `userId` (the same cookie /auth/local sets for a session page). */
@@ -262,6 +267,38 @@ async function followUser(userId: string): Promise<boolean> {
     cache: "no-store",
   });
   return response.ok;
+}
+
+type Locale = "zh_cn" | "en_us";
+
+/** The saved 中文/English choice; the console starts in Chinese. */
+function readLocale(): Locale {
+  try {
+    return localStorage.getItem(LOCALE_KEY) === "en_us" ? "en_us" : "zh_cn";
+  } catch (error) {
+    console.warn("localStorage unavailable; the console reads cards in Chinese", error);
+    return "zh_cn";
+  }
+}
+
+function setLocale(locale: Locale): void {
+  state.locale = locale;
+  try {
+    localStorage.setItem(LOCALE_KEY, locale);
+  } catch (error) {
+    console.warn("could not keep the language choice", error);
+  }
+  showLocale();
+  renderChat();
+}
+
+function showLocale(): void {
+  els.language.textContent = state.locale === "en_us" ? "English" : "中文";
+  els.language.dataset.locale = state.locale;
+  els.language.title =
+    state.locale === "en_us"
+      ? "卡片与提示以英文客户端显示，点击切换为中文"
+      : "卡片与提示以中文客户端显示，点击切换为英文";
 }
 
 /** Keeps the session pages' sign-in cookie on the console's current user; a failure only costs a toast. */
@@ -405,7 +442,7 @@ async function sendMessage(text: string, replyTo: string | undefined): Promise<b
 }
 
 async function sendAction(messageId: string, action: CardAction): Promise<unknown> {
-  const result = await api("actions", { messageId, userId: state.userId, ...action });
+  const result = await api("actions", { messageId, userId: state.userId, locale: state.locale, ...action });
   if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败（HTTP ${result.status}）`);
   if (result.body.toast) toast(result.body.toast.type, result.body.toast.content);
   return result.body;
@@ -478,6 +515,8 @@ async function start(): Promise<void> {
   state.threadRoot = params.get("thread") || undefined;
   saveLocation();
   renderSwitcher();
+  showLocale();
+  els.language.addEventListener("click", () => setLocale(state.locale === "en_us" ? "zh_cn" : "en_us"));
   renderChatList();
   renderChat();
   connect();

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { bodySchema, cardLinkSchema, configSchema, headerSchema } from "./card-level.ts";
 import { componentSchemas } from "./components.ts";
+import { checkLocales } from "./i18n.ts";
 import { checkUrl } from "./markdown.ts";
 import { type CardViolation, describe, Report } from "./report.ts";
 import { walkElements } from "./walk.ts";
@@ -74,6 +75,7 @@ export function checkCard(card: unknown): CardVerdict {
   }
   if (card.body !== undefined) checkBody(report, card.body, customColors);
   checkElementIds(report, card);
+  checkLocales(report, card);
   const tagged = countTagged(card);
   if (tagged > CARD_LIMITS.maxTagged)
     report.add("component-count", "", `${tagged} components and elements; a card holds at most 200`);

@@ -163,9 +163,17 @@ export const CARD_RULES = {
     subCode: PARSE,
   },
   "text-length": {
-    summary: "Button text ≤ 100 characters; multi-select and input placeholders ≤ 100 characters.",
+    summary:
+      "Button text ≤ 100 characters; multi-select and input placeholders ≤ 100 characters; in every language.",
     source: "D-button, D-multi, D-input",
     basis: "docs",
+    subCode: PARSE,
+  },
+  "i18n-locales": {
+    summary:
+      "With `config.locales` set, every `i18n_content` / `i18n_default_value` / `i18n_text_tag_list` uses only the languages it lists, and it lists each once.",
+    source: "D-i18n, D-struct",
+    basis: "assumed",
     subCode: PARSE,
   },
   "url-scheme": {

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { UNMODELLED_TAGS, V1_ONLY_TAGS } from "./enums.ts";
+import { localizedTexts } from "./i18n.ts";
 import { checkMarkdown, checkUrl } from "./markdown.ts";
 import type { Report } from "./report.ts";
 
@@ -166,13 +167,13 @@ function containsSubmit(elements: unknown): boolean {
 }
 
 function checkButton(w: Walker, node: Obj, place: Place): void {
-  const text = isObj(node.text) ? str(node.text.content) : undefined;
-  if (text !== undefined && chars(text) > MAX_TEXT_CHARS)
-    w.report.add(
-      "text-length",
-      `${place.path}.text.content`,
-      `button text is ${chars(text)} characters; at most 100`,
-    );
+  for (const [key, text] of localizedTexts(node.text))
+    if (chars(text) > MAX_TEXT_CHARS)
+      w.report.add(
+        "text-length",
+        `${place.path}.text.${key}`,
+        `button text is ${chars(text)} characters; at most 100`,
+      );
   if (!Array.isArray(node.behaviors) || node.behaviors.length === 0)
     w.report.add("button-behaviors", place.path, "a button needs `behaviors` (open_url or callback)");
   const formAction =
@@ -205,9 +206,10 @@ function checkField(w: Walker, tag: string, node: Obj, place: Place): void {
   if (!place.inForm && tag === "multi_select_static")
     w.report.add("form-only", place.path, "multi_select_static may only be used inside a form");
   if (name) addName(w, name, place.path);
-  const placeholder = isObj(node.placeholder) ? str(node.placeholder.content) : undefined;
-  if (tag !== "select_static" && placeholder !== undefined && chars(placeholder) > MAX_TEXT_CHARS)
-    w.report.add("text-length", `${place.path}.placeholder.content`, "placeholder over 100 characters");
+  if (tag !== "select_static")
+    for (const [key, placeholder] of localizedTexts(node.placeholder))
+      if (chars(placeholder) > MAX_TEXT_CHARS)
+        w.report.add("text-length", `${place.path}.placeholder.${key}`, "placeholder over 100 characters");
   if (tag === "input") return;
   const values = list(node.options).map((option) => (isObj(option) ? str(option.value) : undefined));
   const seen = new Set<string>();

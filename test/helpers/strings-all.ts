@@ -1,0 +1,2 @@
+export { bilingual, catalogues, zh } from "../../src/strings.ts";
+export { en } from "../../src/strings-en.ts";
