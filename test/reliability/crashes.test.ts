@@ -115,13 +115,18 @@ describe("kill -9 while the card's first reply is on its way", () => {
       const path = await startSlowPath(emu.url);
       onCleanup(() => path.close());
       const dataDir = tempDataDir();
-      const first = await bot({ emulator: emu, dataDir, apiUrl: path.url });
+      // /quick is one step: at 20 ms it can end before the kill lands (under load it did, and the card then
+      // stayed at 执行中 with no run left to resume). A step that outlasts the test keeps the run going until
+      // the kill; the second bot runs it at the default 20 ms.
+      const first = await bot({ emulator: emu, dataDir, apiUrl: path.url, env: { DEMO_STEP_MS: "60000" } });
       path.hold({ method: "POST", path: /\/reply$/ }, 1500);
       const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/quick 崩溃时的回复" });
       const messageId = payload.event.message.message_id;
       await deliver(first, emu, payload);
       await until(() => path.arrived.some((r) => r.path.endsWith("/reply")), "the reply on its way");
       await first.kill();
+      // The case under test: the run was still going when the process died (its card not yet recorded).
+      expect(runsOf(dataDir).map((r) => r.status)).toEqual(["running"]);
       await until(() => cardsReplyingTo(emu, messageId).length > 0, "Feishu to create the card anyway");
       const second = await bot({ emulator: emu, dataDir });
       await until(() => runsOf(dataDir)[0]?.status === "completed", "the resumed run to finish", 20_000);
