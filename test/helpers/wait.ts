@@ -24,6 +24,7 @@ export async function until<T>(
   intervalMs = 10,
 ): Promise<T> {
   const pending = new NotYetError(what, timeoutMs);
+  if (!insideVitest()) return pollOutsideVitest(probe, pending, timeoutMs, intervalMs);
   const outcome = await vi.waitFor(
     async (): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> => {
       let result: T | NotYet;
@@ -44,6 +45,29 @@ export async function until<T>(
 /** Waits until `check` stops throwing (an `expect(...)` usually), then resolves; its last error on timeout. */
 export async function eventually(check: () => void, timeoutMs = 10_000, intervalMs = 5): Promise<void> {
   await vi.waitFor(check, { timeout: timeoutMs, interval: intervalMs });
+}
+
+/**
+ * The benchmarks (`npm run bench`, plain Node) share the test rigs, and vi.waitFor needs a vitest worker. Vitest
+ * sets VITEST in its workers; outside them the same wait runs on a plain loop of real timers.
+ */
+function insideVitest(): boolean {
+  return process.env.VITEST !== undefined;
+}
+
+async function pollOutsideVitest<T>(
+  probe: () => T | NotYet | Promise<T | NotYet>,
+  pending: NotYetError,
+  timeoutMs: number,
+  intervalMs: number,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const result = await probe();
+    if (result !== undefined && result !== false && result !== null) return result;
+    if (Date.now() > deadline) throw pending;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
 }
 
 class NotYetError extends Error {
