@@ -121,3 +121,42 @@ describe("the fake's inbound side", () => {
     expect(fake.calls.map((c) => c.method)).toEqual(["replyCard"]);
   });
 });
+
+describe("the fake's inbound side: topics and languages", () => {
+  // It pushes what the emulator pushes (the same builders), so what the emulator learns, the fake knows too.
+  it("puts a reply in a thread under its message, with the ids the bot routes a topic by", () => {
+    const fake = new FakeMessenger();
+    const root = userMessage(fake, { chatType: "group", chatId: "oc_team", senderOpenId: ALICE, text: "根" });
+    const reply = userMessage(fake, {
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "在话题里",
+      parentId: root.messageId,
+      inThread: true,
+      mentionBot: true,
+    });
+    const message = reply.data.message as Record<string, unknown>;
+    expect(message.root_id).toBe(root.messageId);
+    expect(message.chat_id).toBe("oc_team");
+    expect(String(message.thread_id)).toMatch(/^omt_/);
+  });
+
+  it("passes on the language a click names, and flattens the event as the transports do", async () => {
+    const fake = new FakeMessenger();
+    const source = userMessage(fake, { chatType: "p2p", senderOpenId: ALICE, text: "hi" }).messageId;
+    const sent = (await fake.replyCard(source, card("a"))).messageId;
+    const click = cardAction(fake, {
+      messageId: sent,
+      operatorOpenId: ALICE,
+      value: { k: 1 },
+      locale: "en_us",
+    });
+    expect(click).toMatchObject({
+      event_type: "card.action.trigger",
+      app_id: fake.appId,
+      locale: "en_us",
+      operator: { open_id: ALICE },
+      context: { open_message_id: sent },
+    });
+  });
+});

@@ -1,5 +1,7 @@
-import type { EmulatorContext } from "./context.ts";
+import type { EmulatorConfig } from "./context.ts";
 import { newId, p2pChatId, unionIdFor } from "./ids.ts";
+import type { Observer } from "./observer.ts";
+import type { MessageStore, UpdateTokenStore } from "./state.ts";
 import type { CardActionInput, MessageView, UserMessageInput } from "./types.ts";
 
 /** Builders for what Feishu pushes to the bot: schema-2.0 events and callbacks (§2.1, §5). */
@@ -67,7 +69,23 @@ export interface CardActionEvent {
   };
 }
 
-const header = (ctx: EmulatorContext, eventType: string, createTime: string): EventHeader => ({
+/**
+ * What building an event needs of the platform: the app, its clock, the messages, who hears of a new one and,
+ * for clicks, the delayed-update tokens. The emulator passes its context; the fake messenger
+ * (src/testing/fake-inbound.ts) passes its own state, so both push the same events.
+ */
+export interface EventContext {
+  config: Pick<EmulatorConfig, "appId" | "botOpenId" | "botName" | "tenantKey" | "verificationToken">;
+  clock: { now(): number };
+  messages: Pick<MessageStore, "get" | "create">;
+  observer: Pick<Observer, "emit">;
+}
+
+export interface CardActionContext extends EventContext {
+  updateTokens: Pick<UpdateTokenStore, "issue">;
+}
+
+const header = (ctx: EventContext, eventType: string, createTime: string): EventHeader => ({
   event_id: newId.event(),
   event_type: eventType,
   create_time: createTime,
@@ -82,7 +100,7 @@ const header = (ctx: EmulatorContext, eventType: string, createTime: string): Ev
  * put in front of it.
  */
 export function userMessageEvent(
-  ctx: EmulatorContext,
+  ctx: EventContext,
   input: UserMessageInput,
 ): { payload: MessageReceiveEvent; message: MessageView } {
   const { config, clock, messages } = ctx;
@@ -150,7 +168,7 @@ export function userMessageEvent(
 }
 
 /** A click or form submit on one of the bot's cards, with a fresh delayed-update token. */
-export function cardActionEvent(ctx: EmulatorContext, input: CardActionInput): CardActionEvent {
+export function cardActionEvent(ctx: CardActionContext, input: CardActionInput): CardActionEvent {
   const message = ctx.messages.get(input.messageId);
   if (!message) throw new Error(`cardAction: unknown message ${input.messageId}`);
   if (message.msgType !== "interactive" || message.senderType !== "app")
