@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { checkCardContent } from "../local/emulator/content.ts";
-import { CODES, FeishuError } from "../local/emulator/errors.ts";
+import {
+  applyCallbackCard as applyEmulatorCallbackCard,
+  type CallbackCardContext,
+} from "../local/emulator/callback-card.ts";
 import { type CardActionContext, cardActionEvent, userMessageEvent } from "../local/emulator/events.ts";
 import type { CallbackCardResult, CardActionInput, UserMessageInput } from "../local/emulator/types.ts";
 import type { FakeMessenger } from "./fake-messenger.ts";
@@ -19,7 +21,7 @@ const TENANT = "tenant_fake";
  * Nobody watches its messages, and its delayed-update tokens are never redeemed (the fake has no
  * delayed-update endpoint), so any fresh token will do.
  */
-function eventsOf(fake: FakeMessenger): CardActionContext {
+function eventsOf(fake: FakeMessenger): CardActionContext & CallbackCardContext {
   return {
     config: {
       appId: fake.appId,
@@ -57,28 +59,8 @@ export function cardAction(fake: FakeMessenger, input: CardActionInput): Record<
 
 /**
  * The card of a callback answer, applied as the Feishu client applies it: no API call, no rate-limit slot,
- * not counted in `patches`; refused (not applied) like the emulator's applyCallbackCard refuses it.
+ * not counted in `patches`; refused (not applied) where the emulator refuses it, by the emulator's own code.
  */
 export function applyCallbackCard(fake: FakeMessenger, messageId: string, card: unknown): CallbackCardResult {
-  const message = fake.store.get(messageId);
-  if (!message) throw new Error(`applyCallbackCard: unknown message ${messageId}`);
-  if (message.recalled) return { ok: false, code: CODES.messageRecalled, reason: "the message was recalled" };
-  if (typeof card !== "object" || card === null || !("schema" in card) || card.schema !== "2.0")
-    return {
-      ok: false,
-      code: CODES.callbackCardVersion,
-      reason: "a 2.0 card must be answered with a 2.0 card",
-    };
-  const content = JSON.stringify(card);
-  try {
-    checkCardContent(content, { update: true });
-  } catch (error) {
-    if (!(error instanceof FeishuError)) throw error;
-    return { ok: false, code: CODES.callbackCardInvalid, reason: error.message };
-  }
-  const updated = fake.store.applyUpdate(messageId, content, fake.clock.now(), {
-    countAsPatch: false,
-    via: "callback",
-  });
-  return { ok: true, message: updated };
+  return applyEmulatorCallbackCard(eventsOf(fake), messageId, card);
 }

@@ -1,6 +1,7 @@
 import { checkCardContent } from "./content.ts";
-import type { EmulatorContext } from "./context.ts";
 import { CODES, FeishuError } from "./errors.ts";
+import type { Observer } from "./observer.ts";
+import type { MessageStore } from "./state.ts";
 import type { CallbackCardResult } from "./types.ts";
 
 /**
@@ -9,8 +10,15 @@ import type { CallbackCardResult } from "./types.ts";
  * recorded, takes no rate-limit slot and does not count in `patches`. What the client would refuse is not
  * applied: a card that is not 2.0 answering a 2.0 card (200830), or one breaking the card rules (200673).
  */
+/** What applying needs: the messages, the clock and who hears of the change (the emulator's, or the fake's). */
+export interface CallbackCardContext {
+  clock: { now(): number };
+  messages: Pick<MessageStore, "get" | "applyUpdate">;
+  observer: Pick<Observer, "emit">;
+}
+
 export function applyCallbackCard(
-  ctx: EmulatorContext,
+  ctx: CallbackCardContext,
   messageId: string,
   card: unknown,
 ): CallbackCardResult {

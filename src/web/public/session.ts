@@ -1,3 +1,4 @@
+import { zh } from "../../strings.ts";
 import { type AskPanel, createAskPanel } from "./ask-panel.ts";
 import { type IconName, svgIcon } from "./icons.ts";
 import { markdownToHtml } from "./markdown.ts";
@@ -11,15 +12,8 @@ import type { PageAsk, PageFrame, PageRun, PageSnapshot, PageStep } from "./wire
  * is how a refresh or a reconnect gets its panels back (seed ask-user-questions-resume §4).
  */
 
-const STATUS_TEXT: Record<string, string> = {
-  running: "执行中",
-  waiting: "等待回答",
-  recovering: "恢复中",
-  completed: "已完成",
-  failed: "失败",
-  cancelled: "已取消",
-  none: "暂无任务",
-};
+// The card's words for a run's status (the page is Chinese, as the seeds): one catalogue for both.
+const STATUS_TEXT: Record<string, string> = { ...zh.card.status, none: "暂无任务" };
 const ASK_TOOL = "ask_user_questions";
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 15_000;
