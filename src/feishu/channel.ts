@@ -6,6 +6,7 @@ import { feishuGroupSessionId } from "../domain/session-id.ts";
 import type { RunView } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
+import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
@@ -71,6 +72,8 @@ export class FeishuChannel implements AskSurface {
   readonly #book: CardBook;
   readonly #pings: Pings;
   readonly #lifecycle: CardLifecycle;
+  /** Card records the database refused (a card sent is shown whatever the database says): retried. */
+  readonly #writes: RetriedWrites;
   #botOpenId: string | undefined;
   readonly queuedCards: QueuedCards;
   readonly times: AskTimes;
@@ -80,6 +83,7 @@ export class FeishuChannel implements AskSurface {
     const log = options.logger.child({ module: "feishu" });
     this.#log = log;
     this.#background = new Background(log);
+    this.#writes = new RetriedWrites(log);
     this.queuedCards = new QueuedCards({ ...options, logger: log });
     this.times = askTimes(options.asks);
     const { runner, registry, store, messenger, appLimiter, now } = options;
@@ -93,7 +97,9 @@ export class FeishuChannel implements AskSurface {
     });
     const background = this.#background;
     const book = this.#book;
+    const writes = this.#writes;
     this.#pings = new Pings({
+      writes,
       book,
       registry,
       messenger,
@@ -107,6 +113,7 @@ export class FeishuChannel implements AskSurface {
     });
     this.#lifecycle = new CardLifecycle({
       book,
+      writes,
       pings: this.#pings,
       background,
       queuedCards: this.queuedCards,
@@ -156,6 +163,7 @@ export class FeishuChannel implements AskSurface {
     this.#pings.close();
     for (const off of this.#off.splice(0)) off();
     for (const card of this.#book.all()) card.publisher?.stop();
+    this.#writes.close();
   }
 
   canReach(target: { runId: string }): boolean {

@@ -5,6 +5,7 @@ import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
+import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
 import { goneNotice } from "../ask-deadline.ts";
 import { checkCard, provesGone, suggestsGone, tellChatCardGone } from "../gone-cards.ts";
@@ -33,6 +34,8 @@ export interface LifecycleDeps {
   runner: Pick<SessionRuns, "activeRun" | "abandon">;
   registry: Pick<AskRegistry, "cancel">;
   store: FeishuStore;
+  /** The card's records: a write the database refuses is retried, never a reason to drop the card. */
+  writes: RetriedWrites;
   appLimiter: Limiter;
   log: Logger;
   now: () => number;
@@ -186,7 +189,7 @@ export class CardLifecycle {
       }
       if (error instanceof FeishuApiError && error.messageGone) {
         // Older than 14 days: the card is there but frozen. The run goes on; it can no longer ask on it.
-        store.markCardGone(card.runId);
+        this.#markGone(card.runId);
         book.forget(card);
         return;
       }
@@ -196,7 +199,7 @@ export class CardLifecycle {
   }
 
   async #reply(card: ActiveCard, options: { fresh: boolean }): Promise<void> {
-    const { book, appLimiter, messenger, store, registry, log, now } = this.#d;
+    const { book, appLimiter, messenger, store, writes, registry, log, now } = this.#d;
     try {
       // The run id as uuid: a retried reply never posts a second card, so retrying is safe.
       // What the new card shows, when that is certain: a first attempt of a fresh run. A repeated uuid (a retry
@@ -231,7 +234,7 @@ export class CardLifecycle {
         degrade,
         this.#d.sleep ?? sleep,
       );
-      store.saveCard({
+      const row = {
         runId: card.runId,
         sessionId: card.sessionId,
         messageId: sent.messageId,
@@ -239,7 +242,9 @@ export class CardLifecycle {
         senderId: card.senderId,
         sourceMessageId: card.sourceMessageId,
         createdAt: now(),
-      });
+      };
+      // The card is in the chat whatever the database says: it is published; its record follows.
+      writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
       this.#attach(card, sent.messageId, shown, level);
     } catch (error) {
       log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
@@ -269,12 +274,17 @@ export class CardLifecycle {
       onGone: (error) => {
         if (provesGone(error)) return this.cardGone(card);
         // 230031: the card is older than 14 days, not removed. Its questions end; the run goes on.
-        store.markCardGone(card.runId);
+        this.#markGone(card.runId);
         for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
       },
     });
     card.publisher.request();
     if (isTerminal(book.runOf(card))) this.#forgetWhenLanded(card);
+  }
+
+  #markGone(runId: string): void {
+    const { writes, store } = this.#d;
+    writes.write(`gone:${runId}`, "gone card mark", () => store.markCardGone(runId));
   }
 
   #forgetWhenLanded(card: ActiveCard): void {
@@ -322,7 +332,7 @@ export class CardLifecycle {
     const { book, store, log, registry, runner } = this.#d;
     card.gone = true;
     card.publisher?.stop();
-    store.markCardGone(card.runId);
+    this.#markGone(card.runId);
     log.warn({ runId: card.runId, messageId: card.messageId }, "progress card is gone; ending its run");
     // Desktop clients and the agent learn why the question ended.
     for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.feishu.cardGoneError);

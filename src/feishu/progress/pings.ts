@@ -2,6 +2,7 @@ import type { AskRegistry, PendingAsk } from "../../asks/registry.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
+import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
 import { type AskTimes, formatDeadline } from "../ask-deadline.ts";
 import { afterSend, shouldRemind } from "../ask-reminder.ts";
@@ -21,6 +22,8 @@ export interface PingDeps {
   registry: Pick<AskRegistry, "get">;
   messenger: Pick<FeishuMessenger, "sendText">;
   store: Pick<FeishuStore, "markReminded" | "wasReminded">;
+  /** The reminder's mark: a write the database refuses is retried (the reminder was sent). */
+  writes: RetriedWrites;
   appLimiter: Limiter;
   times: AskTimes;
   /** ASK_PING: send the @-mention when a form appears. */
@@ -73,7 +76,7 @@ export class Pings {
    * a recall leaves 撤回了一条消息 in the chat.
    */
   async #remind(card: ActiveCard): Promise<void> {
-    const { appLimiter, messenger, book, log, store, now } = this.#deps;
+    const { appLimiter, messenger, book, log, store, writes, now } = this.#deps;
     let outcome: "sent" | "skipped" | "failed" = "failed";
     try {
       outcome = await appLimiter(async (slot) => {
@@ -93,7 +96,9 @@ export class Pings {
       log.warn({ err: describeError(error), runId: card.runId }, "ask reminder failed");
     }
     card.reminder = afterSend(outcome);
-    if (outcome === "sent") store.markReminded(card.runId, now());
+    const at = now();
+    if (outcome === "sent")
+      writes.write(`reminded:${card.runId}`, "reminder mark", () => store.markReminded(card.runId, at));
   }
 
   /**

@@ -1,0 +1,88 @@
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Agent } from "../src/harness/agents/agent.ts";
+import { feishuPrivateSessionId } from "../src/harness/tools.ts";
+import { FeishuStore } from "../src/store/feishu.ts";
+import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
+import { cardText } from "./helpers/feishu.ts";
+
+/**
+ * A card the platform took while the database refused to record it (another process holding the write
+ * lock, a full disk): the card is in the chat, so it is still published to its final state, and its record
+ * lands once the database takes writes again. On fake time, so the order of the race is the test's.
+ */
+
+const ALICE = "ou_alice000000000000000000000000000";
+
+const rigs: FakeChannelRig[] = [];
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(async () => {
+  for (const r of rigs.splice(0)) await r.stop();
+  vi.useRealTimers();
+});
+
+/** An agent whose run ends when the test says so. */
+function gatedAgent() {
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const agent: Agent = {
+    name: "gated",
+    async run() {
+      await gate;
+      return { text: "done" };
+    },
+  };
+  return { agent, open: () => open() };
+}
+
+/** A second connection, as another process would hold it: the write lock until `release()`. */
+function holdWriteLock(file: string): { release(): void } {
+  const other = new Database(file);
+  other.exec("BEGIN IMMEDIATE");
+  return {
+    release() {
+      other.exec("COMMIT");
+      other.close();
+    },
+  };
+}
+
+describe("a card the database refused to record", () => {
+  it("is still published to its final state, and its record lands once the lock is gone", async () => {
+    const { agent, open } = gatedAgent();
+    const r = await startFakeChannel({ agent });
+    rigs.push(r);
+    // The card's reply takes a while; the database is locked before the platform answers it.
+    r.fake.fail({ method: "replyCard", response: { delayMs: 500 } });
+    const userMessageId = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
+    const lock = holdWriteLock(r.dbFile);
+    const cardId = await r.progressCard(userMessageId);
+    const runId = r.core.runner.activeRun(feishuPrivateSessionId(r.fake.appId, ALICE))?.id ?? "";
+    expect(runId).not.toBe("");
+    const store = new FeishuStore(new Database(r.dbFile, { readonly: true }), Date.now);
+    // Sent, not recorded yet: the write met the lock.
+    await r.until(() => r.fake.message(cardId) !== undefined, "the card in the chat");
+    await vi.advanceTimersByTimeAsync(50);
+    expect(store.cardForRun(runId)).toBeUndefined();
+
+    // The run ends while the database is still locked: its answer cannot be saved, so it fails, and the
+    // card — which the bot had no record of — says so.
+    open();
+    const final = await r.until(() => {
+      const text = cardText(r.cardOf(cardId));
+      return text.includes("无法写入数据库") && text;
+    }, "the card at its final state");
+    expect(final).toContain("失败");
+    expect(final).not.toContain("执行中");
+
+    lock.release();
+    await r.until(
+      () => store.cardForRun(runId)?.messageId === cardId,
+      "the card's record, once the lock is gone",
+    );
+  });
+});
