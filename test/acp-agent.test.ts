@@ -103,7 +103,23 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(r.core.registry.size).toBe(0);
   });
 
-  it("answers cancelled at once when the agent withdraws its permission request, and the form goes with the run", async () => {
+  it("takes a withdrawn permission request's form off the card at once, while the run goes on", async () => {
+    const r = await rig(fixtureAgent());
+    const cardId = await ask(r, "/withdraw-then-work");
+    await r.until(() => formsOn(r.cardOf(cardId)).length > 0, "the permission form");
+    const after = await r.until(() => {
+      const card = r.cardOf(cardId);
+      return cardText(card).includes("撤回后: cancelled") && card;
+    }, "the agent told cancelled");
+    // Still running (blue), and the form is already gone: nobody can answer a request the agent dropped.
+    expect(after.header?.template).toBe("blue");
+    expect(formsOn(after)).toEqual([]);
+    expect(r.core.registry.size).toBe(0);
+    const done = await settled(r, cardId);
+    expect(formsOn(done)).toEqual([]);
+  });
+
+  it("answers cancelled at once when the agent withdraws its permission request, and no ask is left", async () => {
     const r = await rig(fixtureAgent());
     const cardId = await ask(r, "/withdraw");
     const done = cardText(await settled(r, cardId));

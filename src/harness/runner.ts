@@ -485,7 +485,12 @@ export class SessionRunner implements SessionRuns {
       reportStep: (key, update) => this.#reportStep(run, reported, key, update),
       callTool: async (name, args, options) => {
         const [result] = await callTools([
-          { name, args, ...(options?.title ? { title: options.title } : {}) },
+          {
+            name,
+            args,
+            ...(options?.title ? { title: options.title } : {}),
+            ...(options?.signal ? { signal: options.signal } : {}),
+          },
         ]);
         return result ?? "";
       },

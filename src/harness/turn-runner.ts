@@ -75,7 +75,8 @@ export function createTurnRunner(
       session,
       runId: run.id,
       senderId: run.senderId,
-      signal,
+      // A call withdrawn alone ends as a cancel (its ask is cancelled); the run's abort still ends them all.
+      signal: call.signal ? AbortSignal.any([signal, call.signal]) : signal,
       toolCallId: id,
       ...(resuming ? { resuming: true } : {}),
     });

@@ -132,16 +132,13 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
             const about = reporter.toolCallSeen(request.toolCall);
             const ask = permissionAsk(request, about);
             if (requestSignal.aborted || ctx.signal.aborted) return { outcome: { outcome: "cancelled" } };
-            const asked = ctx.callTool(ASK_TOOL_NAME, ask.args, {
+            // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
+            // request's signal withdraws the ask too, so its form leaves the card at once.
+            const result = await ctx.callTool(ASK_TOOL_NAME, ask.args, {
               title: strings.acp.permissionTitle(about.title),
+              signal: requestSignal,
             });
-            // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`; the
-            // form stays until answered or the run ends (the ask belongs to the run, not to this request).
-            const withdrawn = new Promise<"withdrawn">((resolve) =>
-              requestSignal.addEventListener("abort", () => resolve("withdrawn"), { once: true }),
-            );
-            const result = await Promise.race([asked, withdrawn]);
-            if (result === "withdrawn") return { outcome: { outcome: "cancelled" } };
+            if (requestSignal.aborted) return { outcome: { outcome: "cancelled" } };
             return { outcome: permissionOutcome(result, ask.optionIds) };
           } catch (error) {
             // The run was cancelled while the form was open: ACP wants the `cancelled` outcome then.
