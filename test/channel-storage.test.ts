@@ -4,7 +4,7 @@ import type { Agent } from "../src/harness/agents/agent.ts";
 import { feishuPrivateSessionId } from "../src/harness/tools.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
-import { cardText } from "./helpers/feishu.ts";
+import { cardText, requestIdsOn } from "./helpers/feishu.ts";
 
 /**
  * A card the platform took while the database refused to record it (another process holding the write
@@ -13,6 +13,7 @@ import { cardText } from "./helpers/feishu.ts";
  */
 
 const ALICE = "ou_alice000000000000000000000000000";
+const MIN = 60_000;
 
 const rigs: FakeChannelRig[] = [];
 beforeEach(() => {
@@ -84,5 +85,21 @@ describe("a card the database refused to record", () => {
       () => store.cardForRun(runId)?.messageId === cardId,
       "the card's record, once the lock is gone",
     );
+  });
+
+  it("still sends the reminder before a deadline when the database refuses to mark it sent", async () => {
+    // The demo agent asks at once; its question expires after 15 minutes, the reminder is due 5 before.
+    const r = await startFakeChannel({ askTimeoutMs: 15 * MIN, askPing: false });
+    rigs.push(r);
+    const userMessageId = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+    const cardId = await r.progressCard(userMessageId);
+    await r.until(() => requestIdsOn(r.cardOf(cardId)).length > 0, "the question's form");
+    const lock = holdWriteLock(r.dbFile);
+    // The reminder's timer meets the lock: it must neither throw out of the timer nor stay silent.
+    await vi.advanceTimersByTimeAsync(10 * MIN + 1_000);
+    const texts = r.fromBot().filter((m) => m.msgType === "text");
+    expect(texts).toHaveLength(1);
+    expect(texts[0]?.content).toContain("将于");
+    lock.release();
   });
 });

@@ -1,4 +1,6 @@
 import type { PendingAsk } from "../asks/registry.ts";
+import { describeError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 
 /**
@@ -13,6 +15,7 @@ export interface ExpiryReminderDeps {
   /** The ask as it is now, if still pending. */
   pending: (requestId: string) => PendingAsk | undefined;
   send: (runId: string, ask: PendingAsk) => void;
+  log: Logger;
 }
 
 export class ExpiryReminders {
@@ -36,7 +39,16 @@ export class ExpiryReminders {
         this.#timers.delete(ask.requestId);
         const current = this.#deps.pending(ask.requestId);
         if (!current || current.expiresAt !== ask.expiresAt || store.wasReminded(key)) return;
-        store.markReminded(key, this.#deps.now());
+        try {
+          store.markReminded(key, this.#deps.now());
+        } catch (error) {
+          // A timer must not throw (it would end the process). Sent unmarked: a reminder the database could
+          // not record may come again after a restart, which is better than none before the deadline.
+          this.#deps.log.warn(
+            { err: describeError(error), requestId: ask.requestId },
+            "expiry reminder not marked sent: the database refused; sending it anyway",
+          );
+        }
         this.#deps.send(runId, current);
       },
       Math.max(0, at - now()),

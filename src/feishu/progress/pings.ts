@@ -45,6 +45,7 @@ export class Pings {
       store: deps.store,
       pending: (requestId) => deps.registry.get(requestId),
       send: (runId, ask) => this.#remindExpiry(runId, ask),
+      log: deps.log,
     });
   }
 
