@@ -68,6 +68,17 @@ describe("RetriedWrites", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("does not retry what is not the database's refusal (a bug would fail the same way every time)", () => {
+    const writes = new RetriedWrites(log());
+    const written = writes.write("k", "mark", () => {
+      throw new TypeError("cannot read properties of undefined");
+    });
+    expect(written).toBe(false);
+    expect(writes.waiting).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(lines.at(-1)?.msg).toBe("mark not saved");
+  });
+
   it("on close tries once more, then drops what the database still refuses and says so", () => {
     const { db, write } = database();
     const writes = new RetriedWrites(log());

@@ -1,5 +1,6 @@
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { isStorageError } from "./db.ts";
 
 /** Backoff between attempts, then the last delay again until the write lands. */
 const DELAYS_MS = [100, 250, 500, 1000, 2000];
@@ -31,6 +32,11 @@ export class RetriedWrites {
       write();
       return true;
     } catch (error) {
+      // Only the database's refusals are worth waiting out; anything else is a bug another try repeats.
+      if (!isStorageError(error)) {
+        this.#log.error({ err: describeError(error), key }, `${what} not saved`);
+        return false;
+      }
       this.#log.warn({ err: describeError(error), key }, `${what} not saved: the database refused; retrying`);
       this.#pending.set(key, { write, what });
       this.#schedule();
@@ -69,7 +75,12 @@ export class RetriedWrites {
         write();
         this.#pending.delete(key);
         this.#log.info({ key }, `${what} saved after the database refused it`);
-      } catch {
+      } catch (error) {
+        if (!isStorageError(error)) {
+          this.#pending.delete(key);
+          this.#log.error({ err: describeError(error), key }, `${what} not saved`);
+          continue;
+        }
         // Still refused: the rest would meet the same lock; wait longer.
         break;
       }
