@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
-import { createCore } from "../src/core.ts";
+import { type Core, createCore } from "../src/core.ts";
 import type { InboundMessage } from "../src/feishu/events.ts";
 import { routeInbound } from "../src/feishu/topics.ts";
 import { createLogger } from "../src/logger.ts";
@@ -13,7 +13,7 @@ import { catalogues, type Locale, selectLocale } from "../src/strings.ts";
 import { pageStrings, scriptJson } from "../src/web/page-strings.ts";
 import { fill, PAGE_STRINGS_ID, parsePageStrings } from "../src/web/public/page-text.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";
-import { createScriptedAskAgent } from "./helpers/harness.ts";
+import { createScriptedAskAgent, createSession } from "./helpers/harness.ts";
 import { CJK, visibleTexts } from "./helpers/page-text.ts";
 
 /**
@@ -32,6 +32,10 @@ afterEach(async () => {
 
 /** The real core and app on 127.0.0.1:0, with the session pages and local sign-in, in `locale`. */
 async function startPages(locale: Locale): Promise<string> {
+  return (await startPagesWithCore(locale)).base;
+}
+
+async function startPagesWithCore(locale: Locale): Promise<{ base: string; core: Core }> {
   selectLocale(locale);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-web-i18n-"));
   const db = openDatabase(path.join(dir, "bot.sqlite"));
@@ -66,7 +70,7 @@ async function startPages(locale: Locale): Promise<string> {
     fs.rmSync(dir, { recursive: true, force: true });
   });
   const { port } = server.address() as AddressInfo;
-  return `http://127.0.0.1:${port}`;
+  return { base: `http://127.0.0.1:${port}`, core };
 }
 
 async function html(base: string, url: string): Promise<{ status: number; text: string }> {
@@ -216,5 +220,22 @@ describe("a chat's session title", () => {
     expect(titles()).toEqual(["飞书私聊", "飞书群聊"]);
     selectLocale("en_us");
     expect(titles()).toEqual(["Private chat", "Group chat"]);
+  });
+
+  it("is shown in the bot's locale for a session stored in the other one; other titles as stored", async () => {
+    const { base, core } = await startPagesWithCore("en_us");
+    const older = createSession(core, "ou_alice", { title: "飞书私聊" });
+    const group = createSession(core, "ou_alice", { chatType: "group", title: "飞书群聊" });
+    const own = createSession(core, "ou_alice", { title: "飞书群聊话题：周报" });
+    const signIn = await fetch(`${base}/auth/local?user=ou_alice`, { redirect: "manual" });
+    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+    const title = async (id: string) => {
+      const response = await fetch(`${base}/api/sessions/${encodeURIComponent(id)}`, { headers: { cookie } });
+      const body: unknown = await response.json();
+      return typeof body === "object" && body !== null && "title" in body ? body.title : undefined;
+    };
+    expect(await title(older.id)).toBe("Private chat");
+    expect(await title(group.id)).toBe("Group chat");
+    expect(await title(own.id)).toBe("飞书群聊话题：周报");
   });
 });

@@ -7,7 +7,7 @@ import type { SessionRuns } from "../domain/ports.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { catalogues, currentLocale, type Locale } from "../strings.ts";
+import { catalogues, currentLocale, type Locale, strings } from "../strings.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { browserBundle } from "./bundle.ts";
 import { renderPage } from "./page-strings.ts";
@@ -137,13 +137,26 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     const topic = topicInfo(session.id);
     res.json({
       id: session.id,
-      title: session.title,
+      title: shownTitle(session.title),
       channel: session.channel,
       chatType: session.chatType,
       // topics (issue 19): a topic session says which group and message it belongs to.
       ...(topic ? { topic } : {}),
     });
   });
+}
+
+/**
+ * A chat's title is stored when its session is made (feishu/topics.ts); one of the catalogue's own chat
+ * titles, in any language, is shown in the bot's current one, so a session made before BOT_LOCALE changed
+ * does not keep the old language. Any other title (a topic's first words, an agent's task) is shown as stored.
+ */
+function shownTitle(stored: string): string {
+  for (const table of Object.values(catalogues)) {
+    if (stored === table.sessions.privateTitle) return strings.sessions.privateTitle;
+    if (stored === table.sessions.groupTitle) return strings.sessions.groupTitle;
+  }
+  return stored;
 }
 
 function sendAsset(res: Response, asset: Asset): void {
