@@ -86,6 +86,8 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     }
     return rendered;
   };
+  // Once now, so a template naming a string the catalogue lacks stops the start, not a viewer's request.
+  page();
   const assets = new Map(
     Object.entries(ASSETS).map(([file, { type }]) => [file, read(new URL(file, publicDir), type)]),
   );
