@@ -10,7 +10,7 @@ import { routeInbound } from "../src/feishu/topics.ts";
 import { createLogger } from "../src/logger.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { catalogues, type Locale, selectLocale } from "../src/strings.ts";
-import { pageStrings, scriptJson } from "../src/web/page-strings.ts";
+import { pageStrings, renderPage, scriptJson } from "../src/web/page-strings.ts";
 import { fill, PAGE_STRINGS_ID, parsePageStrings } from "../src/web/public/page-text.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";
 import { createScriptedAskAgent, createSession } from "./helpers/harness.ts";
@@ -187,6 +187,13 @@ describe("the page's strings", () => {
     const json = scriptJson(hostile);
     expect(json).not.toMatch(/[<>&\u2028\u2029]/);
     expect(JSON.parse(json)).toEqual(hostile);
+  });
+
+  it("fill a template only from the catalogue: an unknown name or a missing block is an error", () => {
+    const block = `<script type="application/json" id="${PAGE_STRINGS_ID}">null</script>`;
+    expect(renderPage(`<p>{{page.title}}</p>${block}`, catalogues.en_us)).toMatch(/^<p>Session details<\/p>/);
+    expect(() => renderPage(`<p>{{page.nope}}</p>${block}`, catalogues.en_us)).toThrow(/page\.nope/);
+    expect(() => renderPage("<p>{{page.title}}</p>", catalogues.en_us)).toThrow(/expected one/);
   });
 
   it("refuse a block that is not the page's strings", () => {
