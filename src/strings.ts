@@ -248,6 +248,103 @@ export const zh = {
     /** A topic session's title on the session page and in the hub: the group, then the topic's first words. */
     sessionTitle: (firstWords: string) => `飞书群聊话题：${firstWords}`,
   },
+  /** A chat's session title, stored when the session is made and shown on the session page and in the hub. */
+  sessions: {
+    privateTitle: "飞书私聊",
+    groupTitle: "飞书群聊",
+  },
+  /**
+   * The session page and its question panel, sent to the browser as JSON inside the page (web/page-strings.ts):
+   * plain strings only, so a value with a part filled in by the page names it as `{slot}` (public/page-text.ts).
+   */
+  web: {
+    /** The page's `<html lang>`, and the locale its dates are written in. */
+    lang: "zh-CN",
+    page: {
+      title: "会话详情",
+      signOut: "退出登录",
+      loading: "加载中…",
+      noscript: "此页面需要启用 JavaScript。",
+      signInHeading: "请先登录",
+      signInBody: "登录后才能查看会话内容、回答任务中的问题。",
+      signInFeishu:
+        "请在与机器人的私聊中发送 /login，打开它回复的个人链接登录（群聊卡片上的链接不带任何人的身份）。",
+      signInAs: "以 {name} 身份登录",
+      forbiddenHeading: "无权查看此会话",
+      forbiddenBody: "只有会话的创建者和在会话中发过消息的人可以查看。",
+      untitledSession: "会话",
+      topicBadge: "话题",
+      topicBadgeTitle: "群聊中的一个话题，有自己的任务和队列",
+      olderRun: "这是会话中较早的一次任务，不会再更新。",
+      latestRunLink: "查看会话的当前任务",
+      connectionLost: "连接已断开，正在重新连接…",
+      waitingForSender: "任务正在等待发起人回答问题。",
+      stepsHeading: "步骤",
+      noSteps: "暂无步骤",
+      preparing: "正在准备…",
+      resultHeading: "结果",
+      errorHeading: "失败原因",
+      queueHeading: "排队中的消息",
+      historyHeading: "会话中的任务",
+      noTask: "这个会话还没有任务。",
+      noRun: "暂无任务",
+      untitledRun: "任务",
+      queuedMore: "还有 {count} 条消息在排队",
+      /** The tab's title: the session's, then (once a run is known) the run's status before it. */
+      sessionTabTitle: "{title} · 会话详情",
+      statusTabTitle: "{status} · {title}",
+    },
+    errors: {
+      noSessionId: "链接无效：缺少会话编号。",
+      unreachable: "无法连接服务器，请稍后刷新重试。",
+      loadFailed: "加载失败，请稍后刷新重试。",
+    },
+    asks: {
+      accepted: "回答已提交",
+      answeredElsewhere: "问题已在其他地方回答",
+      timedOut: "问题已超时",
+      cancelled: "问题已取消",
+      lostInTransit: "连接中断，回答没有送达，请重新提交。",
+      stale: "问题已失效（可能已在其他地方回答或已超时）。",
+      onlySender: "仅任务发起人可以回答。",
+      invalid: "回答无效：{message}",
+      offline: "连接已断开，正在重新连接，请稍后再提交。",
+    },
+    /** The question panel (seed ask-user-questions-design §4). */
+    panel: {
+      heading: "需要你的回答",
+      headingOf: "需要你的回答（{index}/{total}）",
+      single: "单选",
+      multi: "可多选",
+      other: "其他",
+      otherPlaceholder: "输入你自己的回答…",
+      submit: "提交",
+      submitting: "提交中…",
+      readOnly: "仅任务发起人可以回答",
+      previewTitle: "预览",
+      previewOf: "预览 · {label}",
+      previewEmpty: "选择或悬停一个选项以查看预览",
+      previewNone: "此选项没有预览",
+    },
+    /** A step icon's accessible name. */
+    icons: {
+      done: "已完成",
+      failed: "失败",
+      running: "进行中",
+      pending: "未开始",
+    },
+  },
+  /** The server's own small pages after a sign-in link or `/auth/local` (web/auth.ts). */
+  signIn: {
+    linkExpired: "登录链接已过期",
+    linkInvalid: "登录链接无效",
+    linkHelp: "请在与机器人的私聊中发送 /login，获取新的个人链接后再打开。",
+    noSuchUser: "没有这个用户",
+    localUsers: (list: string) => `可选的本地用户：${list}`,
+    localUser: (name: string, openId: string) => `${name}（${openId}）`,
+    listSeparator: "、",
+    noLocalUsers: "无",
+  },
 };
 
 /** The shape every locale fills in. */

@@ -50,10 +50,14 @@ export function routeInbound(
     session: feishuSession(key, { ...where, title }),
   });
   if (message.chatType === "p2p")
-    return at({ kind: "feishu-private", appId, openId: message.senderOpenId }, "飞书私聊", "private");
+    return at(
+      { kind: "feishu-private", appId, openId: message.senderOpenId },
+      strings.sessions.privateTitle,
+      "private",
+    );
   const rootMessageId = topicRootOf(message, options.replyInThread);
   if (rootMessageId === undefined)
-    return at({ kind: "feishu-group", appId, chatId: message.chatId }, "飞书群聊", "group");
+    return at({ kind: "feishu-group", appId, chatId: message.chatId }, strings.sessions.groupTitle, "group");
   return at(
     { kind: "feishu-topic", appId, chatId: message.chatId, rootMessageId },
     strings.topics.sessionTitle(truncate(oneLine(text), TOPIC_TITLE_CHARS)),

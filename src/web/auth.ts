@@ -3,6 +3,7 @@ import type { Request, Response } from "express";
 import { DEFAULT_SIGNIN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
+import { strings } from "../strings.ts";
 import { readCookie, SESSION_COOKIE, sameOrigin, sessionCookie } from "./cookie.ts";
 
 /**
@@ -47,8 +48,8 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
       log.info({ reason: check.reason }, "sign-in link refused");
       const expired = check.reason === "token expired";
       return sendMessagePage(res, 401, {
-        title: expired ? "登录链接已过期" : "登录链接无效",
-        body: "请在与机器人的私聊中发送 /login，获取新的个人链接后再打开。",
+        title: expired ? strings.signIn.linkExpired : strings.signIn.linkInvalid,
+        body: strings.signIn.linkHelp,
       });
     }
     log.info({ userId: check.userId }, "signed in with a personal link");
@@ -64,8 +65,12 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
       const user = findLocalUser(users, queryParam(req, "user"));
       if (!user) {
         return sendMessagePage(res, 400, {
-          title: "没有这个用户",
-          body: `可选的本地用户：${users.map((candidate) => `${candidate.name}（${candidate.openId}）`).join("、") || "无"}`,
+          title: strings.signIn.noSuchUser,
+          body: strings.signIn.localUsers(
+            users
+              .map((candidate) => strings.signIn.localUser(candidate.name, candidate.openId))
+              .join(strings.signIn.listSeparator) || strings.signIn.noLocalUsers,
+          ),
         });
       }
       log.info({ userId: user.openId }, "signed in as a local user");
@@ -183,7 +188,7 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
-/** A small self-contained page for sign-in outcomes (no scripts, the page's own stylesheet). */
+/** A small self-contained page for sign-in outcomes (no scripts, the page's own stylesheet), in the bot's language. */
 function sendMessagePage(res: Response, status: number, page: { title: string; body: string }): void {
   res.status(status);
   res.setHeader("Cache-Control", "no-store");
@@ -194,7 +199,7 @@ function sendMessagePage(res: Response, status: number, page: { title: string; b
     .send(
       [
         "<!doctype html>",
-        '<html lang="zh-CN"><head><meta charset="utf-8">',
+        `<html lang="${escapeHtml(strings.web.lang)}"><head><meta charset="utf-8">`,
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         `<title>${escapeHtml(page.title)}</title>`,
         '<link rel="stylesheet" href="/web/session.css"></head>',

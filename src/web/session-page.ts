@@ -7,14 +7,17 @@ import type { SessionRuns } from "../domain/ports.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
+import { catalogues, currentLocale, type Locale, strings } from "../strings.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { browserBundle } from "./bundle.ts";
+import { renderPage } from "./page-strings.ts";
 import { mountRunApi } from "./runs.ts";
 
 /**
  * The session page (`GET /sessions/:id`, the 会话详情 link on every progress card) and its assets.
- * The HTML is the same static file for every session and every viewer: it holds no session content, so a
- * signed-out viewer (or one who may not view the session) learns nothing from it. The content arrives over
+ * The HTML is the same for every session and every viewer (public/session.html in the bot's language, see
+ * page-strings.ts): it holds no session content, so a signed-out viewer (or one who may not view the
+ * session) learns nothing from it. The content arrives over
  * the WebSocket, which checks who may see what; `/api/sessions/:id` adds the title under the same rule.
  */
 
@@ -70,7 +73,21 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   mountAuth(app, options);
   const publicDir = new URL("./public/", import.meta.url);
   const read = (source: URL, type: string): Asset => ({ body: fs.readFileSync(source), type });
-  const page = read(new URL("session.html", publicDir), "text/html; charset=utf-8");
+  const template = fs.readFileSync(new URL("session.html", publicDir), "utf8");
+  // The bot's locale is chosen once at start-up; rendered on first use and kept, per locale.
+  const pages = new Map<Locale, Asset>();
+  const page = (): Asset => {
+    const locale = currentLocale();
+    let rendered = pages.get(locale);
+    if (!rendered) {
+      const body = Buffer.from(renderPage(template, catalogues[locale]), "utf8");
+      rendered = { body, type: "text/html; charset=utf-8" };
+      pages.set(locale, rendered);
+    }
+    return rendered;
+  };
+  // Once now, so a template naming a string the catalogue lacks stops the start, not a viewer's request.
+  page();
   const assets = new Map(
     Object.entries(ASSETS).map(([file, { type }]) => [file, read(new URL(file, publicDir), type)]),
   );
@@ -79,7 +96,7 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   app.get(["/sessions/:id", "/sessions/:id/runs/:runId"], (_req, res) => {
     res.setHeader("Content-Security-Policy", PAGE_CSP);
     res.setHeader("Referrer-Policy", "no-referrer");
-    sendAsset(res, page);
+    sendAsset(res, page());
   });
 
   app.get("/web/:file", async (req, res, next) => {
@@ -122,13 +139,26 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
     const topic = topicInfo(session.id);
     res.json({
       id: session.id,
-      title: session.title,
+      title: shownTitle(session.title),
       channel: session.channel,
       chatType: session.chatType,
       // topics (issue 19): a topic session says which group and message it belongs to.
       ...(topic ? { topic } : {}),
     });
   });
+}
+
+/**
+ * A chat's title is stored when its session is made (feishu/topics.ts); one of the catalogue's own chat
+ * titles, in any language, is shown in the bot's current one, so a session made before BOT_LOCALE changed
+ * does not keep the old language. Any other title (a topic's first words, an agent's task) is shown as stored.
+ */
+function shownTitle(stored: string): string {
+  for (const table of Object.values(catalogues)) {
+    if (stored === table.sessions.privateTitle) return strings.sessions.privateTitle;
+    if (stored === table.sessions.groupTitle) return strings.sessions.groupTitle;
+  }
+  return stored;
 }
 
 function sendAsset(res: Response, asset: Asset): void {

@@ -1,3 +1,4 @@
+import { fill, type PageStrings } from "./page-text.ts";
 import {
   canSubmit,
   collectAnswers,
@@ -9,7 +10,6 @@ import {
   previewFor,
   type QuestionState,
   selectOption,
-  TEXT,
   typeOther,
 } from "./question-panel.ts";
 
@@ -17,6 +17,7 @@ import {
  * The web QuestionPanel's DOM (seed ask-user-questions-design §4): one panel per pending ask, built from a
  * `document` it is given. Every piece of question text goes in through `textContent`, never as HTML. The
  * state and the rules are question-panel.ts; the inputs are redrawn from that state after every change.
+ * Its words are the page's (`text`, the catalogue's `web.panel` in the bot's language).
  */
 
 export interface AskPanel {
@@ -44,8 +45,13 @@ interface PreviewView {
 export function createAskPanel(
   doc: Document,
   ask: { requestId: string; questions: readonly PanelQuestion[] },
-  options: { canAnswer?: boolean; onSubmit?: (answers: PanelAnswer[]) => void } = {},
+  options: {
+    text: PageStrings["panel"];
+    canAnswer?: boolean;
+    onSubmit?: (answers: PanelAnswer[]) => void;
+  },
 ): AskPanel {
+  const TEXT = options.text;
   const questions = ask.questions;
   const states: QuestionState[] = emptyState(questions);
   let canAnswer = options.canAnswer ?? true;
@@ -177,7 +183,7 @@ export function createAskPanel(
     if (!view?.preview) return;
     const shown = previewFor(view.question, stateOf(index), hovered[index] ?? null);
     view.preview.caption.textContent = shown.label
-      ? `${TEXT.previewTitle} · ${shown.label}`
+      ? fill(TEXT.previewOf, { label: shown.label })
       : TEXT.previewTitle;
     view.preview.code.textContent =
       shown.label === null ? TEXT.previewEmpty : (shown.text ?? TEXT.previewNone);
@@ -208,7 +214,7 @@ export function createAskPanel(
     element: root,
     requestId: ask.requestId,
     setHeading(index: number, total: number) {
-      title.textContent = total > 1 ? TEXT.headingOf(index, total) : TEXT.heading;
+      title.textContent = total > 1 ? fill(TEXT.headingOf, { index, total }) : TEXT.heading;
     },
     setCanAnswer(value: boolean) {
       canAnswer = value;

@@ -72,6 +72,10 @@ export const STATUS_EMOJI: Record<string, IconName | undefined> = {
   "⏳": "running",
   "⬜": "pending",
 };
+/**
+ * Accessible names when the caller gives none: the console's (it is the Chinese Feishu client's stand-in and
+ * keeps its own words). The session page passes its own, in the bot's language (catalogue `web.icons`).
+ */
 const LABELS: Partial<Record<IconName, string>> = {
   done: "已完成",
   failed: "失败",

@@ -34,21 +34,6 @@ export interface QuestionState {
 
 export type PanelAnswer = RuleAnswer;
 
-export const TEXT = {
-  heading: "需要你的回答",
-  headingOf: (index: number, total: number) => `需要你的回答（${index}/${total}）`,
-  single: "单选",
-  multi: "可多选",
-  other: "其他",
-  otherPlaceholder: "输入你自己的回答…",
-  submit: "提交",
-  submitting: "提交中…",
-  readOnly: "仅任务发起人可以回答",
-  previewTitle: "预览",
-  previewEmpty: "选择或悬停一个选项以查看预览",
-  previewNone: "此选项没有预览",
-};
-
 /** Nothing chosen, nothing typed, for every question. */
 export function emptyState(questions: readonly PanelQuestion[]): QuestionState[] {
   return questions.map(() => ({ selected: [], other: "" }));

@@ -3,13 +3,6 @@
  * card links to), the one on screen marked with aria-current. Text only through textContent.
  */
 
-const TIME = new Intl.DateTimeFormat("zh-CN", {
-  month: "numeric",
-  day: "numeric",
-  hour: "2-digit",
-  minute: "2-digit",
-});
-
 export interface HistoryRun {
   id: string;
   status: string;
@@ -24,8 +17,17 @@ export function historyItems(
     shownId?: string | null;
     href: (runId: string) => string;
     statusText: (status: string) => string;
+    /** A run without a title (the page's 任务), and the page's language for its times. */
+    untitled: string;
+    locale: string;
   },
 ): HTMLLIElement[] {
+  const time = new Intl.DateTimeFormat(options.locale, {
+    month: "numeric",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+  });
   return runs.map((entry) => {
     const item = doc.createElement("li");
     item.className = "history-item";
@@ -35,19 +37,19 @@ export function historyItems(
     const link = doc.createElement("a");
     link.href = options.href(entry.id);
     link.dataset.testid = "history-link";
-    link.textContent = oneLine(entry.title ?? "") || "任务";
+    link.textContent = oneLine(entry.title ?? "") || options.untitled;
     const status = doc.createElement("span");
     status.className = "history-status";
     status.dataset.testid = "history-status";
     status.dataset.status = entry.status;
     status.textContent = options.statusText(entry.status);
-    const time = doc.createElement("span");
-    time.className = "history-time";
-    time.textContent =
+    const started = doc.createElement("span");
+    started.className = "history-time";
+    started.textContent =
       entry.startedAt !== undefined && Number.isFinite(entry.startedAt)
-        ? TIME.format(new Date(entry.startedAt))
+        ? time.format(new Date(entry.startedAt))
         : "";
-    item.append(link, status, time);
+    item.append(link, status, started);
     return item;
   });
 }

@@ -1,7 +1,7 @@
-import { zh } from "../../strings.ts";
 import { type AskPanel, createAskPanel } from "./ask-panel.ts";
-import { type IconName, svgIcon } from "./icons.ts";
+import { svgIcon } from "./icons.ts";
 import { markdownToHtml } from "./markdown.ts";
+import { fill, PAGE_STRINGS_ID, parsePageStrings } from "./page-text.ts";
 import { type HistoryRun, historyItems } from "./run-history.ts";
 import type { PageAsk, PageFrame, PageRun, PageSnapshot, PageStep } from "./wire.ts";
 
@@ -12,8 +12,10 @@ import type { PageAsk, PageFrame, PageRun, PageSnapshot, PageStep } from "./wire
  * is how a refresh or a reconnect gets its panels back (seed ask-user-questions-resume §4).
  */
 
-// The card's words for a run's status (the page is Chinese, as the seeds): one catalogue for both.
-const STATUS_TEXT: Record<string, string> = { ...zh.card.status, none: "暂无任务" };
+// The page's words in the bot's language, as the server wrote them into the page (page-text.ts).
+const T = parsePageStrings(document.getElementById(PAGE_STRINGS_ID)?.textContent ?? "");
+// The card's words for a run's status: the server sends the card's own, so the two cannot drift.
+const STATUS_TEXT: Record<string, string> = { ...T.status, none: T.page.noRun };
 const ASK_TOOL = "ask_user_questions";
 const RECONNECT_MIN_MS = 500;
 const RECONNECT_MAX_MS = 15_000;
@@ -65,7 +67,7 @@ const page: {
   run: null,
   /** The chat's runs, newest first (`/api/sessions/:id/runs`). */
   history: [],
-  title: "会话",
+  title: T.page.untitledSession,
   me: null,
   canAnswer: false,
   snapshot: null,
@@ -123,15 +125,15 @@ async function getJson(url: string): Promise<{ status: number; ok: boolean; body
 
 async function boot(): Promise<void> {
   const sessionId = page.sessionId;
-  if (!sessionId) return showPageError("链接无效：缺少会话编号。");
+  if (!sessionId) return showPageError(T.errors.noSessionId);
   let me: Awaited<ReturnType<typeof getJson>>;
   try {
     me = await getJson("/auth/me");
   } catch {
-    return showPageError("无法连接服务器，请稍后刷新重试。");
+    return showPageError(T.errors.unreachable);
   }
   if (me.status === 401) return showSignIn(me.body?.signIn);
-  if (!me.ok || typeof me.body?.userId !== "string") return showPageError("加载失败，请稍后刷新重试。");
+  if (!me.ok || typeof me.body?.userId !== "string") return showPageError(T.errors.loadFailed);
   page.me = me.body.userId;
   showViewer(me.body);
 
@@ -139,7 +141,7 @@ async function boot(): Promise<void> {
     const loaded = await loadRun();
     if (loaded === "signed-out") return signedOut();
     if (loaded === "forbidden") return showForbidden();
-    if (loaded === "error") return showPageError("加载失败，请稍后刷新重试。");
+    if (loaded === "error") return showPageError(T.errors.loadFailed);
     // The run's sender may always see their own task, even when the chat's session is not theirs to view.
     if (!loaded.canViewSession) {
       page.stopped = true;
@@ -152,16 +154,16 @@ async function boot(): Promise<void> {
   try {
     info = await getJson(`/api/sessions/${encodeURIComponent(sessionId)}`);
   } catch {
-    return showPageError("无法连接服务器，请稍后刷新重试。");
+    return showPageError(T.errors.unreachable);
   }
   if (info.status === 401) return signedOut();
   if (info.status === 403) return showForbidden();
-  if (!info.ok) return showPageError("加载失败，请稍后刷新重试。");
-  page.title = info.body?.title || "会话";
+  if (!info.ok) return showPageError(T.errors.loadFailed);
+  page.title = info.body?.title || T.page.untitledSession;
   byTestId("session-title").textContent = page.title;
   // topics (issue 19): a topic of a group is a session of its own; say so next to its title.
   byTestId("topic-badge").hidden = !info.body?.topic;
-  document.title = `${page.title} · 会话详情`;
+  document.title = fill(T.page.sessionTabTitle, { title: page.title });
   connect();
   void loadHistory();
 }
@@ -221,7 +223,7 @@ function showSignIn(signIn: SignIn | undefined): void {
     for (const user of users) {
       const link = document.createElement("a");
       link.href = `/auth/local?user=${encodeURIComponent(user.openId)}&next=${encodeURIComponent(next)}`;
-      link.textContent = `以 ${user.name} 身份登录`;
+      link.textContent = fill(T.page.signInAs, { name: user.name });
       link.dataset.testid = "sign-in-local-user";
       link.dataset.user = user.openId;
       const item = document.createElement("li");
@@ -353,7 +355,7 @@ function handle(frame: PageFrame): void {
       if (frame.sessionId === page.sessionId && frame.data) onAsk(frame.data);
       return;
     case "ask_user_questions_accepted":
-      if (removePanel(frame.data?.requestId)) notice("回答已提交");
+      if (removePanel(frame.data?.requestId)) notice(T.asks.accepted);
       return;
     case "ask_user_questions_cancelled":
       if (removePanel(frame.data?.requestId)) notice(cancelledText(frame.data?.reason));
@@ -377,7 +379,7 @@ function finishResync(): void {
     const panel = page.panels.get(requestId);
     if (!panel) continue;
     panel.setBusy(false);
-    panel.showError("连接中断，回答没有送达，请重新提交。");
+    panel.showError(T.asks.lostInTransit);
   }
   page.unconfirmed.clear();
   renderStatus();
@@ -387,13 +389,17 @@ function onError(frame: Extract<PageFrame, { type: "error" }>): void {
   const { code, message, requestId } = frame.data ?? {};
   const panel = requestId ? page.panels.get(requestId) : undefined;
   if (panel) {
-    if (code === "stale_request") return panel.markStale("问题已失效（可能已在其他地方回答或已超时）。");
+    if (code === "stale_request") return panel.markStale(T.asks.stale);
     panel.setBusy(false);
     if (code === "forbidden") {
       panel.setCanAnswer(false);
-      return panel.showError("仅任务发起人可以回答。");
+      return panel.showError(T.asks.onlySender);
     }
-    return panel.showError(code === "invalid_answers" ? `回答无效：${message}` : String(message ?? code));
+    return panel.showError(
+      code === "invalid_answers"
+        ? fill(T.asks.invalid, { message: String(message) })
+        : String(message ?? code),
+    );
   }
   if (code !== "forbidden" || frame.sessionId !== page.sessionId || requestId) return;
   // The session is no longer this viewer's to follow (someone else's task took the chat over); a run page
@@ -420,6 +426,7 @@ function onAsk(ask: PageAsk): void {
   // A re-sent ask keeps its panel, and with it whatever the viewer has already filled in.
   if (page.panels.has(ask.requestId)) return;
   const panel = createAskPanel(document, ask, {
+    text: T.panel,
     canAnswer: page.canAnswer,
     onSubmit: (answers) => {
       panel.showError(null);
@@ -428,7 +435,7 @@ function onAsk(ask: PageAsk): void {
         sessionId: page.sessionId,
         data: { requestId: ask.requestId, answers },
       });
-      if (!sent) return panel.showError("连接已断开，正在重新连接，请稍后再提交。");
+      if (!sent) return panel.showError(T.asks.offline);
       panel.setBusy(true);
     },
   });
@@ -460,9 +467,9 @@ function setCanAnswer(value: boolean): void {
 }
 
 function cancelledText(reason: unknown): string {
-  if (typeof reason === "string" && reason.startsWith("answered")) return "问题已在其他地方回答";
-  if (reason === "timeout") return "问题已超时";
-  return "问题已取消";
+  if (typeof reason === "string" && reason.startsWith("answered")) return T.asks.answeredElsewhere;
+  if (reason === "timeout") return T.asks.timedOut;
+  return T.asks.cancelled;
 }
 
 function notice(text: string): void {
@@ -515,17 +522,18 @@ function renderStatus(): void {
   status.textContent = STATUS_TEXT[key] ?? key;
   status.dataset.status = key;
   byTestId("waiting-for-sender").hidden = !(key === "waiting" && page.panels.size === 0);
-  document.title = `${STATUS_TEXT[key] ?? key} · ${page.title}`;
+  document.title = fill(T.page.statusTabTitle, { status: STATUS_TEXT[key] ?? key, title: page.title });
 }
 
 function renderRun(run: PageRun | null): void {
-  byTestId("task-title").textContent = run ? oneLine(run.input, 120) : "这个会话还没有任务。";
+  byTestId("task-title").textContent = run ? oneLine(run.input, 120) : T.page.noTask;
   const steps = Array.isArray(run?.steps) ? run.steps : [];
   const list = byTestId("steps");
   list.replaceChildren(...steps.map(stepItem));
   const empty = byTestId("no-steps");
   empty.hidden = !run || steps.length > 0;
-  empty.textContent = run?.status === "running" || run?.status === "recovering" ? "正在准备…" : "暂无步骤";
+  empty.textContent =
+    run?.status === "running" || run?.status === "recovering" ? T.page.preparing : T.page.noSteps;
 
   const text = typeof run?.text === "string" ? run.text : "";
   byTestId("result").hidden = text === "";
@@ -544,7 +552,8 @@ function stepItem(step: PageStep): HTMLLIElement {
   item.dataset.status = step.status;
   const icon = document.createElement("span");
   icon.className = "step-icon";
-  icon.append(svgIcon(stepIcon(step.status)));
+  const name = stepIcon(step.status);
+  icon.append(svgIcon(name, { label: T.icons[name] }));
   const title = document.createElement("span");
   title.className = "step-title";
   title.textContent = oneLine(step.title ?? step.tool ?? "", 120);
@@ -565,7 +574,7 @@ function renderOlderRun(live: boolean): void {
   const link = document.createElement("a");
   link.dataset.testid = "latest-run-link";
   link.href = sessionPath();
-  link.textContent = "查看会话的当前任务";
+  link.textContent = T.page.latestRunLink;
   note.append(link);
 }
 
@@ -576,6 +585,8 @@ function renderHistory(): void {
       shownId: page.runId ?? page.snapshot?.run?.id ?? null,
       href: runPath,
       statusText: (status) => STATUS_TEXT[status] ?? status,
+      untitled: T.page.untitledRun,
+      locale: T.lang,
     }),
   );
 }
@@ -593,14 +604,14 @@ function renderQueue(queued: readonly { text?: string }[], total: unknown): void
   if (more > 0) {
     const item = document.createElement("li");
     item.dataset.testid = "queued-more";
-    item.textContent = `还有 ${more} 条消息在排队`;
+    item.textContent = fill(T.page.queuedMore, { count: more });
     items.push(item);
   }
   byTestId("queue-list").replaceChildren(...items);
 }
 
 /** A step's status as its icon: the statuses the icons draw, anything else as running. */
-function stepIcon(status: string): IconName {
+function stepIcon(status: string): "done" | "failed" | "pending" | "running" {
   return status === "done" || status === "failed" || status === "pending" ? status : "running";
 }
 
