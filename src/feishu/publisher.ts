@@ -59,6 +59,11 @@ export interface PublisherOptions {
   degradeLevel?: DegradeLevel;
   /** Where PATCH outcomes are counted for `/metrics`. */
   metrics?: Pick<FeishuMetrics, "patch">;
+  /**
+   * A PATCH landed, and no earlier PATCH left without an answer can still overwrite it (otherwise the
+   * confirmation's PATCH is the one reported): the platform shows the card rendered for `shape`.
+   */
+  onLanded?: (shape: CardShape) => void;
 }
 
 export class CardPublisher {
@@ -125,6 +130,11 @@ export class CardPublisher {
       const json = shown ? JSON.stringify(shown) : undefined;
       this.#step({ type: "callbackSettled", shown: json, shape: this.#o.shape() });
     };
+  }
+
+  /** A late retry is armed (after a give-up): the publisher still has work, though it counts as idle. */
+  get retryingLate(): boolean {
+    return this.#state.lateRetryAt !== undefined;
   }
 
   /** Stops for good: nothing more is sent for this card. */
@@ -243,7 +253,8 @@ export class CardPublisher {
       return false;
     }
     const card = this.#o.render(render.level);
-    const key = this.#o.shape().key;
+    const shape = this.#o.shape();
+    const key = shape.key;
     if (!this.#step({ type: "rendered", json: JSON.stringify(card), key }).some((e) => e.type === "patch")) {
       slot.unused();
       return false;
@@ -255,6 +266,8 @@ export class CardPublisher {
       throw error;
     }
     this.#step({ type: "landed" });
+    // A confirmation armed: a PATCH that got no answer may still land on top of this one.
+    if (this.#state.confirmAt === undefined) this.#o.onLanded?.(shape);
     return true;
   }
 }
