@@ -23,6 +23,9 @@ export interface QueuedCardRow {
   chatId: string;
 }
 
+/** Feishu refuses to PATCH a message older than this (230031): an older card is not repaired after a restart. */
+export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
+
 /** Longer than Feishu's redelivery window (retries at 15 s, 5 min, 1 h and 6 h). */
 export const INBOUND_RETENTION_MS = 24 * 60 * 60 * 1000;
 

@@ -4,7 +4,7 @@ import type { AgentCardTarget, RunnerEvents, SessionRuns } from "../../domain/po
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import type { FeishuStore } from "../../store/feishu.ts";
+import { CARD_PATCHABLE_MS, type FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
 import { goneNotice } from "../ask-deadline.ts";
@@ -46,9 +46,6 @@ export interface LifecycleDeps {
   /** The pause before a refused reply is tried again (a timer; tests may drive it with a fake clock). */
   sleep?: (ms: number) => Promise<void>;
 }
-
-/** Feishu refuses to PATCH a message older than this (230031): an older card is not repaired after a restart. */
-export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
 
 export class CardLifecycle {
   readonly #d: LifecycleDeps;
@@ -149,6 +146,12 @@ export class CardLifecycle {
   resumeAgentCard(run: RunView, where: AgentCardTarget): void {
     const row = this.#d.store.cardForRun(run.id);
     if (row?.gone) return;
+    if (isTerminal(run)) {
+      // An ended task's card that never got its final state (the bot was killed first): one PATCH, as a run's.
+      if (row && row.finalLandedAt === undefined && !this.#d.book.get(run.id))
+        this.#d.background.track(this.#recover(this.#agentCard(run, where, row.chatId), row.messageId));
+      return;
+    }
     if (!row) {
       this.openAgentCard(run, where);
       return;
