@@ -140,7 +140,8 @@ describe("a card's final state after a kill", () => {
 
   it("repairs more cards than Feishu takes in a second through the app limiter: one PATCH each, none refused", async () => {
     const fake = new FakeMessenger({ timeoutMs: 5000 });
-    const first = await startFakeChannel({ fake });
+    // Steps longer than the replies' wait for their turn: every reply shows the run still going.
+    const first = await startFakeChannel({ fake, stepMs: 3000 });
     const storm = fake.fail({
       method: "patchCard",
       times: Number.POSITIVE_INFINITY,
@@ -172,6 +173,25 @@ describe("a card's final state after a kill", () => {
     expect(busiest).toBeLessThanOrEqual(50);
     expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(1000);
     for (const card of cards) expect(isCompleted(fake.cardOf(card))).toBe(true);
+  });
+  it("counts a reply that already carried the final state as landed (runs that ended waiting for their turn)", async () => {
+    const fake = new FakeMessenger({ timeoutMs: 5000 });
+    const first = await startFakeChannel({ fake });
+    // More replies than Feishu takes in a second: the last ones wait their turn, and their runs end meanwhile.
+    const users = Array.from({ length: 70 }, (_, i) => `ou_user${String(i).padStart(28, "0")}`);
+    for (const user of users) first.send({ chatType: "p2p", senderOpenId: user, text: "/quick" });
+    await first.until(() => fake.callsTo("replyCard").length === users.length, "every card");
+    await first.drive(first.core.runner.idle());
+    await first.idle();
+    const replies = fake.callsTo("replyCard").flatMap((c) => (c.card && isCompleted(c.card) ? [c] : []));
+    expect(replies.length).toBeGreaterThan(0);
+    const before = fake.callsTo("patchCard").length;
+    await first.kill();
+    await vi.advanceTimersByTimeAsync(61_000);
+
+    const second = await rig({ fake, dataDir: first.dataDir, recover: true });
+    await second.idle();
+    expect(fake.callsTo("patchCard")).toHaveLength(before);
   });
 });
 
