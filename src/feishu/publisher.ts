@@ -60,8 +60,9 @@ export interface PublisherOptions {
   /** Where PATCH outcomes are counted for `/metrics`. */
   metrics?: Pick<FeishuMetrics, "patch">;
   /**
-   * A PATCH landed, and no earlier PATCH left without an answer can still overwrite it (otherwise the
-   * confirmation's PATCH is the one reported): the platform shows the card rendered for `shape`.
+   * The platform shows the card rendered for `shape`: its PATCH landed, or it was skipped as the very card
+   * already shown, and no earlier PATCH left without an answer can still overwrite it (otherwise the
+   * confirmation's PATCH is the one reported).
    */
   onLanded?: (shape: CardShape) => void;
 }
@@ -254,9 +255,11 @@ export class CardPublisher {
     }
     const card = this.#o.render(render.level);
     const shape = this.#o.shape();
-    const key = shape.key;
-    if (!this.#step({ type: "rendered", json: JSON.stringify(card), key }).some((e) => e.type === "patch")) {
+    const json = JSON.stringify(card);
+    if (!this.#step({ type: "rendered", json, key: shape.key }).some((e) => e.type === "patch")) {
       slot.unused();
+      // Skipped as what the platform shows already (the reply's card, a callback answer's): landed as well.
+      if (json === this.#state.lastSentJson) this.#landed(shape);
       return false;
     }
     try {
@@ -266,9 +269,13 @@ export class CardPublisher {
       throw error;
     }
     this.#step({ type: "landed" });
+    this.#landed(shape);
+    return true;
+  }
+
+  #landed(shape: CardShape): void {
     // A confirmation armed: a PATCH that got no answer may still land on top of this one.
     if (this.#state.confirmAt === undefined) this.#o.onLanded?.(shape);
-    return true;
   }
 }
 

@@ -341,13 +341,8 @@ export class CardLifecycle {
     });
     card.publisher = publisher;
     this.#publishers.add(publisher);
-    // The reply itself carried the final state (the run ended before the reply's turn came, as under a burst):
-    // the publisher skips that render, so nothing else would record that it landed.
-    const ended = isTerminal(book.runOf(card));
-    if (ended && shown !== undefined && shown === JSON.stringify(book.render(card, degradeLevel)))
-      this.#finalLanded(card.runId);
     publisher.request();
-    if (ended) this.#forgetWhenLanded(card);
+    if (isTerminal(book.runOf(card))) this.#forgetWhenLanded(card);
   }
 
   #markGone(runId: string): void {
