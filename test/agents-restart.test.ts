@@ -97,4 +97,45 @@ describe("outside agents across a bot restart", () => {
     expect(formsOn(second.cardOf(cardId))).toEqual([]);
     expect(second.cardsIn(p2pChatId(ALICE))).toEqual([cardId]);
   });
+
+  it("gives a finished task's card its final state after a restart when the last PATCH never landed", async () => {
+    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
+    emulators.push(emulator);
+    const dataDir = tempDir();
+    const first = await startAgentsRig({ dataDir, emulator });
+    const token = first.token("Claude Code", [ALICE], 600_000);
+    const client = await first.mcp(token);
+    const started = await client.callTool({ name: "start_task", arguments: { to: ALICE, title: "Build" } });
+    const taskId = taskResultSchema.parse(started.structuredContent).task_id;
+    const cardId = await first.until(() => first.cardsIn(p2pChatId(ALICE))[0], "the card");
+    const patchPath = `/open-apis/im/v1/messages/${cardId}`;
+    // The final state is refused once (a 4xx the publisher does not retry), then the bot goes away.
+    emulator.injectFault({
+      match: { method: "PATCH", path: patchPath, bodyIncludes: '"template":"green"' },
+      times: 1,
+      response: { httpStatus: 400, code: 99992402 },
+    });
+    await client.callTool({ name: "finish_task", arguments: { task_id: taskId, status: "completed" } });
+    await first.until(() => emulator.callsTo("PATCH", patchPath).some((c) => c.code === 99992402), "refused");
+    await first.stop();
+    const isCompleted = () => first.cardOf(cardId).header?.template === "green";
+    expect(isCompleted()).toBe(false);
+    const before = emulator.callsTo("PATCH", patchPath).length;
+
+    const second = await startAgentsRig({ dataDir, emulator });
+    await second.until(isCompleted, "the final state after the restart");
+    await second.stop();
+    expect(
+      emulator
+        .callsTo("PATCH", patchPath)
+        .slice(before)
+        .map((c) => c.code),
+    ).toEqual([0]);
+
+    const third = await startAgentsRig({ dataDir, emulator });
+    rigs.push(third);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(emulator.callsTo("PATCH", patchPath)).toHaveLength(before + 1);
+    expect(third.cardsIn(p2pChatId(ALICE))).toEqual([cardId]);
+  });
 });

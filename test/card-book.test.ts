@@ -68,7 +68,7 @@ describe("the card book", () => {
     const shown = book.render(card);
     expect(shown.header?.template).toBe("green");
     expect(text(shown)).toContain("全部完成");
-    expect(book.shape(card)).toEqual({ key: "completed||0", formOpen: false });
+    expect(book.shape(card)).toEqual({ key: "completed||0", formOpen: false, final: true });
   });
 
   it("shows the registry's pending questions as forms, and drops them once settled there", () => {

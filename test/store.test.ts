@@ -2,6 +2,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { MIGRATIONS, openDatabase } from "../src/store/db.ts";
+import { FeishuStore } from "../src/store/feishu.ts";
 import { Store } from "../src/store/repos.ts";
 import { tempDir } from "./helpers/core.ts";
 
@@ -74,7 +75,9 @@ describe("SQLite store", () => {
 
     const file = path.join(tempDir(), "previous.sqlite");
     const old = new Database(file);
-    const previous = MIGRATIONS.length - 1;
+    // The version before the migration that made the agents' tables (later ones may follow it).
+    const previous = MIGRATIONS.findIndex((sql) => sql.includes("CREATE TABLE IF NOT EXISTS agent_tasks"));
+    expect(previous).toBeGreaterThan(0);
     for (const sql of MIGRATIONS.slice(0, previous)) old.exec(sql);
     old.pragma(`user_version = ${previous}`);
     expect(agentTables(old)).toEqual([]);
@@ -98,5 +101,64 @@ describe("SQLite store", () => {
     expect(kept.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
     expect(kept.prepare("SELECT id FROM agent_tasks").pluck().all()).toEqual(["t1"]);
     kept.close();
+  });
+});
+
+describe("progress cards' final state", () => {
+  const HOUR_MS = 60 * 60 * 1000;
+  const card = (runId: string, createdAt: number) =>
+    `INSERT INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at)
+     VALUES ('${runId}', 's', 'om_${runId}', 'oc_1', 'ou_1', 'om_src', ${createdAt})`;
+  const run = (id: string, status: string, endedAt: number | null) =>
+    `INSERT INTO runs (id, session_id, sender_id, input, status, started_at, ended_at)
+     VALUES ('${id}', 's', 'ou_1', 'x', '${status}', 1, ${endedAt ?? "NULL"})`;
+
+  it("upgrades a file: cards of runs ended over an hour ago count as landed, recent and live ones do not", () => {
+    const file = path.join(tempDir(), "previous.sqlite");
+    const old = new Database(file);
+    const previous = MIGRATIONS.findIndex((sql) => sql.includes("final_landed_at"));
+    expect(previous).toBeGreaterThan(0);
+    for (const sql of MIGRATIONS.slice(0, previous)) old.exec(sql);
+    old.pragma(`user_version = ${previous}`);
+    const now = Date.now();
+    old.exec("INSERT INTO sessions VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)");
+    old.exec(run("old", "completed", now - 2 * HOUR_MS) + ";" + card("old", now - 3 * HOUR_MS));
+    old.exec(run("recent", "failed", now - 60_000) + ";" + card("recent", now - 120_000));
+    old.exec(run("live", "running", null) + ";" + card("live", now - 60_000));
+    old.close();
+
+    const db = openDatabase(file);
+    const store = new FeishuStore(db, () => now);
+    expect(store.cardForRun("old")?.finalLandedAt).toBe(now - 3 * HOUR_MS);
+    expect(store.cardForRun("recent")?.finalLandedAt).toBeUndefined();
+    expect(store.cardForRun("live")?.finalLandedAt).toBeUndefined();
+    // What a start repairs: ended, not landed, not gone, young enough; not the live run (it is resumed).
+    expect(store.finalPending(now - 14 * 24 * HOUR_MS).map((c) => c.runId)).toEqual(["recent"]);
+    expect(store.finalPending(now - 60_000)).toEqual([]);
+    store.markFinalLanded("recent", now);
+    expect(store.finalPending(0)).toEqual([]);
+    db.close();
+  });
+
+  it("forgets the mark when the card is sent again, and leaves gone cards out", () => {
+    const db = openDatabase(path.join(tempDir(), "bot.sqlite"));
+    db.exec("INSERT INTO sessions VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)");
+    db.exec(run("a", "completed", 5) + ";" + run("b", "cancelled", 5));
+    const store = new FeishuStore(db, () => 10);
+    const row = {
+      sessionId: "s",
+      chatId: "oc_1",
+      senderId: "ou_1",
+      sourceMessageId: "om_src",
+      createdAt: 10,
+    };
+    store.saveCard({ ...row, runId: "a", messageId: "om_a" });
+    store.saveCard({ ...row, runId: "b", messageId: "om_b" });
+    store.markCardGone("b");
+    expect(store.finalPending(0).map((c) => c.runId)).toEqual(["a"]);
+    store.markFinalLanded("a", 11);
+    store.saveCard({ ...row, runId: "a", messageId: "om_a2" });
+    expect(store.finalPending(0).map((c) => c.messageId)).toEqual(["om_a2"]);
+    db.close();
   });
 });

@@ -5,6 +5,7 @@ import type { AgentCardPort, AgentCardTarget } from "../domain/ports.ts";
 import type { RunView, Step } from "../domain/types.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { CARD_PATCHABLE_MS } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { AgentGuard } from "./guard.ts";
 import { type AgentAsk, AskLedger } from "./ledger.ts";
@@ -108,6 +109,11 @@ export class AgentTasks {
       this.#tasks.set(row.id, task);
       this.#o.cards.resume(task.run, this.#where(task));
       resumed += 1;
+    }
+    // Ended tasks whose card never got the final state (killed before that PATCH landed): the card gets it.
+    for (const row of this.#o.store?.tasksOwingFinalCard(this.#o.now() - CARD_PATCHABLE_MS) ?? []) {
+      const run = storedRunSchema.safeParse(row.run);
+      if (run.success) this.#o.cards.resume(run.data, this.#where({ ...row, run: run.data }));
     }
     return resumed;
   }

@@ -88,6 +88,14 @@ export class AgentStore {
       runningTasks: db.prepare<[], TaskRow>(
         "SELECT * FROM agent_tasks WHERE status = 'running' ORDER BY updated_at",
       ),
+      // Ended tasks whose progress card (store/feishu.ts) was recorded at or after `since` and never got its
+      // final state: the bot was killed before that PATCH landed.
+      owingFinalCard: db.prepare<[number], TaskRow>(
+        `SELECT t.* FROM agent_tasks t JOIN progress_cards c ON c.run_id = t.id
+         WHERE t.status IN ('completed', 'failed', 'cancelled')
+           AND c.final_landed_at IS NULL AND c.gone = 0 AND c.created_at >= ?
+         ORDER BY c.created_at`,
+      ),
       saveAsk: db.prepare(
         `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?)`,
@@ -114,15 +122,12 @@ export class AgentStore {
 
   /** Tasks still running when the process stopped. */
   runningTasks(): StoredTask[] {
-    const rows = this.#sql.runningTasks.all();
-    return rows.map((row) => ({
-      id: row.id,
-      agent: row.agent,
-      to: row.target,
-      chatType: row.chat_type === "group" ? "group" : "private",
-      implicit: row.implicit === 1,
-      run: safeJson(row.run_json),
-    }));
+    return this.#sql.runningTasks.all().map(toTask);
+  }
+
+  /** Ended tasks whose card, recorded at or after `since`, still waits for its final state. */
+  tasksOwingFinalCard(since: number): StoredTask[] {
+    return this.#sql.owingFinalCard.all(since).map(toTask);
   }
 
   saveAsk(ask: {
@@ -165,6 +170,17 @@ export class AgentStore {
       ...(row.settled_at !== null ? { settledAt: row.settled_at } : {}),
     };
   }
+}
+
+function toTask(row: TaskRow): StoredTask {
+  return {
+    id: row.id,
+    agent: row.agent,
+    to: row.target,
+    chatType: row.chat_type === "group" ? "group" : "private",
+    implicit: row.implicit === 1,
+    run: safeJson(row.run_json),
+  };
 }
 
 function safeJson(text: string): unknown {

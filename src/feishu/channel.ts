@@ -150,6 +150,9 @@ export class FeishuChannel implements AskSurface {
       registry.on("extended", (ask) => lifecycle.askExtended(ask)),
     );
     this.#log.info({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
+    // Cards a kill left without their run's final state get it now (one PATCH each, paced by the limiter).
+    const repaired = lifecycle.repairEnded();
+    if (repaired > 0) this.#log.info({ cards: repaired }, "sending final states a restart left unsent");
   }
 
   /** Waits for every card to land what it has (shutdown, tests). */
@@ -162,7 +165,8 @@ export class FeishuChannel implements AskSurface {
   close(): void {
     this.#pings.close();
     for (const off of this.#off.splice(0)) off();
-    for (const card of this.#book.all()) card.publisher?.stop();
+    // Every publisher, not only the live cards': a forgotten card's late retry must not fire after close.
+    this.#lifecycle.close();
     this.#writes.close();
   }
 

@@ -11,6 +11,8 @@ import type { PatchOutcome } from "./metrics.ts";
 export interface CardShape {
   key: string;
   formOpen: boolean;
+  /** The run has ended: this is the card's last state (the policy does not read it; publisher.ts `onLanded`). */
+  final?: boolean;
 }
 
 export interface PublisherStats {

@@ -59,6 +59,12 @@ export interface PublisherOptions {
   degradeLevel?: DegradeLevel;
   /** Where PATCH outcomes are counted for `/metrics`. */
   metrics?: Pick<FeishuMetrics, "patch">;
+  /**
+   * The platform shows the card rendered for `shape`: its PATCH landed, or it was skipped as the very card
+   * already shown, and no earlier PATCH left without an answer can still overwrite it (otherwise the
+   * confirmation's PATCH is the one reported).
+   */
+  onLanded?: (shape: CardShape) => void;
 }
 
 export class CardPublisher {
@@ -125,6 +131,11 @@ export class CardPublisher {
       const json = shown ? JSON.stringify(shown) : undefined;
       this.#step({ type: "callbackSettled", shown: json, shape: this.#o.shape() });
     };
+  }
+
+  /** A late retry is armed (after a give-up): the publisher still has work, though it counts as idle. */
+  get retryingLate(): boolean {
+    return this.#state.lateRetryAt !== undefined;
   }
 
   /** Stops for good: nothing more is sent for this card. */
@@ -243,9 +254,12 @@ export class CardPublisher {
       return false;
     }
     const card = this.#o.render(render.level);
-    const key = this.#o.shape().key;
-    if (!this.#step({ type: "rendered", json: JSON.stringify(card), key }).some((e) => e.type === "patch")) {
+    const shape = this.#o.shape();
+    const json = JSON.stringify(card);
+    if (!this.#step({ type: "rendered", json, key: shape.key }).some((e) => e.type === "patch")) {
       slot.unused();
+      // Skipped as what the platform shows already (the reply's card, a callback answer's): landed as well.
+      if (json === this.#state.lastSentJson) this.#landed(shape);
       return false;
     }
     try {
@@ -255,7 +269,13 @@ export class CardPublisher {
       throw error;
     }
     this.#step({ type: "landed" });
+    this.#landed(shape);
     return true;
+  }
+
+  #landed(shape: CardShape): void {
+    // A confirmation armed: a PATCH that got no answer may still land on top of this one.
+    if (this.#state.confirmAt === undefined) this.#o.onLanded?.(shape);
   }
 }
 

@@ -211,6 +211,19 @@ export const MIGRATIONS: readonly string[] = [
     settled_at    INTEGER
   );
   `,
+  `
+  -- When a card's final state (its run completed, failed or cancelled) was confirmed on the platform. A card
+  -- whose run ended without it (killed before the last PATCH landed) gets that PATCH after a restart.
+  ALTER TABLE progress_cards ADD COLUMN final_landed_at INTEGER;
+  -- Cards of runs that ended before this column existed: taken as landed, except those of the last hour (a
+  -- deploy's kill may have cut their last PATCH); repairing every card of 14 days would be a burst of PATCHes.
+  UPDATE progress_cards SET final_landed_at = created_at
+    WHERE (run_id IN (SELECT id FROM runs WHERE status IN ('completed', 'failed', 'cancelled')
+                                          AND COALESCE(ended_at, 0) < (unixepoch() - 3600) * 1000)
+        OR run_id IN (SELECT id FROM agent_tasks WHERE status IN ('completed', 'failed', 'cancelled')
+                                                 AND updated_at < (unixepoch() - 3600) * 1000));
+  CREATE INDEX cards_final_pending ON progress_cards(created_at) WHERE final_landed_at IS NULL AND gone = 0;
+  `,
 ];
 
 /**

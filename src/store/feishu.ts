@@ -11,6 +11,8 @@ export interface ProgressCardRow {
   sourceMessageId: string;
   createdAt: number;
   gone: boolean;
+  /** When the card's final state (its run ended) was confirmed on the platform; undefined until then. */
+  finalLandedAt: number | undefined;
 }
 
 export interface QueuedCardRow {
@@ -20,6 +22,9 @@ export interface QueuedCardRow {
   sourceMessageId: string;
   chatId: string;
 }
+
+/** Feishu refuses to PATCH a message older than this (230031): an older card is not repaired after a restart. */
+export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
 
 /** Longer than Feishu's redelivery window (retries at 15 s, 5 min, 1 h and 6 h). */
 export const INBOUND_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -47,6 +52,15 @@ function prepareStatements(db: Db) {
       forRun: db.prepare<[string]>("SELECT * FROM progress_cards WHERE run_id = ?"),
       byMessage: db.prepare<[string]>("SELECT * FROM progress_cards WHERE message_id = ?"),
       markGone: db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?"),
+      markFinalLanded: db.prepare("UPDATE progress_cards SET final_landed_at = ? WHERE run_id = ?"),
+      // Cards of the runner's runs that ended while their final state had not landed (agents' tasks are not in
+      // `runs`: agents-api resumes those). Oldest first, bounded by age: an older card can no longer be PATCHed.
+      finalPending: db.prepare<[number]>(
+        `SELECT c.* FROM progress_cards c JOIN runs r ON r.id = c.run_id
+         WHERE c.final_landed_at IS NULL AND c.gone = 0 AND c.created_at >= ?
+           AND r.status IN ('completed', 'failed', 'cancelled')
+         ORDER BY c.created_at`,
+      ),
     },
     reminders: {
       mark: db.prepare("INSERT OR IGNORE INTO ask_reminders (run_id, sent_at) VALUES (?, ?)"),
@@ -83,7 +97,7 @@ export class FeishuStore {
     return this.#sql.inbound.insert.run(messageId, now).changes === 1;
   }
 
-  saveCard(row: Omit<ProgressCardRow, "gone">): void {
+  saveCard(row: Omit<ProgressCardRow, "gone" | "finalLandedAt">): void {
     this.#sql.cards.save.run(
       row.runId,
       row.sessionId,
@@ -105,6 +119,16 @@ export class FeishuStore {
 
   markCardGone(runId: string): void {
     this.#sql.cards.markGone.run(runId);
+  }
+
+  /** The card shows its run's final state: a restart does not PATCH it again. */
+  markFinalLanded(runId: string, at: number): void {
+    this.#sql.cards.markFinalLanded.run(at, runId);
+  }
+
+  /** Cards whose run ended but whose final state never landed, recorded at or after `since`, oldest first. */
+  finalPending(since: number): ProgressCardRow[] {
+    return this.#sql.cards.finalPending.all(since).flatMap((row) => toCard(row) ?? []);
   }
 
   /** The run's card has had its @-mention reminder (at most one per card, a restart included). */
@@ -156,6 +180,7 @@ function toCard(row: unknown): ProgressCardRow | undefined {
     source_message_id: string;
     created_at: number;
     gone: number;
+    final_landed_at: number | null;
   };
   return {
     runId: r.run_id,
@@ -166,5 +191,6 @@ function toCard(row: unknown): ProgressCardRow | undefined {
     sourceMessageId: r.source_message_id,
     createdAt: r.created_at,
     gone: r.gone === 1,
+    finalLandedAt: r.final_landed_at ?? undefined,
   };
 }

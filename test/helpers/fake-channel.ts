@@ -55,6 +55,11 @@ export interface FakeChannelRig {
   /** Waits for the channel's background work and cards to land, on fake time. */
   idle(): Promise<void>;
   stop(): Promise<void>;
+  /**
+   * The process dies (SIGKILL, OOM): nothing is flushed, every timer it had is dropped unrun, the database is
+   * closed as it is. The fake (the platform) stays. Only for a rig started last: the timers are all vitest's.
+   */
+  kill(): Promise<void>;
 }
 
 export interface FakeChannelOptions {
@@ -105,8 +110,18 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   // The production wiring (createFeishuRuntime), over the fake and with no transport: events are handed to
   // its handlers below by the transports' own shared code. The channel starts under drive() further down,
   // since starting reads the platform through the fake's timers.
+  // The platform as this process reaches it: once the process is killed, nothing it still had under way
+  // reaches the fake (a call never returns), as a dead process sends nothing.
+  let dead = false;
+  const messenger = new Proxy(fake, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => (dead ? new Promise(() => undefined) : value.apply(target, args));
+    },
+  });
   const starting = createFeishuRuntime({
-    messenger: fake,
+    messenger,
     core,
     store: new FeishuStore(db, now),
     appLimiter: createAppLimiter({ now }),
@@ -210,6 +225,13 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     until,
     drive,
     idle: () => drive(channel.idle()),
+    async kill() {
+      dead = true;
+      vi.clearAllTimers();
+      db.close();
+      // Sockets of the hub only (no Feishu call): released so the test worker does not keep them.
+      await core.hub.close();
+    },
     async stop() {
       await drive(core.runner.stop());
       await drive(channel.idle());

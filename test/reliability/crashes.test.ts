@@ -139,6 +139,64 @@ describe("kill -9 while the card's first reply is on its way", () => {
   );
 });
 
+describe("kill -9 after the run ended, before its final PATCH landed", () => {
+  // A run saved as completed whose last PATCH was still on its way (held by the network here; a back-off, a
+  // 5xx retry or a late retry alike) used to leave the card at 执行中 for ever: ended runs are not resumed.
+  it(
+    "sends the final card after the restart, by one PATCH, and a second restart sends none",
+    async () => {
+      const emu = await emulator();
+      const path = await startSlowPath(emu.url);
+      onCleanup(() => path.close());
+      const dataDir = tempDataDir();
+      const first = await bot({ emulator: emu, dataDir, apiUrl: path.url, env: { DEMO_STEP_MS: "1500" } });
+      const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/quick 最后一次更新" });
+      await deliver(first, emu, payload);
+      const cardId = await until(() => cardsReplyingTo(emu, payload.event.message.message_id)[0], "the card");
+      const patchPath = `/open-apis/im/v1/messages/${cardId}`;
+      // From here every PATCH of this card is held on the way for longer than the test: the final one too.
+      const arrivedBefore = path.arrived.length;
+      path.hold({ method: "PATCH", path: new RegExp(`${cardId}$`) }, 600_000, 100);
+      await until(
+        () =>
+          runsOf(dataDir)[0]?.status === "completed" &&
+          path.arrived.slice(arrivedBefore).some((r) => r.method === "PATCH" && r.path === patchPath),
+        "the run completed and its final PATCH on its way",
+        20_000,
+      );
+      await first.kill();
+      // The case under test: the run ended, its card did not get the final state.
+      expect(isCompleted(cardOf(emu, cardId))).toBe(false);
+      const patchesBefore = emu.callsTo("PATCH", patchPath).length;
+
+      const second = await bot({ emulator: emu, dataDir });
+      await until(() => isCompleted(cardOf(emu, cardId)), "the card completed after the restart", 20_000);
+      await sleep(500);
+      await second.stop();
+      expect(
+        emu
+          .callsTo("PATCH", patchPath)
+          .slice(patchesBefore)
+          .map((c) => c.code),
+      ).toEqual([0]);
+      const landed = query<{ at: number | null }>(
+        dataDir,
+        "SELECT final_landed_at AS at FROM progress_cards WHERE message_id = ?",
+        cardId,
+      );
+      expect(landed[0]?.at).toEqual(expect.any(Number));
+
+      const third = await bot({ emulator: emu, dataDir });
+      await sleep(1000);
+      await third.stop();
+      expect(emu.callsTo("PATCH", patchPath)).toHaveLength(patchesBefore + 1);
+      expect(cardsReplyingTo(emu, payload.event.message.message_id)).toHaveLength(1);
+      expect(checkDatabase(dataDir)).toEqual({ integrity: "ok", foreignKeyViolations: 0 });
+    },
+    timeoutMs(60_000, 60_000),
+  );
+});
+
 /** Long variant: a crash loop over a stream of tasks from several people, every question answered on its card. */
 describe.runIf(LONG)("a crash loop (RELIABILITY_LONG)", () => {
   it(`survives ${size(2, 10)} kills at random moments: every message runs exactly once to completion`, async () => {

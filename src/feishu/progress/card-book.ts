@@ -4,11 +4,11 @@ import type { Card } from "../../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../../cards/progress.ts";
 import { oneLine, truncate } from "../../cards/text.ts";
 import type { AgentCardTarget, SessionRuns } from "../../domain/ports.ts";
-import type { ChatType, RunView } from "../../domain/types.ts";
+import { type ChatType, isTerminal, type RunView } from "../../domain/types.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import { type AskTimes, deadlineView } from "../ask-deadline.ts";
 import type { ReminderState } from "../ask-reminder.ts";
-import type { CardPublisher } from "../publisher.ts";
+import type { CardPublisher, CardShape } from "../publisher.ts";
 
 /**
  * The card book: which progress card shows which run, and what a card shows. It keeps no copy of a run or
@@ -128,13 +128,14 @@ export class CardBook {
    * What the publisher compares to decide whether a change must go out now. Deadlines and a message queued
    * behind the question are for the reader too (issue 16): they go out even while a form is open.
    */
-  shape(card: ActiveCard): { key: string; formOpen: boolean } {
+  shape(card: ActiveCard): CardShape {
     const run = this.runOf(card);
     const asks = this.asksOf(card);
     const queued = asks.length > 0 ? this.#deps.runner.queued(card.sessionId).length : 0;
     return {
       key: `${run.status}|${asks.map((a) => `${a.requestId}@${a.expiresAt}`).join(",")}|${queued}`,
       formOpen: run.status === "running" && asks.length > 0,
+      final: isTerminal(run),
     };
   }
 

@@ -4,7 +4,7 @@ import type { AgentCardTarget, RunnerEvents, SessionRuns } from "../../domain/po
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import type { FeishuStore } from "../../store/feishu.ts";
+import { CARD_PATCHABLE_MS, type FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
 import { goneNotice } from "../ask-deadline.ts";
@@ -31,7 +31,7 @@ export interface LifecycleDeps {
   background: Background;
   queuedCards: QueuedCards;
   messenger: FeishuMessenger;
-  runner: Pick<SessionRuns, "activeRun" | "abandon">;
+  runner: Pick<SessionRuns, "activeRun" | "abandon" | "getRun">;
   registry: Pick<AskRegistry, "cancel">;
   store: FeishuStore;
   /** The card's records: a write the database refuses is retried, never a reason to drop the card. */
@@ -51,6 +51,12 @@ export class CardLifecycle {
   readonly #d: LifecycleDeps;
   /** Runs whose card is being looked up (one lookup at a time per card). */
   readonly #checking = new Set<string>();
+  /**
+   * Every publisher that may still send, a forgotten card's with a late retry armed included: close() stops
+   * them all. One leaves when its card is forgotten with nothing armed, or its late retry lands.
+   */
+  readonly #publishers = new Set<CardPublisher>();
+  #closed = false;
 
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
@@ -101,6 +107,31 @@ export class CardLifecycle {
     if (isTerminal(run) && card.publisher) this.#forgetWhenLanded(card);
   }
 
+  /**
+   * After a restart: every recorded card whose run ended before its final state landed (a kill during the
+   * PATCH interval, a back-off, a late retry) gets that state by one PATCH, on the path of a resumed run's
+   * first PATCH (#recover, paced by the app limiter). Cards Feishu would refuse as too old are left alone.
+   */
+  repairEnded(): number {
+    const { store, book, runner, now, background } = this.#d;
+    let repaired = 0;
+    for (const row of store.finalPending(now() - CARD_PATCHABLE_MS)) {
+      const run = runner.getRun(row.runId);
+      if (!run || book.get(row.runId)) continue;
+      const card = book.open(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+      background.track(this.#recover(card, row.messageId));
+      repaired += 1;
+    }
+    return repaired;
+  }
+
+  /** Nothing more is sent: every publisher stops, late retries of forgotten cards included. */
+  close(): void {
+    this.#closed = true;
+    for (const publisher of this.#publishers) publisher.stop();
+    this.#publishers.clear();
+  }
+
   // an outside agent's task (agents-api) ---------------------------------------------------------------
 
   /** The same card, publisher and asks as a run's, but sent to a chat (no message to reply to). */
@@ -115,6 +146,12 @@ export class CardLifecycle {
   resumeAgentCard(run: RunView, where: AgentCardTarget): void {
     const row = this.#d.store.cardForRun(run.id);
     if (row?.gone) return;
+    if (isTerminal(run)) {
+      // An ended task's card that never got its final state (the bot was killed first): one PATCH, as a run's.
+      if (row && row.finalLandedAt === undefined && !this.#d.book.get(run.id))
+        this.#d.background.track(this.#recover(this.#agentCard(run, where, row.chatId), row.messageId));
+      return;
+    }
     if (!row) {
       this.openAgentCard(run, where);
       return;
@@ -170,14 +207,31 @@ export class CardLifecycle {
   /**
    * The first PATCH after a restart: a run that was waiting on questions shows their forms again (the asks
    * are durable, the same request ids answer them); any other run shows 任务正在恢复执行 without forms,
-   * which wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over.
+   * which wipes forms nobody can answer any more (seed §4.7). Then the publisher takes over. A run that had
+   * ended shows its final state, and once that landed the card is done.
    */
   async #recover(card: ActiveCard, messageId: string): Promise<void> {
-    const { book, appLimiter, messenger, store, log } = this.#d;
-    const recovering = book.asksOf(card).length > 0 ? book.render(card, 0, "running") : book.recovering(card);
+    const { book, appLimiter, messenger, log } = this.#d;
+    const ended = isTerminal(book.runOf(card));
+    const recovering = ended
+      ? book.render(card)
+      : book.asksOf(card).length > 0
+        ? book.render(card, 0, "running")
+        : book.recovering(card);
     let shown: string | undefined;
     try {
-      await appLimiter(() => messenger.patchCard(messageId, recovering));
+      // Closed while waiting for its turn (a shutdown in the restart's burst): nothing more goes out.
+      const sent = await appLimiter(async () => {
+        if (this.#closed) return false;
+        await messenger.patchCard(messageId, recovering);
+        return true;
+      });
+      if (!sent) return;
+      if (ended) {
+        this.#finalLanded(card.runId);
+        book.forget(card);
+        return;
+      }
       // What the card shows now: the publisher does not send the same content again (one call per card on a
       // restart, not two: 1,000 waiting cards stay within Feishu's 1,000 calls per minute).
       shown = JSON.stringify(recovering);
@@ -256,9 +310,10 @@ export class CardLifecycle {
 
   /** `shown`: the card's content on the platform now, if known (the reply's), so it is not sent again. */
   #attach(card: ActiveCard, messageId: string, shown?: string, degradeLevel: DegradeLevel = 0): void {
-    const { book, store, registry, metrics } = this.#d;
+    const { book, registry, metrics } = this.#d;
+    if (this.#closed) return;
     book.placed(card, messageId);
-    card.publisher = new CardPublisher({
+    const publisher = new CardPublisher({
       messageId,
       messenger: this.#d.messenger,
       shape: () => book.shape(card),
@@ -277,14 +332,29 @@ export class CardLifecycle {
         this.#markGone(card.runId);
         for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
       },
+      onLanded: (shape) => {
+        if (!shape.final) return;
+        this.#finalLanded(card.runId);
+        // A late retry of a card already forgotten: nothing is left for this publisher to do.
+        if (book.get(card.runId) !== card) this.#publishers.delete(publisher);
+      },
     });
-    card.publisher.request();
+    card.publisher = publisher;
+    this.#publishers.add(publisher);
+    publisher.request();
     if (isTerminal(book.runOf(card))) this.#forgetWhenLanded(card);
   }
 
   #markGone(runId: string): void {
     const { writes, store } = this.#d;
     writes.write(`gone:${runId}`, "gone card mark", () => store.markCardGone(runId));
+  }
+
+  /** The card shows its run's final state: a restart leaves it alone. */
+  #finalLanded(runId: string): void {
+    const { writes, store, now } = this.#d;
+    const at = now();
+    writes.write(`landed:${runId}`, "final card mark", () => store.markFinalLanded(runId, at));
   }
 
   #forgetWhenLanded(card: ActiveCard): void {
@@ -295,6 +365,8 @@ export class CardLifecycle {
       publisher.idle().then(() => {
         if (book.get(card.runId) !== card || !isTerminal(book.runOf(card))) return;
         book.forget(card);
+        // Given up with a late retry armed: kept, so that close() still stops it.
+        if (!publisher.retryingLate) this.#publishers.delete(publisher);
       }),
     );
   }
@@ -332,6 +404,7 @@ export class CardLifecycle {
     const { book, store, log, registry, runner } = this.#d;
     card.gone = true;
     card.publisher?.stop();
+    if (card.publisher) this.#publishers.delete(card.publisher);
     this.#markGone(card.runId);
     log.warn({ runId: card.runId, messageId: card.messageId }, "progress card is gone; ending its run");
     // Desktop clients and the agent learn why the question ended.
