@@ -86,6 +86,20 @@ describe("npm start in feishu mode (webhook transport)", () => {
     expect(forged.status).toBe(401);
     // The log line crosses the child's stdout pipe on its own schedule: the 401 may arrive first.
     await until(() => bot.output().includes("webhook request refused"), "the refusal in the log", 5000);
+
+    // PORT=0 without PUBLIC_URL: /login's personal link names the port the bot got, never localhost:0.
+    const login = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/login" });
+    expect((await emulator.deliverWebhook(hook, login)).status).toBe(200);
+    const reply = await until(
+      () =>
+        emulator.messages
+          .listMessages()
+          .find((m) => m.parentId === login.event.message.message_id && m.msgType === "text")?.content,
+      "the /login reply",
+    );
+    expect(reply).toContain(`http://localhost:${bot.port}/auth/link?token=`);
+    expect(bot.url).toBe(`http://localhost:${bot.port}`);
+    expect(bot.output()).not.toContain("localhost:0");
   });
 
   it("refuses to start in webhook mode without an encrypt key, naming the variable", async () => {

@@ -76,8 +76,8 @@ export function detailsLinkBase(
   live: () => string = () => config.publicUrl,
 ): (() => string) | undefined {
   if (config.detailsLinks) return live;
+  // No address in the line: before listen, PORT=0's default would read localhost:0.
   logger.warn(
-    { publicUrl: config.publicUrl },
     "PUBLIC_URL is not set: progress cards carry no 会话详情 link; set PUBLIC_URL to the bot's public address",
   );
   return undefined;
