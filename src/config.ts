@@ -161,7 +161,10 @@ export interface ConfigBase {
   /** Reminder before an ask's deadline, 延长's total bound, the deadline's zone (issue 16). */
   asks: { remindBeforeMs: number; extendMaxMs: number; timeZone: string };
   cardPatchIntervalMs: number;
+  /** PUBLIC_URL, else http://localhost:PORT; with PORT=0 read the live one from `PublicAddress` (public-url.ts). */
   publicUrl: string;
+  /** PUBLIC_URL was set; else the public URL follows the port actually bound. */
+  publicUrlGiven: boolean;
   /**
    * Whether cards carry the 会话详情 link. Not in feishu mode without PUBLIC_URL: the default
    * http://localhost:PORT is a dead link on a real tenant's phones and laptops.
@@ -232,6 +235,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    publicUrlGiven: e.PUBLIC_URL !== undefined,
     detailsLinks: mode === "local" || e.PUBLIC_URL !== undefined,
     authSecret: e.AUTH_SECRET,
     signInTtlMs: e.SIGNIN_TTL_HOURS * 60 * 60 * 1000,

@@ -17,6 +17,7 @@ import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import { installProcessGuard } from "./process-guard.ts";
+import { PublicAddress } from "./public-url.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
@@ -74,6 +75,9 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
 
   const metrics = createMetrics({ registry: new Registry(), sources: core });
+  // PUBLIC_URL, or localhost on the port listen binds (PORT=0 learns it there): read live, never copied.
+  const address = new PublicAddress(config);
+  const publicUrl = () => address.url();
 
   // Local mode: the emulator plays Feishu on loopback; the bot is wired exactly as in production.
   // Feishu mode's config has its app; local mode's gets the emulator's (a union on `mode`, config.ts).
@@ -87,9 +91,10 @@ async function main(): Promise<void> {
     core,
     logger,
     now: Date.now,
+    publicUrl,
     // /login in a private chat: the personal link that signs a Feishu user in to the session pages.
     signInLink: (userId: string) =>
-      personalLink({ publicUrl: config.publicUrl, authSecret, userId, now: Date.now() }),
+      personalLink({ publicUrl: publicUrl(), authSecret, userId, now: Date.now() }),
     metrics: metrics.feishu,
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
     onFatal: (error) => {
@@ -107,14 +112,7 @@ async function main(): Promise<void> {
     askTimeoutMs: config.askTimeoutMs,
     now: Date.now,
     logger,
-    // The port is known only after listen (PORT=0 picks one).
-    ...(local
-      ? {
-          local: {
-            publicUrl: () => (process.env.PUBLIC_URL?.trim() ? config.publicUrl : `http://localhost:${port}`),
-          },
-        }
-      : {}),
+    ...(local ? { local: { publicUrl } } : {}),
   });
   // Events and clicks from the console go where the app is subscribed: the long connection by default.
   const webhook = local?.config.feishu.transport === "webhook";
@@ -139,7 +137,7 @@ async function main(): Promise<void> {
       : {}),
   });
   const hostPolicy = {
-    publicUrl: config.publicUrl,
+    publicUrl,
     // Feishu reaches the webhook by whatever Host its console URL or a proxy gives; the signature guards it.
     exemptPaths: local ? [] : [FEISHU_WEBHOOK_PATH],
   };
@@ -149,6 +147,7 @@ async function main(): Promise<void> {
     port: config.port,
     ...(config.host !== undefined ? { host: config.host } : {}),
   });
+  address.bound(port);
   if (local && config.host !== undefined && !isLoopbackAddress(config.host)) {
     logger.warn(
       { host: config.host },
@@ -157,7 +156,16 @@ async function main(): Promise<void> {
   }
   // In local mode the console's first message must find the bot connected (the emulator is in-process).
   if (local) await withTimeout(started.feishu.ready, 10_000, () => logger.warn("long connection not up yet"));
-  logger.info({ port, host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir }, "listening");
+  // Where we listen, for people and for scripts (PORT=0): a JSON line carrying `port` and `url`, written
+  // whatever LOG_LEVEL says (short of silent), since nothing else tells a caller which port it got.
+  const announce =
+    logger.isLevelEnabled("info") || config.logLevel === "silent"
+      ? logger
+      : logger.child({}, { level: "info" });
+  announce.info(
+    { port, url: publicUrl(), host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir },
+    "listening",
+  );
   if (local) announceConsole(port);
 
   const resumedTasks = agents.tasks.resume();

@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { ACP_FIXTURE, TSX_LOADER } from "./helpers/acp.ts";
+import { startMain } from "./helpers/main-process.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 
 /** `npm start` with AGENT=acp and the scripted ACP agent, in feishu mode against the emulator over webhooks. */
@@ -12,11 +13,11 @@ import { until as waitUntil } from "./helpers/wait.ts";
 const ALICE = "ou_alice000000000000000000000000000";
 const BOB = "ou_bob00000000000000000000000000000";
 const ENCRYPT_KEY = "test-encrypt-key-123";
-const running: { child: ChildProcess; emulator: Emulator }[] = [];
+const running: { child?: ChildProcess; emulator: Emulator }[] = [];
 
 afterEach(async () => {
   for (const { child, emulator } of running.splice(0)) {
-    child.kill("SIGKILL");
+    child?.kill("SIGKILL");
     await emulator.close();
   }
 });
@@ -28,11 +29,11 @@ describe("npm start with AGENT=acp", () => {
   it("shows the agent's work on the card, takes the permission answer from the sender only, and lands the answer", async () => {
     const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-main-"));
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const entry: { child?: ChildProcess; emulator: Emulator } = { emulator };
+    running.push(entry);
+    const bot = await startMain({
       env: {
-        PATH: process.env.PATH ?? "",
         LOG_LEVEL: "info",
-        PORT: "0",
         DATA_DIR: dataDir,
         FEISHU_APP_ID: emulator.appId,
         FEISHU_APP_SECRET: emulator.appSecret,
@@ -45,18 +46,9 @@ describe("npm start with AGENT=acp", () => {
         ACP_COMMAND: process.execPath,
         ACP_ARGS: JSON.stringify(["--import", TSX_LOADER, ACP_FIXTURE]),
       },
-      stdio: ["ignore", "pipe", "pipe"],
     });
-    running.push({ child, emulator });
-    let output = "";
-    child.stdout?.on("data", (chunk) => {
-      output += String(chunk);
-    });
-    child.stderr?.on("data", (chunk) => {
-      output += String(chunk);
-    });
-    const port = await until(() => /"port":(\d+)/.exec(output)?.[1], "the bot to listen");
-    const hook = `http://127.0.0.1:${port}/feishu/events`;
+    entry.child = bot.child;
+    const hook = `http://127.0.0.1:${bot.port}/feishu/events`;
     const cardOf = (id: string) => emulator.messages.getMessage(id)?.content ?? "";
 
     const message = emulator.userMessage({
@@ -94,8 +86,7 @@ describe("npm start with AGENT=acp", () => {
     await until(() => cardOf(cardId).includes('"template":"green"'), "the completed card");
     expect(cardOf(cardId)).toContain("权限结果: selected allow");
 
-    child.kill("SIGTERM");
-    await new Promise((resolve) => child.once("exit", resolve));
-    expect(output).toContain("shutting down");
+    await bot.stop();
+    expect(bot.output()).toContain("shutting down");
   });
 });

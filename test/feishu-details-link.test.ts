@@ -35,10 +35,9 @@ describe("detailsLinkBase", () => {
 
   it("uses PUBLIC_URL when it is set, and localhost in local mode, silently", () => {
     const { lines, logger } = capture();
-    expect(detailsLinkBase(loadConfig({ ...FEISHU, PUBLIC_URL: "https://bot.example.com/" }), logger)).toBe(
-      "https://bot.example.com",
-    );
-    expect(detailsLinkBase(loadConfig({ PORT: "4000" }), logger)).toBe("http://localhost:4000");
+    const set = loadConfig({ ...FEISHU, PUBLIC_URL: "https://bot.example.com/" });
+    expect(detailsLinkBase(set, logger)?.()).toBe("https://bot.example.com");
+    expect(detailsLinkBase(loadConfig({ PORT: "4000" }), logger)?.()).toBe("http://localhost:4000");
     expect(lines).toEqual([]);
   });
 });

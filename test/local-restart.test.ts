@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { onFreePort } from "./helpers/ports.ts";
+import { startMain } from "./helpers/main-process.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 
 /**
@@ -31,37 +31,13 @@ interface Bot {
   output(): string;
 }
 
-const startLocal = (dataDir: string): Promise<Bot> => onFreePort((port) => startLocalOn(port, dataDir));
-
-async function startLocalOn(port: number, dataDir: string): Promise<Bot> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      LOG_LEVEL: "info",
-      DEMO_STEP_MS: "50",
-      CARD_PATCH_INTERVAL_MS: "200",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+/** On PORT=0, every start: nothing here needs the second process on the first one's port. */
+async function startLocal(dataDir: string): Promise<Bot> {
+  const bot = await startMain({
+    env: { DATA_DIR: dataDir, LOG_LEVEL: "info", DEMO_STEP_MS: "50", CARD_PATCH_INTERVAL_MS: "200" },
   });
-  children.push(child);
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await until(async () => {
-    if (child.exitCode !== null) throw new Error(`the bot exited while starting:\n${output}`);
-    return fetch(`${url}/healthz`).then(
-      (response) => response.ok,
-      () => false,
-    );
-  }, "the bot to listen");
-  return { child, url, output: () => output };
+  children.push(bot.child);
+  return { child: bot.child, url: `http://127.0.0.1:${bot.port}`, output: bot.output };
 }
 
 async function kill(bot: Bot): Promise<void> {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeFrame, startEmulator } from "../src/local/emulator/index.ts";
 import { FAST_LONG_CONNECTION } from "./helpers/feishu.ts";
-import { onFreePort } from "./helpers/ports.ts";
+import { startMain } from "./helpers/main-process.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 import { cardsReplyingTo, startBot, tempDataDir } from "./reliability/helpers/bot-process.ts";
 
@@ -90,35 +90,14 @@ describe("npm start in feishu mode on the long connection", () => {
 });
 
 describe("npm start in local mode", () => {
-  const startLocal = (env: Record<string, string> = {}) => onFreePort((port) => startLocalOn(port, env));
-
-  async function startLocalOn(port: number, env: Record<string, string>) {
+  async function startLocal(env: Record<string, string> = {}) {
     const dataDir = tempDataDir();
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        PORT: String(port),
-        DATA_DIR: dataDir,
-        DEMO_STEP_MS: "20",
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout?.on("data", (chunk) => {
-      output += String(chunk);
-    });
-    child.stderr?.on("data", (chunk) => {
-      output += String(chunk);
-    });
-    cleanup.push(() => {
-      child.kill("SIGKILL");
+    const bot = await startMain({ env: { DATA_DIR: dataDir, DEMO_STEP_MS: "20", ...env } });
+    cleanup.push(async () => {
+      await bot.kill();
       fs.rmSync(dataDir, { recursive: true, force: true });
     });
-    await until(() => output.includes('"msg":"listening"') || child.exitCode !== null, "listening", 20_000);
-    if (child.exitCode !== null) throw new Error(`local mode did not start:\n${output}`);
-    const base = `http://127.0.0.1:${port}/console/api`;
-    return { base, output: () => output };
+    return { base: `http://127.0.0.1:${bot.port}/console/api`, output: bot.output };
   }
 
   async function talk(base: string) {

@@ -4,50 +4,21 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
-import { onFreePort } from "./helpers/ports.ts";
+import { startMain } from "./helpers/main-process.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 
 /** The real entry point (`npm start`) as a child process, in feishu mode against the emulator over webhooks. */
 
 const ALICE = "ou_alice000000000000000000000000000";
 const ENCRYPT_KEY = "test-encrypt-key-123";
-const running: { child: ChildProcess; emulator: Emulator }[] = [];
+const running: { child?: ChildProcess; emulator?: Emulator }[] = [];
 
 afterEach(async () => {
-  for (const { child, emulator } of running.splice(0)) {
-    child.kill("SIGKILL");
-    await emulator.close();
+  for (const { child, emulator } of running.splice(0).reverse()) {
+    child?.kill("SIGKILL");
+    await emulator?.close();
   }
 });
-
-async function startBot(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  // Up, or gone (then its output says why, e.g. the port was taken: helpers/ports.ts retries on another).
-  const up = await waitUntil(
-    () => output.includes('"msg":"listening"') || child.exitCode !== null,
-    "listening",
-    20_000,
-    50,
-  ).then(
-    () => child.exitCode === null,
-    () => false,
-  );
-  if (!up) {
-    child.kill("SIGKILL");
-    throw new Error(`bot did not start:\n${output}`);
-  }
-  return { child, output: () => output };
-}
 
 const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> =>
   waitUntil(probe, what, timeoutMs, 20);
@@ -56,10 +27,10 @@ describe("npm start in feishu mode (webhook transport)", () => {
   it("serves the webhook: a signed message gets a progress card, a card submit is answered, a forged request gets 401", async () => {
     const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-main-"));
-    const { port, bot } = await onFreePort(async (port) => ({
-      port,
-      bot: await startBot({
-        PORT: String(port),
+    running.push({ emulator });
+    const bot = await startMain({
+      env: {
+        LOG_LEVEL: "info",
         DATA_DIR: dataDir,
         FEISHU_APP_ID: emulator.appId,
         FEISHU_APP_SECRET: emulator.appSecret,
@@ -69,10 +40,10 @@ describe("npm start in feishu mode (webhook transport)", () => {
         AUTH_SECRET: "main-process-test-secret-0123456789",
         DEMO_STEP_MS: "10",
         CARD_PATCH_INTERVAL_MS: "200",
-      }),
-    }));
-    running.push({ child: bot.child, emulator });
-    const hook = `http://127.0.0.1:${port}/feishu/events`;
+      },
+    });
+    running.push({ child: bot.child });
+    const hook = `http://127.0.0.1:${bot.port}/feishu/events`;
 
     const message = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
     const delivered = await emulator.deliverWebhook(hook, message);
@@ -115,6 +86,20 @@ describe("npm start in feishu mode (webhook transport)", () => {
     expect(forged.status).toBe(401);
     // The log line crosses the child's stdout pipe on its own schedule: the 401 may arrive first.
     await until(() => bot.output().includes("webhook request refused"), "the refusal in the log", 5000);
+
+    // PORT=0 without PUBLIC_URL: /login's personal link names the port the bot got, never localhost:0.
+    const login = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/login" });
+    expect((await emulator.deliverWebhook(hook, login)).status).toBe(200);
+    const reply = await until(
+      () =>
+        emulator.messages
+          .listMessages()
+          .find((m) => m.parentId === login.event.message.message_id && m.msgType === "text")?.content,
+      "the /login reply",
+    );
+    expect(reply).toContain(`http://localhost:${bot.port}/auth/link?token=`);
+    expect(bot.url).toBe(`http://localhost:${bot.port}`);
+    expect(bot.output()).not.toContain("localhost:0");
   });
 
   it("refuses to start in webhook mode without an encrypt key, naming the variable", async () => {

@@ -107,6 +107,15 @@ describe("npm run token", () => {
     expect(fs.existsSync(path.join(dataDir, "auth-secret"))).toBe(false);
   }, 30_000);
 
+  it("with PORT=0 and no PUBLIC_URL, names no dead :0 port but says where the real one is", async () => {
+    const secret = "an-operator-secret-of-some-length";
+    const result = await tokenCli(["ou_bob"], { DATA_DIR: tempDir(), PORT: "0", AUTH_SECRET: secret });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).not.toContain("localhost:0");
+    expect(result.stdout).toContain("http://localhost:<port>/auth/link?token=");
+    expect(result.stdout).toContain("`listening` line");
+  }, 30_000);
+
   it("refuses, saying where it looked, when it cannot find the server's secret; it creates none", async () => {
     const elsewhere = tempDir();
     const result = await tokenCli(["ou_alice"], {}, elsewhere);

@@ -42,7 +42,7 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
     const agent = parseAgentArgs(argv.slice(1));
     if (!agent.ok) throw new TokenCliError(agent.error, 2);
     const config = loadConfig(env);
-    return { lines: agentTokenLines(agent.value, secretFor(config), config.publicUrl, now) };
+    return { lines: agentTokenLines(agent.value, secretFor(config), linkBase(config), now) };
   }
   const [userId, daysText] = argv;
   if (!userId) throw new TokenCliError("usage: npm run token -- <open_id> [days]", 2);
@@ -51,9 +51,8 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
     throw new TokenCliError("days must be a positive number", 2);
   const config = loadConfig(env);
   const secret = secretFor(config);
-  // publicUrl is PUBLIC_URL, or http://localhost:$PORT: where the session pages are served.
   const { url, token, expiresAt } = personalLink({
-    publicUrl: config.publicUrl,
+    publicUrl: linkBase(config),
     authSecret: secret,
     userId,
     now,
@@ -63,10 +62,23 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
     `Sign-in link for ${userId} (valid until ${new Date(expiresAt).toISOString()}):`,
     `  ${url}`,
   ];
-  if (!env.PUBLIC_URL?.trim())
+  if (!config.publicUrlGiven)
     lines.push("  (PUBLIC_URL is not set, so this link only opens on the bot's own machine)");
+  if (!config.publicUrlGiven && config.port === 0) lines.push(PORT_ZERO_NOTE);
   const output: TokenCliOutput = { lines: [...lines, "Token:", token] };
   return output;
+}
+
+const PORT_ZERO_NOTE =
+  "  (PORT=0: the bot picks its port when it starts; put in the port its `listening` line names)";
+
+/**
+ * Where the session pages are served: PUBLIC_URL, or http://localhost:$PORT. With PORT=0 this process
+ * cannot know the port the running bot got, so the link names a placeholder instead of a dead `:0`.
+ */
+function linkBase(config: ReturnType<typeof loadConfig>): string {
+  if (!config.publicUrlGiven && config.port === 0) return "http://localhost:<port>";
+  return config.publicUrl;
 }
 
 /**

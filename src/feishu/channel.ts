@@ -44,8 +44,8 @@ export interface FeishuChannelOptions {
   /** The app id names sessions: `feishu-{appId}-private-{openId}` (domain/session-id.ts). */
   appId: string;
   dataDir: string;
-  /** Base of the 会话详情 link; without it cards carry none (feishu mode without PUBLIC_URL). */
-  publicUrl?: string;
+  /** Base of the 会话详情 link (card-book.ts); without it cards carry none (feishu mode without PUBLIC_URL). */
+  publicUrl?: () => string;
   cardPatchIntervalMs: number;
   /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
   askPing: boolean;

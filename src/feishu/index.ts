@@ -14,6 +14,8 @@ export type { FeishuRuntime } from "./runtime.ts";
 export async function startFeishu(options: {
   config: Pick<RunnableConfig, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
     Partial<Pick<RunnableConfig, "asks">>;
+  /** The live public URL (public-url.ts PublicAddress): with PORT=0 it is known only after listen. */
+  publicUrl?: () => string;
   core: FeishuCore;
   logger: Logger;
   now: () => number;
@@ -28,7 +30,7 @@ export async function startFeishu(options: {
   const { feishu } = config;
   // Credentials are there by type (config.ts): feishu mode refuses to load without them.
   const { appId, appSecret, domain } = feishu;
-  const publicUrl = detailsLinkBase(config, logger);
+  const publicUrl = detailsLinkBase(config, logger, options.publicUrl);
   const settleMs = feishu.callbackSettleMs;
   return createFeishuRuntime({
     messenger: createLarkMessenger({ appId, appSecret, domain, logger }),
@@ -65,15 +67,17 @@ export async function startFeishu(options: {
 
 /**
  * The base of the cards' 会话详情 link, or undefined (with a start-up warning) in feishu mode without
- * PUBLIC_URL: the default http://localhost:PORT would be a dead link on a real tenant.
+ * PUBLIC_URL: the default http://localhost:PORT would be a dead link on a real tenant. A getter, read at
+ * each render: without PUBLIC_URL the port is the one bound (PORT=0 picks it at listen).
  */
 export function detailsLinkBase(
   config: Pick<Config, "publicUrl" | "detailsLinks">,
   logger: Logger,
-): string | undefined {
-  if (config.detailsLinks) return config.publicUrl;
+  live: () => string = () => config.publicUrl,
+): (() => string) | undefined {
+  if (config.detailsLinks) return live;
+  // No address in the line: before listen, PORT=0's default would read localhost:0.
   logger.warn(
-    { publicUrl: config.publicUrl },
     "PUBLIC_URL is not set: progress cards carry no 会话详情 link; set PUBLIC_URL to the bot's public address",
   );
   return undefined;

@@ -11,8 +11,12 @@ import { AppError } from "../errors.ts";
  * the WebSocket upgrade, before any handler runs.
  */
 export interface HostPolicy {
-  /** The configured PUBLIC_URL; its hostname is the one DNS name we answer to besides loopback names. */
-  publicUrl: string;
+  /**
+   * The public URL (PUBLIC_URL, else localhost on the bound port), read per request; its hostname is the one
+   * DNS name we answer to besides loopback names. Ports are not compared: a proxy, `docker -p 8080:3000` or
+   * `ssh -L` forwards to us under another port, and a rebinding page differs by its name, not its port.
+   */
+  publicUrl: () => string;
   /**
    * Paths served whatever the Host says. Feishu mode exempts the webhook: Feishu calls it by the request URL
    * set in its console, a reverse proxy may rewrite that Host, and a browser cannot sign a webhook anyway.
@@ -48,7 +52,7 @@ export function hostAllowed(header: string | undefined, policy: HostPolicy): boo
   const hostname = hostnameOf(header);
   if (hostname === undefined || hostname === "") return false;
   if (isLoopbackName(hostname) || net.isIP(hostname) !== 0) return true;
-  return hostname === publicHostname(policy.publicUrl);
+  return hostname === publicHostname(policy.publicUrl());
 }
 
 function publicHostname(publicUrl: string): string | undefined {

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../helpers/wait.ts";
+import { startMain } from "../helpers/main-process.ts";
 import { launchBrowser } from "./browser.ts";
 
 /**
@@ -22,33 +22,9 @@ let browser: Browser;
 
 beforeAll(async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-agent-e2e-"));
-  // PORT=0: the system picks a free port; the "listening" log line says which.
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { PATH: process.env.PATH ?? "", PORT: "0", DATA_DIR: dataDir, CARD_PATCH_INTERVAL_MS: "300" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  // PORT=0: this test reads the bound port back from the listening line (it opens no card links).
-  const listening = /"port":(\d+)[^\n]*"msg":"listening"/;
-  const port = await until(
-    () => {
-      if (child.exitCode !== null) throw new Error(`the bot did not start:\n${output}`);
-      return listening.exec(output)?.[1];
-    },
-    "the bot's listening line",
-    20_000,
-    50,
-  ).catch((error: unknown) => {
-    child.kill("SIGKILL");
-    throw error;
-  });
-  bot = { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
+  // PORT=0: the listening line says which port the system gave (helpers/main-process.ts).
+  const started = await startMain({ env: { DATA_DIR: dataDir, CARD_PATCH_INTERVAL_MS: "300" } });
+  bot = { child: started.child, baseUrl: started.url, dataDir, output: started.output };
   // Debian's chromium when present, else the one inside @sparticuz/chromium (browser.ts; never a download).
   browser = await launchBrowser();
 }, 40_000);

@@ -1,12 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { onFreePort } from "../helpers/ports.ts";
-import { until } from "../helpers/wait.ts";
+import { startMain } from "../helpers/main-process.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -37,57 +36,12 @@ afterAll(async () => {
   }
 });
 
-/** On a free port (helpers/ports.ts): card links (PUBLIC_URL's default) name the configured port, so not 0. */
-const startBot = (): Promise<typeof bot> => onFreePort(startBotOn);
-
-async function startBotOn(port: number): Promise<typeof bot> {
+/** On PORT=0: the listening line names the port, and the URL cards link to (PUBLIC_URL's default follows it). */
+async function startBot(): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-layout-e2e-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { PATH: process.env.PATH ?? "", PORT: String(port), DATA_DIR: dataDir, DEMO_STEP_MS: "20" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  const listening = await until(
-    () => {
-      if (child.exitCode !== null) throw new Error(`the bot did not start:\n${output}`);
-      return listeningPort(output);
-    },
-    "the bot's listening line",
-    20_000,
-    50,
-  ).catch((error: unknown) => {
-    child.kill("SIGKILL");
-    throw error instanceof Error && error.message.includes(output)
-      ? error
-      : new Error(`the bot did not start:\n${output}`);
-  });
-  return { child, baseUrl: `http://localhost:${listening}`, dataDir };
-}
-
-/** The listening line's shape: only what the test needs, whatever other fields the line carries. */
-const ListeningLine = z.object({ msg: z.literal("listening"), port: z.number().int().positive() });
-
-/** The port from the bot's JSON `listening` log line, once it has been written out in full. */
-function listeningPort(output: string): number | undefined {
-  for (const line of output.split("\n").slice(0, -1)) {
-    if (!line.startsWith("{")) continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch (error) {
-      if (error instanceof SyntaxError) continue;
-      throw error;
-    }
-    const listening = ListeningLine.safeParse(parsed);
-    if (listening.success) return listening.data.port;
-  }
-  return undefined;
+  const started = await startMain({ env: { DATA_DIR: dataDir, DEMO_STEP_MS: "20" } });
+  // The console runs on the same origin as the card links.
+  return { child: started.child, baseUrl: started.url, dataDir };
 }
 
 async function openConsole(width: number, user = ALICE): Promise<Page> {

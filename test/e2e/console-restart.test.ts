@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../helpers/ports.ts";
-import { until } from "../helpers/wait.ts";
+import { startMain } from "../helpers/main-process.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -21,13 +20,12 @@ const WAIT_MS = 20_000;
 
 let browser: Browser;
 let dataDir: string;
-let port: number;
+let port = 0;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   browser = await launchBrowser();
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-console-restart-"));
-  port = await freePort();
 }, 30_000);
 
 afterAll(async () => {
@@ -37,31 +35,20 @@ afterAll(async () => {
 });
 
 async function start(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  // The first start takes any free port (PORT=0); the restart comes back on that one, since the open tab
+  // reconnects to it, as a bot restarted by its supervisor on its configured port does.
+  const bot = await startMain({
     env: {
-      PATH: process.env.PATH ?? "",
-      PORT: String(port),
+      ...(port !== 0 ? { PORT: String(port) } : {}),
       DATA_DIR: dataDir,
       DEMO_STEP_MS: "50",
       CARD_PATCH_INTERVAL_MS: "200",
     },
-    stdio: ["ignore", "ignore", "ignore"],
+    startMs: WAIT_MS,
   });
-  children.push(child);
-  // The same port on every start (the page reconnects to it), so no retry on another one here.
-  await until(
-    async () => {
-      if (child.exitCode !== null) throw new Error("the bot exited while starting");
-      return fetch(`http://127.0.0.1:${port}/healthz`).then(
-        (response) => response.ok,
-        () => false,
-      );
-    },
-    "the bot to answer /healthz",
-    WAIT_MS,
-    50,
-  );
-  return child;
+  children.push(bot.child);
+  port = bot.port;
+  return bot.child;
 }
 
 type Revision = { at: number; card: unknown };

@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { startMain } from "../helpers/main-process.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -41,35 +42,16 @@ afterAll(async () => {
   }
 });
 
-const Listening = z.object({ msg: z.literal("listening"), port: z.number().int().positive() });
-
-/** The bot on port 0: the port it got is read from its `listening` line (no card link is opened here). */
+/** The bot on PORT=0: the port it got is read from its `listening` line (helpers/main-process.ts). */
 async function startBot(): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-topics-e2e-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { PATH: process.env.PATH ?? "", PORT: "0", DATA_DIR: dataDir, DEMO_STEP_MS: "20" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  const collect = (chunk: unknown) => {
-    output += String(chunk);
+  const started = await startMain({ env: { DATA_DIR: dataDir, DEMO_STEP_MS: "20" }, startMs: 20_000 });
+  return {
+    child: started.child,
+    baseUrl: `http://127.0.0.1:${started.port}`,
+    dataDir,
+    output: started.output,
   };
-  child.stdout?.on("data", collect);
-  child.stderr?.on("data", collect);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    for (const line of output.split("\n").slice(0, -1)) {
-      if (!line.startsWith("{")) continue;
-      const parsed = Listening.safeParse(JSON.parse(line));
-      if (parsed.success)
-        return { child, baseUrl: `http://127.0.0.1:${parsed.data.port}`, dataDir, output: () => output };
-    }
-    if (Date.now() > deadline || child.exitCode !== null) {
-      child.kill("SIGKILL");
-      throw new Error(`the bot did not start:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function openConsole(user: string, chatId: string): Promise<Page> {

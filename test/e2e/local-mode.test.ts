@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { onFreePort } from "../helpers/ports.ts";
+import { startMain } from "../helpers/main-process.ts";
 import { until } from "../helpers/wait.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
@@ -68,42 +68,14 @@ afterEach(async ({ task }) => {
 // ---------------------------------------------------------------------------------------------------------
 // The process
 
-/** On a free port (helpers/ports.ts): card links (PUBLIC_URL's default) name the configured port, so not 0. */
-const startBot = (): Promise<typeof bot> => onFreePort(startBotOn);
-
-async function startBotOn(port: number): Promise<typeof bot> {
+/** On PORT=0: the listening line names the port, and the URL cards link to (PUBLIC_URL's default follows it). */
+async function startBot(): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-local-e2e-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DEMO_STEP_MS: "50",
-      CARD_PATCH_INTERVAL_MS: "300",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+  const started = await startMain({
+    env: { DATA_DIR: dataDir, DEMO_STEP_MS: "50", CARD_PATCH_INTERVAL_MS: "300" },
   });
-  let output = "";
-  const collect = (chunk: unknown) => {
-    output += String(chunk);
-  };
-  child.stdout?.on("data", collect);
-  child.stderr?.on("data", collect);
-  const up = await until(
-    () => output.includes('"msg":"listening"') || child.exitCode !== null,
-    "the bot's listening line",
-    20_000,
-    50,
-  ).then(
-    () => child.exitCode === null,
-    () => false,
-  );
-  if (!up) {
-    child.kill("SIGKILL");
-    throw new Error(`the bot did not start:\n${output}`);
-  }
-  // PUBLIC_URL defaults to http://localhost:$PORT: the console runs on the same origin as the card links.
-  return { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
+  // The console runs on the same origin as the card links.
+  return { child: started.child, baseUrl: started.url, dataDir, output: started.output };
 }
 
 async function stopBot(child: ChildProcess): Promise<void> {

@@ -129,7 +129,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     now,
     appId: fake.appId,
     dataDir,
-    publicUrl: "http://localhost:3000",
+    publicUrl: () => "http://localhost:3000",
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     requestTimeoutMs: fake.timeoutMs,

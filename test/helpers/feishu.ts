@@ -125,7 +125,7 @@ export async function startFeishuRig(
     now: Date.now,
     appId: emulator.appId,
     dataDir,
-    publicUrl: "http://localhost:3000",
+    publicUrl: () => "http://localhost:3000",
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),

@@ -47,8 +47,11 @@ export interface CardBookDeps {
   store: Pick<FeishuStore, "wasReminded">;
   times: AskTimes;
   now: () => number;
-  /** Base of the 会话详情 link; without it cards carry none (feishu mode without PUBLIC_URL). */
-  publicUrl?: string;
+  /**
+   * Base of the 会话详情 link, asked at each render (PORT=0 knows its port only after listen); without it
+   * cards carry none (feishu mode without PUBLIC_URL).
+   */
+  publicUrl?: () => string;
 }
 
 export class CardBook {
@@ -187,7 +190,7 @@ export class CardBook {
       // session page too (agents-api/sessions.ts shows it there).
       ...(publicUrl !== undefined
         ? {
-            detailsUrl: `${publicUrl}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
+            detailsUrl: `${publicUrl()}/sessions/${encodeURIComponent(run.sessionId)}/runs/${encodeURIComponent(run.id)}`,
           }
         : {}),
       ...(card.chatType === "group" ? { chatType: "group" as const } : {}),

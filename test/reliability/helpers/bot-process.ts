@@ -1,12 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { Card } from "../../../src/cards/model.ts";
 import type { Emulator } from "../../../src/local/emulator/index.ts";
-import { onFreePort } from "../../helpers/ports.ts";
-import { until } from "../../helpers/wait.ts";
+import { type MainProcess, startMain } from "../../helpers/main-process.ts";
 import { AUTH_SECRET, ENCRYPT_KEY } from "./stack.ts";
 
 /**
@@ -14,18 +12,9 @@ import { AUTH_SECRET, ENCRYPT_KEY } from "./stack.ts";
  * emulator the test owns, on a DATA_DIR the test owns, so it can be killed with SIGKILL and started again.
  */
 
-export interface BotProcess {
-  child: ChildProcess;
-  port: number;
+export interface BotProcess extends MainProcess {
   hookUrl: string;
-  output(): string;
-  /** Sends SIGKILL and resolves once the process is gone. */
-  kill(): Promise<void>;
-  /** Sends SIGTERM (graceful shutdown) and resolves with the exit code. */
-  stop(): Promise<number | null>;
 }
-
-export { freePort } from "../../helpers/ports.ts";
 
 export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "fpb-crash-"));
@@ -43,19 +32,13 @@ export interface BotOptions {
   preload?: string[];
 }
 
-/** Starts the bot on a free port (another one if it loses that port meanwhile, helpers/ports.ts). */
-export function startBot(options: BotOptions): Promise<BotProcess> {
-  return onFreePort((port) => startBotOn(port, options));
-}
-
-async function startBotOn(port: number, options: BotOptions): Promise<BotProcess> {
-  const preload = (options.preload ?? []).flatMap((file) => ["--import", file]);
-  const args = [...(options.nodeArgs ?? []), "--import", "tsx", ...preload, "src/main.ts"];
-  const child = spawn(process.execPath, args, {
+/** Starts the bot on PORT=0 and reads back the port it bound (helpers/main-process.ts). */
+export async function startBot(options: BotOptions): Promise<BotProcess> {
+  const bot = await startMain({
+    ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+    ...(options.preload ? { preload: options.preload } : {}),
     env: {
-      PATH: process.env.PATH ?? "",
       LOG_LEVEL: "info",
-      PORT: String(port),
       DATA_DIR: options.dataDir,
       FEISHU_APP_ID: options.emulator.appId,
       FEISHU_APP_SECRET: options.emulator.appSecret,
@@ -68,47 +51,8 @@ async function startBotOn(port: number, options: BotOptions): Promise<BotProcess
       FEISHU_ASK_PING: "off",
       ...options.env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
-  // Keep the tail only: a long run logs a lot.
-  const keep = (chunk: Buffer) => {
-    output = (output + String(chunk)).slice(-400_000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  // Ready when /healthz answers (independent of LOG_LEVEL).
-  await until(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`the bot exited while starting:\n${output}`);
-      return fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
-        (response) => response.ok,
-        () => false,
-      );
-    },
-    "the bot to answer /healthz",
-    30_000,
-    50,
-  ).catch((error: unknown) => {
-    child.kill("SIGKILL");
-    const message = error instanceof Error ? error.message : String(error);
-    throw new Error(message.includes(output) ? message : `${message}:\n${output}`);
-  });
-  return {
-    child,
-    port,
-    hookUrl: `http://127.0.0.1:${port}/feishu/events`,
-    output: () => output,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      return exited;
-    },
-  };
+  return { ...bot, hookUrl: `http://127.0.0.1:${bot.port}/feishu/events` };
 }
 
 /** What SQLite says about the file: `ok` from integrity_check, no foreign-key violations. */

@@ -188,7 +188,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     now: Date.now,
     appId: emulator.appId,
     dataDir,
-    publicUrl: "http://localhost:3000",
+    publicUrl: () => "http://localhost:3000",
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     requestTimeoutMs: options.messengerTimeoutMs ?? 10_000,
