@@ -122,9 +122,9 @@ describe("progress cards' final state", () => {
     old.pragma(`user_version = ${previous}`);
     const now = Date.now();
     old.exec("INSERT INTO sessions VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)");
-    old.exec(run("old", "completed", now - 2 * HOUR_MS) + ";" + card("old", now - 3 * HOUR_MS));
-    old.exec(run("recent", "failed", now - 60_000) + ";" + card("recent", now - 120_000));
-    old.exec(run("live", "running", null) + ";" + card("live", now - 60_000));
+    old.exec(`${run("old", "completed", now - 2 * HOUR_MS)};${card("old", now - 3 * HOUR_MS)}`);
+    old.exec(`${run("recent", "failed", now - 60_000)};${card("recent", now - 120_000)}`);
+    old.exec(`${run("live", "running", null)};${card("live", now - 60_000)}`);
     old.close();
 
     const db = openDatabase(file);
@@ -143,7 +143,7 @@ describe("progress cards' final state", () => {
   it("forgets the mark when the card is sent again, and leaves gone cards out", () => {
     const db = openDatabase(path.join(tempDir(), "bot.sqlite"));
     db.exec("INSERT INTO sessions VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)");
-    db.exec(run("a", "completed", 5) + ";" + run("b", "cancelled", 5));
+    db.exec(`${run("a", "completed", 5)};${run("b", "cancelled", 5)}`);
     const store = new FeishuStore(db, () => 10);
     const row = {
       sessionId: "s",

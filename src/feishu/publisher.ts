@@ -158,13 +158,26 @@ export class CardPublisher {
     return effects;
   }
 
+  /**
+   * A timer's event. What it reads (the card's shape, from the runner and the database) may throw — a closed
+   * database after shutdown, a locked one — and a throw out of a timer would end the process: logged instead,
+   * and the card waits for its next change.
+   */
+  #fired(event: () => PublishEvent): void {
+    try {
+      this.#step(event());
+    } catch (error) {
+      this.#o.logger.error({ messageId: this.#o.messageId, err: describeError(error) }, "card update failed");
+    }
+  }
+
   #run(effect: PublishEffect, error: unknown): void {
     switch (effect.type) {
       case "arm":
         if (this.#timer !== undefined) clearTimeout(this.#timer);
         this.#timer = setTimeout(() => {
           this.#timer = undefined;
-          this.#step({ type: "timerFired" });
+          this.#fired(() => ({ type: "timerFired" }));
         }, effect.at - this.#o.now());
         return;
       case "disarm":
@@ -175,7 +188,7 @@ export class CardPublisher {
         if (this.#confirmTimer !== undefined) clearTimeout(this.#confirmTimer);
         this.#confirmTimer = setTimeout(() => {
           this.#confirmTimer = undefined;
-          this.#step({ type: "confirmFired", shape: this.#o.shape() });
+          this.#fired(() => ({ type: "confirmFired", shape: this.#o.shape() }));
         }, effect.at - this.#o.now());
         return;
       case "disarmConfirm":
@@ -186,7 +199,7 @@ export class CardPublisher {
         if (this.#lateTimer !== undefined) clearTimeout(this.#lateTimer);
         this.#lateTimer = setTimeout(() => {
           this.#lateTimer = undefined;
-          this.#step({ type: "lateRetryFired", shape: this.#o.shape() });
+          this.#fired(() => ({ type: "lateRetryFired", shape: this.#o.shape() }));
         }, effect.at - this.#o.now());
         // Minutes away: it must not keep a process (or a test worker) alive on its own.
         this.#lateTimer.unref?.();

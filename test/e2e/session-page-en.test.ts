@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { onFreePort } from "../helpers/ports.ts";
-import { until } from "../helpers/wait.ts";
+import { startMain } from "../helpers/main-process.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -57,42 +56,11 @@ afterEach(async ({ task }) => {
   if (found.length > 0) throw new Error(`the pages reported errors:\n${found.join("\n")}`);
 });
 
-/** On a free port (helpers/ports.ts): card links (PUBLIC_URL's default) name the configured port. */
-const startBot = (): Promise<typeof bot> => onFreePort(startBotOn);
-
-async function startBotOn(port: number): Promise<typeof bot> {
+/** `npm start`'s entry point on PORT=0 (helpers/main-process.ts): card links name the port it bound. */
+async function startBot(): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-session-en-e2e-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DEMO_STEP_MS: "50",
-      BOT_LOCALE: "en_us",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += String(chunk);
-  });
-  const up = await until(
-    () => output.includes('"msg":"listening"') || child.exitCode !== null,
-    "the bot's listening line",
-    20_000,
-    50,
-  ).then(
-    () => child.exitCode === null,
-    () => false,
-  );
-  if (!up) {
-    child.kill("SIGKILL");
-    throw new Error(`the bot did not start:\n${output}`);
-  }
-  return { child, baseUrl: `http://localhost:${port}`, dataDir, output: () => output };
+  const started = await startMain({ env: { DATA_DIR: dataDir, DEMO_STEP_MS: "50", BOT_LOCALE: "en_us" } });
+  return { child: started.child, baseUrl: started.url, dataDir, output: started.output };
 }
 
 function watch(page: Page): void {

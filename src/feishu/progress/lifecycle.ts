@@ -401,7 +401,7 @@ export class CardLifecycle {
    */
   cardGone(card: ActiveCard): void {
     if (card.gone) return;
-    const { book, store, log, registry, runner } = this.#d;
+    const { book, log, registry, runner } = this.#d;
     card.gone = true;
     card.publisher?.stop();
     if (card.publisher) this.#publishers.delete(card.publisher);
