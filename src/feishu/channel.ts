@@ -29,7 +29,7 @@ export type { ActiveCard } from "./progress/card-book.ts";
  *
  * This class is the facade that wires the parts and takes the inbound messages: the card book
  * (progress/card-book.ts: which card shows which run, rendered from the runner and the registry), the
- * lifecycle (progress/lifecycle.ts: send, publish, forget, gone), the pings (progress/pings.ts: @-mentions
+ * lifecycle (progress/lifecycle.ts and placement.ts: send, publish, forget, gone), the pings (progress/pings.ts: @-mentions
  * and deadline reminders) and the queued-message cards (queued-cards.ts). Built by runtime.ts.
  */
 
