@@ -11,6 +11,7 @@ import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value
 import type { Card } from "../cards/model.ts";
 import { oneLine } from "../cards/text.ts";
 import type { SessionRuns } from "../domain/ports.ts";
+import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
@@ -71,16 +72,34 @@ export async function handleCardAction(
   }
   const operator = action.value.operatorOpenId;
   // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
-  if (action.value.chatId) deps.cards.noteChatMember(action.value.chatId, operator);
+  if (action.value.chatId) noteMember(deps, action.value.chatId, operator, logger);
   const active = action.value.messageId ? deps.cards.cardByMessage(action.value.messageId) : undefined;
   const release = active?.publisher?.hold();
-  const result = await route(deps, value.value, operator, action.value.formValue, action.value.name, active);
+  let result: CallbackResult;
+  try {
+    result = await route(deps, value.value, operator, action.value.formValue, action.value.name, active);
+  } catch (error) {
+    // A handler that throws (e.g. the database refused the answer) must not leave the card held: a held
+    // publisher never PATCHes again, and shutdown would wait for it for ever. The platform shows what it
+    // showed; the caller answers the click with the error toast.
+    release?.(undefined);
+    throw error;
+  }
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
   const answered = result.response.card?.data;
   return {
     response: inLocale(result, locale).response,
     afterResponse: (delivered) => release?.(delivered ? answered : undefined),
   };
+}
+
+/** Best effort: a note the database refuses costs a later page view, not this click. */
+function noteMember(deps: CardActionDeps, chatId: string, operator: string, logger: Logger): void {
+  try {
+    deps.cards.noteChatMember(chatId, operator);
+  } catch (error) {
+    logger.warn({ err: describeError(error), chatId }, "chat member not noted: the database refused");
+  }
 }
 
 async function route(
