@@ -151,12 +151,14 @@ describe("Emulator topic groups and threads", () => {
       () => undefined,
       (error: { response?: { data?: { code?: number; msg?: string } } }) => error.response?.data,
     );
-    expect(refused).toMatchObject({ code: 10003, msg: expect.stringContaining("topic") });
+    // The docs say topic groups are refused but name no code; the field saw 18053 "chat can not be thread"
+    // (deepcoldy/botmux src/im/lark/client.ts), feishu-platform §5.1.
+    expect(refused).toMatchObject({ code: 18053, msg: expect.stringContaining("chat can not be thread") });
     const p2p = await send("oc_p2p_ou_a").then(
       () => undefined,
       (error: { response?: { data?: { code?: number } } }) => error.response?.data,
     );
-    expect(p2p).toMatchObject({ code: 10003 });
+    expect(p2p).toMatchObject({ code: 18053 });
     const sent = z
       .object({ code: z.number(), data: z.object({ message_id: z.string() }) })
       .parse(await send("oc_normal"));
