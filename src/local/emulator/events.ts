@@ -64,8 +64,6 @@ export interface CardActionEvent {
     };
     host: "im_message";
     context: { open_message_id: string; open_chat_id: string };
-    /** The client's language; UNCONFIRMED in the docs, sent only when the click names one. */
-    locale?: string;
   };
 }
 
@@ -192,8 +190,9 @@ export function cardActionEvent(ctx: CardActionContext, input: CardActionInput):
         ...(input.formValue !== undefined ? { form_value: input.formValue } : {}),
       },
       host: "im_message",
+      // No language field: the callback names none (feishu-platform §2.1); the client's own language only
+      // picks which of the answer's toast texts it shows (callback-flow.ts).
       context: { open_message_id: message.messageId, open_chat_id: message.chatId },
-      ...(input.locale !== undefined ? { locale: input.locale } : {}),
     },
   };
 }
