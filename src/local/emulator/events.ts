@@ -151,7 +151,7 @@ export function userMessageEvent(
         message_id: message.messageId,
         ...(message.rootId ? { root_id: message.rootId } : {}),
         ...(message.parentId ? { parent_id: message.parentId } : {}),
-        ...(message.threadId ? { thread_id: message.threadId } : {}),
+        ...(message.threadId && !input.eventWithoutThreadId ? { thread_id: message.threadId } : {}),
         create_time: String(message.createdAt),
         update_time: String(message.updatedAt),
         chat_id: message.chatId,

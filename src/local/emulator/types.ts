@@ -180,6 +180,11 @@ export interface UserMessageInput {
    * 回复话题 does. A reply in a topic group, or to a message already in a thread, is in its topic anyway.
    */
   inThread?: boolean;
+  /**
+   * Leaves `thread_id` out of the event (the message keeps it): the shape the field reports for replies in
+   * topic groups (larksuite/openclaw-lark, feishu-platform §5.1), which the docs do not describe.
+   */
+  eventWithoutThreadId?: boolean;
 }
 
 export interface CardActionInput {
