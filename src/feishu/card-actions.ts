@@ -15,7 +15,7 @@ import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
-import { currentLocale, type Locale, type Localized, bilingual as strings } from "../strings.ts";
+import { currentLocale, type Localized, bilingual as strings } from "../strings.ts";
 import { type AskTimes, formatDeadline } from "./ask-deadline.ts";
 import { parseCardAction } from "./events.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
@@ -64,11 +64,10 @@ export async function handleCardAction(
     logger.warn({ error: action.error }, "unsupported card action ignored");
     return toast("error", strings.feishu.unknownAction);
   }
-  const locale = action.value.locale;
   const value = parseActionValue(action.value.value);
   if (!value.ok) {
     logger.info({ error: value.error }, "stale or unknown card action value");
-    return inLocale(toast("warning", strings.feishu.unknownAction), locale);
+    return toast("warning", strings.feishu.unknownAction);
   }
   const operator = action.value.operatorOpenId;
   // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
@@ -88,7 +87,7 @@ export async function handleCardAction(
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
   const answered = result.response.card?.data;
   return {
-    response: inLocale(result, locale).response,
+    response: result.response,
     afterResponse: (delivered) => release?.(delivered ? answered : undefined),
   };
 }
@@ -334,13 +333,6 @@ function queueAction(deps: CardActionDeps, value: QueueValue, operator: string):
 /** A toast in the bot's language, with every language in `i18n`. */
 function toast(type: Toast["type"], text: Localized): CallbackResult {
   return { response: { toast: { type, content: text[currentLocale()], i18n: text } } };
-}
-
-/** The toast's `content` in the operator's language when the callback named it (the fallback text). */
-function inLocale(result: CallbackResult, locale: Locale | undefined): CallbackResult {
-  const shown = result.response.toast;
-  if (!shown || !locale) return result;
-  return { ...result, response: { ...result.response, toast: { ...shown, content: shown.i18n[locale] } } };
 }
 
 function withCard(result: CallbackResult, card: Card | undefined): CallbackResult {
