@@ -80,6 +80,17 @@ describe("with FEISHU_REPLY_IN_THREAD=on, a task from a plain group message", ()
       messageType: "image",
       mentionBot: true,
     });
+    // And one inside the task's thread: answered there.
+    const sticker = r.send({
+      chatType: "group",
+      senderOpenId: BOB,
+      text: "",
+      messageType: "sticker",
+      mentionBot: true,
+      parentId: root,
+      inThread: true,
+    });
+    expect((await waitReply(r, sticker, "text")).threadId).toBe(thread);
     const nonText = await waitReply(r, image, "text");
     expect(nonText.content).toContain(strings.feishu.nonText);
     expect(nonText.threadId).toMatch(/^omt_/);

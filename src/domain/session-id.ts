@@ -3,7 +3,7 @@ import type { SessionInfo } from "./types.ts";
 
 /**
  * Session identity: the one place that builds a session's id and workspace from what the session is, and
- * that tells what a session is from its fields (`channel`, `chatType`), never from the id's text.
+ * that tells what a session is from its fields (`channel`, `chatType`, `topic`), never from the id's text.
  *
  * The ids and paths are stored (SQLite rows, workspaces on disk, links on cards already sent), so they must
  * stay byte-identical to what earlier versions wrote:
