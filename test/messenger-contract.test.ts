@@ -1,13 +1,15 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
-import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
-import { FeishuApiError, type FeishuMessenger } from "../src/feishu/messenger.ts";
-import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
-import type { MessageView, UserMessageInput } from "../src/local/emulator/types.ts";
+import { FeishuApiError } from "../src/feishu/messenger.ts";
+import { withThreadFallback } from "../src/feishu/thread-fallback.ts";
 import { createLogger } from "../src/logger.ts";
-import type { FakeFaultResponse, MessengerMethod } from "../src/testing/fake-faults.ts";
-import { userMessage } from "../src/testing/fake-inbound.ts";
-import { FakeMessenger } from "../src/testing/fake-messenger.ts";
+import {
+  emulatorPlatform,
+  fakePlatform,
+  type Platform,
+  type PlatformOptions,
+  TIMEOUT_MS,
+} from "./helpers/messenger-platforms.ts";
 
 /**
  * One contract, two implementations: the fake messenger (src/testing/fake-messenger.ts) and the SDK
@@ -15,120 +17,6 @@ import { FakeMessenger } from "../src/testing/fake-messenger.ts";
  * out here (not derived from either side), so the channel tests that run on the fake test what the SDK
  * path would do. The emulator is the reference: when a case fails on the fake only, fix the fake.
  */
-
-interface Platform {
-  messenger: FeishuMessenger;
-  botOpenId: string;
-  botName: string;
-  userMessage(input: UserMessageInput): string;
-  recall(messageId: string): void;
-  stored(messageId: string): MessageView | undefined;
-  fault(
-    method: MessengerMethod,
-    response: FakeFaultResponse,
-    options?: { times?: number; messageId?: string; bodyIncludes?: string },
-  ): void;
-  expireTokens(): void;
-  tokenFetches(): number;
-  advance(ms: number): void;
-  close(): Promise<void>;
-}
-
-interface PlatformOptions {
-  appCallsPerSecond?: number;
-}
-
-/** The time both platforms start at; frozen unless a case advances it, so rate windows are exact. */
-const T0 = Date.UTC(2026, 11, 1, 12);
-const TIMEOUT_MS = 300;
-
-async function emulatorPlatform(options: PlatformOptions): Promise<Platform> {
-  let now = T0;
-  const emulator: Emulator = await startEmulator({ now: () => now, ...options });
-  const messenger = createLarkMessenger({
-    appId: emulator.appId,
-    appSecret: emulator.appSecret,
-    domain: emulator.url,
-    logger: createLogger({ level: "silent" }),
-    timeoutMs: TIMEOUT_MS,
-  });
-  const paths: Record<MessengerMethod, [string, (id: string) => RegExp]> = {
-    replyCard: ["POST", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}/reply$`)],
-    sendCard: ["POST", () => /^\/open-apis\/im\/v1\/messages$/],
-    sendText: ["POST", () => /^\/open-apis\/im\/v1\/messages$/],
-    patchCard: ["PATCH", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
-    recall: ["DELETE", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
-    messageStatus: ["GET", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
-    botInfo: ["GET", () => /^\/open-apis\/bot\/v3\/info$/],
-  };
-  return {
-    messenger,
-    botOpenId: emulator.botOpenId,
-    botName: emulator.botName,
-    userMessage: (input) => emulator.userMessage(input).event.message.message_id,
-    recall: (id) => void emulator.recall(id),
-    stored: (id) => emulator.messages.getMessage(id),
-    fault(method, response, { times = 1, messageId = "[^/]+", bodyIncludes } = {}) {
-      const [httpMethod, path] = paths[method];
-      const { resetSeconds, ...rest } =
-        "delayMs" in response ? { resetSeconds: undefined, delayMs: response.delayMs } : response;
-      emulator.injectFault({
-        // A delay that lands late holds the call after its body was read (faults with bodyIncludes run then).
-        match: {
-          method: httpMethod,
-          path: path(messageId),
-          ...("landsLate" in response && response.landsLate ? { bodyIncludes: "" } : {}),
-          ...(bodyIncludes !== undefined ? { bodyIncludes } : {}),
-        },
-        times,
-        response:
-          "delayMs" in rest
-            ? rest
-            : {
-                httpStatus: rest.httpStatus ?? 400,
-                ...(rest.code !== undefined ? { code: rest.code } : {}),
-                ...(rest.msg !== undefined ? { msg: rest.msg } : {}),
-                ...(resetSeconds !== undefined
-                  ? { headers: { "x-ogw-ratelimit-reset": String(resetSeconds) } }
-                  : {}),
-              },
-      });
-    },
-    expireTokens: () => emulator.expireTokens(),
-    tokenFetches: () => emulator.callsTo("POST", "/open-apis/auth/v3/tenant_access_token/internal").length,
-    advance: (ms) => {
-      now += ms;
-    },
-    close: () => emulator.close(),
-  };
-}
-
-async function fakePlatform(options: PlatformOptions): Promise<Platform> {
-  let now = T0;
-  const fake = new FakeMessenger({ now: () => now, timeoutMs: TIMEOUT_MS, ...options });
-  return {
-    messenger: fake,
-    botOpenId: fake.botOpenId,
-    botName: fake.botName,
-    userMessage: (input) => userMessage(fake, input).messageId,
-    recall: (id) => void fake.recallMessage(id),
-    stored: (id) => fake.message(id),
-    fault: (method, response, { times = 1, messageId, bodyIncludes } = {}) =>
-      void fake.fail({
-        method,
-        times,
-        response,
-        ...(messageId ? { messageId } : {}),
-        ...(bodyIncludes !== undefined ? { bodyIncludes } : {}),
-      }),
-    expireTokens: () => fake.expireTokens(),
-    tokenFetches: () => fake.tokenFetches,
-    advance: (ms) => {
-      now += ms;
-    },
-    close: async () => undefined,
-  };
-}
 
 const card = (text: string): Card => ({
   schema: "2.0",
@@ -195,6 +83,14 @@ describe.each([
     return p;
   };
   const fromAlice = (p: Platform) => p.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "hi" });
+  const fromGroup = (p: Platform) =>
+    p.userMessage({
+      chatType: "group",
+      chatId: "oc_team",
+      senderOpenId: ALICE,
+      text: "hi",
+      mentionBot: true,
+    });
 
   it("tells who the bot is", async () => {
     const p = await open();
@@ -385,6 +281,66 @@ describe.each([
     expect(inEnvelope.message).toBe("im.message.get failed: bad id");
     // Faults took no slot and changed nothing: the card is as it was.
     expect(p.stored(messageId)).toMatchObject({ content: JSON.stringify(card("v1")), patches: 0 });
+  });
+
+  it("replies into a thread when asked: card and text in one new thread under the message, plain replies not", async () => {
+    const p = await open();
+    const source = fromGroup(p);
+    const plain = await p.messenger.replyCard(source, card("plain"));
+    const threaded = await p.messenger.replyCard(source, card("threaded"), { inThread: true, uuid: "run-t" });
+    const thread = p.stored(threaded.messageId)?.threadId;
+    expect(thread).toMatch(/^omt_/);
+    expect(p.stored(plain.messageId)).toMatchObject({ parentId: source });
+    expect(p.stored(plain.messageId)?.threadId).toBeUndefined();
+    const text = await p.messenger.sendText({ chatId: "oc_team" }, "好", { replyTo: source, inThread: true });
+    expect(p.stored(text.messageId)).toMatchObject({ parentId: source, threadId: thread, msgType: "text" });
+    // A reply to a message already in the thread stays there, asked or not.
+    const inside = await p.messenger.sendText({ chatId: "oc_team" }, "提醒", { replyTo: threaded.messageId });
+    expect(p.stored(inside.messageId)).toMatchObject({ threadId: thread, rootId: source });
+    // The uuid still de-duplicates a threaded reply.
+    expect(
+      (await p.messenger.replyCard(source, card("again"), { inThread: true, uuid: "run-t" })).messageId,
+    ).toBe(threaded.messageId);
+  });
+
+  it("reports a refused thread reply as the platform's error, stores nothing, and sends no second reply", async () => {
+    const p = await open();
+    const source = fromGroup(p);
+    p.fault("replyCard", { code: 230071, msg: "thread not allowed" }, { inThread: true });
+    const refused = await failure(
+      p.messenger.replyCard(source, card("x"), { inThread: true, uuid: "run-r" }),
+    );
+    expect(shape(refused)).toEqual(business("im.message.reply", 230071));
+    p.fault("sendText", { code: 230071 }, { inThread: true });
+    const text = await failure(
+      p.messenger.sendText({ chatId: "oc_team" }, "t", { replyTo: source, inThread: true }),
+    );
+    expect(shape(text)).toEqual(business("im.message.reply", 230071));
+    // A fault on thread replies leaves plain replies alone.
+    p.fault("replyCard", { code: 230071 }, { inThread: true });
+    const plain = await p.messenger.replyCard(source, card("plain"), { uuid: "run-r" });
+    expect(p.stored(plain.messageId)).toMatchObject({ parentId: source });
+    // Nothing opened a thread: the refused replies left no trace on the platform.
+    expect(p.stored(plain.messageId)?.threadId).toBeUndefined();
+    expect(p.stored(source)?.threadId).toBeUndefined();
+  });
+
+  it("under the channel's fallback, a refused thread reply lands once as a plain reply, keeping its uuid", async () => {
+    const p = await open();
+    const m = withThreadFallback(p.messenger, createLogger({ level: "silent" }));
+    const source = fromGroup(p);
+    p.fault("replyCard", { code: 230071 }, { inThread: true });
+    const sent = await m.replyCard(source, card("x"), { inThread: true, uuid: "run-f" });
+    expect(p.stored(sent.messageId)).toMatchObject({ parentId: source });
+    expect(p.stored(sent.messageId)?.threadId).toBeUndefined();
+    expect((await p.messenger.replyCard(source, card("y"), { uuid: "run-f" })).messageId).toBe(
+      sent.messageId,
+    );
+    // A rate limit is not a refused thread: it surfaces, for the caller's back-off.
+    p.fault("replyCard", { code: 230020 }, { inThread: true });
+    expect(shape(await failure(m.replyCard(source, card("z"), { inThread: true })))).toEqual(
+      business("im.message.reply", 230020),
+    );
   });
 
   it("refuses only the calls whose content carries a marker, wherever it is in the card", async () => {

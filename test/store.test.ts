@@ -22,7 +22,11 @@ describe("SQLite store", () => {
   it("re-opens an existing file without re-running migrations and keeps its rows", () => {
     const file = path.join(tempDir(), "bot.sqlite");
     const first = openDatabase(file);
-    first.prepare("INSERT INTO sessions VALUES ('s', 'web', 'none', NULL, '/w', 'u', 't', 1, 1)").run();
+    first
+      .prepare(
+        `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at) VALUES ('s', 'web', 'none', NULL, '/w', 'u', 't', 1, 1)`,
+      )
+      .run();
     first.close();
     const second = openDatabase(file);
     expect(second.prepare("SELECT COUNT(*) FROM sessions").pluck().get()).toBe(1);
@@ -142,7 +146,9 @@ describe("progress cards' final state", () => {
 
   it("forgets the mark when the card is sent again, and leaves gone cards out", () => {
     const db = openDatabase(path.join(tempDir(), "bot.sqlite"));
-    db.exec("INSERT INTO sessions VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)");
+    db.exec(
+      `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at) VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)`,
+    );
     db.exec(`${run("a", "completed", 5)};${run("b", "cancelled", 5)}`);
     const store = new FeishuStore(db, () => 10);
     const row = {
@@ -160,5 +166,73 @@ describe("progress cards' final state", () => {
     store.saveCard({ ...row, runId: "a", messageId: "om_a2" });
     expect(store.finalPending(0).map((c) => c.messageId)).toEqual(["om_a2"]);
     db.close();
+  });
+});
+
+describe("topic sessions", () => {
+  const topic = {
+    id: "feishu-cli_a1-group-oc_team-topic-om_root",
+    channel: "feishu" as const,
+    chatType: "group" as const,
+    chatId: "oc_team",
+    workspace: "/d/workspaces/feishu-chat/oc_team/topics/om_root",
+    ownerId: "ou_a",
+    title: "t",
+  };
+
+  it("stores the topic a session is and reads it back; other sessions have none", () => {
+    const store = new Store(openDatabase(":memory:"), () => 1);
+    const recorded = {
+      ...topic,
+      topic: { chatId: "oc_team", rootMessageId: "om_root", groupSessionId: "feishu-cli_a1-group-oc_team" },
+    };
+    store.upsertSession(recorded);
+    store.upsertSession({ ...topic, id: "feishu-cli_a1-group-oc_team", workspace: "/d/w" });
+    expect(store.getSession(topic.id)).toEqual(recorded);
+    expect(store.getSession("feishu-cli_a1-group-oc_team")?.topic).toBeUndefined();
+    expect(() =>
+      store.upsertSession({ ...recorded, id: "x", topic: { ...recorded.topic, chatId: "oc_b" } }),
+    ).toThrow(/not its chat/);
+  });
+
+  it("back-fills topic rows of an earlier version once, by the row's own chat id", () => {
+    const file = path.join(tempDir(), "topics.sqlite");
+    const old = new Database(file);
+    const previous = MIGRATIONS.findIndex((sql) => sql.includes("topic_root_id"));
+    expect(previous).toBeGreaterThan(0);
+    for (const sql of MIGRATIONS.slice(0, previous)) old.exec(sql);
+    old.pragma(`user_version = ${previous}`);
+    const insert = old.prepare(
+      "INSERT INTO sessions VALUES (@id, 'feishu', @chatType, @chatId, @workspace, 'ou_a', 't', 1, 1)",
+    );
+    insert.run({ id: topic.id, chatType: "group", chatId: "oc_team", workspace: topic.workspace });
+    // A group whose chat id has '-topic-' in it (accepted then): its id reads like a topic of oc_x; it is none.
+    insert.run({
+      id: "feishu-cli_a1-group-oc_x-topic-om_y",
+      chatType: "group",
+      chatId: "oc_x-topic-om_y",
+      workspace: "/d/workspaces/feishu-chat/oc_x-topic-om_y",
+    });
+    insert.run({
+      id: "feishu-cli_a1-group-oc_team",
+      chatType: "group",
+      chatId: "oc_team",
+      workspace: "/d/w",
+    });
+    insert.run({ id: "feishu-cli_a1-private-ou_a", chatType: "private", chatId: "oc_p", workspace: "/d/p" });
+    old.close();
+
+    const store = new Store(openDatabase(file), () => 2);
+    expect(store.getSession(topic.id)?.topic).toEqual({
+      chatId: "oc_team",
+      rootMessageId: "om_root",
+      groupSessionId: "feishu-cli_a1-group-oc_team",
+    });
+    for (const id of [
+      "feishu-cli_a1-group-oc_x-topic-om_y",
+      "feishu-cli_a1-group-oc_team",
+      "feishu-cli_a1-private-ou_a",
+    ])
+      expect(store.getSession(id)?.topic).toBeUndefined();
   });
 });

@@ -32,7 +32,7 @@ export function canViewSession(
   if (!session) return false;
   if (session.chatType === "group") {
     // A topic's card is in its group for every member to open: the group's members may view it too.
-    const group = parentGroupSessionId(sessionId);
+    const group = parentGroupSessionId(session);
     for (const chat of group === undefined ? [sessionId] : [sessionId, group]) {
       const lastSeen = runner.lastSeenInChat(chat, userId);
       if (lastSeen !== undefined && runner.now() - lastSeen <= VIEW_MEMBERSHIP_MS) return true;

@@ -3,7 +3,7 @@ import type { SessionInfo } from "./types.ts";
 
 /**
  * Session identity: the one place that builds a session's id and workspace from what the session is, and
- * that tells what a session is from its fields (`channel`, `chatType`), never from the id's text.
+ * that tells what a session is from its fields (`channel`, `chatType`, `topic`), never from the id's text.
  *
  * The ids and paths are stored (SQLite rows, workspaces on disk, links on cards already sent), so they must
  * stay byte-identical to what earlier versions wrote:
@@ -14,8 +14,13 @@ import type { SessionInfo } from "./types.ts";
  *   Keyed by the topic's root message, not its thread id: with FEISHU_REPLY_IN_THREAD the task starts before
  *   the thread exists (feishu/topics.ts).
  *
- * The key is a discriminated union so another kind (a group's topic: chat id + thread id) is one more
- * member here and one more case in each switch, which the compiler then asks for everywhere.
+ * The id is a name, never read back: what a session is (private, group, a topic of which group under which
+ * message) is recorded on the session itself (`chatType`, `topic`) when it is made here, and stored with it
+ * (the sessions table's `topic_root_id` / `topic_group_id`). Ids cannot collide either: events.ts refuses
+ * platform ids with anything but letters, digits and `_`, so no chat id can contain `-group-` or `-topic-`.
+ *
+ * The key is a discriminated union so another kind is one more member here and one more case in each
+ * switch, which the compiler then asks for everywhere.
  */
 export type SessionKey =
   | { kind: "feishu-private"; appId: string; openId: string }
@@ -61,6 +66,15 @@ export function feishuSession(
     workspace: workspaceOf(key, where.dataDir),
     ownerId: where.ownerId,
     title: where.title,
+    ...(key.kind === "feishu-topic"
+      ? {
+          topic: {
+            chatId: key.chatId,
+            rootMessageId: key.rootMessageId,
+            groupSessionId: feishuGroupSessionId(key.appId, key.chatId),
+          },
+        }
+      : {}),
   };
 }
 
@@ -97,24 +111,7 @@ export function feishuTopicSessionId(appId: string, chatId: string, rootMessageI
   return sessionIdOf({ kind: "feishu-topic", appId, chatId, rootMessageId });
 }
 
-const TOPIC_ID = /^feishu-([^-]+)-group-([^-]+)-topic-(.+)$/;
-
-/**
- * The one id that is read back: a topic's. Replies in a topic must go into its thread, and where the channel
- * answers (a card, a reminder, a queue card) it holds only the run's session id. Safe because the id is
- * stored and stable by design, and neither an app id (`cli_…`) nor a chat id (`oc_…`) contains a `-`.
- */
-export function parseFeishuTopicSessionId(
-  sessionId: string,
-): Extract<SessionKey, { kind: "feishu-topic" }> | undefined {
-  const match = TOPIC_ID.exec(sessionId);
-  if (!match) return undefined;
-  const [, appId = "", chatId = "", rootMessageId = ""] = match;
-  return { kind: "feishu-topic", appId, chatId, rootMessageId };
-}
-
-/** The group a topic session belongs to: its members may view the topic's runs (access.ts). */
-export function parentGroupSessionId(sessionId: string): string | undefined {
-  const topic = parseFeishuTopicSessionId(sessionId);
-  return topic ? feishuGroupSessionId(topic.appId, topic.chatId) : undefined;
+/** The group a topic session belongs to, as recorded on it: its members may view the topic's runs (access.ts). */
+export function parentGroupSessionId(session: Pick<SessionInfo, "topic">): string | undefined {
+  return session.topic?.groupSessionId;
 }

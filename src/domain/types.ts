@@ -17,6 +17,20 @@ export interface SessionInfo {
   /** Who opened the session (the private chat's user, or the first sender in a group). */
   ownerId: string;
   title: string;
+  /**
+   * Set on a session that is a topic of a group (issue 19), recorded when it is made (session-id.ts
+   * `feishuSession`) and stored with it: what every reader asks — whether replies go into a thread, whose
+   * members may view it, what clients are told — instead of reading it out of the id.
+   */
+  topic?: SessionTopic;
+}
+
+/** Where a topic session lives: its group chat, the message it hangs under, and the group's own session id. */
+export interface SessionTopic {
+  chatId: string;
+  rootMessageId: string;
+  /** The group's session id (it may have no session: a topic group's chat often has none). */
+  groupSessionId: string;
 }
 
 export type RunStatus = "running" | "recovering" | "completed" | "failed" | "cancelled";

@@ -3,7 +3,7 @@ import type { Card } from "../cards/model.ts";
 import type { DegradeLevel } from "../cards/progress.ts";
 import type { AgentCardTarget, AskSurface, SessionRuns } from "../domain/ports.ts";
 import { feishuGroupSessionId } from "../domain/session-id.ts";
-import type { RunView } from "../domain/types.ts";
+import type { RunView, SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
@@ -19,7 +19,8 @@ import { CardLifecycle } from "./progress/lifecycle.ts";
 import { Pings } from "./progress/pings.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
-import { knownTopicIn, routeInbound } from "./topics.ts";
+import { withThreadFallback } from "./thread-fallback.ts";
+import { knownTopicIn, routeInbound, threadReply } from "./topics.ts";
 
 export type { ActiveCard } from "./progress/card-book.ts";
 
@@ -78,9 +79,11 @@ export class FeishuChannel implements AskSurface {
   readonly queuedCards: QueuedCards;
   readonly times: AskTimes;
 
-  constructor(options: FeishuChannelOptions) {
+  constructor(given: FeishuChannelOptions) {
+    const log = given.logger.child({ module: "feishu" });
+    // Every part sends through this: a reply the platform refuses in a thread is sent once more in the chat.
+    const options = { ...given, messenger: withThreadFallback(given.messenger, log) };
     this.#o = options;
-    const log = options.logger.child({ module: "feishu" });
     this.#log = log;
     this.#background = new Background(log);
     this.#writes = new RetriedWrites(log);
@@ -224,10 +227,21 @@ export class FeishuChannel implements AskSurface {
     // from here, the transport refuses the delivery, and Feishu sends it again with nothing half-recorded.
     const markInbound = () => this.#o.store.markInbound(message.messageId);
     const text = message.rawText === undefined ? undefined : stripMentions(message.rawText, message.mentions);
+    // Where the message belongs, before anything is answered: a message in a topic (or, with
+    // FEISHU_REPLY_IN_THREAD, any group message) has its own session (topics.ts), and every reply to it —
+    // the texts below included — goes where that session's replies go.
+    const route = routeInbound(message, text ?? "", {
+      appId: this.#o.appId,
+      dataDir: this.#o.dataDir,
+      replyInThread: this.#o.replyInThread ?? false,
+      // A reply in a topic that came without its thread_id (facts: topic groups) finds the topic's session.
+      knownTopic: knownTopicIn(this.#o.runner, this.#o.appId, message.chatId),
+    });
+    const replyText = (reply: string) => this.#replyText(message, route.session, reply);
     if (text === undefined || text === "") {
       if (!markInbound()) return this.#redelivered(message);
       this.#background.track(
-        this.#replyText(message, text === undefined ? strings.feishu.nonText : strings.feishu.emptyText),
+        replyText(text === undefined ? strings.feishu.nonText : strings.feishu.emptyText),
       );
       return;
     }
@@ -240,18 +254,11 @@ export class FeishuChannel implements AskSurface {
         this.#o.now(),
         strings,
       );
-      this.#background.track(this.#replyText(message, reply));
+      this.#background.track(replyText(reply));
       this.#log.info({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
       return;
     }
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
-    // A message in a topic (or, with FEISHU_REPLY_IN_THREAD, any group message) has its own session (topics.ts).
-    const route = routeInbound(message, text, {
-      appId: this.#o.appId,
-      dataDir: this.#o.dataDir,
-      replyInThread: this.#o.replyInThread ?? false,
-      knownTopic: knownTopicIn(this.#o.runner, this.#o.appId, message.chatId),
-    });
     if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
     const result = this.#o.runner.accept(
       { session: route.session, senderId: message.senderOpenId, text, source },
@@ -273,9 +280,7 @@ export class FeishuChannel implements AskSurface {
       );
     } else if (result.kind === "full") {
       const limit = result.limit;
-      this.#background.track(
-        this.#o.appLimiter(() => this.#replyText(message, strings.feishu.queueFull(limit))),
-      );
+      this.#background.track(this.#o.appLimiter(() => replyText(strings.feishu.queueFull(limit))));
     }
   }
 
@@ -283,15 +288,10 @@ export class FeishuChannel implements AskSurface {
     this.#log.info({ messageId: message.messageId }, "redelivered message ignored");
   }
 
-  async #replyText(message: InboundMessage, text: string): Promise<void> {
-    // An answer to a message inside a topic stays in the topic (one without its thread_id too, topics.ts).
-    const inThread =
-      message.threadId !== undefined ||
-      (message.rootId !== undefined &&
-        knownTopicIn(this.#o.runner, this.#o.appId, message.chatId)(message.rootId));
+  async #replyText(message: InboundMessage, session: SessionInfo, text: string): Promise<void> {
     await this.#o.messenger.sendText({ chatId: message.chatId }, text, {
       replyTo: message.messageId,
-      ...(inThread ? { inThread } : {}),
+      ...threadReply(session),
     });
   }
 

@@ -8,12 +8,14 @@ import { z } from "zod";
 
 const openIdRef = z.object({ open_id: z.string().optional() }).passthrough();
 /**
- * A platform id (om_…, omt_…, oc_…). Topic ids name sessions and workspace directories (domain/session-id.ts),
- * so anything but letters, digits, `_` and `-` is refused here rather than reaching a path.
+ * A platform id (om_…, omt_…, oc_…, ou_…): Feishu prints them as a prefix, `_` and hex. They name sessions
+ * and workspace directories (domain/session-id.ts), so anything but letters, digits and `_` is refused here,
+ * rather than reaching a path or making two ids collide (a chat id with `-topic-` in it would otherwise name
+ * another chat's topic).
  */
-const platformId = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,200}$/, "must be a platform id (letters, digits, _ and -)");
+const platformId = z.string().regex(/^[A-Za-z0-9_]{1,200}$/, "must be a platform id (letters, digits and _)");
+/** The sender: their open id names a private chat's session and workspace, so it is a platform id too. */
+const senderIdRef = z.object({ open_id: platformId.optional() }).passthrough();
 /** An id that may be absent or, as some payloads send it, an empty string: both mean "none". */
 const optionalId = z
   .union([z.literal(""), platformId])
@@ -22,7 +24,7 @@ const optionalId = z
 
 const messageEventSchema = z.object({
   event_id: z.string().optional(),
-  sender: z.object({ sender_id: openIdRef.optional(), sender_type: z.string().optional() }).passthrough(),
+  sender: z.object({ sender_id: senderIdRef.optional(), sender_type: z.string().optional() }).passthrough(),
   message: z
     .object({
       message_id: platformId,

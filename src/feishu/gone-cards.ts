@@ -1,3 +1,4 @@
+import type { SessionTopic } from "../domain/types.ts";
 import { strings } from "../strings.ts";
 import type { Limiter } from "./limits.ts";
 import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
@@ -49,27 +50,39 @@ export async function checkCard(
 }
 
 /**
- * The new reply that says the task stopped: to the message that started it, or into the chat itself when
- * that message is gone too (or unknown, after a restart against a Feishu that never saw it).
+ * The new reply that says the task stopped: to the message that started it. When that message is gone too
+ * (or unknown, after a restart against a Feishu that never saw it), a plain session says it in the chat
+ * itself; a topic says it inside the topic, replying to its root message, and says nothing if that is gone as
+ * well: a message sent to the chat would land in the group's main flow, or open a new topic in a topic group.
+ * Returns whether the notice was sent.
  */
 export async function tellChatCardGone(
   deps: GoneCheckDeps,
-  where: { chatId: string; sourceMessageId: string; sessionId?: string },
-): Promise<void> {
-  // topics: in a topic session the notice is a reply inside the topic.
-  const inThread = where.sessionId === undefined ? {} : threadReply(where.sessionId);
+  where: { chatId: string; sourceMessageId: string; topic?: SessionTopic | undefined },
+): Promise<boolean> {
   const send = (replyTo?: string) =>
     deps.appLimiter(() =>
       deps.messenger.sendText(
         { chatId: where.chatId },
         strings.feishu.cardGone,
-        replyTo ? { replyTo, ...inThread } : {},
+        replyTo ? { replyTo, ...threadReply(where) } : {},
       ),
     );
-  try {
-    await send(where.sourceMessageId || undefined);
-  } catch (error) {
-    if (!suggestsGone(error)) throw error;
-    await send();
+  const places: (string | undefined)[] = where.topic
+    ? [...new Set([where.sourceMessageId, where.topic.rootMessageId].filter((id) => id !== ""))]
+    : [where.sourceMessageId || undefined, undefined];
+  for (const [i, replyTo] of places.entries()) {
+    try {
+      await send(replyTo);
+      return true;
+    } catch (error) {
+      // Only "that message is gone" moves on to the next place; anything else is the caller's to log.
+      if (!suggestsGone(error)) throw error;
+      if (i === places.length - 1) {
+        if (where.topic) return false;
+        throw error;
+      }
+    }
   }
+  return false;
 }

@@ -102,36 +102,21 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
   }
 
   const content = (card: Card) => JSON.stringify(card);
-  const log = options.logger.child({ module: "lark-messenger" });
   /**
-   * A reply into a thread, falling back to a plain reply once if the platform refuses the thread (230071: the
-   * group takes no threads; 230072: an aggregated message; feishu-platform §5.1): a card in the main flow beats
-   * none. Any other error is not about the thread and surfaces as for a plain reply.
+   * A reply, into the message's thread when asked. A refused thread is reported like any refusal: what to do
+   * then is the channel's (thread-fallback.ts), the same over this messenger and the fake.
    */
-  const reply = async (messageId: string, body: Record<string, unknown>, inThread: boolean | undefined) => {
-    const send = (thread: boolean) =>
-      call(
-        "im.message.reply",
-        {
-          method: "POST",
-          url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/reply`,
-          // Only when asked: a plain reply's body stays exactly as before.
-          data: thread ? { ...body, reply_in_thread: true } : body,
-        },
-        messageData,
-      );
-    if (!inThread) return send(false);
-    try {
-      return await send(true);
-    } catch (error) {
-      if (!threadRefused(error)) throw error;
-      log.warn(
-        { messageId, code: error.feishuCode },
-        "reply_in_thread refused; replying in the chat instead",
-      );
-      return send(false);
-    }
-  };
+  const reply = (messageId: string, body: Record<string, unknown>, inThread: boolean | undefined) =>
+    call(
+      "im.message.reply",
+      {
+        method: "POST",
+        url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/reply`,
+        // Only when asked: a plain reply's body stays exactly as before.
+        data: inThread ? { ...body, reply_in_thread: true } : body,
+      },
+      messageData,
+    );
   return {
     async replyCard(messageId, card, opts) {
       const data = {
@@ -194,19 +179,6 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
       return { openId: res.bot.open_id, name: res.bot.app_name ?? "" };
     },
   };
-}
-
-/**
- * A refusal that may be the thread itself: a Feishu business error (HTTP 4xx with a code) that is not about
- * the rate, the card's content, or a message that is gone — those fail the same way without the thread.
- */
-/** The reply page's codes for a refused `reply_in_thread` (feishu-platform §5.1). */
-const THREAD_REFUSED = new Set([230071, 230072]);
-
-function threadRefused(error: unknown): error is FeishuApiError {
-  return (
-    error instanceof FeishuApiError && error.feishuCode !== undefined && THREAD_REFUSED.has(error.feishuCode)
-  );
 }
 
 function createRequest(target: MessageTarget, msgType: string, body: string, uuid?: string) {

@@ -6,7 +6,10 @@ import { AppError } from "../errors.ts";
  * implements it over HTTP; tests may hand in anything that satisfies it.
  */
 export interface FeishuMessenger {
-  /** `inThread`: the reply goes into the message's topic, opening one under it if there is none (`reply_in_thread`). */
+  /**
+   * `inThread`: the reply goes into the message's topic, opening one under it if there is none
+   * (`reply_in_thread`). A refusal is reported as it came; falling back is the channel's (thread-fallback.ts).
+   */
   replyCard(
     messageId: string,
     card: Card,

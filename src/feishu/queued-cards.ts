@@ -18,7 +18,7 @@ import { threadReply } from "./topics.ts";
 export class QueuedCards {
   readonly #o: {
     store: FeishuStore;
-    runner: Pick<SessionRuns, "queued">;
+    runner: Pick<SessionRuns, "queued" | "getSession">;
     messenger: Pick<FeishuMessenger, "replyCard" | "patchCard">;
     appLimiter: Limiter;
     logger: Logger;
@@ -33,7 +33,7 @@ export class QueuedCards {
 
   constructor(options: {
     store: FeishuStore;
-    runner: Pick<SessionRuns, "queued">;
+    runner: Pick<SessionRuns, "queued" | "getSession">;
     messenger: Pick<FeishuMessenger, "replyCard" | "patchCard">;
     appLimiter: Limiter;
     logger: Logger;
@@ -59,7 +59,7 @@ export class QueuedCards {
       // topics: a message queued inside a topic gets its card in the topic too.
       this.#o.messenger.replyCard(where.sourceMessageId, card, {
         uuid: `q-${queued.id}`,
-        ...threadReply(queued.sessionId),
+        ...threadReply(this.#o.runner.getSession(queued.sessionId)),
       }),
     );
     this.#posting.set(queued.id, replying);

@@ -1,10 +1,5 @@
 import { oneLine, truncate } from "../cards/text.ts";
-import {
-  feishuSession,
-  feishuTopicSessionId,
-  parseFeishuTopicSessionId,
-  type SessionKey,
-} from "../domain/session-id.ts";
+import { feishuSession, feishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import { strings } from "../strings.ts";
 import type { InboundMessage } from "./events.ts";
@@ -29,10 +24,9 @@ import type { InboundMessage } from "./events.ts";
 export type ChatSessionKind = "private" | "group" | "topic";
 
 export interface InboundRoute {
+  /** A topic's session carries its `topic`: where its replies go follows from it (`threadReply`). */
   session: SessionInfo;
   kind: ChatSessionKind;
-  /** Replies (card, texts) go into the topic: `reply_in_thread: true`. */
-  inThread: boolean;
 }
 
 export interface TopicRouteOptions {
@@ -56,7 +50,6 @@ export function routeInbound(
   const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
   const at = (key: SessionKey, title: string, kind: ChatSessionKind): InboundRoute => ({
     kind,
-    inThread: kind === "topic",
     session: feishuSession(key, { ...where, title }),
   });
   if (message.chatType === "p2p")
@@ -85,9 +78,14 @@ function topicRootOf(message: InboundMessage, options: TopicRouteOptions): strin
   return options.replyInThread ? message.messageId : undefined;
 }
 
-/** Replies in a topic session go into the topic (`reply_in_thread`); everywhere else they are plain replies. */
-export function threadReply(sessionId: string): { inThread?: true } {
-  return parseFeishuTopicSessionId(sessionId) ? { inThread: true } : {};
+/**
+ * The one rule for where the bot answers a session: inside its topic (`reply_in_thread`) when the session is
+ * a topic, as recorded on it; a plain reply everywhere else. Every reply path asks it — the progress card,
+ * queue cards, the @-ping and deadline reminders, texts and /login (from the message's route, before any
+ * session exists), and the gone notice.
+ */
+export function threadReply(session: Pick<SessionInfo, "topic"> | undefined): { inThread?: true } {
+  return session?.topic ? { inThread: true } : {};
 }
 
 /** `knownTopic` over a runner's sessions: the chat's topic rooted at a message has a session. */

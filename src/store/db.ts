@@ -224,6 +224,22 @@ export const MIGRATIONS: readonly string[] = [
                                                  AND updated_at < (unixepoch() - 3600) * 1000));
   CREATE INDEX cards_final_pending ON progress_cards(created_at) WHERE final_landed_at IS NULL AND gone = 0;
   `,
+  `
+  -- A topic session (issue 19) records which message of which group it hangs under, so nothing reads it out of
+  -- the id. Both NULL for every other session.
+  ALTER TABLE sessions ADD COLUMN topic_root_id TEXT;
+  ALTER TABLE sessions ADD COLUMN topic_group_id TEXT;
+  -- The one time an id is read: topic sessions written before these columns existed (the unreleased first cut
+  -- of topics, id feishu-{appId}-group-{chatId}-topic-{root}). Matched against the row's own chat_id, not by
+  -- splitting on '-', so a group whose chat id merely contains '-topic-' stays a group.
+  UPDATE sessions
+    SET topic_root_id  = substr(id, instr(id, '-group-' || chat_id || '-topic-') + length('-group-' || chat_id || '-topic-')),
+        topic_group_id = substr(id, 1, instr(id, '-group-' || chat_id || '-topic-') + length('-group-' || chat_id) - 1)
+    WHERE channel = 'feishu' AND chat_type = 'group' AND chat_id IS NOT NULL AND id LIKE 'feishu-%'
+      AND instr(id, '-group-' || chat_id || '-topic-') > 0
+      AND substr(id, instr(id, '-group-' || chat_id || '-topic-') + length('-group-' || chat_id || '-topic-')) <> ''
+      AND workspace LIKE '%' || substr(id, instr(id, '-group-' || chat_id || '-topic-') + length('-group-' || chat_id || '-topic-'));
+  `,
 ];
 
 /**

@@ -36,6 +36,8 @@ interface SessionRow {
   workspace: string;
   owner_id: string;
   title: string;
+  topic_root_id: string | null;
+  topic_group_id: string | null;
 }
 
 interface RunRow {
@@ -82,8 +84,9 @@ function prepareStatements(db: Db) {
   return {
     sessions: {
       upsert: db.prepare(
-        `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at)
-         VALUES (@id, @channel, @chatType, @chatId, @workspace, @ownerId, @title, @now, @now)
+        `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, topic_root_id,
+                               topic_group_id, created_at, updated_at)
+         VALUES (@id, @channel, @chatType, @chatId, @workspace, @ownerId, @title, @topicRoot, @topicGroup, @now, @now)
          ON CONFLICT(id) DO UPDATE SET updated_at = @now`,
       ),
       get: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE id = ?"),
@@ -194,7 +197,19 @@ export class Store {
   // sessions ------------------------------------------------------------------------------------------
 
   upsertSession(session: SessionInfo): void {
-    this.#sql.sessions.upsert.run({ ...session, chatId: session.chatId ?? null, now: this.#now() });
+    const { topic, ...fields } = session;
+    // A topic's chat is its group's: the row's chat_id, so only the root and the group's session are added.
+    if (topic && topic.chatId !== session.chatId)
+      throw new Error(
+        `session ${session.id}: its topic is in ${topic.chatId}, not its chat ${session.chatId}`,
+      );
+    this.#sql.sessions.upsert.run({
+      ...fields,
+      chatId: session.chatId ?? null,
+      topicRoot: topic?.rootMessageId ?? null,
+      topicGroup: topic?.groupSessionId ?? null,
+      now: this.#now(),
+    });
   }
 
   getSession(id: string): SessionInfo | undefined {
@@ -208,6 +223,15 @@ export class Store {
       workspace: row.workspace,
       ownerId: row.owner_id,
       title: row.title,
+      ...(row.chat_id && row.topic_root_id && row.topic_group_id
+        ? {
+            topic: {
+              chatId: row.chat_id,
+              rootMessageId: row.topic_root_id,
+              groupSessionId: row.topic_group_id,
+            },
+          }
+        : {}),
     };
   }
 

@@ -28,6 +28,11 @@ export interface FakeFault {
    * `bodyIncludes`, e.g. to refuse one construct wherever it appears).
    */
   bodyIncludes?: string;
+  /**
+   * Only replies sent into a thread (`inThread`), as the emulator's `bodyIncludes: '"reply_in_thread":true'`
+   * picks them out of the request body: a platform that refuses threads somewhere.
+   */
+  inThread?: true;
   /** Skip this many matching calls first: `{skip: 2, times: 1}` faults the 3rd matching call only. */
   skip?: number;
   /** How many matching calls it applies to (default 1; `Infinity` for a storm that lasts until cleared). */
@@ -76,9 +81,10 @@ export class FakeFaultQueue {
     method: MessengerMethod,
     messageId: string | undefined,
     content: string,
+    inThread = false,
   ): FakeFaultResponse | undefined {
     for (const active of this.#faults) {
-      if (active.remaining <= 0 || !matches(active.fault, method, messageId, content)) continue;
+      if (active.remaining <= 0 || !matches(active.fault, method, messageId, content, inThread)) continue;
       if (active.skip > 0) {
         active.skip -= 1;
         continue;
@@ -105,8 +111,10 @@ function matches(
   method: MessengerMethod,
   messageId: string | undefined,
   content: string,
+  inThread: boolean,
 ): boolean {
   if (fault.bodyIncludes !== undefined && !content.includes(fault.bodyIncludes)) return false;
+  if (fault.inThread && !inThread) return false;
   if (fault.method !== undefined) {
     const methods: readonly MessengerMethod[] =
       typeof fault.method === "string" ? [fault.method] : fault.method;

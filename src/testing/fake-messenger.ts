@@ -229,7 +229,7 @@ export class FakeMessenger implements FeishuMessenger {
     const call: FakeCall = { ...record, at: this.clock.now() };
     this.calls.push(call);
     const api = apiName ?? API_NAMES[call.method];
-    const first = this.#faults.take(call.method, call.messageId, contentOf(call));
+    const first = this.#faults.take(call.method, call.messageId, contentOf(call), repliesInThread(call));
     if (first && "delayMs" in first) {
       if (first.delayMs < this.timeoutMs) {
         await this.#sleep(first.delayMs);
@@ -257,7 +257,8 @@ export class FakeMessenger implements FeishuMessenger {
     for (
       let attempt = 0, next = fault;
       ;
-      attempt += 1, next = this.#faults.take(call.method, call.messageId, contentOf(call))
+      attempt += 1,
+        next = this.#faults.take(call.method, call.messageId, contentOf(call), repliesInThread(call))
     ) {
       try {
         if (this.clock.now() >= this.#tokenExpiresAt) {
@@ -297,6 +298,13 @@ export class FakeMessenger implements FeishuMessenger {
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => globalThis.setTimeout(resolve, ms));
   }
+}
+
+/** A reply sent with `reply_in_thread` (a text without `replyTo` is a new message: the flag goes nowhere). */
+function repliesInThread(call: FakeCall): boolean {
+  const replying =
+    call.method === "replyCard" || (call.method === "sendText" && call.options?.replyTo !== undefined);
+  return replying && call.options?.inThread === true;
 }
 
 /** What `bodyIncludes` looks into: the card's JSON or the text, as the call carries them. */

@@ -136,7 +136,7 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
       res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
       return;
     }
-    const topic = topicInfo(session.id);
+    const topic = topicInfo(session);
     res.json({
       id: session.id,
       title: shownTitle(session.title),

@@ -221,8 +221,9 @@ export class WsHub implements AskSurface {
     const canAnswer = active?.senderId === connection.userId;
     // topics (issue 19): a topic session is named and placed in its group, so a client can list it as a topic;
     // every other session's frame stays as it was.
-    const topic = topicInfo(sessionId);
-    const title = topic ? this.#deps.runner.getSession(sessionId)?.title : undefined;
+    const session = this.#deps.runner.getSession(sessionId);
+    const topic = topicInfo(session);
+    const title = topic ? session?.title : undefined;
     this.#send(connection, {
       type: "subscribed",
       sessionId,

@@ -76,6 +76,10 @@ export interface FakeChannelOptions {
   /** The wait after a callback's answer before its card's next PATCH (production 1000). */
   settleMs?: number;
   asks?: FeishuChannelOptions["asks"];
+  /** FEISHU_REPLY_IN_THREAD=on: a task from a plain group message answers in a new thread under it. */
+  replyInThread?: boolean;
+  /** The /login link (private chats get it; groups are told to ask privately). */
+  signInLink?: FeishuChannelOptions["signInLink"];
 }
 
 /** One tick of fake time between looks at the world: short next to every interval the channel uses. */
@@ -135,6 +139,8 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     requestTimeoutMs: fake.timeoutMs,
     inbound: { transport: "none" },
     ...(options.asks ? { asks: options.asks } : {}),
+    ...(options.replyInThread !== undefined ? { replyInThread: options.replyInThread } : {}),
+    ...(options.signInLink ? { signInLink: options.signInLink } : {}),
   });
 
   const drive = async <T>(work: Promise<T>, limitMs = 120_000): Promise<T> => {

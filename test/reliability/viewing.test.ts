@@ -128,7 +128,7 @@ describe("membership of a group", () => {
     db.pragma(`user_version = ${before}`);
     const at = 1_800_000_000_000;
     db.prepare(
-      "INSERT INTO sessions VALUES ('feishu-app-group-oc_1','feishu','group','oc_1','/w',?,'g',?,?)",
+      "INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at) VALUES ('feishu-app-group-oc_1','feishu','group','oc_1','/w',?,'g',?,?)",
     ).run(ALICE, at, at);
     db.prepare(
       "INSERT INTO runs (id, session_id, sender_id, input, status, started_at) VALUES ('r1','feishu-app-group-oc_1',?,'x','completed',?)",

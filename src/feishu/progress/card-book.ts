@@ -4,7 +4,7 @@ import type { Card } from "../../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../../cards/progress.ts";
 import { oneLine, truncate } from "../../cards/text.ts";
 import type { AgentCardTarget, SessionRuns } from "../../domain/ports.ts";
-import { type ChatType, isTerminal, type RunView } from "../../domain/types.ts";
+import { type ChatType, isTerminal, type RunView, type SessionTopic } from "../../domain/types.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import { type AskTimes, deadlineView } from "../ask-deadline.ts";
 import type { ReminderState } from "../ask-reminder.ts";
@@ -26,6 +26,8 @@ export interface ActiveCard {
   publisher: CardPublisher | undefined;
   /** Whose answer the card waits for is worded by chat type: `等待 @Alice 回答` in a group. */
   chatType: ChatType | undefined;
+  /** The topic its session is, as recorded on the session: every reply about the card goes into it (topics.ts). */
+  topic: SessionTopic | undefined;
   /** The @-mention reminder: at most one per card, in groups only (ask-reminder.ts). */
   reminder: ReminderState;
   /** What a submit that did not complete an ask carried, by request id: its form renders pre-filled. */
@@ -68,6 +70,7 @@ export class CardBook {
     run: Pick<RunView, "id" | "sessionId" | "senderId">,
     where: { chatId: string; sourceMessageId: string },
   ) {
+    const session = this.#deps.runner.getSession(run.sessionId);
     const card: ActiveCard = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -76,7 +79,8 @@ export class CardBook {
       sourceMessageId: where.sourceMessageId,
       messageId: undefined,
       publisher: undefined,
-      chatType: this.#deps.runner.getSession(run.sessionId)?.chatType,
+      chatType: session?.chatType,
+      topic: session?.topic,
       // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
       reminder: this.#deps.store.wasReminded(run.id) ? "sent" : "none",
       drafts: new Map(),

@@ -211,6 +211,12 @@ export class CardLifecycle {
     for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.feishu.cardGoneError);
     book.forget(card);
     const ended = runner.abandon(card.runId, strings.feishu.cardGoneError);
-    if (ended.ok) this.#d.background.track(tellChatCardGone(this.#d, card));
+    if (!ended.ok) return;
+    this.#d.background.track(
+      tellChatCardGone(this.#d, card).then((told) => {
+        if (!told)
+          log.warn({ runId: card.runId }, "the topic's messages are gone too; the chat was not told");
+      }),
+    );
   }
 }

@@ -89,7 +89,7 @@ export class Pings {
         await messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(questions), {
           mentionOpenIds: [card.senderId],
           replyTo: card.messageId ?? card.sourceMessageId,
-          ...threadReply(card.sessionId),
+          ...threadReply(card),
         });
         return "sent" as const;
       });
@@ -117,7 +117,7 @@ export class Pings {
         messenger.sendText({ chatId: card.chatId }, text, {
           ...(group ? { mentionOpenIds: [card.senderId] } : {}),
           replyTo: card.messageId ?? card.sourceMessageId,
-          ...threadReply(card.sessionId),
+          ...threadReply(card),
         }),
       ),
     );

@@ -145,7 +145,7 @@ export class CardPlacement {
                 ? messenger.sendCard(card.agent.target, content, { uuid })
                 : messenger.replyCard(card.sourceMessageId, content, {
                     uuid,
-                    ...threadReply(card.sessionId),
+                    ...threadReply(card),
                   });
             },
             { urgent: true },
