@@ -38,7 +38,13 @@ export function englishExampleCards(): Record<string, Card> {
     "en-progress-running": buildProgressCard(base, [], on),
     "en-progress-one-form": buildProgressCard(asking, [bothQuestions], on),
     "en-progress-form-deadline": buildProgressCard(
-      { ...asking, deadline: "Dec 1 10:15", extendMinutes: 15, queuedBehind: 2 },
+      {
+        ...asking,
+        // Tomorrow in the zone: the date is written in each reader's language (Dec 1, 12月1日).
+        deadline: { at: T0 + 24 * 3_600_000 + 15 * 60_000, timeZone: "Asia/Shanghai", now: T0 },
+        extendMinutes: 15,
+        queuedBehind: 2,
+      },
       [bothQuestions],
       on,
     ),

@@ -60,7 +60,12 @@ export function exampleCards(): Record<string, Card> {
     "progress-one-form": buildProgressCard(asking, [bothQuestions]),
     // Issue 16: the deadline as an absolute time, 延长, and a message waiting behind the question.
     "progress-form-deadline": buildProgressCard(
-      { ...asking, deadline: "10:15", extendMinutes: 15, queuedBehind: 1 },
+      {
+        ...asking,
+        deadline: { at: T0 + 15 * 60_000, timeZone: "Asia/Shanghai", now: T0 },
+        extendMinutes: 15,
+        queuedBehind: 1,
+      },
       [bothQuestions],
     ),
     // Issue 16: the question timed out; the card says so in one line and the run goes on without it.
@@ -71,7 +76,7 @@ export function exampleCards(): Record<string, Card> {
           ...base.steps,
           { title: "等待你的回答", status: "failed", summary: "用户未在规定时间内回答" },
         ],
-        notice: "问题已失效:已超时。未在期限内收到回答,任务已不等回答继续执行",
+        notice: { kind: "timeout" },
       },
       [],
     ),

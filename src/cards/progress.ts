@@ -231,7 +231,7 @@ function render(
   const steps = stepsMarkdown(view, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
   elements.push(...outcome(view, budget, s, level > 0));
-  elements.push(...askNotice(view));
+  elements.push(...askNotice(view, s));
   if (shownAsks.length > 0) {
     const context: AskContext = {
       sessionId: view.sessionId,
