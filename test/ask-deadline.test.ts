@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { formatDeadline as formatDeadlineIn, goneNoticeText } from "../src/cards/ask-words.ts";
 import type { Card } from "../src/cards/model.ts";
-import { DEFAULT_ASK_TIMES, formatDeadline, goneQuestion } from "../src/feishu/ask-deadline.ts";
+import { DEFAULT_ASK_TIMES, extendedText, formatDeadline, goneQuestion } from "../src/feishu/ask-deadline.ts";
 import { catalogues, strings } from "../src/strings.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { type FeishuRig, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
@@ -95,6 +95,11 @@ describe("the deadline, written once", () => {
     expect(formatDeadlineIn(tomorrow, "Asia/Shanghai", now, catalogues.zh_cn)).toBe("12月2日 00:30");
     expect(formatDeadlineIn(tomorrow, "Asia/Shanghai", now, catalogues.en_us)).toBe("Dec 2 00:30");
     expect(formatDeadlineIn(now, "Asia/Shanghai", now, catalogues.en_us)).toBe("15:42");
+    // The 延长 toast too: the operator's client picks its language from `i18n`, date and all.
+    expect(extendedText(tomorrow, "Asia/Shanghai", now)).toEqual({
+      zh_cn: "已延长，请在 12月2日 00:30 前回答",
+      en_us: catalogues.en_us.asks.extended("Dec 2 00:30"),
+    });
   });
 
   it("keeps why a question is gone as a fact, and words it in one line per language", () => {

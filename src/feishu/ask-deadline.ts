@@ -1,7 +1,7 @@
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
 import { formatDeadline as formatIn, type GoneQuestion } from "../cards/ask-words.ts";
-import { type Strings, strings } from "../strings.ts";
+import { inEveryLocale, type Localized, type Strings, strings } from "../strings.ts";
 
 /**
  * Deadlines people can see (issue 16). The card writes the earliest pending deadline as an absolute time in
@@ -43,6 +43,11 @@ export function askTimes(partial: Partial<AskTimes> | undefined): AskTimes {
  */
 export function formatDeadline(at: number, timeZone: string, now: number = at, s: Strings = strings): string {
   return formatIn(at, timeZone, now, s);
+}
+
+/** The 延长 toast in every language, each writing the date its own way (12月2日, Dec 2), not just the sentence. */
+export function extendedText(at: number, timeZone: string, now: number): Localized {
+  return inEveryLocale((s) => s.asks.extended(formatIn(at, timeZone, now, s)));
 }
 
 export function deadlineView(
