@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEMO_QUESTIONS_EN } from "../src/asks/demo-questions.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import { bilingual, zh } from "../src/strings.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { requestIdsOn } from "./helpers/feishu.ts";
 
@@ -40,7 +41,16 @@ const groupCard: ProgressView = {
   senderId: ALICE,
   title: WRITTEN.title,
   status: "running",
-  steps: [{ title: WRITTEN.stepTitle, status: "done", summary: WRITTEN.stepSummary }],
+  steps: [
+    { title: WRITTEN.stepTitle, status: "done", summary: WRITTEN.stepSummary },
+    // The step of the question that timed out: the bot's words, recorded in the bot's language and in all.
+    {
+      title: zh.model.askTitle,
+      status: "failed",
+      summary: zh.askTimedOutSummary,
+      words: { title: bilingual.model.askTitle, summary: bilingual.askTimedOutSummary },
+    },
+  ],
   startedAt: NOW - 60_000,
   detailsUrl: "https://bot.example.com/sessions/x/runs/run_1",
   chatType: "group",
@@ -203,10 +213,18 @@ describe("a group card on the channel, in both languages", () => {
     const deadline = await r.until(() => textWith(r.cardOf(cardId), "请在"), "the deadline line");
     expect(deadline.zh_cn).toMatch(/^⏰ 请在 12月1日 00:1\d 前回答$/);
     expect(deadline.en_us).toMatch(/^⏰ Please answer by Dec 1 00:1\d$/);
+    // The ask's step is the bot's words too (the demo's other steps are its script, shown as written).
+    expect(textWith(r.cardOf(cardId), "**步骤**")?.en_us).toContain("⏳ Waiting for your answer");
 
     vi.advanceTimersByTime(20 * 60_000 + 1_000);
     const notice = await r.until(() => textWith(r.cardOf(cardId), "问题已失效"), "the notice");
     expect(notice.en_us).toMatch(/^The question is no longer open: it timed out/);
     expect(notice.zh_cn).toBe("问题已失效：已超时。未在期限内收到回答，任务已不等回答继续执行");
+    const steps = await r.until(() => {
+      const found = textWith(r.cardOf(cardId), "**步骤**");
+      return String(found?.en_us).includes("❌") && found;
+    }, "the failed step");
+    expect(steps.en_us).toContain("❌ Waiting for your answer · The user did not answer in time");
+    expect(steps.zh_cn).toContain("❌ 等待你的回答 · 用户未在规定时间内回答");
   });
 });

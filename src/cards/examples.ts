@@ -1,5 +1,6 @@
 import { DEMO_QUESTIONS } from "../asks/demo-questions.ts";
 import { PLAN_STEP_TOOL } from "../domain/types.ts";
+import { bilingual } from "../strings.ts";
 import { englishExampleCards } from "./examples-en.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
@@ -24,14 +25,21 @@ const base: ProgressView = {
   detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice/runs/run_0001",
 };
 
-const asking = { ...base, steps: [...base.steps, { title: "等待你的回答", status: "running" as const }] };
+// The ask's step: the bot's own words, so the card carries them in every language (issue 19).
+const askStep = { title: "等待你的回答", words: { title: bilingual.model.askTitle } };
+const asking = { ...base, steps: [...base.steps, { ...askStep, status: "running" as const }] };
 const bothQuestions: CardAsk = {
   requestId: "req_0001",
   questions: [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features],
 };
 const finished = [
   ...base.steps,
-  { title: "等待你的回答", status: "done" as const, summary: "回答了 2 个问题" },
+  {
+    title: askStep.title,
+    status: "done" as const,
+    summary: "回答了 2 个问题",
+    words: { ...askStep.words, summary: bilingual.answeredSummary(2) },
+  },
   { title: "部署方式：Docker（推荐）", status: "done" as const, summary: "已生成 Dockerfile" },
   { title: "开启功能：暗色模式", status: "done" as const, summary: "改动了 3 个文件" },
 ];
@@ -74,7 +82,12 @@ export function exampleCards(): Record<string, Card> {
         ...base,
         steps: [
           ...base.steps,
-          { title: "等待你的回答", status: "failed", summary: "用户未在规定时间内回答" },
+          {
+            title: askStep.title,
+            status: "failed",
+            summary: "用户未在规定时间内回答",
+            words: { ...askStep.words, summary: bilingual.askTimedOutSummary },
+          },
         ],
         notice: { kind: "timeout" },
       },
@@ -83,11 +96,7 @@ export function exampleCards(): Record<string, Card> {
     "progress-stacked-forms": buildProgressCard(
       {
         ...asking,
-        steps: [
-          ...base.steps,
-          { title: "等待你的回答", status: "running" },
-          { title: "等待你的回答", status: "running" },
-        ],
+        steps: [...base.steps, { ...askStep, status: "running" }, { ...askStep, status: "running" }],
       },
       [
         { requestId: "req_0002", questions: [DEMO_QUESTIONS.deploy] },

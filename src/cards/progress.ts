@@ -1,5 +1,5 @@
 import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
-import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
+import { catalogues, strings as defaultStrings, LOCALES, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
@@ -29,6 +29,8 @@ export interface ProgressStepView {
   title: string;
   status: "pending" | "running" | "done" | "failed";
   summary?: string;
+  /** The bot's words of title and summary by locale (等待你的回答 / Waiting for your answer). */
+  words?: { title?: Readonly<Record<string, string>>; summary?: Readonly<Record<string, string>> };
 }
 
 export interface ProgressView extends AskExtrasView {
@@ -308,9 +310,13 @@ function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string |
   const others = view.steps.filter((step) => step.tool !== PLAN_STEP_TOOL);
   const recent = budget.steps > 0 ? others.slice(-budget.steps) : [];
   const hidden = total - plan.length - recent.length;
+  // The catalogue's locale picks a step's own words; a step without them reads as its agent wrote it.
+  const locale = LOCALES.find((code) => catalogues[code] === s);
   const line = (step: ProgressStepView) => {
-    const title = escapeText(truncate(oneLine(step.title), 60));
-    const note = step.summary ? ` · ${escapeText(truncate(oneLine(step.summary), 80))}` : "";
+    const titleText = (locale && step.words?.title?.[locale]) || step.title;
+    const summaryText = (locale && step.words?.summary?.[locale]) || step.summary;
+    const title = escapeText(truncate(oneLine(titleText), 60));
+    const note = summaryText ? ` · ${escapeText(truncate(oneLine(summaryText), 80))}` : "";
     return `${STEP_ICONS[step.status]} ${title}${note}`;
   };
   return [

@@ -489,6 +489,7 @@ export class SessionRunner implements SessionRuns {
             name,
             args,
             ...(options?.title ? { title: options.title } : {}),
+            ...(options?.titleWords ? { titleWords: options.titleWords } : {}),
             ...(options?.signal ? { signal: options.signal } : {}),
           },
         ]);

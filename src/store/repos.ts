@@ -21,6 +21,12 @@ const stepsSchema = z.array(
     title: z.string(),
     status: z.enum(["pending", "running", "done", "failed"]),
     summary: z.string().optional(),
+    words: z
+      .object({
+        title: z.record(z.string(), z.string()).optional(),
+        summary: z.record(z.string(), z.string()).optional(),
+      })
+      .optional(),
     startedAt: z.number(),
     endedAt: z.number().optional(),
   }),
