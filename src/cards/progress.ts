@@ -1,5 +1,5 @@
-import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
-import { catalogues, strings as defaultStrings, LOCALES, type Locale, type Strings } from "../strings.ts";
+import type { RunStatus } from "../domain/types.ts";
+import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
@@ -14,24 +14,16 @@ import {
   tagColorFor,
 } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
+import { type ProgressStepView, stepsMarkdown } from "./steps.ts";
 import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
+export type { ProgressStepView } from "./steps.ts";
 
 /**
  * The progress card: a pure function of (run view, pending asks). Every PATCH re-renders the whole card,
  * so a form is part of the state and never "attached once" (seed feishu-card-ask §三).
  */
-
-export interface ProgressStepView {
-  /** `PLAN_STEP_TOOL` marks a plan entry, kept in view however many tool steps follow. */
-  tool?: string;
-  title: string;
-  status: "pending" | "running" | "done" | "failed";
-  summary?: string;
-  /** The bot's words of title and summary by locale (等待你的回答 / Waiting for your answer). */
-  words?: { title?: Readonly<Record<string, string>>; summary?: Readonly<Record<string, string>> };
-}
 
 export interface ProgressView extends AskExtrasView {
   sessionId: string;
@@ -287,44 +279,6 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
     case "cancelled":
       return s.card.summaryCancelled;
   }
-}
-
-/**
- * ⬜ is a plan entry or call not begun yet: a checklist reads wrong if it looks already under way.
- * Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set (no
- * font needed in the client), while an icon can only prefix a whole element, not each step line. Our own
- * renderings (console, session page) draw these as SVG (web/public/icons.ts).
- */
-const STEP_ICONS: Record<ProgressStepView["status"], string> = {
-  pending: "⬜",
-  running: "⏳",
-  done: "✅",
-  failed: "❌",
-};
-
-function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string | undefined {
-  const total = view.steps.length;
-  if (total === 0) return view.status === "running" ? s.card.noSteps : undefined;
-  // A plan is the task's checklist: its entries stay on the card while older tool steps give way.
-  const plan = view.steps.filter((step) => step.tool === PLAN_STEP_TOOL).slice(0, budget.steps);
-  const others = view.steps.filter((step) => step.tool !== PLAN_STEP_TOOL);
-  const recent = budget.steps > 0 ? others.slice(-budget.steps) : [];
-  const hidden = total - plan.length - recent.length;
-  // The catalogue's locale picks a step's own words; a step without them reads as its agent wrote it.
-  const locale = LOCALES.find((code) => catalogues[code] === s);
-  const line = (step: ProgressStepView) => {
-    const titleText = (locale && step.words?.title?.[locale]) || step.title;
-    const summaryText = (locale && step.words?.summary?.[locale]) || step.summary;
-    const title = escapeText(truncate(oneLine(titleText), 60));
-    const note = summaryText ? ` · ${escapeText(truncate(oneLine(summaryText), 80))}` : "";
-    return `${STEP_ICONS[step.status]} ${title}${note}`;
-  };
-  return [
-    s.card.stepsHeading,
-    ...plan.map(line),
-    ...(hidden > 0 ? [s.card.earlierSteps(hidden)] : []),
-    ...recent.map(line),
-  ].join("\n");
 }
 
 /** The model's text: sanitized markdown, or (degraded) escaped plain text that cannot be refused again. */
