@@ -1,6 +1,6 @@
 import { DEMO_QUESTIONS } from "../asks/demo-questions.ts";
 import { PLAN_STEP_TOOL } from "../domain/types.ts";
-import { bilingual } from "../strings.ts";
+import { bilingual, inEveryLocale, zh } from "../strings.ts";
 import { englishExampleCards } from "./examples-en.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
@@ -43,6 +43,19 @@ const finished = [
   { title: "部署方式：Docker（推荐）", status: "done" as const, summary: "已生成 Dockerfile" },
   { title: "开启功能：暗色模式", status: "done" as const, summary: "改动了 3 个文件" },
 ];
+
+/** An ACP agent's steps as harness/agents/acp/updates.ts reports them: our frame, the agent's text. */
+const planStep = (n: number, entry: string, status: "done" | "running" | "pending") => ({
+  tool: PLAN_STEP_TOOL,
+  title: `${zh.acp.planTitle} ${n}. ${entry}`,
+  words: { title: inEveryLocale((s) => `${s.acp.planTitle} ${n}. ${entry}`) },
+  status,
+});
+const acpStep = (kind: "read" | "edit", title: string) => ({
+  tool: `acp_${kind}`,
+  title: `${zh.acp.toolKinds[kind]} · ${title}`,
+  words: { title: inEveryLocale((s) => `${s.acp.toolKinds[kind]} · ${title}`) },
+});
 
 export function exampleCards(): Record<string, Card> {
   // An outside agent's task (agents-api): the header names the agent, the form says why it asks; no 取消任务.
@@ -162,17 +175,17 @@ export function exampleCards(): Record<string, Card> {
         ...base,
         title: "把配置里的端口改成 8080",
         steps: [
-          { tool: PLAN_STEP_TOOL, title: "计划 1. 读取配置", status: "done" },
-          { tool: PLAN_STEP_TOOL, title: "计划 2. 修改端口", status: "running" },
-          { tool: PLAN_STEP_TOOL, title: "计划 3. 运行测试", status: "pending" },
-          { tool: "acp_read", title: "读取 · Read config.json", status: "done", summary: "found 3 keys" },
+          planStep(1, "读取配置", "done"),
+          planStep(2, "修改端口", "running"),
+          planStep(3, "运行测试", "pending"),
+          { ...acpStep("read", "Read config.json"), status: "done", summary: "found 3 keys" },
+          { ...acpStep("edit", "Edit config.json"), status: "pending", summary: "diff config.json" },
           {
-            tool: "acp_edit",
-            title: "编辑 · Edit config.json",
-            status: "pending",
-            summary: "diff config.json",
+            tool: "ask_user_questions",
+            title: "请求权限：Edit config.json",
+            words: { title: bilingual.acp.permissionTitle("Edit config.json") },
+            status: "running",
           },
-          { tool: "ask_user_questions", title: "请求权限：Edit config.json", status: "running" },
         ],
       },
       [

@@ -511,6 +511,7 @@ export class SessionRunner implements SessionRuns {
       const finished = update.status === "done" || update.status === "failed";
       Object.assign(existing, update);
       if (update.summary === undefined) delete existing.summary;
+      if (update.words === undefined) delete existing.words;
       if (finished && existing.endedAt === undefined) existing.endedAt = this.#deps.now();
     } else {
       const step: Step = { id: this.#deps.newId(), ...update, startedAt: this.#deps.now() };

@@ -62,7 +62,7 @@ export interface AgentContext {
   signal: AbortSignal;
 }
 
-export type ReportedStep = Pick<Step, "tool" | "title" | "status"> & { summary?: string };
+export type ReportedStep = Pick<Step, "tool" | "title" | "status" | "words"> & { summary?: string };
 
 export interface AgentResult {
   text: string;
