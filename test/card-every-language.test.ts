@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEMO_QUESTIONS_EN } from "../src/asks/demo-questions.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
 import { bilingual, zh } from "../src/strings.ts";
+import { en } from "../src/strings-en.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { requestIdsOn } from "./helpers/feishu.ts";
 
@@ -166,6 +167,24 @@ describe("every text on a shared card, in every language it lists", () => {
       const card = buildProgressCard({ ...groupCard, notice }, [], { locales: ["zh_cn", "en_us"] });
       expect(problems(card), notice.kind).toEqual([]);
     }
+  });
+
+  it("a failed run's error, when the bot wrote it, in each language; a thrown one as it was thrown", () => {
+    const failed: ProgressView = {
+      ...groupCard,
+      status: "failed",
+      error: zh.model.rateLimited(2),
+      errorWords: bilingual.model.rateLimited(2),
+      endedAt: NOW,
+    };
+    const card = buildProgressCard(failed, [], { locales: ["zh_cn", "en_us"] });
+    expect(problems(card)).toEqual([]);
+    expect(textWith(card, "模型服务限流")?.en_us).toContain(en.model.rateLimited(2));
+    const thrown = buildProgressCard({ ...failed, error: "ECONNRESET", errorWords: undefined }, [], {
+      locales: ["zh_cn", "en_us"],
+    });
+    expect(textWith(thrown, "ECONNRESET")).toMatchObject({ zh_cn: expect.stringContaining("ECONNRESET") });
+    expect(textWith(thrown, "ECONNRESET")?.en_us).toContain("ECONNRESET");
   });
 
   it("the check itself finds a text worded once, in one language", () => {

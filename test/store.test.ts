@@ -93,7 +93,16 @@ describe("SQLite store", () => {
     });
     db.close();
     const reopened = openDatabase(file);
-    expect(new Store(reopened, () => 3).getRun("r1")?.steps).toEqual(steps);
+    const store = new Store(reopened, () => 3);
+    expect(store.getRun("r1")?.steps).toEqual(steps);
+    // A failed run's error keeps its words in every language; a run without them reads none.
+    const errorWords = { zh_cn: "模型服务限流", en_us: "The model service is rate limiting" };
+    const run = store.getRun("r1");
+    if (!run) throw new Error("run r1 was not saved");
+    store.saveRun({ ...run, status: "failed", error: "模型服务限流", errorWords, endedAt: 2 });
+    expect(store.getRun("r1")).toMatchObject({ error: "模型服务限流", errorWords });
+    store.saveRun({ ...run, status: "failed", error: "boom", endedAt: 2 });
+    expect(store.getRun("r1")?.errorWords).toBeUndefined();
     reopened.close();
   });
 

@@ -14,7 +14,7 @@ import {
   tagColorFor,
 } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
-import { type ProgressStepView, stepsMarkdown } from "./steps.ts";
+import { type ProgressStepView, stepsMarkdown, wordsIn } from "./steps.ts";
 import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
@@ -36,6 +36,8 @@ export interface ProgressView extends AskExtrasView {
   /** Streamed text while running; the final answer (markdown) when completed. */
   text?: string;
   error?: string;
+  /** `error` in every language, when the bot wrote it; each rendering takes its own. */
+  errorWords?: Readonly<Record<string, string>>;
   startedAt: number;
   endedAt?: number;
   /** 会话详情 link; never carries a token (a group card is the same for everyone). */
@@ -275,7 +277,7 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
     case "completed":
       return s.card.summaryCompleted;
     case "failed":
-      return s.card.summaryFailed(truncate(oneLine(view.error ?? ""), 40));
+      return s.card.summaryFailed(truncate(oneLine(errorIn(view, s)), 40));
     case "cancelled":
       return s.card.summaryCancelled;
   }
@@ -293,12 +295,16 @@ function outcome(view: ProgressView, budget: Budget, s: Strings, plain: boolean)
         { tag: "markdown", content: `${s.card.resultHeading}\n${modelText(view.text ?? "")}` },
       ];
     case "failed":
-      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(view.error ?? ""))}` }];
+      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(errorIn(view, s)))}` }];
     case "cancelled":
       return [{ tag: "markdown", content: s.card.cancelledNote }];
     default:
       return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
   }
+}
+
+function errorIn(view: ProgressView, s: Strings): string {
+  return wordsIn(view.errorWords, s) ?? view.error ?? "";
 }
 
 function actionButtons(view: ProgressView, s: Strings, waiting: boolean): ColumnSetNode | undefined {

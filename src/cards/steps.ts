@@ -33,6 +33,13 @@ const STEP_ICONS: Record<ProgressStepView["status"], string> = {
   failed: "❌",
 };
 
+/** The text of `words` in the language of catalogue `s`, if it has one. */
+export function wordsIn(words: Readonly<Record<string, string>> | undefined, s: Strings): string | undefined {
+  const locale = LOCALES.find((code) => catalogues[code] === s);
+  const text = locale === undefined ? undefined : words?.[locale];
+  return text === "" ? undefined : text;
+}
+
 export function stepsMarkdown(
   view: { steps: readonly ProgressStepView[]; status: RunStatus },
   budget: Pick<Budget, "steps">,
@@ -45,11 +52,10 @@ export function stepsMarkdown(
   const others = view.steps.filter((step) => step.tool !== PLAN_STEP_TOOL);
   const recent = budget.steps > 0 ? others.slice(-budget.steps) : [];
   const hidden = total - plan.length - recent.length;
-  // The catalogue's locale picks a step's own words; a step without them reads as its agent wrote it.
-  const locale = LOCALES.find((code) => catalogues[code] === s);
   const line = (step: ProgressStepView) => {
-    const titleText = (locale && step.words?.title?.[locale]) || step.title;
-    const summaryText = (locale && step.words?.summary?.[locale]) || step.summary;
+    // A step without words of its own reads as its agent wrote it.
+    const titleText = wordsIn(step.words?.title, s) ?? step.title;
+    const summaryText = wordsIn(step.words?.summary, s) ?? step.summary;
     const title = escapeText(truncate(oneLine(titleText), 60));
     const note = summaryText ? ` · ${escapeText(truncate(oneLine(summaryText), 80))}` : "";
     return `${STEP_ICONS[step.status]} ${title}${note}`;

@@ -61,6 +61,8 @@ export interface RunView {
   /** Text streamed so far, then the final answer (markdown). */
   text?: string;
   error?: string;
+  /** `error` in every language when the bot wrote it (a model service's failure, a full disk). */
+  errorWords?: Words;
   startedAt: number;
   endedAt?: number;
 }

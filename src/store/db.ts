@@ -224,6 +224,10 @@ export const MIGRATIONS: readonly string[] = [
                                                  AND updated_at < (unixepoch() - 3600) * 1000));
   CREATE INDEX cards_final_pending ON progress_cards(created_at) WHERE final_landed_at IS NULL AND gone = 0;
   `,
+  `
+  -- A failed run's error in every language when the bot wrote it (JSON: locale -> text); NULL otherwise.
+  ALTER TABLE runs ADD COLUMN error_words_json TEXT;
+  `,
 ];
 
 /**

@@ -183,6 +183,7 @@ export class CardBook {
       steps: run.steps,
       ...(run.text !== undefined ? { text: run.text } : {}),
       ...(run.error !== undefined ? { error: run.error } : {}),
+      ...(run.errorWords !== undefined ? { errorWords: run.errorWords } : {}),
       startedAt: run.startedAt,
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
       ...(card.agent ? { agent: card.agent.name } : {}),
