@@ -214,7 +214,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
-    locale: e.BOT_LOCALE ?? (e.FEISHU_DOMAIN === "lark" ? "en_us" : "zh_cn"),
+    locale: e.BOT_LOCALE ?? (isLarkDomain(e.FEISHU_DOMAIN) ? "en_us" : "zh_cn"),
     agent: {
       kind: e.AGENT,
       demoStepMs: e.DEMO_STEP_MS,
@@ -284,4 +284,17 @@ function pickKnown(env: Record<string, string | undefined>): Record<string, stri
     if (value !== undefined) known[key] = value;
   }
   return known;
+}
+
+/** Lark (the international tenant): `lark`, or its Open API's base URL (open.larksuite.com, any scheme/path). */
+export function isLarkDomain(domain: string): boolean {
+  if (domain === "lark") return true;
+  if (domain === "feishu") return false;
+  try {
+    const host = new URL(domain).hostname.toLowerCase();
+    return host === "larksuite.com" || host.endsWith(".larksuite.com");
+  } catch (error) {
+    if (error instanceof TypeError) return false;
+    throw error;
+  }
 }

@@ -95,9 +95,10 @@ const LAYERS: readonly (readonly string[])[] = [
 
 /** Same-rank imports that are allowed, each with its reason. */
 const PEERS: Readonly<Record<string, readonly string[]>> = {
-  // The ask rows are stored by store/asks.ts with the ask schema's types; the registry keeps them there.
+  // The ask rows are stored by store/asks.ts with the ask schema's types and parsers. The registry keeps them
+  // there through a store it is given: it may name the store's types (TYPE_ONLY_PEERS), never import its code,
+  // so the two never load each other.
   store: ["asks"],
-  asks: ["store"],
   // The WebSocket upgrade reads the same session cookie as the pages.
   ws: ["web"],
   // The fake messenger reuses the emulator's message store, ids, limits and card checks, so the two
@@ -110,6 +111,9 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
 
 /** Settings shapes are declared once in config.ts: any layer may import its types (values come via deps). */
 const TYPE_ONLY_ANYWHERE = new Set(["config"]);
+
+/** Same-rank neighbours whose types (only) may be named; see PEERS for why. */
+const TYPE_ONLY_PEERS: Readonly<Record<string, readonly string[]>> = { asks: ["store"] };
 
 const RANK = new Map(LAYERS.flatMap((areas, rank) => areas.map((area) => [area, rank] as const)));
 
@@ -139,7 +143,7 @@ function violation(edge: Edge): string | undefined {
   if (fromRank === undefined) return `${edge.from}: area "${from}" is not in the layer table`;
   if (toRank === undefined)
     return `${edge.from} imports ${edge.spec}: area "${to}" is not in the layer table`;
-  if (edge.typeOnly && TYPE_ONLY_ANYWHERE.has(to)) return undefined;
+  if (edge.typeOnly && (TYPE_ONLY_ANYWHERE.has(to) || TYPE_ONLY_PEERS[from]?.includes(to))) return undefined;
   if (toRank < fromRank || PEERS[from]?.includes(to)) return undefined;
   return `${edge.from} (${from}, layer ${fromRank}) imports ${edge.spec} (${to}, layer ${toRank})`;
 }
@@ -233,6 +237,7 @@ describe("the dependency rule", () => {
     ["src/harness/x.ts", 'import "../ws/hub.ts";'],
     ["src/ws/x.ts", 'import { startFeishu } from "../feishu/index.ts";'],
     ["src/newarea/x.ts", 'import { strings } from "../strings.ts";'],
+    ["src/asks/x.ts", 'import { AskStore } from "../store/asks.ts";'],
   ])("refuses the upward or unlisted import in %s: %s", (file, source) => {
     expect(edgesOf(file, source).map(violation).filter(Boolean)).not.toEqual([]);
   });
@@ -246,6 +251,7 @@ describe("the dependency rule", () => {
     ],
     ["src/main.ts", 'import { startFeishu } from "./feishu/index.ts";'],
     ["src/ws/x.ts", 'import { readCookie } from "../web/cookie.ts";\nimport { z } from "zod";'],
+    ["src/asks/x.ts", 'import type { AskStore } from "../store/asks.ts";'],
   ])("lets a downward, peer or type-only settings import through in %s: %s", (file, source) => {
     expect(edgesOf(file, source).map(violation).filter(Boolean)).toEqual([]);
   });

@@ -104,4 +104,35 @@ describe("a card the database refused to record", () => {
     expect(texts[0]?.content).toContain("将于");
     lock.release();
   });
+
+  it("a submit the database refuses leaves the card free to update: the next submit completes it", async () => {
+    const r = await startFakeChannel({ askPing: false });
+    rigs.push(r);
+    const userMessageId = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+    const cardId = await r.progressCard(userMessageId);
+    const requestId = await r.until(() => requestIdsOn(r.cardOf(cardId))[0], "the question's form");
+    const ask = r.core.registry.get(requestId);
+    const submit = {
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: { kind: "feishu_ask", act: "submit", sessionId: ask?.sessionId ?? "", requestId, sender: ALICE },
+      name: "ask0_submit",
+      formValue: { ask0_q0: "1", ask0_c0: "", ask0_q1: ["0"], ask0_c1: "" },
+    };
+    const lock = holdWriteLock(r.dbFile);
+    // The answer cannot be saved: the click fails, and the question stays open.
+    const refused = await r.click(submit);
+    expect(refused.toast?.type).toBe("error");
+    expect(r.core.registry.get(requestId)).toBeDefined();
+    lock.release();
+    const answered = await r.click(submit);
+    expect(answered.toast).toEqual({ type: "success", content: "已提交" });
+    const final = await r.until(() => {
+      const card = r.cardOf(cardId);
+      return card.header?.template === "green" && card;
+    }, "the completed card");
+    expect(cardText(final)).toContain("Kubernetes");
+    // Nothing is left holding the card: the channel goes idle (shutdown waits for exactly this).
+    await r.idle();
+  });
 });

@@ -158,6 +158,10 @@ describe("BOT_LOCALE (issue 19)", () => {
     expect(loadConfig({ FEISHU_DOMAIN: "feishu" }).locale).toBe("zh_cn");
     expect(loadConfig({ FEISHU_DOMAIN: "lark" }).locale).toBe("en_us");
     expect(loadConfig({ FEISHU_DOMAIN: "http://127.0.0.1:9999" }).locale).toBe("zh_cn");
+    // Lark's Open API given as a base URL is Lark too; Feishu's, or a look-alike host, is not.
+    expect(loadConfig({ FEISHU_DOMAIN: "https://open.larksuite.com" }).locale).toBe("en_us");
+    expect(loadConfig({ FEISHU_DOMAIN: "https://open.feishu.cn" }).locale).toBe("zh_cn");
+    expect(loadConfig({ FEISHU_DOMAIN: "https://larksuite.com.example" }).locale).toBe("zh_cn");
     expect(loadConfig({ FEISHU_DOMAIN: "lark", BOT_LOCALE: "zh_cn" }).locale).toBe("zh_cn");
     expect(loadConfig({ BOT_LOCALE: " en_us " }).locale).toBe("en_us");
     // Empty means unset, like every other optional variable.

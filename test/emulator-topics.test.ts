@@ -138,6 +138,46 @@ describe("Emulator topic groups and threads", () => {
     expect(emu.chatMode("oc_other")).toBe("group");
   });
 
+  it("sends a topic reply's event without thread_id on request, the message keeping it", async () => {
+    const { emu } = await setup();
+    const root = emu.userMessage({
+      chatId: TOPIC_GROUP,
+      chatType: "group",
+      senderOpenId: "ou_a",
+      text: "根",
+    });
+    const reply = emu.userMessage({
+      chatType: "group",
+      senderOpenId: "ou_b",
+      text: "跟进",
+      parentId: root.event.message.message_id,
+      eventWithoutThreadId: true,
+    });
+    // The shape larksuite/openclaw-lark reports for topic groups (feishu-platform §5.1).
+    expect(reply.event.message).toMatchObject({ root_id: root.event.message.message_id });
+    expect(reply.event.message).not.toHaveProperty("thread_id");
+    expect(emu.messages.getMessage(reply.event.message.message_id)?.threadId).toBe(
+      root.event.message.thread_id,
+    );
+  });
+
+  it("refuses a thread_id as receive_id_type with 99992402, as the field saw", async () => {
+    const { client } = await setup();
+    const refused = await client
+      .request({
+        method: "POST",
+        url: "/open-apis/im/v1/messages",
+        params: { receive_id_type: "thread_id" },
+        data: { receive_id: "omt_1", msg_type: "text", content: text("x") },
+      })
+      .then(
+        () => undefined,
+        (error: { response?: { data?: { code?: number } } }) => error.response?.data,
+      );
+    // NousResearch/hermes-agent#78975 (feishu-platform §5.1).
+    expect(refused).toMatchObject({ code: 99992402 });
+  });
+
   it("refuses ephemeral cards in topic groups and private chats, and sends them in normal groups", async () => {
     const { emu, client } = await setup();
     const card = exampleCards()["progress-running"];
@@ -151,12 +191,14 @@ describe("Emulator topic groups and threads", () => {
       () => undefined,
       (error: { response?: { data?: { code?: number; msg?: string } } }) => error.response?.data,
     );
-    expect(refused).toMatchObject({ code: 10003, msg: expect.stringContaining("topic") });
+    // The docs say topic groups are refused but name no code; the field saw 18053 "chat can not be thread"
+    // (deepcoldy/botmux src/im/lark/client.ts), feishu-platform §5.1.
+    expect(refused).toMatchObject({ code: 18053, msg: expect.stringContaining("chat can not be thread") });
     const p2p = await send("oc_p2p_ou_a").then(
       () => undefined,
       (error: { response?: { data?: { code?: number } } }) => error.response?.data,
     );
-    expect(p2p).toMatchObject({ code: 10003 });
+    expect(p2p).toMatchObject({ code: 18053 });
     const sent = z
       .object({ code: z.number(), data: z.object({ message_id: z.string() }) })
       .parse(await send("oc_normal"));

@@ -58,6 +58,35 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     expect(r.core.runner.currentRun(sessionId)?.status).toBe("completed");
   });
 
+  it("keeps a follow-up that arrives without thread_id in its topic, as the field sees topic-group replies", async () => {
+    const r = await rig();
+    const rootId = await r.send({
+      chatId: TOPICS,
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "/quick 一",
+      mentionBot: true,
+    });
+    const firstCard = await r.progressCard(rootId);
+    await completed(r, firstCard);
+    // root_id and parent_id, no thread_id: larksuite/openclaw-lark's note on topic groups (feishu-platform §5.1).
+    const followUp = await r.send({
+      chatType: "group",
+      senderOpenId: ALICE,
+      text: "/quick 二",
+      mentionBot: true,
+      parentId: rootId,
+      eventWithoutThreadId: true,
+    });
+    const secondCard = await r.progressCard(followUp);
+    expect(replyBodies(r, followUp)).toEqual([expect.objectContaining({ reply_in_thread: true })]);
+    expect(message(r, secondCard).threadId).toBe(message(r, rootId).threadId);
+    await completed(r, secondCard);
+    const sessionId = topicSessionId(r.emulator.appId, TOPICS, rootId);
+    expect(r.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
+    expect(r.core.runner.getSession(groupSessionId(r.emulator.appId, TOPICS))).toBeUndefined();
+  });
+
   it("runs two topics of one group independently: two cards, two queues", async () => {
     const r = await rig();
     const first = await r.send({

@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
-import { localeHint } from "../src/feishu/events.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { selectLocale } from "../src/strings.ts";
 import {
@@ -149,9 +148,13 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
         type: "error",
         content: "Only the person who sent the message can do this",
       });
-      // The callback named the language, so even the fallback text is the operator's.
+      // The callback names no language (feishu-platform §2.1): the answer is the same for every client, its
+      // `content` in the bot's language and every language in `i18n`; the English client showed its own.
       expect(english.answer).toMatchObject({
-        toast: { content: "Only the person who sent the message can do this" },
+        toast: {
+          content: "仅消息发送者可操作",
+          i18n: { zh_cn: "仅消息发送者可操作", en_us: "Only the person who sent the message can do this" },
+        },
       });
       const chinese = await r.emulator.click({ ...byBob, formValue: { ask0_q0: "0" } });
       expect(chinese.toast).toEqual({ type: "error", content: "仅消息发送者可操作" });
@@ -194,19 +197,5 @@ describe("a platform that refuses the i18n fields", () => {
       ...r.emulator.callsTo("PATCH", "/open-apis/im/v1/messages/"),
     ].filter((call) => call.code === 230099);
     expect(refused).toHaveLength(1);
-  });
-});
-
-describe("the callback's locale hint", () => {
-  it("reads Feishu's codes and common spellings, and ignores anything else", () => {
-    expect(localeHint("en_us")).toBe("en_us");
-    expect(localeHint("en-US")).toBe("en_us");
-    expect(localeHint("EN")).toBe("en_us");
-    expect(localeHint("zh_cn")).toBe("zh_cn");
-    expect(localeHint("zh-TW")).toBe("zh_cn");
-    expect(localeHint("ja_jp")).toBeUndefined();
-    expect(localeHint("english please")).toBeUndefined();
-    expect(localeHint(42)).toBeUndefined();
-    expect(localeHint(undefined)).toBeUndefined();
   });
 });

@@ -1,13 +1,14 @@
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createWorld, type Fault, TIMEOUT_MS, type World } from "./helpers/publisher-world.ts";
+import { requestedSeed } from "./helpers/random.ts";
 
 /**
  * The publisher against a reference model (DESIGN §5): random runs of changes, callbacks, faults, stops and
  * time, on fake time, checking after every step that no PATCH broke the platform's rules (see
  * helpers/publisher-world.ts) and, whenever things have been quiet long enough, that the card shows the latest
  * state — the last state always lands, unless it was given up after bounded retries, the card stopped, or it is
- * a step tick waiting behind an open form. Seeded: PUBLISHER_MODEL_SEED=<seed> replays a failure.
+ * a step tick waiting behind an open form. Seeded: TEST_SEED=<seed> replays a failure.
  */
 
 type Cmd = fc.AsyncCommand<World, World>;
@@ -197,7 +198,7 @@ const commands = fc.commands(
   { maxCommands: 60, size: "max" },
 );
 
-const SEED = Number(process.env.PUBLISHER_MODEL_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const SEED = requestedSeed() ?? Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(process.env.PUBLISHER_MODEL_RUNS ?? 150);
 
 describe("CardPublisher against a reference model", () => {
@@ -239,7 +240,7 @@ describe("CardPublisher against a reference model", () => {
     try {
       await fc.assert(property, { seed: SEED, numRuns: RUNS });
     } catch (error) {
-      throw new Error(`replay with PUBLISHER_MODEL_SEED=${SEED}\n${String(error)}`, { cause: error });
+      throw new Error(`replay with TEST_SEED=${SEED}\n${String(error)}`, { cause: error });
     }
   }, 120_000);
 });

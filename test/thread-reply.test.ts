@@ -53,13 +53,18 @@ describe("replying in a thread", () => {
     expect(emulator.messages.getMessage(text.messageId)?.threadId).toBe(threadId);
   });
 
-  it("falls back to a plain reply once when the platform refuses the thread", async () => {
+  // The reply page's two refusals of a thread (feishu-platform §5.1): the group takes none, or the message
+  // is an aggregated one.
+  it.each([
+    [230071, "The group to which the message belongs does not support reply in thread."],
+    [230072, "Aggregated messages do not support reply in thread."],
+  ])("falls back to a plain reply once when the platform refuses the thread (%i)", async (code, msg) => {
     const m = messenger();
     const parent = userMessage();
     emulator.injectFault({
       match: { method: "POST", path: "/open-apis/im/v1/messages/", bodyIncludes: '"reply_in_thread":true' },
       times: 1,
-      response: { httpStatus: 400, code: 230001, msg: "thread not allowed here" },
+      response: { httpStatus: 400, code, msg },
     });
     const sent = await m.replyCard(parent, card, { inThread: true, uuid: "run-1" });
     expect(replies(parent)).toEqual([
@@ -67,6 +72,28 @@ describe("replying in a thread", () => {
       expect.not.objectContaining({ reply_in_thread: expect.anything() }),
     ]);
     expect(emulator.messages.getMessage(sent.messageId)?.parentId).toBe(parent);
+  });
+
+  it.each([
+    [230001, "invalid request parameter"],
+    [230002, "The bot can not be outside the group."],
+    [230019, "The topic does NOT exist."],
+  ])("does not retry without the thread on an error that is not a refused thread (%i)", async (code, msg) => {
+    const m = messenger();
+    const parent = userMessage();
+    emulator.injectFault({
+      match: { method: "POST", bodyIncludes: '"reply_in_thread":true' },
+      times: 1,
+      response: { httpStatus: 400, code, msg },
+    });
+    const error = await m.replyCard(parent, card, { inThread: true }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(FeishuApiError);
+    // The error is not about the thread: a plain reply would fail alike, or land a new thread's card in the
+    // group's main flow.
+    expect(replies(parent)).toHaveLength(1);
   });
 
   it("does not hide a rate limit or a refused card behind the fallback", async () => {

@@ -94,6 +94,21 @@ describe("routeInbound", () => {
     );
   });
 
+  it("takes a reply without thread_id into its root's topic when that topic has a session", () => {
+    // The shape larksuite/openclaw-lark reports for topic groups: root_id, no thread_id (feishu-platform §5.1).
+    const reply = { ...base, rootId: "om_root", parentId: "om_root" };
+    const knownTopic = (rootMessageId: string) => rootMessageId === "om_root";
+    expect(routeInbound(reply, "x", { ...options, knownTopic })).toMatchObject({
+      kind: "topic",
+      inThread: true,
+      session: { id: "feishu-cli_a1-group-oc_team-topic-om_root" },
+    });
+    // A quote reply to a message that is no topic's root stays in the group, as before.
+    expect(
+      routeInbound({ ...reply, rootId: "om_other", parentId: "om_other" }, "x", { ...options, knownTopic }),
+    ).toMatchObject({ kind: "group", session: { id: "feishu-cli_a1-group-oc_team" } });
+  });
+
   it("with replyInThread, makes a plain group message the root of a topic of its own", () => {
     const route = routeInbound(base, "x", { ...options, replyInThread: true });
     expect(route).toMatchObject({ kind: "topic", inThread: true });

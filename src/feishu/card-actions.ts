@@ -11,10 +11,11 @@ import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value
 import type { Card } from "../cards/model.ts";
 import { oneLine } from "../cards/text.ts";
 import type { SessionRuns } from "../domain/ports.ts";
+import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
-import { currentLocale, type Locale, type Localized, bilingual as strings } from "../strings.ts";
+import { currentLocale, type Localized, bilingual as strings } from "../strings.ts";
 import { type AskTimes, extendedText } from "./ask-deadline.ts";
 import { parseCardAction } from "./events.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
@@ -63,24 +64,41 @@ export async function handleCardAction(
     logger.warn({ error: action.error }, "unsupported card action ignored");
     return toast("error", strings.feishu.unknownAction);
   }
-  const locale = action.value.locale;
   const value = parseActionValue(action.value.value);
   if (!value.ok) {
     logger.info({ error: value.error }, "stale or unknown card action value");
-    return inLocale(toast("warning", strings.feishu.unknownAction), locale);
+    return toast("warning", strings.feishu.unknownAction);
   }
   const operator = action.value.operatorOpenId;
   // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
-  if (action.value.chatId) deps.cards.noteChatMember(action.value.chatId, operator);
+  if (action.value.chatId) noteMember(deps, action.value.chatId, operator, logger);
   const active = action.value.messageId ? deps.cards.cardByMessage(action.value.messageId) : undefined;
   const release = active?.publisher?.hold();
-  const result = await route(deps, value.value, operator, action.value.formValue, action.value.name, active);
+  let result: CallbackResult;
+  try {
+    result = await route(deps, value.value, operator, action.value.formValue, action.value.name, active);
+  } catch (error) {
+    // A handler that throws (e.g. the database refused the answer) must not leave the card held: a held
+    // publisher never PATCHes again, and shutdown would wait for it for ever. The platform shows what it
+    // showed; the caller answers the click with the error toast.
+    release?.(undefined);
+    throw error;
+  }
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
   const answered = result.response.card?.data;
   return {
-    response: inLocale(result, locale).response,
+    response: result.response,
     afterResponse: (delivered) => release?.(delivered ? answered : undefined),
   };
+}
+
+/** Best effort: a note the database refuses costs a later page view, not this click. */
+function noteMember(deps: CardActionDeps, chatId: string, operator: string, logger: Logger): void {
+  try {
+    deps.cards.noteChatMember(chatId, operator);
+  } catch (error) {
+    logger.warn({ err: describeError(error), chatId }, "chat member not noted: the database refused");
+  }
 }
 
 async function route(
@@ -315,13 +333,6 @@ function queueAction(deps: CardActionDeps, value: QueueValue, operator: string):
 /** A toast in the bot's language, with every language in `i18n`. */
 function toast(type: Toast["type"], text: Localized): CallbackResult {
   return { response: { toast: { type, content: text[currentLocale()], i18n: text } } };
-}
-
-/** The toast's `content` in the operator's language when the callback named it (the fallback text). */
-function inLocale(result: CallbackResult, locale: Locale | undefined): CallbackResult {
-  const shown = result.response.toast;
-  if (!shown || !locale) return result;
-  return { ...result, response: { ...result.response, toast: { ...shown, content: shown.i18n[locale] } } };
 }
 
 function withCard(result: CallbackResult, card: Card | undefined): CallbackResult {

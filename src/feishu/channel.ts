@@ -19,7 +19,7 @@ import { CardLifecycle } from "./progress/lifecycle.ts";
 import { Pings } from "./progress/pings.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
-import { routeInbound } from "./topics.ts";
+import { knownTopicIn, routeInbound } from "./topics.ts";
 
 export type { ActiveCard } from "./progress/card-book.ts";
 
@@ -250,6 +250,7 @@ export class FeishuChannel implements AskSurface {
       appId: this.#o.appId,
       dataDir: this.#o.dataDir,
       replyInThread: this.#o.replyInThread ?? false,
+      knownTopic: knownTopicIn(this.#o.runner, this.#o.appId, message.chatId),
     });
     if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
     const result = this.#o.runner.accept(
@@ -283,8 +284,11 @@ export class FeishuChannel implements AskSurface {
   }
 
   async #replyText(message: InboundMessage, text: string): Promise<void> {
-    // An answer to a message inside a topic stays in the topic.
-    const inThread = message.threadId !== undefined;
+    // An answer to a message inside a topic stays in the topic (one without its thread_id too, topics.ts).
+    const inThread =
+      message.threadId !== undefined ||
+      (message.rootId !== undefined &&
+        knownTopicIn(this.#o.runner, this.#o.appId, message.chatId)(message.rootId));
     await this.#o.messenger.sendText({ chatId: message.chatId }, text, {
       replyTo: message.messageId,
       ...(inThread ? { inThread } : {}),

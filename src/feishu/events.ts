@@ -1,5 +1,4 @@
 import { z } from "zod";
-import type { Locale } from "../strings.ts";
 
 /**
  * Inbound Feishu payloads, parsed once at the edge (STYLE 1). Both transports hand handlers the same
@@ -128,9 +127,8 @@ const cardActionSchema = z.object({
     .passthrough()
     .optional(),
   open_message_id: z.string().optional(),
-  // The operator's client language, when the callback says it: UNCONFIRMED in the docs (issue 19), so read
-  // from where a field would sit and ignored when absent or odd; toasts then fall back to the bot's locale.
-  locale: z.unknown().optional(),
+  // No operator language is read: card.action.trigger carries none (feishu-platform §2.1). Toasts carry every
+  // language in `i18n` and the client picks its own.
 });
 
 export interface InboundCardAction {
@@ -143,8 +141,6 @@ export interface InboundCardAction {
   chatId: string | undefined;
   /** The delayed-update token (`c-…`), valid 30 min for 2 uses. */
   updateToken: string | undefined;
-  /** The operator's language if the callback carried a recognisable one (`event.locale` / `operator.locale`). */
-  locale: Locale | undefined;
 }
 
 export function parseCardAction(data: unknown): Parsed<InboundCardAction> {
@@ -161,18 +157,8 @@ export function parseCardAction(data: unknown): Parsed<InboundCardAction> {
       messageId: d.context?.open_message_id ?? d.open_message_id,
       chatId: d.context?.open_chat_id,
       updateToken: d.token,
-      locale: localeHint(d.locale) ?? localeHint(d.operator.locale),
     },
   };
-}
-
-/** `zh_cn`, `zh-CN`, `zh`, `en_us`, `en-US`, `en`… to a catalogue's locale; anything else is no hint. */
-export function localeHint(value: unknown): Locale | undefined {
-  if (typeof value !== "string") return undefined;
-  const language = /^([a-z]{2})(?:[-_][a-z]{2,4})?$/i.exec(value.trim())?.[1]?.toLowerCase();
-  if (language === "zh") return "zh_cn";
-  if (language === "en") return "en_us";
-  return undefined;
 }
 
 const envelopeSchema = z.object({

@@ -104,8 +104,9 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
   const content = (card: Card) => JSON.stringify(card);
   const log = options.logger.child({ module: "lark-messenger" });
   /**
-   * A reply into a thread, falling back to a plain reply once if the platform refuses the thread: where
-   * threads are not allowed is not documented (feishu-platform §5.1), and a card in the main flow beats none.
+   * A reply into a thread, falling back to a plain reply once if the platform refuses the thread (230071: the
+   * group takes no threads; 230072: an aggregated message; feishu-platform §5.1): a card in the main flow beats
+   * none. Any other error is not about the thread and surfaces as for a plain reply.
    */
   const reply = async (messageId: string, body: Record<string, unknown>, inThread: boolean | undefined) => {
     const send = (thread: boolean) =>
@@ -199,15 +200,12 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
  * A refusal that may be the thread itself: a Feishu business error (HTTP 4xx with a code) that is not about
  * the rate, the card's content, or a message that is gone — those fail the same way without the thread.
  */
+/** The reply page's codes for a refused `reply_in_thread` (feishu-platform §5.1). */
+const THREAD_REFUSED = new Set([230071, 230072]);
+
 function threadRefused(error: unknown): error is FeishuApiError {
   return (
-    error instanceof FeishuApiError &&
-    error.feishuCode !== undefined &&
-    error.httpStatus !== undefined &&
-    error.httpStatus < 500 &&
-    !error.rateLimited &&
-    !error.cardRefused &&
-    !error.messageGone
+    error instanceof FeishuApiError && error.feishuCode !== undefined && THREAD_REFUSED.has(error.feishuCode)
   );
 }
 

@@ -1,5 +1,10 @@
 import { oneLine, truncate } from "../cards/text.ts";
-import { feishuSession, parseFeishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
+import {
+  feishuSession,
+  feishuTopicSessionId,
+  parseFeishuTopicSessionId,
+  type SessionKey,
+} from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import { strings } from "../strings.ts";
 import type { InboundMessage } from "./events.ts";
@@ -16,6 +21,9 @@ import type { InboundMessage } from "./events.ts";
  *   the card opens a thread under it, and follow-ups in that thread (root_id = the message) reach the same
  *   session. Keying by the root message, not by `thread_id`, is what makes both cases one rule: the thread
  *   id does not exist yet when the task starts.
+ * - A reply with `root_id` but no `thread_id` is a plain quote reply (the docs give every topic message its
+ *   `thread_id`), unless its root already has a topic session: in topic groups the field sees replies without
+ *   `thread_id` (larksuite/openclaw-lark, feishu-platform §5.1), and such a reply belongs to its root's topic.
  */
 
 export type ChatSessionKind = "private" | "group" | "topic";
@@ -32,6 +40,8 @@ export interface TopicRouteOptions {
   dataDir: string;
   /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it. */
   replyInThread: boolean;
+  /** Whether the topic rooted at this message of the chat already has a session (none known when omitted). */
+  knownTopic?: (rootMessageId: string) => boolean;
 }
 
 /** Characters of the first message kept in a topic session's title. */
@@ -55,7 +65,7 @@ export function routeInbound(
       strings.sessions.privateTitle,
       "private",
     );
-  const rootMessageId = topicRootOf(message, options.replyInThread);
+  const rootMessageId = topicRootOf(message, options);
   if (rootMessageId === undefined)
     return at({ kind: "feishu-group", appId, chatId: message.chatId }, strings.sessions.groupTitle, "group");
   return at(
@@ -66,14 +76,25 @@ export function routeInbound(
 }
 
 /** The root message of the topic the message belongs to, or undefined when it is a plain group message. */
-function topicRootOf(message: InboundMessage, replyInThread: boolean): string | undefined {
+function topicRootOf(message: InboundMessage, options: TopicRouteOptions): string | undefined {
   if (message.threadId !== undefined) return message.rootId ?? message.messageId;
-  // A plain quote reply (root_id without thread_id) stays in the main flow, as today.
-  if (replyInThread && message.rootId === undefined) return message.messageId;
-  return undefined;
+  // root_id without thread_id: a plain quote reply stays in the main flow, as today; a reply in a topic that
+  // arrived without its thread_id goes to the topic.
+  if (message.rootId !== undefined)
+    return options.knownTopic?.(message.rootId) === true ? message.rootId : undefined;
+  return options.replyInThread ? message.messageId : undefined;
 }
 
 /** Replies in a topic session go into the topic (`reply_in_thread`); everywhere else they are plain replies. */
 export function threadReply(sessionId: string): { inThread?: true } {
   return parseFeishuTopicSessionId(sessionId) ? { inThread: true } : {};
+}
+
+/** `knownTopic` over a runner's sessions: the chat's topic rooted at a message has a session. */
+export function knownTopicIn(
+  runner: { getSession(sessionId: string): unknown },
+  appId: string,
+  chatId: string,
+): (rootMessageId: string) => boolean {
+  return (root) => runner.getSession(feishuTopicSessionId(appId, chatId, root)) !== undefined;
 }

@@ -19,6 +19,8 @@ export const CODES = {
   receiveIdInvalid: 230034,
   cardContentFailed: 230099,
   cardParseError: 200621,
+  /** `ephemeral/v1/send` outside a normal group: a field report's code (feishu-platform §5.1; the docs name none). */
+  ephemeralNotGroup: 18053,
   updateTokenBadFormat: 300020,
   updateTokenExpired: 300030,
   updateTokenUsedUp: 300040,

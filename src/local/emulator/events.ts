@@ -64,8 +64,6 @@ export interface CardActionEvent {
     };
     host: "im_message";
     context: { open_message_id: string; open_chat_id: string };
-    /** The client's language; UNCONFIRMED in the docs, sent only when the click names one. */
-    locale?: string;
   };
 }
 
@@ -153,7 +151,7 @@ export function userMessageEvent(
         message_id: message.messageId,
         ...(message.rootId ? { root_id: message.rootId } : {}),
         ...(message.parentId ? { parent_id: message.parentId } : {}),
-        ...(message.threadId ? { thread_id: message.threadId } : {}),
+        ...(message.threadId && !input.eventWithoutThreadId ? { thread_id: message.threadId } : {}),
         create_time: String(message.createdAt),
         update_time: String(message.updatedAt),
         chat_id: message.chatId,
@@ -192,8 +190,9 @@ export function cardActionEvent(ctx: CardActionContext, input: CardActionInput):
         ...(input.formValue !== undefined ? { form_value: input.formValue } : {}),
       },
       host: "im_message",
+      // No language field: the callback names none (feishu-platform §2.1); the client's own language only
+      // picks which of the answer's toast texts it shows (callback-flow.ts).
       context: { open_message_id: message.messageId, open_chat_id: message.chatId },
-      ...(input.locale !== undefined ? { locale: input.locale } : {}),
     },
   };
 }

@@ -40,12 +40,14 @@ export function placeMessage(input: {
 }
 
 /**
- * Ephemeral cards (仅特定人可见) are not available in topics: the platform documents them for normal groups
- * only (feishu-platform §5.1; the exact error is not documented, so the emulator answers "invalid parameter").
+ * Ephemeral cards (仅特定人可见) exist in normal groups only: the send page refuses topic groups (feishu-platform
+ * §5.1). It names no code; a field report saw 18053 "chat can not be thread" there, and for p2p chats too.
  */
 export function refuseEphemeralIn(mode: ChatMode, chatType: "p2p" | "group"): void {
-  if (chatType !== "group") throw fail(CODES.invalidParam, "ephemeral cards can only be sent in group chats");
-  if (mode === "topic") throw fail(CODES.invalidParam, "ephemeral cards are not supported in topic groups");
+  if (chatType !== "group")
+    throw fail(CODES.ephemeralNotGroup, "chat can not be thread: ephemeral cards are for normal groups only");
+  if (mode === "topic")
+    throw fail(CODES.ephemeralNotGroup, "chat can not be thread: a topic group takes no ephemeral cards");
 }
 
 /** Chat modes the emulator was told about; any other chat is a normal group (or a p2p chat). */

@@ -180,6 +180,11 @@ export interface UserMessageInput {
    * 回复话题 does. A reply in a topic group, or to a message already in a thread, is in its topic anyway.
    */
   inThread?: boolean;
+  /**
+   * Leaves `thread_id` out of the event (the message keeps it): the shape the field reports for replies in
+   * topic groups (larksuite/openclaw-lark, feishu-platform §5.1), which the docs do not describe.
+   */
+  eventWithoutThreadId?: boolean;
 }
 
 export interface CardActionInput {
@@ -191,8 +196,8 @@ export interface CardActionInput {
   /** Default "button" (a form submit also arrives as "button", §2.1). */
   tag?: string;
   /**
-   * The clicking client's language (`zh_cn`, `en_us`, …; default zh_cn): it picks the toast's `i18n` text,
-   * and the callback carries it as `locale`, a field the docs do not confirm (issue 19).
+   * The clicking client's language (`zh_cn`, `en_us`, …; default the emulator's `clientLocale`): it picks the
+   * toast's `i18n` text, as the Feishu client does. The callback does not carry it (feishu-platform §2.1).
    */
   locale?: string;
 }

@@ -3,7 +3,6 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import type { Express } from "express";
 import { afterEach } from "vitest";
 import { WebSocket } from "ws";
 import { createApp, type ServerLimits } from "../../../src/app.ts";
@@ -28,8 +27,8 @@ import {
   type WebhookResult,
 } from "../../../src/local/emulator/index.ts";
 import { createLogger } from "../../../src/logger.ts";
+import { serviceRoutes } from "../../../src/routes.ts";
 import { type Db, openDatabase } from "../../../src/store/db.ts";
-import { mountSessionPages } from "../../../src/web/session-page.ts";
 import { cardReplyingTo } from "../../helpers/feishu.ts";
 import { TestClient } from "../../helpers/harness.ts";
 import { until } from "./env.ts";
@@ -212,17 +211,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           },
   });
   const { channel, handlers } = feishu;
-  const routes = [
-    ...feishu.routes,
-    (app: Express) =>
-      mountSessionPages(app, {
-        runner: core.runner,
-        authSecret: AUTH_SECRET,
-        revocations: core.revocations,
-        now: Date.now,
-        logger,
-      }),
-  ];
+  // The production route list (routes.ts), as main.ts mounts it in feishu mode.
+  const routes = serviceRoutes({ feishu, core, authSecret: AUTH_SECRET, logger, now: Date.now });
   const server: Server = createApp({
     ...core,
     logger,
