@@ -37,11 +37,17 @@ export class ConfigError extends AppError {
 export class ModelError extends AppError {
   /** The model service's HTTP status, when it answered at all. */
   readonly upstreamStatus: number | undefined;
+  /** `message` in every language, by locale code, when it is the bot's words: a shared card shows each its own. */
+  readonly words: Readonly<Record<string, string>> | undefined;
 
-  constructor(message: string, options: { cause?: unknown; upstreamStatus?: number } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; upstreamStatus?: number; words?: Readonly<Record<string, string>> } = {},
+  ) {
     super("MODEL_FAILED", message, { cause: options.cause, status: 502 });
     this.name = "ModelError";
     this.upstreamStatus = options.upstreamStatus;
+    this.words = options.words;
   }
 }
 

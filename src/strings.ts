@@ -388,6 +388,11 @@ export type Bilingual<T> = T extends string
 
 export const bilingual: Bilingual<Strings> = both(catalogues);
 
+/** One text worded by each locale's catalogue, for texts whose parts are worded too (a date in a sentence). */
+export function inEveryLocale(word: (s: Strings) => string): Localized {
+  return { zh_cn: word(catalogues.zh_cn), en_us: word(catalogues.en_us) };
+}
+
 function both(tables: Readonly<Record<Locale, unknown>>): Bilingual<Strings> {
   // The walk is untyped (keys and leaves of one table mirror the other's); `Strings` for every locale makes
   // the shapes equal, and strings-catalogue.test.ts checks the result leaf by leaf.

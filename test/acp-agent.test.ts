@@ -46,6 +46,14 @@ function settled(r: FeishuRig, cardId: string, template = "green"): Promise<Card
   );
 }
 
+/** The step list as a reader in `locale` sees it (the i18n_content of the 步骤 block). */
+function stepsIn(card: Card, locale: "zh_cn" | "en_us"): string {
+  for (const element of card.body.elements)
+    if (element.tag === "markdown" && element.content.startsWith("**步骤**"))
+      return element.i18n_content?.[locale] ?? "";
+  return "";
+}
+
 describe("AGENT=acp behind the card (scripted ACP agent as a child process, emulator, SDK)", () => {
   it("shows the plan as a checklist, tool calls as steps with kind and summary, and the streamed answer, without thoughts", async () => {
     const r = await rig(fixtureAgent());
@@ -54,6 +62,10 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(text).toContain("✅ 计划 1. 读取配置");
     expect(text).toContain("✅ 计划 3. 运行测试");
     expect(text).toContain("✅ 读取 · Read config.json · found 3 keys");
+    // The frame is the bot's, the entries and titles the agent's: an English reader gets the English frame.
+    const english = stepsIn(card, "en_us");
+    expect(english).toContain("✅ Plan 1. 读取配置");
+    expect(english).toContain("✅ read · Read config.json · found 3 keys");
     expect(text).toContain("改好了,测试全部通过。");
     expect(text).not.toContain("SECRET-THOUGHT");
   });
@@ -69,6 +81,7 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(text).toContain("智能体想要编辑：Edit notes.md。允许吗？");
     for (const label of ["Allow", "Always allow", "Reject"]) expect(text).toContain(label);
     expect(text).toContain("⬜ 编辑 · Edit notes.md");
+    expect(stepsIn(card, "en_us")).toContain("⏳ Permission requested: Edit notes.md");
 
     const requestId = requestIdsOn(card)[0] ?? "";
     const sessionId = r.core.registry.get(requestId)?.sessionId ?? "";

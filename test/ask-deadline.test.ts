@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { formatDeadline as formatDeadlineIn, goneNoticeText } from "../src/cards/ask-words.ts";
 import type { Card } from "../src/cards/model.ts";
-import { DEFAULT_ASK_TIMES, formatDeadline, goneNotice } from "../src/feishu/ask-deadline.ts";
-import { strings } from "../src/strings.ts";
+import { DEFAULT_ASK_TIMES, extendedText, formatDeadline, goneQuestion } from "../src/feishu/ask-deadline.ts";
+import { catalogues, strings } from "../src/strings.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { type FeishuRig, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 
@@ -88,15 +89,31 @@ describe("the deadline, written once", () => {
     expect(formatDeadline(Date.UTC(2026, 11, 1, 16, 30), "Asia/Shanghai", at)).toBe("12月2日 00:30");
   });
 
-  it("names why a question is gone in one line", () => {
-    expect(goneNotice({ kind: "timeout" }, strings)).toContain("问题已失效：已超时");
-    expect(goneNotice({ kind: "cancelled", reason: "x" }, strings)).toBe("问题已失效：已取消");
-    expect(goneNotice({ kind: "answered", answers: [], surface: "websocket", userId: ALICE }, strings)).toBe(
+  it("writes the date in each language's own words", () => {
+    const now = Date.UTC(2026, 11, 1, 7, 42);
+    const tomorrow = Date.UTC(2026, 11, 1, 16, 30);
+    expect(formatDeadlineIn(tomorrow, "Asia/Shanghai", now, catalogues.zh_cn)).toBe("12月2日 00:30");
+    expect(formatDeadlineIn(tomorrow, "Asia/Shanghai", now, catalogues.en_us)).toBe("Dec 2 00:30");
+    expect(formatDeadlineIn(now, "Asia/Shanghai", now, catalogues.en_us)).toBe("15:42");
+    // The 延长 toast too: the operator's client picks its language from `i18n`, date and all.
+    expect(extendedText(tomorrow, "Asia/Shanghai", now)).toEqual({
+      zh_cn: "已延长，请在 12月2日 00:30 前回答",
+      en_us: catalogues.en_us.asks.extended("Dec 2 00:30"),
+    });
+  });
+
+  it("keeps why a question is gone as a fact, and words it in one line per language", () => {
+    expect(goneQuestion({ kind: "timeout" })).toEqual({ kind: "timeout" });
+    expect(goneQuestion({ kind: "cancelled", reason: "x" })).toEqual({ kind: "cancelled" });
+    const web = goneQuestion({ kind: "answered", answers: [], surface: "websocket", userId: ALICE });
+    expect(web).toEqual({ kind: "answered", surface: "websocket" });
+    expect(goneQuestion({ kind: "answered", answers: [], surface: "feishu", userId: ALICE })).toBeUndefined();
+    expect(goneNoticeText({ kind: "timeout" }, catalogues.zh_cn)).toContain("问题已失效：已超时");
+    expect(goneNoticeText({ kind: "cancelled" }, catalogues.zh_cn)).toBe("问题已失效：已取消");
+    expect(goneNoticeText({ kind: "answered", surface: "websocket" }, catalogues.zh_cn)).toBe(
       "问题已失效：已由网页端回答",
     );
-    expect(
-      goneNotice({ kind: "answered", answers: [], surface: "feishu", userId: ALICE }, strings),
-    ).toBeUndefined();
+    expect(goneNoticeText({ kind: "timeout" }, catalogues.en_us)).toMatch(/^The question is no longer open/);
   });
 });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { checkAnswers } from "../src/asks/answers.ts";
 import { ASK_TOOL_DESCRIPTION, askToolJsonSchema, parseAskInput } from "../src/asks/schema.ts";
 import { askInvalid, askRefused, askResult, toolResultOf } from "../src/asks/summary.ts";
+import { en } from "../src/strings-en.ts";
 import { sampleAsk } from "./fixtures.ts";
 
 function withQuestion(patch: Record<string, unknown>) {
@@ -175,6 +176,8 @@ describe("tool results and their summaries", () => {
       content: JSON.stringify({ answers }),
       isError: false,
       summary: "回答了 2 个问题",
+      // The same line in every language, for a shared card's readers.
+      summaryWords: { zh_cn: "回答了 2 个问题", en_us: en.answeredSummary(2) },
     });
   });
 
@@ -191,6 +194,8 @@ describe("tool results and their summaries", () => {
     expect(result.isError).toBe(true);
     expect(JSON.parse(result.content)).toEqual({ error });
     expect(result.summary).toEqual(summary);
+    expect(result.summaryWords?.zh_cn).toEqual(summary);
+    expect(result.summaryWords?.en_us).not.toMatch(/\p{Script=Han}/u);
   });
 
   it("reads other tools' output once: their summary, their error, or their first words", () => {

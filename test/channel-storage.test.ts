@@ -79,6 +79,8 @@ describe("a card the database refused to record", () => {
     }, "the card at its final state");
     expect(final).toContain("失败");
     expect(final).not.toContain("执行中");
+    // The failure is the bot's words: an English reader of the card gets them in English.
+    expect(final).toContain("Could not write to the database (");
 
     lock.release();
     await r.until(

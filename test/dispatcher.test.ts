@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AskRegistry } from "../src/asks/registry.ts";
 import { type ToolContext, ToolDispatcher, type ToolImpl } from "../src/harness/dispatcher.ts";
 import { createLogger } from "../src/logger.ts";
+import { en } from "../src/strings-en.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { fakeSurface, privateSession } from "./helpers/core.ts";
 
@@ -60,6 +61,7 @@ describe("ToolDispatcher", () => {
       content: '{"error":"当前通道无法向用户提问"}',
       isError: true,
       summary: "当前通道无法向用户提问",
+      summaryWords: { zh_cn: "当前通道无法向用户提问", en_us: en.askUnavailable },
     });
     expect(registry.size).toBe(0);
   });
@@ -79,6 +81,7 @@ describe("ToolDispatcher", () => {
       content: JSON.stringify({ error: "Session cancelled" }),
       isError: true,
       summary: "提问已取消",
+      summaryWords: { zh_cn: "提问已取消", en_us: en.askCancelledSummary },
     });
     expect(registry.size).toBe(0);
   });
@@ -95,11 +98,13 @@ describe("ToolDispatcher", () => {
       content: JSON.stringify({ error: "Unknown tool: nope" }),
       isError: true,
       summary: "失败：Unknown tool: nope",
+      summaryWords: { zh_cn: "失败：Unknown tool: nope", en_us: en.toolFailedSummary("Unknown tool: nope") },
     });
     expect(await dispatcher.dispatch("explode", {}, ctx)).toEqual({
       content: JSON.stringify({ error: "kaboom" }),
       isError: true,
       summary: "失败：kaboom",
+      summaryWords: { zh_cn: "失败：kaboom", en_us: en.toolFailedSummary("kaboom") },
     });
   });
 });

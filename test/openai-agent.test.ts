@@ -5,6 +5,7 @@ import { createOpenAIAgent, type OpenAIAgentOptions } from "../src/harness/agent
 import { FEISHU_ASK_INSTRUCTION, SUB_AGENT_PROMPT } from "../src/harness/agents/prompts.ts";
 import { currentTimeTool, ToolRegistry } from "../src/harness/agents/tool-registry.ts";
 import { createLogger } from "../src/logger.ts";
+import { en } from "../src/strings-en.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { buildCore, privateSession, type TestCore } from "./helpers/core.ts";
 import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
@@ -329,6 +330,8 @@ describe("OpenAI agent", () => {
     const failed = await waitForRun(test, start(test, session.id).id);
     expect(failed.status).toBe("failed");
     expect(failed.error).toContain("模型服务限流（429），重试 2 次后仍失败");
+    // The same failure in every language, for the readers of a shared card.
+    expect(failed.errorWords).toEqual({ zh_cn: failed.error, en_us: en.model.rateLimited(2) });
     expect(model.requests).toHaveLength(5);
   });
 

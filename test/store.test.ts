@@ -67,6 +67,51 @@ describe("SQLite store", () => {
     db.close();
   });
 
+  it("keeps a step's words in every language across a reopen, and reads steps saved without them", () => {
+    const file = path.join(tempDir(), "bot.sqlite");
+    const db = openDatabase(file);
+    db.prepare(
+      "INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at) VALUES ('s', 'feishu', 'group', 'oc_1', '/w', 'u', 't', 1, 1)",
+    ).run();
+    const words = {
+      title: { zh_cn: "等待你的回答", en_us: "Waiting for your answer" },
+      summary: { zh_cn: "回答了 1 个问题", en_us: "Answered 1 question" },
+    };
+    const steps = [
+      {
+        id: "a",
+        tool: "ask_user_questions",
+        title: "等待你的回答",
+        status: "done" as const,
+        words,
+        startedAt: 1,
+      },
+      { id: "b", tool: "read", title: "Read the schema", status: "done" as const, startedAt: 1 },
+    ];
+    new Store(db, () => 2).insertRun({
+      id: "r1",
+      sessionId: "s",
+      senderId: "u",
+      input: "go",
+      status: "running",
+      steps,
+      startedAt: 1,
+    });
+    db.close();
+    const reopened = openDatabase(file);
+    const store = new Store(reopened, () => 3);
+    expect(store.getRun("r1")?.steps).toEqual(steps);
+    // A failed run's error keeps its words in every language; a run without them reads none.
+    const errorWords = { zh_cn: "模型服务限流", en_us: "The model service is rate limiting" };
+    const run = store.getRun("r1");
+    if (!run) throw new Error("run r1 was not saved");
+    store.saveRun({ ...run, status: "failed", error: "模型服务限流", errorWords, endedAt: 2 });
+    expect(store.getRun("r1")).toMatchObject({ error: "模型服务限流", errorWords });
+    store.saveRun({ ...run, status: "failed", error: "boom", endedAt: 2 });
+    expect(store.getRun("r1")?.errorWords).toBeUndefined();
+    reopened.close();
+  });
+
   it("gives outside agents' tables to a fresh file and to one at the previous version, even if made ad hoc", () => {
     const agentTables = (db: Database.Database) =>
       db

@@ -1,5 +1,5 @@
 import { type ToolResult, toolError } from "../domain/tool-result.ts";
-import { strings } from "../strings.ts";
+import { bilingual, strings } from "../strings.ts";
 import type { AskOutcome } from "./registry.ts";
 
 /**
@@ -22,9 +22,10 @@ export function askResult(outcome: AskOutcome): ToolResult {
         content: JSON.stringify({ answers: outcome.answers }),
         isError: false,
         summary: strings.answeredSummary(outcome.answers.length),
+        summaryWords: bilingual.answeredSummary(outcome.answers.length),
       };
     case "timeout":
-      return toolError(ASK_ERRORS.timeout, strings.askTimedOutSummary);
+      return toolError(ASK_ERRORS.timeout, strings.askTimedOutSummary, bilingual.askTimedOutSummary);
     case "cancelled":
       return askRefused(outcome.reason);
   }
@@ -35,19 +36,26 @@ export function askResult(outcome: AskOutcome): ToolResult {
  * The two reasons a person may see on the card's step have their own wording; any other reads 失败：….
  */
 export function askRefused(message: string): ToolResult {
-  if (message === ASK_ERRORS.cancelled) return toolError(message, strings.askCancelledSummary);
-  if (message === strings.askUnavailable) return toolError(message, strings.askUnavailable);
+  if (message === ASK_ERRORS.cancelled)
+    return toolError(message, strings.askCancelledSummary, bilingual.askCancelledSummary);
+  if (message === strings.askUnavailable)
+    return toolError(message, strings.askUnavailable, bilingual.askUnavailable);
   return toolFailed(message);
 }
 
 /** Any call that failed with `message` (an unknown tool, a tool that threw): the step reads 失败：…. */
 export function toolFailed(message: string): ToolResult {
-  return toolError(message, strings.toolFailedSummary(oneLine(message)));
+  return toolError(
+    message,
+    strings.toolFailedSummary(oneLine(message)),
+    bilingual.toolFailedSummary(oneLine(message)),
+  );
 }
 
 /** Arguments the ask's schema refused: the model reads `error`; the step names only the `problem`. */
 export function askInvalid(invalid: { error: string; problem: string }): ToolResult {
-  return toolError(invalid.error, strings.askInvalidSummary(oneLine(invalid.problem)));
+  const problem = oneLine(invalid.problem);
+  return toolError(invalid.error, strings.askInvalidSummary(problem), bilingual.askInvalidSummary(problem));
 }
 
 /**
@@ -59,7 +67,12 @@ export function toolResultOf(output: string): ToolResult {
   const record = isRecord(parsed) ? parsed : undefined;
   const isError = record !== undefined && "error" in record;
   if (typeof record?.error === "string")
-    return { content: output, isError, summary: strings.toolFailedSummary(oneLine(record.error)) };
+    return {
+      content: output,
+      isError,
+      summary: strings.toolFailedSummary(oneLine(record.error)),
+      summaryWords: bilingual.toolFailedSummary(oneLine(record.error)),
+    };
   if (typeof record?.summary === "string")
     return { content: output, isError, summary: oneLine(record.summary) };
   return { content: output, isError, summary: oneLine(output) };

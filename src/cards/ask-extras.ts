@@ -1,5 +1,6 @@
 import type { Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
+import { type DeadlineFact, formatDeadline, type GoneQuestion, goneNoticeText } from "./ask-words.ts";
 import { escapeText } from "./markdown.ts";
 import type { CardNode } from "./model.ts";
 
@@ -9,27 +10,29 @@ import type { CardNode } from "./model.ts";
  * Its buttons (延长, 取消并处理新消息) sit with the card's other buttons, outside every form.
  */
 export interface AskExtrasView {
-  /** The earliest pending deadline, already written in the configured zone (`15:42`). */
-  deadline?: string;
+  /** The earliest pending deadline; each language's rendering writes it (`15:42`, `12月2日 15:42`). */
+  deadline?: DeadlineFact;
   /** 延长 N 分钟 is offered (the bound is not reached). */
   extendMinutes?: number;
   /** Messages queued behind the question. */
   queuedBehind?: number;
-  /** Why the last question is gone (问题已失效:已超时), shown until the run ends. */
-  notice?: string;
+  /** Why the last question is gone, worded per language (问题已失效：已超时), shown until the run ends. */
+  notice?: GoneQuestion;
 }
 
 export function askExtraLines(view: AskExtrasView, waiting: boolean, s: Strings): CardNode[] {
   const lines: CardNode[] = [];
-  if (waiting && view.deadline)
-    lines.push({ tag: "markdown", content: `⏰ ${s.asks.deadline(view.deadline)}` });
+  if (waiting && view.deadline) {
+    const { at, timeZone, now } = view.deadline;
+    lines.push({ tag: "markdown", content: `⏰ ${s.asks.deadline(formatDeadline(at, timeZone, now, s))}` });
+  }
   if (waiting && view.queuedBehind)
     lines.push({ tag: "markdown", content: `✉️ ${s.asks.queuedBehind(view.queuedBehind)}` });
   return lines;
 }
 
-export function askNotice(view: AskExtrasView): CardNode[] {
-  return view.notice ? [{ tag: "markdown", content: escapeText(view.notice) }] : [];
+export function askNotice(view: AskExtrasView, s: Strings): CardNode[] {
+  return view.notice ? [{ tag: "markdown", content: escapeText(goneNoticeText(view.notice, s)) }] : [];
 }
 
 export function askExtraButtons(

@@ -1,5 +1,5 @@
 import { DEMO_QUESTIONS_EN } from "../asks/demo-questions.ts";
-import type { Locale } from "../strings.ts";
+import { bilingual, type Locale } from "../strings.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
 import { buildQueuedCard } from "./queued.ts";
@@ -23,9 +23,11 @@ const base: ProgressView = {
   startedAt: T0,
   detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice/runs/run_0001",
 };
+// The ask's step is the bot's own words: both languages ride along (issue 19).
+const askStep = { title: "Waiting for your answer", words: { title: bilingual.model.askTitle } };
 const asking: ProgressView = {
   ...base,
-  steps: [...base.steps, { title: "Waiting for your answer", status: "running" }],
+  steps: [...base.steps, { ...askStep, status: "running" }],
 };
 const bothQuestions: CardAsk = {
   requestId: "req_0001",
@@ -38,7 +40,13 @@ export function englishExampleCards(): Record<string, Card> {
     "en-progress-running": buildProgressCard(base, [], on),
     "en-progress-one-form": buildProgressCard(asking, [bothQuestions], on),
     "en-progress-form-deadline": buildProgressCard(
-      { ...asking, deadline: "Dec 1 10:15", extendMinutes: 15, queuedBehind: 2 },
+      {
+        ...asking,
+        // Tomorrow in the zone: the date is written in each reader's language (Dec 1, 12月1日).
+        deadline: { at: T0 + 24 * 3_600_000 + 15 * 60_000, timeZone: "Asia/Shanghai", now: T0 },
+        extendMinutes: 15,
+        queuedBehind: 2,
+      },
       [bothQuestions],
       on,
     ),
@@ -58,7 +66,12 @@ export function englishExampleCards(): Record<string, Card> {
         status: "completed",
         steps: [
           ...base.steps,
-          { title: "Waiting for your answer", status: "done", summary: "Answered 2 questions" },
+          {
+            ...askStep,
+            status: "done",
+            summary: "Answered 2 questions",
+            words: { ...askStep.words, summary: bilingual.answeredSummary(2) },
+          },
           { title: "Deployment: Docker (recommended)", status: "done", summary: "Generated Dockerfile" },
         ],
         text: "**Done** Carried out as you chose:\n\n- **How should the new service be deployed?** Docker (recommended)",

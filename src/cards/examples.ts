@@ -1,5 +1,6 @@
 import { DEMO_QUESTIONS } from "../asks/demo-questions.ts";
 import { PLAN_STEP_TOOL } from "../domain/types.ts";
+import { bilingual, inEveryLocale, zh } from "../strings.ts";
 import { englishExampleCards } from "./examples-en.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
@@ -24,17 +25,37 @@ const base: ProgressView = {
   detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice/runs/run_0001",
 };
 
-const asking = { ...base, steps: [...base.steps, { title: "等待你的回答", status: "running" as const }] };
+// The ask's step: the bot's own words, so the card carries them in every language (issue 19).
+const askStep = { title: "等待你的回答", words: { title: bilingual.model.askTitle } };
+const asking = { ...base, steps: [...base.steps, { ...askStep, status: "running" as const }] };
 const bothQuestions: CardAsk = {
   requestId: "req_0001",
   questions: [DEMO_QUESTIONS.deploy, DEMO_QUESTIONS.features],
 };
 const finished = [
   ...base.steps,
-  { title: "等待你的回答", status: "done" as const, summary: "回答了 2 个问题" },
+  {
+    title: askStep.title,
+    status: "done" as const,
+    summary: "回答了 2 个问题",
+    words: { ...askStep.words, summary: bilingual.answeredSummary(2) },
+  },
   { title: "部署方式：Docker（推荐）", status: "done" as const, summary: "已生成 Dockerfile" },
   { title: "开启功能：暗色模式", status: "done" as const, summary: "改动了 3 个文件" },
 ];
+
+/** An ACP agent's steps as harness/agents/acp/updates.ts reports them: our frame, the agent's text. */
+const planStep = (n: number, entry: string, status: "done" | "running" | "pending") => ({
+  tool: PLAN_STEP_TOOL,
+  title: `${zh.acp.planTitle} ${n}. ${entry}`,
+  words: { title: inEveryLocale((s) => `${s.acp.planTitle} ${n}. ${entry}`) },
+  status,
+});
+const acpStep = (kind: "read" | "edit", title: string) => ({
+  tool: `acp_${kind}`,
+  title: `${zh.acp.toolKinds[kind]} · ${title}`,
+  words: { title: inEveryLocale((s) => `${s.acp.toolKinds[kind]} · ${title}`) },
+});
 
 export function exampleCards(): Record<string, Card> {
   // An outside agent's task (agents-api): the header names the agent, the form says why it asks; no 取消任务.
@@ -60,7 +81,12 @@ export function exampleCards(): Record<string, Card> {
     "progress-one-form": buildProgressCard(asking, [bothQuestions]),
     // Issue 16: the deadline as an absolute time, 延长, and a message waiting behind the question.
     "progress-form-deadline": buildProgressCard(
-      { ...asking, deadline: "10:15", extendMinutes: 15, queuedBehind: 1 },
+      {
+        ...asking,
+        deadline: { at: T0 + 15 * 60_000, timeZone: "Asia/Shanghai", now: T0 },
+        extendMinutes: 15,
+        queuedBehind: 1,
+      },
       [bothQuestions],
     ),
     // Issue 16: the question timed out; the card says so in one line and the run goes on without it.
@@ -69,20 +95,21 @@ export function exampleCards(): Record<string, Card> {
         ...base,
         steps: [
           ...base.steps,
-          { title: "等待你的回答", status: "failed", summary: "用户未在规定时间内回答" },
+          {
+            title: askStep.title,
+            status: "failed",
+            summary: "用户未在规定时间内回答",
+            words: { ...askStep.words, summary: bilingual.askTimedOutSummary },
+          },
         ],
-        notice: "问题已失效:已超时。未在期限内收到回答,任务已不等回答继续执行",
+        notice: { kind: "timeout" },
       },
       [],
     ),
     "progress-stacked-forms": buildProgressCard(
       {
         ...asking,
-        steps: [
-          ...base.steps,
-          { title: "等待你的回答", status: "running" },
-          { title: "等待你的回答", status: "running" },
-        ],
+        steps: [...base.steps, { ...askStep, status: "running" }, { ...askStep, status: "running" }],
       },
       [
         { requestId: "req_0002", questions: [DEMO_QUESTIONS.deploy] },
@@ -148,17 +175,17 @@ export function exampleCards(): Record<string, Card> {
         ...base,
         title: "把配置里的端口改成 8080",
         steps: [
-          { tool: PLAN_STEP_TOOL, title: "计划 1. 读取配置", status: "done" },
-          { tool: PLAN_STEP_TOOL, title: "计划 2. 修改端口", status: "running" },
-          { tool: PLAN_STEP_TOOL, title: "计划 3. 运行测试", status: "pending" },
-          { tool: "acp_read", title: "读取 · Read config.json", status: "done", summary: "found 3 keys" },
+          planStep(1, "读取配置", "done"),
+          planStep(2, "修改端口", "running"),
+          planStep(3, "运行测试", "pending"),
+          { ...acpStep("read", "Read config.json"), status: "done", summary: "found 3 keys" },
+          { ...acpStep("edit", "Edit config.json"), status: "pending", summary: "diff config.json" },
           {
-            tool: "acp_edit",
-            title: "编辑 · Edit config.json",
-            status: "pending",
-            summary: "diff config.json",
+            tool: "ask_user_questions",
+            title: "请求权限：Edit config.json",
+            words: { title: bilingual.acp.permissionTitle("Edit config.json") },
+            status: "running",
           },
-          { tool: "ask_user_questions", title: "请求权限：Edit config.json", status: "running" },
         ],
       },
       [

@@ -1,4 +1,4 @@
-import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
+import type { RunStatus } from "../domain/types.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
@@ -14,22 +14,16 @@ import {
   tagColorFor,
 } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
+import { type ProgressStepView, stepsMarkdown, wordsIn } from "./steps.ts";
 import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
+export type { ProgressStepView } from "./steps.ts";
 
 /**
  * The progress card: a pure function of (run view, pending asks). Every PATCH re-renders the whole card,
  * so a form is part of the state and never "attached once" (seed feishu-card-ask §三).
  */
-
-export interface ProgressStepView {
-  /** `PLAN_STEP_TOOL` marks a plan entry, kept in view however many tool steps follow. */
-  tool?: string;
-  title: string;
-  status: "pending" | "running" | "done" | "failed";
-  summary?: string;
-}
 
 export interface ProgressView extends AskExtrasView {
   sessionId: string;
@@ -42,6 +36,8 @@ export interface ProgressView extends AskExtrasView {
   /** Streamed text while running; the final answer (markdown) when completed. */
   text?: string;
   error?: string;
+  /** `error` in every language, when the bot wrote it; each rendering takes its own. */
+  errorWords?: Readonly<Record<string, string>>;
   startedAt: number;
   endedAt?: number;
   /** 会话详情 link; never carries a token (a group card is the same for everyone). */
@@ -231,7 +227,7 @@ function render(
   const steps = stepsMarkdown(view, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
   elements.push(...outcome(view, budget, s, level > 0));
-  elements.push(...askNotice(view));
+  elements.push(...askNotice(view, s));
   if (shownAsks.length > 0) {
     const context: AskContext = {
       sessionId: view.sessionId,
@@ -281,44 +277,10 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
     case "completed":
       return s.card.summaryCompleted;
     case "failed":
-      return s.card.summaryFailed(truncate(oneLine(view.error ?? ""), 40));
+      return s.card.summaryFailed(truncate(oneLine(errorIn(view, s)), 40));
     case "cancelled":
       return s.card.summaryCancelled;
   }
-}
-
-/**
- * ⬜ is a plan entry or call not begun yet: a checklist reads wrong if it looks already under way.
- * Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set (no
- * font needed in the client), while an icon can only prefix a whole element, not each step line. Our own
- * renderings (console, session page) draw these as SVG (web/public/icons.ts).
- */
-const STEP_ICONS: Record<ProgressStepView["status"], string> = {
-  pending: "⬜",
-  running: "⏳",
-  done: "✅",
-  failed: "❌",
-};
-
-function stepsMarkdown(view: ProgressView, budget: Budget, s: Strings): string | undefined {
-  const total = view.steps.length;
-  if (total === 0) return view.status === "running" ? s.card.noSteps : undefined;
-  // A plan is the task's checklist: its entries stay on the card while older tool steps give way.
-  const plan = view.steps.filter((step) => step.tool === PLAN_STEP_TOOL).slice(0, budget.steps);
-  const others = view.steps.filter((step) => step.tool !== PLAN_STEP_TOOL);
-  const recent = budget.steps > 0 ? others.slice(-budget.steps) : [];
-  const hidden = total - plan.length - recent.length;
-  const line = (step: ProgressStepView) => {
-    const title = escapeText(truncate(oneLine(step.title), 60));
-    const note = step.summary ? ` · ${escapeText(truncate(oneLine(step.summary), 80))}` : "";
-    return `${STEP_ICONS[step.status]} ${title}${note}`;
-  };
-  return [
-    s.card.stepsHeading,
-    ...plan.map(line),
-    ...(hidden > 0 ? [s.card.earlierSteps(hidden)] : []),
-    ...recent.map(line),
-  ].join("\n");
 }
 
 /** The model's text: sanitized markdown, or (degraded) escaped plain text that cannot be refused again. */
@@ -333,12 +295,16 @@ function outcome(view: ProgressView, budget: Budget, s: Strings, plain: boolean)
         { tag: "markdown", content: `${s.card.resultHeading}\n${modelText(view.text ?? "")}` },
       ];
     case "failed":
-      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(view.error ?? ""))}` }];
+      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(errorIn(view, s)))}` }];
     case "cancelled":
       return [{ tag: "markdown", content: s.card.cancelledNote }];
     default:
       return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
   }
+}
+
+function errorIn(view: ProgressView, s: Strings): string {
+  return wordsIn(view.errorWords, s) ?? view.error ?? "";
 }
 
 function actionButtons(view: ProgressView, s: Strings, waiting: boolean): ColumnSetNode | undefined {

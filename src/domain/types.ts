@@ -45,6 +45,12 @@ export function isTerminal(run: Pick<RunView, "status">): boolean {
 /** The `tool` of steps that are an agent's plan entries: the card keeps them in view as the task's checklist. */
 export const PLAN_STEP_TOOL = "plan";
 
+/**
+ * One text in every language, by Feishu locale code (`zh_cn`, `en_us`): the bot's own words on a step, so a
+ * shared card shows each reader theirs (issue 19). The plain `title`/`summary` stay the bot's language.
+ */
+export type Words = Readonly<Record<string, string>>;
+
 export interface Step {
   id: string;
   tool: string;
@@ -52,6 +58,8 @@ export interface Step {
   /** `pending`: announced but not begun (an ACP agent's plan entry or queued tool call). */
   status: "pending" | "running" | "done" | "failed";
   summary?: string;
+  /** The bot's words of `title`/`summary` in every language; absent where an agent or model wrote them. */
+  words?: { title?: Words; summary?: Words };
   startedAt: number;
   endedAt?: number;
 }
@@ -67,6 +75,8 @@ export interface RunView {
   /** Text streamed so far, then the final answer (markdown). */
   text?: string;
   error?: string;
+  /** `error` in every language when the bot wrote it (a model service's failure, a full disk). */
+  errorWords?: Words;
   startedAt: number;
   endedAt?: number;
 }

@@ -1,6 +1,7 @@
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
-import { type Strings, strings } from "../strings.ts";
+import { formatDeadline as formatIn, type GoneQuestion } from "../cards/ask-words.ts";
+import { inEveryLocale, type Localized, type Strings, strings } from "../strings.ts";
 
 /**
  * Deadlines people can see (issue 16). The card writes the earliest pending deadline as an absolute time in
@@ -36,39 +37,32 @@ export function askTimes(partial: Partial<AskTimes> | undefined): AskTimes {
   return { ...DEFAULT_ASK_TIMES, ...partial };
 }
 
-/** `15:42` in the zone, with the date (`12月2日 15:42`) when the deadline is not on the day of `now`. */
-export function formatDeadline(at: number, timeZone: string, now: number = at): string {
-  const format = new Intl.DateTimeFormat("en-US", {
-    timeZone,
-    month: "numeric",
-    day: "numeric",
-    hour: "2-digit",
-    minute: "2-digit",
-    hourCycle: "h23",
-  });
-  const parts = (when: number) => {
-    const byType = new Map(format.formatToParts(when).map((part) => [part.type, part.value]));
-    return {
-      day: strings.asks.deadlineDate(Number(byType.get("month")), Number(byType.get("day"))),
-      time: `${byType.get("hour")}:${byType.get("minute")}`,
-    };
-  };
-  const deadline = parts(at);
-  return deadline.day === parts(now).day ? deadline.time : `${deadline.day} ${deadline.time}`;
+/**
+ * `15:42` in the zone, with the date (`12月2日 15:42`) when the deadline is not on the day of `now`: in the
+ * bot's language by default, for texts that go out in one (the reminder message); a card words its own.
+ */
+export function formatDeadline(at: number, timeZone: string, now: number = at, s: Strings = strings): string {
+  return formatIn(at, timeZone, now, s);
+}
+
+/** The 延长 toast in every language, each writing the date its own way (12月2日, Dec 2), not just the sentence. */
+export function extendedText(at: number, timeZone: string, now: number): Localized {
+  return inEveryLocale((s) => s.asks.extended(formatIn(at, timeZone, now, s)));
 }
 
 export function deadlineView(
   asks: readonly PendingAsk[],
   times: AskTimes,
   queuedBehind: number,
-  notice: string | undefined,
+  notice: GoneQuestion | undefined,
   now: number,
 ): AskExtrasView {
   const view: AskExtrasView = {};
   if (notice) view.notice = notice;
   if (asks.length === 0) return view;
   const earliest = Math.min(...asks.map((ask) => ask.expiresAt));
-  view.deadline = formatDeadline(earliest, times.timeZone, now);
+  // The facts only: each language's rendering of the card writes the time and date in its own words.
+  view.deadline = { at: earliest, timeZone: times.timeZone, now };
   if (times.extendMs > 0 && asks.some((ask) => ask.extendedMs + times.extendMs <= times.extendMaxMs)) {
     view.extendMinutes = Math.round(times.extendMs / 60_000);
   }
@@ -76,16 +70,16 @@ export function deadlineView(
   return view;
 }
 
-/** The card's one line once a question is gone without an answer from the card itself. */
-export function goneNotice(outcome: AskOutcome, s: Strings): string | undefined {
+/** Why a question is gone, for the card to word; none when the card itself took the answer. */
+export function goneQuestion(outcome: AskOutcome): GoneQuestion | undefined {
   switch (outcome.kind) {
     case "answered":
-      if (outcome.surface === "websocket") return s.asks.goneLine(s.asks.gone.web);
-      if (outcome.surface === "mcp") return s.asks.goneLine(s.asks.gone.mcp);
+      if (outcome.surface === "websocket" || outcome.surface === "mcp")
+        return { kind: "answered", surface: outcome.surface };
       return undefined;
     case "timeout":
-      return `${s.asks.goneLine(s.asks.gone.timeout)}${s.asks.sentenceBreak}${s.asks.timedOut}`;
+      return { kind: "timeout" };
     case "cancelled":
-      return s.asks.goneLine(s.asks.gone.cancelled);
+      return { kind: "cancelled" };
   }
 }

@@ -16,7 +16,7 @@ import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
 import { currentLocale, type Localized, bilingual as strings } from "../strings.ts";
-import { type AskTimes, formatDeadline } from "./ask-deadline.ts";
+import { type AskTimes, extendedText } from "./ask-deadline.ts";
 import { parseCardAction } from "./events.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
 import type { QueuedCards } from "./queued-cards.ts";
@@ -262,8 +262,8 @@ function extendAsks(
   const moved = asks.flatMap((ask) => registry.extend(ask.requestId, extendMs, extendMaxMs) ?? []);
   if (moved.length === 0) return toast("warning", strings.asks.extendLimit);
   const earliest = Math.min(...registry.getPendingForSession(value.sessionId).map((ask) => ask.expiresAt));
-  const at = formatDeadline(earliest, timeZone, deps.now());
-  return withCard(toast("success", strings.asks.extended(at)), active && deps.cards.render(active));
+  const extended = extendedText(earliest, timeZone, deps.now());
+  return withCard(toast("success", extended), active && deps.cards.render(active));
 }
 
 /** 取消并处理新消息: the sender lets the queued message replace the run that waits on a question. */

@@ -2,13 +2,13 @@ import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
 import type { ActionResult, RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
 import type { QueuedMessage, RunView, SessionInfo, Step } from "../domain/types.ts";
-import { describeError } from "../errors.ts";
+import { describeError, ModelError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isStorageError } from "../store/db.ts";
 import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
 import type { PendingTurn, TurnStore } from "../store/turns.ts";
-import { strings } from "../strings.ts";
+import { inEveryLocale, strings } from "../strings.ts";
 import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { Agent, AgentContext, ReportedStep } from "./agents/agent.ts";
@@ -430,6 +430,13 @@ export class SessionRunner implements SessionRuns {
         run.error = isStorageError(error)
           ? strings.storageFailed(describeError(error))
           : describeError(error);
+        // The same in every language when the words are ours; anything else reads as it was thrown.
+        const words = isStorageError(error)
+          ? inEveryLocale((s) => s.storageFailed(describeError(error)))
+          : error instanceof ModelError
+            ? error.words
+            : undefined;
+        if (words) run.errorWords = words;
         logger.warn({ sessionId: session.id, runId: run.id, err: error }, "run failed");
       }
     }
@@ -489,6 +496,7 @@ export class SessionRunner implements SessionRuns {
             name,
             args,
             ...(options?.title ? { title: options.title } : {}),
+            ...(options?.titleWords ? { titleWords: options.titleWords } : {}),
             ...(options?.signal ? { signal: options.signal } : {}),
           },
         ]);
@@ -510,6 +518,7 @@ export class SessionRunner implements SessionRuns {
       const finished = update.status === "done" || update.status === "failed";
       Object.assign(existing, update);
       if (update.summary === undefined) delete existing.summary;
+      if (update.words === undefined) delete existing.words;
       if (finished && existing.endedAt === undefined) existing.endedAt = this.#deps.now();
     } else {
       const step: Step = { id: this.#deps.newId(), ...update, startedAt: this.#deps.now() };

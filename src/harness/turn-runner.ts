@@ -64,6 +64,7 @@ export function createTurnRunner(
         tool: call.name,
         title: call.title ?? call.name,
         status: "running",
+        ...(call.titleWords ? { words: { title: call.titleWords } } : {}),
         startedAt: now(),
       };
       run.steps.push(step);
@@ -175,6 +176,11 @@ function newTurn(
 function finishStep(step: Step, result: ToolResult, at: number): void {
   step.status = result.isError ? "failed" : "done";
   step.summary = result.summary;
+  // The bot's words in every language beside it; a tool's or model's own summary has none.
+  const title = step.words?.title;
+  const summary = result.summaryWords;
+  if (title || summary) step.words = { ...(title ? { title } : {}), ...(summary ? { summary } : {}) };
+  else delete step.words;
   step.endedAt = at;
 }
 

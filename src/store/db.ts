@@ -240,6 +240,10 @@ export const MIGRATIONS: readonly string[] = [
       AND substr(id, instr(id, '-group-' || chat_id || '-topic-') + length('-group-' || chat_id || '-topic-')) <> ''
       AND workspace LIKE '%' || substr(id, instr(id, '-group-' || chat_id || '-topic-') + length('-group-' || chat_id || '-topic-'));
   `,
+  `
+  -- A failed run's error in every language when the bot wrote it (JSON: locale -> text); NULL otherwise.
+  ALTER TABLE runs ADD COLUMN error_words_json TEXT;
+  `,
 ];
 
 /**

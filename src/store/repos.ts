@@ -14,6 +14,9 @@ import type { Db } from "./db.ts";
  * by an older version or edited by hand is an error with a message, not an undefined at a distance.
  */
 
+/** One text by locale code (a step's or an error's words in every language). */
+const wordsSchema = z.record(z.string(), z.string());
+
 const stepsSchema = z.array(
   z.object({
     id: z.string(),
@@ -21,6 +24,12 @@ const stepsSchema = z.array(
     title: z.string(),
     status: z.enum(["pending", "running", "done", "failed"]),
     summary: z.string().optional(),
+    words: z
+      .object({
+        title: wordsSchema.optional(),
+        summary: wordsSchema.optional(),
+      })
+      .optional(),
     startedAt: z.number(),
     endedAt: z.number().optional(),
   }),
@@ -49,6 +58,7 @@ interface RunRow {
   steps_json: string;
   final_text: string | null;
   error: string | null;
+  error_words_json: string | null;
   started_at: number;
   ended_at: number | null;
 }
@@ -98,7 +108,8 @@ function prepareStatements(db: Db) {
       ),
       source: db.prepare<[string], string | null>("SELECT source_json FROM runs WHERE id = ?").pluck(),
       save: db.prepare(
-        `UPDATE runs SET status = @status, steps_json = @steps, final_text = @text, error = @error, ended_at = @endedAt
+        `UPDATE runs SET status = @status, steps_json = @steps, final_text = @text, error = @error,
+         error_words_json = @errorWords, ended_at = @endedAt
          WHERE id = @id`,
       ),
       get: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE id = ?"),
@@ -258,6 +269,7 @@ export class Store {
       steps: JSON.stringify(run.steps),
       text: run.text ?? null,
       error: run.error ?? null,
+      errorWords: run.errorWords ? JSON.stringify(run.errorWords) : null,
       endedAt: run.endedAt ?? null,
     });
   }
@@ -425,6 +437,9 @@ function runFromRow(row: RunRow): RunView {
     steps,
     ...(row.final_text !== null ? { text: row.final_text } : {}),
     ...(row.error !== null ? { error: row.error } : {}),
+    ...(row.error_words_json !== null
+      ? { errorWords: wordsSchema.parse(JSON.parse(row.error_words_json)) }
+      : {}),
     startedAt: row.started_at,
     ...(row.ended_at !== null ? { endedAt: row.ended_at } : {}),
   };

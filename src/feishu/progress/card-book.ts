@@ -1,4 +1,5 @@
 import type { AskRegistry, PendingAsk } from "../../asks/registry.ts";
+import type { GoneQuestion } from "../../cards/ask-words.ts";
 import type { FormDraft } from "../../cards/form-value.ts";
 import type { Card } from "../../cards/model.ts";
 import { buildProgressCard, type DegradeLevel, type ProgressView } from "../../cards/progress.ts";
@@ -39,8 +40,8 @@ export interface ActiveCard {
    * `run` is the agent's latest report: such tasks are not the runner's, and the agent pushes each change.
    */
   agent?: { name: string; target: AgentCardTarget["target"]; run: RunView };
-  /** Why the run's last question is gone (问题已失效:已超时), once it ended without a card answer. */
-  notice?: string;
+  /** Why the run's last question is gone, once it ended without a card answer; each language words it. */
+  notice?: GoneQuestion;
 }
 
 export interface CardBookDeps {
@@ -186,6 +187,7 @@ export class CardBook {
       steps: run.steps,
       ...(run.text !== undefined ? { text: run.text } : {}),
       ...(run.error !== undefined ? { error: run.error } : {}),
+      ...(run.errorWords !== undefined ? { errorWords: run.errorWords } : {}),
       startedAt: run.startedAt,
       ...(run.endedAt !== undefined ? { endedAt: run.endedAt } : {}),
       ...(card.agent ? { agent: card.agent.name } : {}),

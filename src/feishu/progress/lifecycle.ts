@@ -4,7 +4,7 @@ import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import { CARD_PATCHABLE_MS } from "../../store/feishu.ts";
 import { strings } from "../../strings.ts";
-import { goneNotice } from "../ask-deadline.ts";
+import { goneQuestion } from "../ask-deadline.ts";
 import { checkCard, tellChatCardGone } from "../gone-cards.ts";
 import type { QueuedCards } from "../queued-cards.ts";
 import type { ActiveCard } from "./card-book.ts";
@@ -162,7 +162,7 @@ export class CardLifecycle {
     const card = this.#d.book.get(ask.runId);
     if (!card) return;
     card.drafts.delete(ask.requestId);
-    card.notice = goneNotice(outcome, strings);
+    card.notice = goneQuestion(outcome);
     card.publisher?.request();
   }
 

@@ -1,4 +1,4 @@
-import type { HistoryMessage, SessionInfo, Step, ToolDefinition } from "../../domain/types.ts";
+import type { HistoryMessage, SessionInfo, Step, ToolDefinition, Words } from "../../domain/types.ts";
 
 /**
  * The port every agent implements. An agent reads the input and history, calls tools through
@@ -12,6 +12,8 @@ export interface ToolCallRequest {
   args: unknown;
   /** The step's title on the card (default: the tool's name). */
   title?: string;
+  /** The title in every language, when it is the bot's words (等待你的回答), not the model's. */
+  titleWords?: Words;
   /**
    * Withdraws this call alone (an ACP agent's `$/cancel_request`): a question it is waiting on is cancelled
    * and its form leaves the card at once; the run goes on. Aborting the run is the run's signal's job.
@@ -38,7 +40,11 @@ export interface AgentContext {
   /** Tools this session's agent may call, already filtered for the session. */
   tools: ToolDefinition[];
   /** A turn of one call: `callTools([{ name, args, title }])`. */
-  callTool(name: string, args: unknown, options?: { title?: string; signal?: AbortSignal }): Promise<string>;
+  callTool(
+    name: string,
+    args: unknown,
+    options?: { title?: string; titleWords?: Words; signal?: AbortSignal },
+  ): Promise<string>;
   /**
    * One assistant turn: the calls run together; the turn (its `text`, every call, every result) is saved
    * only after all of them returned, so an interrupted turn leaves nothing half-saved. Results keep the
@@ -56,7 +62,7 @@ export interface AgentContext {
   signal: AbortSignal;
 }
 
-export type ReportedStep = Pick<Step, "tool" | "title" | "status"> & { summary?: string };
+export type ReportedStep = Pick<Step, "tool" | "title" | "status" | "words"> & { summary?: string };
 
 export interface AgentResult {
   text: string;

@@ -1,5 +1,5 @@
 import { ModelError } from "../../errors.ts";
-import { strings } from "../../strings.ts";
+import { bilingual, strings } from "../../strings.ts";
 import type { ChatModel } from "./chat-model.ts";
 
 /**
@@ -34,7 +34,10 @@ export class RunBudget {
   /** Before every model request; throws (failing the run with a reason the card shows) once it is spent. */
   spendRequest(): void {
     if (this.#requests >= this.limits.modelRequests) {
-      throw new ModelError(strings.model.requestBudgetSpent(this.limits.modelRequests));
+      const limit = this.limits.modelRequests;
+      throw new ModelError(strings.model.requestBudgetSpent(limit), {
+        words: bilingual.model.requestBudgetSpent(limit),
+      });
     }
     this.#requests += 1;
   }

@@ -2,7 +2,7 @@ import { DEMO_QUESTIONS, DEMO_QUESTIONS_EN, demoQuestions } from "../../asks/dem
 import type { AskAnswer, AskInput } from "../../asks/schema.ts";
 import { ASK_TOOL_NAME, askOutputSchema } from "../../asks/schema.ts";
 import { escapeText } from "../../cards/markdown.ts";
-import { strings } from "../../strings.ts";
+import { bilingual, strings } from "../../strings.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { ToolImpl } from "../dispatcher.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";
@@ -143,7 +143,12 @@ function replaying(ctx: AgentContext): AgentContext["callTool"] {
 
 async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
   const result = askOutputSchema.safeParse(
-    JSON.parse(await ctx.callTool(ASK_TOOL_NAME, input, { title: strings.model.askTitle })),
+    JSON.parse(
+      await ctx.callTool(ASK_TOOL_NAME, input, {
+        title: strings.model.askTitle,
+        titleWords: bilingual.model.askTitle,
+      }),
+    ),
   );
   // An error result (timeout, cancel, no surface) carries no answers: carry on with the defaults.
   return result.success ? result.data.answers : [];

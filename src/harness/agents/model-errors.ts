@@ -1,6 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import { ModelError } from "../../errors.ts";
-import { strings } from "../../strings.ts";
+import { inEveryLocale, type Strings, strings } from "../../strings.ts";
 
 /**
  * What went wrong with one model request, and whether trying again can help. The final error a person
@@ -58,32 +58,35 @@ export function modelErrorFor(
   context: { baseUrl: string; model: string; requestTimeoutMs: number },
   cause?: unknown,
 ): ModelError {
-  const s = strings.model;
-  const message = (() => {
+  // Worded by each catalogue: the bot's language is the message, every language goes on the card.
+  const word = (catalogue: Strings): string => {
+    const s = catalogue.model;
     switch (failure.kind) {
       case "timeout":
         return s.timedOut(Math.ceil(context.requestTimeoutMs / 1000), retries);
       case "unreachable":
         return s.unreachable(context.baseUrl, failure.detail);
       case "status":
-        return statusMessage(failure.status ?? 0, failure.detail, retries, context);
+        return statusMessage(catalogue, failure.status ?? 0, failure.detail, retries, context);
       default:
         return s.other(failure.detail);
     }
-  })();
-  return new ModelError(message, {
+  };
+  return new ModelError(word(strings), {
     cause,
+    words: inEveryLocale(word),
     ...(failure.status === undefined ? {} : { upstreamStatus: failure.status }),
   });
 }
 
 function statusMessage(
+  catalogue: Strings,
   status: number,
   detail: string,
   retries: number,
   context: { model: string; requestTimeoutMs: number },
 ): string {
-  const s = strings.model;
+  const s = catalogue.model;
   if (status === 401) return s.unauthorized;
   if (status === 403) return s.forbidden(context.model);
   if (status === 404) return s.notFound(context.model);

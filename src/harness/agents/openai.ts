@@ -1,6 +1,6 @@
 import { ASK_TOOL_NAME } from "../../asks/schema.ts";
 import type { Logger } from "../../logger.ts";
-import { strings } from "../../strings.ts";
+import { bilingual, type Localized, strings } from "../../strings.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";
 import { budgeted, type RunBudgetLimits, RunBudgets } from "./budget.ts";
 import { toChatMessages } from "./chat-history.ts";
@@ -89,7 +89,7 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
               calls.map((call) => ({
                 name: call.name,
                 args: parseArguments(call.arguments),
-                title: titleOf(call),
+                ...titleOf(call),
               })),
               { text: said },
             );
@@ -104,14 +104,16 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
   };
 }
 
-/** The step's title on the card: what the call is for, in a few words. */
-function titleOf(call: ModelToolCall): string {
-  if (call.name === ASK_TOOL_NAME) return strings.model.askTitle;
+/** The step's title on the card: what the call is for, in a few words (in every language, when ours). */
+function titleOf(call: ModelToolCall): { title: string; titleWords?: Localized } {
+  if (call.name === ASK_TOOL_NAME)
+    return { title: strings.model.askTitle, titleWords: bilingual.model.askTitle };
   if (call.name === DELEGATE_TOOL_NAME) {
     const args = parseArguments(call.arguments);
     const task = typeof args === "object" && args !== null && "task" in args ? String(args.task) : "";
     const short = task.replace(/\s+/g, " ").trim();
-    return strings.model.delegateTitle(short.length > 30 ? `${short.slice(0, 29)}…` : short);
+    const shown = short.length > 30 ? `${short.slice(0, 29)}…` : short;
+    return { title: strings.model.delegateTitle(shown), titleWords: bilingual.model.delegateTitle(shown) };
   }
-  return call.name;
+  return { title: call.name };
 }

@@ -1,6 +1,6 @@
 import type { ToolDefinition } from "../../domain/types.ts";
 import { ModelError } from "../../errors.ts";
-import { strings } from "../../strings.ts";
+import { bilingual, strings } from "../../strings.ts";
 import { abortReason } from "../../util/sleep.ts";
 import type { ChatMessage, ChatModel, ModelToolCall } from "./chat-model.ts";
 
@@ -53,7 +53,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<string> {
       messages.push({ role: "tool", tool_call_id: call.id, content: results[index] ?? "" });
     });
   }
-  throw new ModelError(strings.model.tooManySteps(options.maxSteps));
+  throw new ModelError(strings.model.tooManySteps(options.maxSteps), {
+    words: bilingual.model.tooManySteps(options.maxSteps),
+  });
 }
 
 /**

@@ -3,7 +3,7 @@ import type { RequestPermissionResponse, StopReason } from "@agentclientprotocol
 import { ASK_TOOL_NAME } from "../../../asks/schema.ts";
 import { describeError } from "../../../errors.ts";
 import type { Logger } from "../../../logger.ts";
-import { strings } from "../../../strings.ts";
+import { bilingual, strings } from "../../../strings.ts";
 import { abortReason } from "../../../util/sleep.ts";
 import type { Agent, AgentContext, AgentResult } from "../agent.ts";
 import type { AcpConfig } from "./config.ts";
@@ -136,6 +136,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
             // request's signal withdraws the ask too, so its form leaves the card at once.
             const result = await ctx.callTool(ASK_TOOL_NAME, ask.args, {
               title: strings.acp.permissionTitle(about.title),
+              titleWords: bilingual.acp.permissionTitle(about.title),
               signal: requestSignal,
             });
             if (requestSignal.aborted) return { outcome: { outcome: "cancelled" } };

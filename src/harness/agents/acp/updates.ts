@@ -6,7 +6,7 @@ import type {
   ToolKind,
 } from "@agentclientprotocol/sdk";
 import { PLAN_STEP_TOOL } from "../../../domain/types.ts";
-import { strings } from "../../../strings.ts";
+import { inEveryLocale, strings } from "../../../strings.ts";
 import type { AgentContext, ReportedStep } from "../agent.ts";
 
 /**
@@ -113,9 +113,12 @@ export class TurnReporter {
     if (summary) state.summary = summary;
     this.#tools.set(call.toolCallId, state);
     this.#paragraph = true;
+    const shown = state.title || call.toolCallId;
     this.#sink.reportStep(`tool:${call.toolCallId}`, {
       tool: `acp_${state.kind}`,
-      title: `${strings.acp.toolKinds[state.kind]} · ${state.title || call.toolCallId}`,
+      title: `${strings.acp.toolKinds[state.kind]} · ${shown}`,
+      // The kind is our word, the title the agent's: each language frames it in its own (读取 / Read).
+      words: { title: inEveryLocale((s) => `${s.acp.toolKinds[state.kind]} · ${shown}`) },
       status: state.status,
       ...(state.summary ? { summary: state.summary } : {}),
     });
@@ -127,6 +130,7 @@ export class TurnReporter {
       this.#sink.reportStep(`plan:${index}`, {
         tool: PLAN_STEP_TOOL,
         title: `${strings.acp.planTitle} ${index + 1}. ${entry.content}`,
+        words: { title: inEveryLocale((s) => `${s.acp.planTitle} ${index + 1}. ${entry.content}`) },
         status: TOOL_STATUS[entry.status],
       });
     });

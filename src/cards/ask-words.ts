@@ -1,0 +1,58 @@
+import type { Strings } from "../strings.ts";
+
+/**
+ * The facts a waiting card words in each reader's language (issue 19). A shared group card is rendered once
+ * per locale (i18n.ts), so anything the bot says must reach the builder as a fact — a timestamp and its
+ * zone, why a question is gone — and be worded there with that rendering's catalogue. Words made earlier,
+ * in the bot's language, would sit unchanged inside every other language's sentence. Pure.
+ */
+
+/** A deadline: when, in which zone, and the moment the card is drawn (to say the date when it is not today). */
+export interface DeadlineFact {
+  at: number;
+  timeZone: string;
+  now: number;
+}
+
+/** Why the run's last question ended without an answer from the card itself. */
+export type GoneQuestion =
+  | { kind: "timeout" }
+  | { kind: "cancelled" }
+  | { kind: "answered"; surface: "websocket" | "mcp" };
+
+/** `15:42` in the zone, with the catalogue's date (`12月2日 15:42`, `Dec 2 15:42`) when not on `now`'s day. */
+export function formatDeadline(at: number, timeZone: string, now: number, s: Strings): string {
+  // en-US only to read the numbers out: the words around them (the date) come from the catalogue.
+  const format = new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    month: "numeric",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
+  const parts = (when: number) => {
+    const byType = new Map(format.formatToParts(when).map((part) => [part.type, part.value]));
+    return {
+      day: `${byType.get("month")}/${byType.get("day")}`,
+      month: Number(byType.get("month")),
+      dayOfMonth: Number(byType.get("day")),
+      time: `${byType.get("hour")}:${byType.get("minute")}`,
+    };
+  };
+  const deadline = parts(at);
+  if (deadline.day === parts(now).day) return deadline.time;
+  return `${s.asks.deadlineDate(deadline.month, deadline.dayOfMonth)} ${deadline.time}`;
+}
+
+/** The card's one line about a gone question (问题已失效：已超时。…), in the catalogue `s`. */
+export function goneNoticeText(gone: GoneQuestion, s: Strings): string {
+  switch (gone.kind) {
+    case "timeout":
+      return `${s.asks.goneLine(s.asks.gone.timeout)}${s.asks.sentenceBreak}${s.asks.timedOut}`;
+    case "cancelled":
+      return s.asks.goneLine(s.asks.gone.cancelled);
+    case "answered":
+      return s.asks.goneLine(gone.surface === "websocket" ? s.asks.gone.web : s.asks.gone.mcp);
+  }
+}

@@ -1,0 +1,69 @@
+import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
+import { catalogues, LOCALES, type Strings } from "../strings.ts";
+import type { Budget } from "./ask-form.ts";
+import { escapeText } from "./markdown.ts";
+import { oneLine, truncate } from "./text.ts";
+
+/**
+ * The progress card's step list: a plan's entries, then the most recent tool calls. A step the bot named
+ * carries its words in every language, and each rendering picks its own (issue 19); a step an agent or a
+ * model named reads as they wrote it. Pure.
+ */
+
+export interface ProgressStepView {
+  /** `PLAN_STEP_TOOL` marks a plan entry, kept in view however many tool steps follow. */
+  tool?: string;
+  title: string;
+  status: "pending" | "running" | "done" | "failed";
+  summary?: string;
+  /** The bot's words of title and summary by locale (等待你的回答 / Waiting for your answer). */
+  words?: { title?: Readonly<Record<string, string>>; summary?: Readonly<Record<string, string>> };
+}
+
+/**
+ * ⬜ is a plan entry or call not begun yet: a checklist reads wrong if it looks already under way.
+ * Emoji, not standard_icon: the rich-text component renders standard emoji from Feishu's own image set (no
+ * font needed in the client), while an icon can only prefix a whole element, not each step line. Our own
+ * renderings (console, session page) draw these as SVG (web/public/icons.ts).
+ */
+const STEP_ICONS: Record<ProgressStepView["status"], string> = {
+  pending: "⬜",
+  running: "⏳",
+  done: "✅",
+  failed: "❌",
+};
+
+/** The text of `words` in the language of catalogue `s`, if it has one. */
+export function wordsIn(words: Readonly<Record<string, string>> | undefined, s: Strings): string | undefined {
+  const locale = LOCALES.find((code) => catalogues[code] === s);
+  const text = locale === undefined ? undefined : words?.[locale];
+  return text === "" ? undefined : text;
+}
+
+export function stepsMarkdown(
+  view: { steps: readonly ProgressStepView[]; status: RunStatus },
+  budget: Pick<Budget, "steps">,
+  s: Strings,
+): string | undefined {
+  const total = view.steps.length;
+  if (total === 0) return view.status === "running" ? s.card.noSteps : undefined;
+  // A plan is the task's checklist: its entries stay on the card while older tool steps give way.
+  const plan = view.steps.filter((step) => step.tool === PLAN_STEP_TOOL).slice(0, budget.steps);
+  const others = view.steps.filter((step) => step.tool !== PLAN_STEP_TOOL);
+  const recent = budget.steps > 0 ? others.slice(-budget.steps) : [];
+  const hidden = total - plan.length - recent.length;
+  const line = (step: ProgressStepView) => {
+    // A step without words of its own reads as its agent wrote it.
+    const titleText = wordsIn(step.words?.title, s) ?? step.title;
+    const summaryText = wordsIn(step.words?.summary, s) ?? step.summary;
+    const title = escapeText(truncate(oneLine(titleText), 60));
+    const note = summaryText ? ` · ${escapeText(truncate(oneLine(summaryText), 80))}` : "";
+    return `${STEP_ICONS[step.status]} ${title}${note}`;
+  };
+  return [
+    s.card.stepsHeading,
+    ...plan.map(line),
+    ...(hidden > 0 ? [s.card.earlierSteps(hidden)] : []),
+    ...recent.map(line),
+  ].join("\n");
+}
