@@ -88,7 +88,11 @@ async function openConsole(): Promise<Page> {
 async function send(page: Page, text: string): Promise<string> {
   const input = page.getByTestId("composer-input");
   await input.fill(text);
-  const posted = page.waitForResponse((r) => r.url().endsWith("/console/api/messages"), { timeout: WAIT_MS });
+  // The POST's answer: opening a chat also GETs /console/api/messages, which may come back meanwhile.
+  const posted = page.waitForResponse(
+    (r) => r.url().endsWith("/console/api/messages") && r.request().method() === "POST",
+    { timeout: WAIT_MS },
+  );
   await input.press("Enter");
   const body = (await (await posted).json()) as { messageId: string; delivered: boolean };
   expect(body.delivered).toBe(true);
