@@ -172,6 +172,7 @@ async function main(): Promise<void> {
   if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
+  started.feishu.channel.repairEnded();
 }
 
 function configOrExit(): Config {

@@ -89,6 +89,35 @@ describe("a card's final state after a kill", () => {
     expect(fake.callsTo("patchCard", cardId)).toHaveLength(before + 1);
   });
 
+  it("waits for the composition root: starting the channel renders nothing, repairEnded() after listen does", async () => {
+    const { fake, dataDir, dbFile, cardId, runId } = await killedBeforeTheFinalPatch();
+    const before = fake.callsTo("patchCard", cardId).length;
+    // A card's 会话详情 link needs the public URL, which with PORT=0 exists only once the server listens
+    // (public-url.ts throws before): the channel's start must not render a card.
+    let listening = false;
+    const second = await rig({
+      fake,
+      dataDir,
+      publicUrl: () => {
+        if (!listening) throw new Error("the bot has no address yet");
+        return "http://localhost:41234";
+      },
+    });
+    await second.idle();
+    expect(fake.callsTo("patchCard", cardId)).toHaveLength(before);
+    listening = true;
+    expect(second.channel.repairEnded()).toBe(1);
+    await second.idle();
+    expect(
+      fake
+        .callsTo("patchCard", cardId)
+        .slice(before)
+        .map((call) => call.outcome?.ok),
+    ).toEqual([true]);
+    expect(isCompleted(fake.cardOf(cardId))).toBe(true);
+    expect(recordOf(dbFile, runId)?.finalLandedAt).toBeTypeOf("number");
+  });
+
   it("marks the final state landed when the live PATCH lands, so a restart sends nothing", async () => {
     const fake = new FakeMessenger({ timeoutMs: 5000 });
     const first = await startFakeChannel({ fake });

@@ -72,4 +72,39 @@ describe("a publisher timer whose read throws", () => {
     expect(patched.at(-1)).toBe(JSON.stringify(cardOf("cancelled")));
     publisher.stop();
   });
+
+  it("logs a read that throws after a PATCH (the shape read on its way back) instead of rejecting", async () => {
+    const state = { broken: false };
+    const lines: { msg: string; err?: string }[] = [];
+    const publisher = new CardPublisher({
+      messageId: "om_2",
+      messenger: {
+        patchCard: async () => {
+          // The database closes while the PATCH is out: every read after it throws.
+          state.broken = true;
+        },
+      },
+      shape: () => {
+        if (state.broken) throw new TypeError("The database connection is not open");
+        return { key: "running", formOpen: false };
+      },
+      render: () => cardOf("running"),
+      intervalMs: 200,
+      confirmAfterMs: 1000,
+      appLimiter: (fn) => fn(IGNORED_SLOT),
+      now: Date.now,
+      logger: createLogger({
+        level: "error",
+        destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+      }),
+    });
+    publisher.request();
+    // An unhandled rejection would fail this file (vitest reports it) on the old code.
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(lines.map((line) => [line.msg, line.err])).toContainEqual([
+      "card update failed",
+      "The database connection is not open",
+    ]);
+    publisher.stop();
+  });
 });

@@ -153,9 +153,17 @@ export class FeishuChannel implements AskSurface {
       registry.on("extended", (ask) => lifecycle.askExtended(ask)),
     );
     this.#log.info({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
-    // Cards a kill left without their run's final state get it now (one PATCH each, paced by the limiter).
-    const repaired = lifecycle.repairEnded();
+  }
+
+  /**
+   * Cards a kill left without their run's final state get it now (one PATCH each, paced by the limiter).
+   * Called by the composition root once the service listens, beside the runner's recovery: a card renders
+   * its 会话详情 link, and with PORT=0 the public URL is known only then (public-url.ts).
+   */
+  repairEnded(): number {
+    const repaired = this.#lifecycle.repairEnded();
     if (repaired > 0) this.#log.info({ cards: repaired }, "sending final states a restart left unsent");
+    return repaired;
   }
 
   /** Waits for every card to land what it has (shutdown, tests). */

@@ -209,7 +209,14 @@ export class CardPublisher {
         this.#lateTimer = undefined;
         return;
       case "queue":
-        void this.#send();
+        // What #send reads (the card's shape, again after a failure) may throw too, e.g. a database closed
+        // under it at shutdown: logged, never an unhandled rejection.
+        this.#send().catch((error: unknown) =>
+          this.#o.logger.error(
+            { messageId: this.#o.messageId, err: describeError(error) },
+            "card update failed",
+          ),
+        );
         return;
       case "count": {
         const { outcome, ...options } = effect;

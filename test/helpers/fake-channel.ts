@@ -80,6 +80,8 @@ export interface FakeChannelOptions {
   replyInThread?: boolean;
   /** The /login link (private chats get it; groups are told to ask privately). */
   signInLink?: FeishuChannelOptions["signInLink"];
+  /** The public URL as main.ts gives it (live: with PORT=0 it throws until the server listens). */
+  publicUrl?: () => string;
 }
 
 /** One tick of fake time between looks at the world: short next to every interval the channel uses. */
@@ -133,7 +135,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     now,
     appId: fake.appId,
     dataDir,
-    publicUrl: () => "http://localhost:3000",
+    publicUrl: options.publicUrl ?? (() => "http://localhost:3000"),
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 200,
     askPing: options.askPing ?? true,
     requestTimeoutMs: fake.timeoutMs,
@@ -180,7 +182,11 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
 
   const runtime = await drive(starting);
   const { channel, handlers } = runtime;
-  if (options.recover) core.runner.recover();
+  // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
+  if (options.recover) {
+    core.runner.recover();
+    channel.repairEnded();
+  }
 
   const rig: FakeChannelRig = {
     fake,

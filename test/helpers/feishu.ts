@@ -154,7 +154,11 @@ export async function startFeishuRig(
   await feishu.ready;
   if (transport === "ws") emulator.subscribe({ mode: "long_connection" });
   else emulator.subscribe({ mode: "webhook", url: `${httpUrl}/feishu/events` });
-  if (options.recover) core.runner.recover();
+  // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
+  if (options.recover) {
+    core.runner.recover();
+    channel.repairEnded();
+  }
 
   const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> =>
     waitUntil(probe, what, timeoutMs);

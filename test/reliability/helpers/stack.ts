@@ -222,7 +222,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const hookUrl = `${httpUrl}/feishu/events`;
-  if (options.recover) core.runner.recover();
+  // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
+  if (options.recover) {
+    core.runner.recover();
+    channel.repairEnded();
+  }
   const clients: TestClient[] = [];
 
   await feishu.ready;
