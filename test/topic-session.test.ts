@@ -4,26 +4,14 @@ import { canViewSession } from "../src/domain/access.ts";
 import { feishuSession, parentGroupSessionId, sessionIdOf } from "../src/domain/session-id.ts";
 import { topicInfo } from "../src/domain/topic-view.ts";
 import type { SessionInfo } from "../src/domain/types.ts";
-import { type InboundMessage, parseMessageEvent } from "../src/feishu/events.ts";
+import { parseMessageEvent } from "../src/feishu/events.ts";
 import { routeInbound, threadReply } from "../src/feishu/topics.ts";
+import { GROUP_TEXT, ROUTE_OPTIONS } from "./helpers/inbound.ts";
 
 /** A topic's session identity and routing (issue 19); ids written out literally, as they are stored. */
 
-const base: InboundMessage = {
-  eventId: "ev",
-  messageId: "om_msg",
-  chatId: "oc_team",
-  chatType: "group",
-  messageType: "text",
-  rawText: "hi",
-  mentions: [],
-  senderOpenId: "ou_alice",
-  senderType: "user",
-  threadId: undefined,
-  rootId: undefined,
-  parentId: undefined,
-};
-const options = { appId: "cli_a1", dataDir: "/data", replyInThread: false };
+const base = GROUP_TEXT;
+const options = ROUTE_OPTIONS;
 
 describe("topic session identity", () => {
   it("names a topic under its group, by the topic's root message, with its workspace under the group's", () => {

@@ -5,7 +5,6 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { type Core, createCore } from "../src/core.ts";
-import type { InboundMessage } from "../src/feishu/events.ts";
 import { routeInbound } from "../src/feishu/topics.ts";
 import { createLogger } from "../src/logger.ts";
 import { openDatabase } from "../src/store/db.ts";
@@ -14,6 +13,7 @@ import { pageStrings, renderPage, scriptJson } from "../src/web/page-strings.ts"
 import { fill, PAGE_STRINGS_ID, parsePageStrings } from "../src/web/public/page-text.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";
 import { createScriptedAskAgent, createSession } from "./helpers/harness.ts";
+import { GROUP_TEXT, ROUTE_OPTIONS } from "./helpers/inbound.ts";
 import { CJK, visibleTexts } from "./helpers/page-text.ts";
 
 /**
@@ -203,21 +203,8 @@ describe("the page's strings", () => {
 });
 
 describe("a chat's session title", () => {
-  const message: InboundMessage = {
-    eventId: "ev",
-    messageId: "om_msg",
-    chatId: "oc_team",
-    chatType: "group",
-    messageType: "text",
-    rawText: "hi",
-    mentions: [],
-    senderOpenId: "ou_alice",
-    senderType: "user",
-    threadId: undefined,
-    rootId: undefined,
-    parentId: undefined,
-  };
-  const options = { appId: "cli_a1", dataDir: "/data", replyInThread: false };
+  const message = GROUP_TEXT;
+  const options = ROUTE_OPTIONS;
   const titles = () => [
     routeInbound({ ...message, chatType: "p2p" }, "hi", options).session.title,
     routeInbound(message, "hi", options).session.title,

@@ -1,10 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startMain } from "../helpers/main-process.ts";
+import { type MainProcess, startMain } from "../helpers/main-process.ts";
 import { until } from "../helpers/wait.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
@@ -31,7 +30,7 @@ const DOCS = path.resolve(import.meta.dirname, "..", "..", "docs");
 const DEPLOY = "部署方式";
 const FEATURES = "附加功能";
 
-let bot: { child: ChildProcess; baseUrl: string; dataDir: string; output: () => string };
+let bot: { baseUrl: string; dataDir: string; output: () => string; stop: MainProcess["stop"] };
 let browser: Browser;
 /** The current test's browser context, closed (and photographed on failure) after it. */
 let context: BrowserContext | undefined;
@@ -46,7 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   if (bot) {
-    await stopBot(bot.child);
+    await bot.stop();
     fs.rmSync(bot.dataDir, { recursive: true, force: true });
   }
 });
@@ -75,16 +74,7 @@ async function startBot(): Promise<typeof bot> {
     env: { DATA_DIR: dataDir, DEMO_STEP_MS: "50", CARD_PATCH_INTERVAL_MS: "300" },
   });
   // The console runs on the same origin as the card links.
-  return { child: started.child, baseUrl: started.url, dataDir, output: started.output };
-}
-
-async function stopBot(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-  await exited;
-  clearTimeout(timer);
+  return { baseUrl: started.url, dataDir, output: started.output, stop: started.stop };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,10 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startMain } from "../helpers/main-process.ts";
+import { type MainProcess, startMain } from "../helpers/main-process.ts";
 import { launchBrowser, screenshot } from "./browser.ts";
 
 /**
@@ -21,7 +20,7 @@ const p2p = (openId: string) => `oc_p2p_${openId}`;
 const WAIT_MS = 10_000;
 const TEST_MS = 45_000;
 
-let bot: { child: ChildProcess; baseUrl: string; dataDir: string; output: () => string };
+let bot: { baseUrl: string; dataDir: string; output: () => string; stop: MainProcess["stop"] };
 let browser: Browser;
 let context: BrowserContext | undefined;
 const problems: string[] = [];
@@ -36,13 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   if (!bot) return;
-  if (bot.child.exitCode === null) {
-    const exited = new Promise((resolve) => bot.child.once("exit", resolve));
-    bot.child.kill("SIGTERM");
-    const timer = setTimeout(() => bot.child.kill("SIGKILL"), 5_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await bot.stop();
   fs.rmSync(bot.dataDir, { recursive: true, force: true });
 });
 
@@ -63,7 +56,7 @@ async function startBot(): Promise<typeof bot> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-sign-in-e2e-"));
   const started = await startMain({ env: { DATA_DIR: dataDir, DEMO_STEP_MS: "50" } });
   // The console runs on the same origin as the card links.
-  return { child: started.child, baseUrl: started.url, dataDir, output: started.output };
+  return { baseUrl: started.url, dataDir, output: started.output, stop: started.stop };
 }
 
 function watch(page: Page): void {

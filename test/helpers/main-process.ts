@@ -18,8 +18,8 @@ export interface MainProcess {
   output(): string;
   /** Sends SIGKILL and resolves once the process is gone. */
   kill(): Promise<void>;
-  /** Sends SIGTERM (graceful shutdown) and resolves with the exit code. */
-  stop(): Promise<number | null>;
+  /** Sends SIGTERM (graceful shutdown), SIGKILL if it is still running `graceMs` later; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
 }
 
 export interface MainOptions {
@@ -100,9 +100,14 @@ export async function startMain(options: MainOptions = {}): Promise<MainProcess>
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await exited;
     },
-    async stop() {
+    async stop(graceMs = 5_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      return exited;
+      const stuck = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(stuck);
+      }
     },
   };
 }
