@@ -179,13 +179,34 @@ async function runScenario(scenario: Scenario, count: number, options: BenchOpti
   // Warm-up: each publisher sends its current state once, as an active card's publisher already has.
   let phase: "warm-up" | "run" | "over" = "warm-up";
   const appLimiter = createAppLimiter();
+  // Jobs waiting in the app-wide queue, each with its urgency as the publisher states it (asked again, as the
+  // limiter does): a plain job whose turn comes while an urgent one still waits, and that then sends its
+  // PATCH, is the priority inversion the table counts.
+  const queued = new Set<() => boolean>();
   const limiter: Limiter = (fn, opts) => {
     if (phase === "warm-up") return fn(IGNORED_SLOT);
+    const urgency = opts?.urgent;
+    const urgentNow = typeof urgency === "function" ? urgency : () => urgency === true;
+    queued.add(urgentNow);
     // Once the deadline has passed, whatever is still queued is dropped instead of being sent.
-    return appLimiter(
-      (slot) => (phase === "over" ? Promise.reject(new Error("benchmark over")) : fn(slot)),
-      opts,
-    );
+    return appLimiter((slot) => {
+      queued.delete(urgentNow);
+      if (phase === "over") return Promise.reject(new Error("benchmark over"));
+      const inverted = !urgentNow() && [...queued].some((urgent) => urgent());
+      let used = true;
+      const result = fn({
+        unused: () => {
+          used = false;
+          slot.unused();
+        },
+      });
+      if (inverted)
+        void result.then(
+          () => used && probe.counters.plainWhileUrgentWaited++,
+          () => undefined,
+        );
+      return result;
+    }, opts);
   };
   for (const model of models) model.publisher = newPublisher(model, probe.messenger, limiter, options);
   for (let start = 0; start < count; start += 50) {
