@@ -34,7 +34,7 @@ const cells = (line: string) =>
     .map((cell) => cell.trim());
 
 /** A cell's value for ordering: `1,234` 1234, `8.6 s` 8600, `2.0 KiB` 2048, `14.2×` 14.2; NaN when not one. */
-export function valueOf(cell: string): number {
+export function cellValue(cell: string): number {
   const match = /^(≥ )?([\d,]+(?:\.\d+)?)\s*(ms|s|B|KiB|MiB|×|\/s)?$/.exec(cell);
   if (!match) return Number.NaN;
   const n = Number(match[2]?.replaceAll(",", ""));
@@ -43,7 +43,7 @@ export function valueOf(cell: string): number {
 }
 
 export function medianCell(values: readonly string[]): string {
-  const numbers = values.map(valueOf);
+  const numbers = values.map(cellValue);
   if (numbers.some(Number.isNaN)) {
     const distinct = [...new Set(values)];
     return distinct.join(" / ");
