@@ -13,6 +13,7 @@ import { cardI18nChecks } from "../bench/card-i18n.ts";
 import { type Check, verdict } from "../bench/checks.ts";
 import { durableChecks } from "../bench/durable.ts";
 import { type ManyCardsRow, manyCardsChecks } from "../bench/many-cards.ts";
+import { medianCell } from "../bench/median.ts";
 import { type OneCardRow, oneCardChecks } from "../bench/one-card.ts";
 import { type ScaleResult, scaleChecks } from "../bench/scale.ts";
 import { runSuite } from "../bench/suite.ts";
@@ -267,5 +268,14 @@ describe("the callbacks benchmark's oracle", () => {
     expect(expectedToast(strings, "invalid", ask?.questions ?? [])).toBe(
       "第 2 题「附加功能」：请至少选择一项或填写其他",
     );
+  });
+});
+
+describe("bench/median.ts", () => {
+  it("gives each figure as the median of the runs and their spread, in the units printed", () => {
+    expect(medianCell(["2,763", "7,893", "5,872"])).toBe("5,872 (2,763–7,893)");
+    expect(medianCell(["8883 ms", "10.0 s", "8561 ms"])).toBe("8883 ms (8561 ms–10.0 s)");
+    expect(medianCell(["0", "0", "0"])).toBe("0");
+    expect(medianCell(["19/19", "18/19", "19/19"])).toBe("19/19 / 18/19");
   });
 });
