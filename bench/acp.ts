@@ -1,5 +1,6 @@
 import { fixtureAgent } from "../test/helpers/acp.ts";
 import { startFeishuRig } from "../test/helpers/feishu.ts";
+import { all, type Check } from "./checks.ts";
 import { type BenchOptions, fmtInt, fmtMs, maxOf, percentile, printTable } from "./common.ts";
 
 /**
@@ -67,7 +68,15 @@ async function stream(rate: number, chunks: number, intervalMs: number): Promise
   }
 }
 
-export async function runAcp(options: BenchOptions): Promise<AcpRow[]> {
+/** Every chunk the agent sent was on the card at some PATCH, the last one included. */
+export function acpChecks(rows: readonly AcpRow[]): Check[] {
+  return rows.flatMap((r) => [
+    all("acp", `chunks shown on the card (${r.rate} chunks/s)`, r.latencies.length, r.chunks),
+    all("acp", `last chunk shown (${r.rate} chunks/s)`, Number.isFinite(r.finalMs) ? 1 : 0, 1),
+  ]);
+}
+
+export async function runAcp(options: BenchOptions): Promise<Check[]> {
   const rows: AcpRow[] = [];
   for (const rate of RATES) {
     // ~4 s of output each (2 s with --quick); the card's answer stays under its 6000-character body budget.
@@ -89,5 +98,5 @@ export async function runAcp(options: BenchOptions): Promise<AcpRow[]> {
       fmtMs(row.finalMs),
     ]),
   );
-  return rows;
+  return acpChecks(rows);
 }

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import { unansweredReason } from "../src/asks/answers.ts";
+import type { AskQuestion } from "../src/asks/schema.ts";
 import { createEventDispatcher } from "../src/feishu/long-connection.ts";
 import { encryptBody, signBody } from "../src/local/emulator/index.ts";
-import { strings } from "../src/strings.ts";
+import { type Strings, strings } from "../src/strings.ts";
 import {
   type FeishuRig,
   formsOn,
@@ -10,6 +12,7 @@ import {
   startFeishuRig,
   WEBHOOK_KEY,
 } from "../test/helpers/feishu.ts";
+import { type Check, within, zero } from "./checks.ts";
 import {
   type BenchOptions,
   clock,
@@ -31,12 +34,38 @@ import { startTsWorker } from "./worker.ts";
  * pending ask from the demo agent.
  */
 
-type Kind = "valid" | "invalid" | "not the sender";
-const EXPECTED: Record<Kind, string> = {
-  valid: strings.feishu.submitted,
-  invalid: strings.needAnswer,
-  "not the sender": strings.feishu.onlySender,
-};
+export type Kind = "valid" | "invalid" | "not the sender";
+/** The question an invalid submit leaves empty (its index from 0): the second, 附加功能. */
+const LEFT_EMPTY = 1;
+
+/** What each kind of submit sends for the demo agent's two questions (部署方式, 附加功能). */
+export function formValueFor(kind: Kind): Record<string, unknown> {
+  return kind === "invalid"
+    ? { ask0_q0: "0", ask0_q1: [], ask0_c1: " " }
+    : { ask0_q0: "1", ask0_c0: "", ask0_q1: ["0", "2"], ask0_c1: "" };
+}
+
+/**
+ * The oracle: the toast each kind of submit must get, taken from the product's own owner of each text (the
+ * catalogue, and asks/answers.ts for the refusal that names the question), so that it cannot go stale.
+ */
+export function expectedToast(s: Strings, kind: Kind, questions: readonly AskQuestion[]): string {
+  if (kind === "valid") return s.feishu.submitted;
+  if (kind === "not the sender") return s.feishu.onlySender;
+  return unansweredReason(s, questions, LEFT_EMPTY);
+}
+
+/** The toast's text in a callback's answer (the JSON the bot sent back), or undefined when it has none. */
+export function toastContent(answer: string): string | undefined {
+  try {
+    let value: unknown = JSON.parse(answer);
+    if (typeof value === "string") value = JSON.parse(value);
+    const toast = (value as { toast?: { content?: unknown } } | null)?.toast;
+    return typeof toast?.content === "string" ? toast.content : undefined;
+  } catch {
+    return undefined;
+  }
+}
 const STRANGER = "ou_stranger0000000000000000000000000";
 
 export interface CallbackRow {
@@ -48,7 +77,26 @@ export interface CallbackRow {
   max: number;
   /** One request at a time (invalid and not-the-sender submits): the cost of one callback. */
   serialP50: number;
+  /** Answers whose toast was not the one the oracle expects for that kind of submit. */
   unexpected: number;
+  /** The first unexpected answer's toast and what was expected, for the verdict to quote. */
+  firstUnexpected?: { kind: Kind; got: string; expected: string };
+}
+
+/** Every answer carried its expected toast; the p99 target (50 ms for a burst) is a timing target. */
+export function callbackChecks(rows: readonly CallbackRow[]): Check[] {
+  return rows.flatMap((r) => {
+    const row = `${r.transport}, ${r.arrival}`;
+    const unexpected = zero("callbacks", `unexpected answers (${row})`, r.unexpected);
+    if (r.firstUnexpected) {
+      const { kind, got, expected } = r.firstUnexpected;
+      unexpected.actual += ` (first, ${kind}: got ${JSON.stringify(got)}, expected ${JSON.stringify(expected)})`;
+    }
+    return [
+      unexpected,
+      ...(r.arrival === "all at once" ? [within("callbacks", `p99 (${row})`, r.p99, 50)] : []),
+    ];
+  });
 }
 
 type Arrival = "all at once" | "spread over 1 s";
@@ -61,7 +109,7 @@ interface Submit {
   atMs: number;
 }
 
-export async function runCallbacks(options: BenchOptions): Promise<CallbackRow[]> {
+export async function runCallbacks(options: BenchOptions): Promise<Check[]> {
   const count = options.quick ? 50 : 200;
   // One app (emulator, bot, limiter) per measurement, set up side by side, so that no measurement waits for
   // another's Open API quota; the measurements themselves run one after the other.
@@ -93,7 +141,7 @@ export async function runCallbacks(options: BenchOptions): Promise<CallbackRow[]
     ]),
     2,
   );
-  return rows;
+  return callbackChecks(rows);
 }
 
 interface Prepared {
@@ -128,6 +176,8 @@ async function measure({ transport, arrival, rig, cards }: Prepared): Promise<Ca
         ? dispatcherSender(rig)
         : wireSender(rig);
   try {
+    // Every card asks the demo agent's questions; read before the burst settles the asks.
+    const questions = rig.core.registry.get(spare.requestId)?.questions ?? [];
     await send.warmUp(cards.length, serialSubmits(40));
     const serial: number[] = [];
     for (const submit of serialSubmits(40)) serial.push(...(await send.burst([submit])).map((r) => r.ms));
@@ -136,6 +186,12 @@ async function measure({ transport, arrival, rig, cards }: Prepared): Promise<Ca
     );
     const answers = await send.burst(submits);
     const ms = answers.map((answer) => answer.ms);
+    const misses = answers.flatMap((answer, i) => {
+      const kind = submits[i]!.kind;
+      const expected = expectedToast(strings, kind, questions);
+      const got = toastContent(answer.text);
+      return got === expected ? [] : [{ kind, got: got ?? answer.text.slice(0, 200), expected }];
+    });
     return {
       transport,
       arrival,
@@ -144,7 +200,8 @@ async function measure({ transport, arrival, rig, cards }: Prepared): Promise<Ca
       p99: percentile(ms, 99),
       max: maxOf(ms),
       serialP50: percentile(serial, 50),
-      unexpected: answers.filter((answer, i) => !answer.text.includes(EXPECTED[submits[i]!.kind])).length,
+      unexpected: misses.length,
+      ...(misses[0] ? { firstUnexpected: misses[0] } : {}),
     };
   } finally {
     await send.close();
@@ -202,10 +259,7 @@ function submitFor(rig: FeishuRig, card: CardWithAsk, kind: Kind, atMs: number):
       requestId: card.requestId,
       sender: card.senderId,
     },
-    formValue:
-      kind === "invalid"
-        ? { ask0_q0: "0", ask0_q1: [], ask0_c1: " " }
-        : { ask0_q0: "1", ask0_c0: "", ask0_q1: ["0", "2"], ask0_c1: "" },
+    formValue: formValueFor(kind),
   });
   return { kind, payload, atMs };
 }

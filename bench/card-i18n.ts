@@ -2,6 +2,7 @@ import { DEMO_QUESTIONS } from "../src/asks/demo-questions.ts";
 import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
 import { cardSize } from "../src/cards/rules.ts";
 import { zh } from "../src/strings.ts";
+import { all, type Check } from "./checks.ts";
 import { type BenchOptions, clock, fmtBytes, fmtMs, percentile, printTable } from "./common.ts";
 
 /**
@@ -50,7 +51,19 @@ function timeRenders(render: () => unknown, count: number): number[] {
   return times;
 }
 
-export async function runCardI18n(options: BenchOptions): Promise<void> {
+/** Every measured state fits the card budget in both languages (else the figures compare zh with zh). */
+export function cardI18nChecks(languages: readonly string[]): Check[] {
+  return [
+    all(
+      "card-i18n",
+      "states rendered in zh+en",
+      languages.filter((l) => l === "zh+en").length,
+      languages.length,
+    ),
+  ];
+}
+
+export async function runCardI18n(options: BenchOptions): Promise<Check[]> {
   const count = options.quick ? 50 : 400;
   const rows = STATES.map(({ name, view, asks }) => {
     const one = () => buildProgressCard(view, asks, { strings: zh });
@@ -92,4 +105,5 @@ export async function runCardI18n(options: BenchOptions): Promise<void> {
     ],
     rows,
   );
+  return cardI18nChecks(rows.map((row) => row[row.length - 1] ?? ""));
 }

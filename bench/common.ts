@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { loadConfig } from "../src/config.ts";
 import { createLarkMessenger } from "../src/feishu/lark-messenger.ts";
@@ -152,4 +153,45 @@ export function machine(): { date: string; cpus: number; cpuModel: string; node:
     node: process.version,
     memory: fmtBytes(os.totalmem()),
   };
+}
+
+/**
+ * What a figure needs beside it to be read (issue 32): the commit it measured (marked when the work tree had
+ * changes), when, quick or full, and how busy the machine already was. Every run prints it first.
+ */
+export interface RunInfo {
+  commit: string;
+  date: string;
+  mode: "--quick" | "full";
+  /** 1, 5 and 15 minute load averages when the run started. */
+  loadAverage: [number, number, number];
+}
+
+export function runInfo(options: Pick<BenchOptions, "quick">): RunInfo {
+  const [one = 0, five = 0, fifteen = 0] = os.loadavg();
+  return {
+    commit: commitOf(),
+    date: new Date().toISOString(),
+    mode: options.quick ? "--quick" : "full",
+    loadAverage: [one, five, fifteen],
+  };
+}
+
+export function formatRunInfo(info: RunInfo): string {
+  const load = info.loadAverage.map((n) => n.toFixed(2)).join(" / ");
+  return `run: commit ${info.commit}, ${info.date}, ${info.mode}, load average at start ${load} (1 / 5 / 15 min)`;
+}
+
+function commitOf(): string {
+  const git = (...args: string[]) =>
+    execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  try {
+    const head = git("rev-parse", "--short", "HEAD");
+    // Untracked files (a node_modules link) do not change what was measured; edits to tracked ones do.
+    return git("status", "--porcelain", "--untracked-files=no") === ""
+      ? head
+      : `${head} + uncommitted changes`;
+  } catch {
+    return "unknown (not a git checkout)";
+  }
 }

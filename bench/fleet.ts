@@ -66,18 +66,19 @@ export function renderCard(model: CardModel): Card {
   return card;
 }
 
-/** Watches every PATCH through the messenger and keeps the counters the table reports. */
+/**
+ * Watches every PATCH through the messenger and keeps the counters the table reports. `plainWhileUrgentWaited`
+ * is counted by the app limiter's wrapper in many-cards.ts, which sees the queue: an urgent change that waits
+ * for its own card (its PATCH in flight, its 5-per-second gap) is not waiting behind anyone's plain PATCH.
+ */
 export function instrument(models: CardModel[], feishu: BenchFeishu) {
-  let urgentWaiting = 0;
   const counters = { rateLimited: 0, plainWhileUrgentWaited: 0, staleRenders: 0 };
-  const waiting = (m: CardModel) => m.landedKey !== keyOf(m);
   const messenger: Pick<FeishuMessenger, "patchCard"> = {
     async patchCard(messageId, card) {
       const meta = rendered.get(card);
       if (!meta) return feishu.messenger.patchCard(messageId, card);
       const { model } = meta;
       model.patches += 1;
-      if (meta.key === model.landedKey && urgentWaiting > 0) counters.plainWhileUrgentWaited += 1;
       if (meta.version !== model.version) counters.staleRenders += 1;
       try {
         await feishu.messenger.patchCard(messageId, card);
@@ -85,10 +86,7 @@ export function instrument(models: CardModel[], feishu: BenchFeishu) {
         if (error instanceof FeishuApiError && error.rateLimited) counters.rateLimited += 1;
         throw error;
       }
-      const before = waiting(model);
       model.landedKey = meta.key;
-      if (before && !waiting(model)) urgentWaiting -= 1;
-      if (!before && waiting(model)) urgentWaiting += 1;
       const now = clock();
       if (meta.key.startsWith("completed") || meta.key.startsWith("failed")) model.terminalLandedAt ??= now;
       if (model.formVersion !== undefined && meta.version >= model.formVersion) model.formLandedAt ??= now;
@@ -99,11 +97,9 @@ export function instrument(models: CardModel[], feishu: BenchFeishu) {
     counters,
     reset() {
       for (const model of models) model.patches = 0;
-      urgentWaiting = models.filter(waiting).length;
       Object.assign(counters, { rateLimited: 0, plainWhileUrgentWaited: 0, staleRenders: 0 });
     },
     apply(model: CardModel, kind: EventKind) {
-      const before = waiting(model);
       model.version += 1;
       if (kind === "tick") model.steps += 1;
       if (kind === "form") {
@@ -115,8 +111,6 @@ export function instrument(models: CardModel[], feishu: BenchFeishu) {
         model.status = model.index % 10 === 9 ? "failed" : "completed";
         model.terminalAt = clock();
       }
-      if (!before && waiting(model)) urgentWaiting += 1;
-      if (before && !waiting(model)) urgentWaiting -= 1;
       model.publisher?.request();
     },
   };

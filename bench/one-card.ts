@@ -4,6 +4,7 @@ import { createAppLimiter } from "../src/feishu/limits.ts";
 import { FeishuApiError, type FeishuMessenger } from "../src/feishu/messenger.ts";
 import { CardPublisher } from "../src/feishu/publisher.ts";
 import { naiveStrategy, queueAllStrategy, type UpdateStrategy } from "./baselines.ts";
+import { all, atLeast, type Check, within, zero } from "./checks.ts";
 import {
   type BenchFeishu,
   type BenchOptions,
@@ -65,7 +66,31 @@ interface Lane {
 
 type LaneResult = StreamResult & { strategy: StrategyName; stats: LaneStats };
 
-export async function runOneCard(options: BenchOptions): Promise<OneCardRow[]> {
+/**
+ * The publisher's rows against the targets: no call refused, every burst's end shown, nothing left queued,
+ * at least 10× fewer PATCHes than naive from 20 changes/s on; p99 of the burst ends within the interval +
+ * 200 ms (timing). The baselines' rows are what the publisher exists to avoid and are not checked.
+ */
+export function oneCardChecks(rows: readonly OneCardRow[], intervalMs: number): Check[] {
+  const b = "one-card";
+  return rows
+    .filter((r) => r.strategy === "publisher")
+    .flatMap((r) => {
+      const row = `publisher, ${r.rate} changes/s`;
+      const naive = rows.find((x) => x.rate === r.rate && x.strategy === "naive");
+      return [
+        zero(b, `rate-limited (${row})`, r.rateLimited),
+        all(b, `finals landed (${row})`, r.finalsLanded, r.finals),
+        zero(b, `backlog (${row})`, r.backlog),
+        ...(naive && r.rate >= 20
+          ? [atLeast(b, `naive÷this (${row})`, naive.patches / Math.max(1, r.patches), 10, "×")]
+          : []),
+        within(b, `final p99 (${row})`, r.finalP99, intervalMs + 200),
+      ];
+    });
+}
+
+export async function runOneCard(options: BenchOptions): Promise<Check[]> {
   const cardsPerStrategy = options.quick ? 1 : 3;
   const rows: OneCardRow[] = [];
   for (const rate of RATES) {
@@ -79,7 +104,7 @@ export async function runOneCard(options: BenchOptions): Promise<OneCardRow[]> {
     }
   }
   printOneCard(rows, options);
-  return rows;
+  return oneCardChecks(rows, options.cardPatchIntervalMs);
 }
 
 /** One plan, followed at the same instants by one card per strategy. */

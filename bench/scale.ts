@@ -9,6 +9,7 @@ import type { SessionInfo } from "../src/harness/types.ts";
 import { sampleAsk } from "../test/fixtures.ts";
 import { buildCore, type TestCore } from "../test/helpers/core.ts";
 import { createSession } from "../test/helpers/harness.ts";
+import { all, type Check, zero } from "./checks.ts";
 import {
   type BenchOptions,
   clock,
@@ -47,9 +48,27 @@ export interface ScaleResult {
   stormMs: number;
   stormP50: number;
   stormP99: number;
+  /** `complete` calls the registry refused (each ask is completed once, by its answerer). */
+  refusedCompletes: number;
+  /** Asks still pending after every one was completed. */
+  leftPending: number;
+  /** Clients that had all their pending asks again: on the first connect, one by one, all at once. */
+  clientsServed: { connect: number; one: number; oneOf: number; storm: number };
 }
 
-export async function runScale(options: BenchOptions): Promise<ScaleResult> {
+/** The figures are figures; what must hold is that every ask settles once and every client gets its asks. */
+export function scaleChecks(r: ScaleResult): Check[] {
+  const b = "scale";
+  return [
+    zero(b, "completes refused", r.refusedCompletes),
+    zero(b, "asks left pending", r.leftPending),
+    all(b, "clients with their asks after connecting", r.clientsServed.connect, r.connections),
+    all(b, "clients with their asks after one reconnect", r.clientsServed.one, r.clientsServed.oneOf),
+    all(b, "clients with their asks after all reconnect", r.clientsServed.storm, r.connections),
+  ];
+}
+
+export async function runScale(options: BenchOptions): Promise<Check[]> {
   const connections = options.quick ? 1000 : 5000;
   const asks = connections * ASKS_PER_SESSION;
   const core = buildCore({ agent: { name: "idle", run: () => new Promise(() => undefined) } });
@@ -64,12 +83,13 @@ export async function runScale(options: BenchOptions): Promise<ScaleResult> {
     const questions = sessions.flatMap(() =>
       Array.from({ length: ASKS_PER_SESSION }, () => freshQuestions()),
     );
+    let refusedCompletes = 0;
     let started = clock();
     let pending = registerAll(core, sessions, questions);
     const registerPerSecond = asks / ((clock() - started) / 1000);
     const heapPerAsk = (heapUsed() - before) / asks;
     started = clock();
-    completeAll(core, pending);
+    refusedCompletes += completeAll(core, pending);
     const completePerSecond = asks / ((clock() - started) / 1000);
 
     // Every session's owner connects and subscribes; each connection gets its session's pending asks.
@@ -89,7 +109,8 @@ export async function runScale(options: BenchOptions): Promise<ScaleResult> {
     const rssPerConnection = (process.memoryUsage().rss - rssBefore) / connections;
 
     // One client drops and comes back (200 times, one after another), then all of them at once.
-    const one = await clients.call({ op: "reconnect", indices: sample(connections, 200), concurrency: 1 });
+    const oneIndices = sample(connections, 200);
+    const one = await clients.call({ op: "reconnect", indices: oneIndices, concurrency: 1 });
     const storm = await clients.call({
       op: "reconnect",
       indices: sessions.map((_, i) => i),
@@ -98,12 +119,12 @@ export async function runScale(options: BenchOptions): Promise<ScaleResult> {
 
     // The same asks settled and asked again while every owner is connected: each event is fanned out.
     started = clock();
-    completeAll(core, pending);
+    refusedCompletes += completeAll(core, pending);
     const completePerSecondConnected = asks / ((clock() - started) / 1000);
     started = clock();
     pending = registerAll(core, sessions, questions);
     const registerPerSecondConnected = asks / ((clock() - started) / 1000);
-    completeAll(core, pending);
+    refusedCompletes += completeAll(core, pending);
 
     const result: ScaleResult = {
       asks,
@@ -121,9 +142,17 @@ export async function runScale(options: BenchOptions): Promise<ScaleResult> {
       stormMs: storm.ms,
       stormP50: percentile(storm.reconnectToAsksMs, 50),
       stormP99: percentile(storm.reconnectToAsksMs, 99),
+      refusedCompletes,
+      leftPending: sessions.reduce((n, s) => n + core.registry.getPendingForSession(s.id).length, 0),
+      clientsServed: {
+        connect: connected.subscribeToAsksMs.length,
+        one: one.subscribeToAsksMs.length,
+        oneOf: oneIndices.length,
+        storm: storm.reconnectToAsksMs.length,
+      },
     };
     printScale(result);
-    return result;
+    return scaleChecks(result);
   } finally {
     await clients.call({ op: "close" }).catch(() => undefined);
     await clients.close();
@@ -166,18 +195,22 @@ function registerAll(core: TestCore, sessions: SessionInfo[], questions: AskQues
   });
 }
 
-function completeAll(core: TestCore, asks: PendingAsk[]): void {
+/** Completes every ask as its answerer would; returns how many the registry refused. */
+function completeAll(core: TestCore, asks: PendingAsk[]): number {
+  let refused = 0;
   for (const ask of asks) {
     const answers = ask.questions.map((q) => ({
       question: q.question,
       selectedLabels: [q.options[0]?.label ?? ""],
       customInput: null,
     }));
-    core.registry.complete(ask.sessionId, ask.requestId, answers, {
+    const won = core.registry.complete(ask.sessionId, ask.requestId, answers, {
       surface: "websocket",
       userId: ask.answererId,
     });
+    if (!won) refused += 1;
   }
+  return refused;
 }
 
 function sample(size: number, count: number): number[] {

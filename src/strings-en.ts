@@ -8,6 +8,8 @@ import type { Strings } from "./strings.ts";
 export const en: Strings = {
   askUnavailable: "This channel cannot ask the user questions",
   needAnswer: "Choose at least one option or fill in Other",
+  unanswered: (index: number, header: string) =>
+    `Question ${index} "${header}": choose at least one option or fill in Other`,
   answeredSummary: (count: number) => `Answered ${count} ${plural(count, "question")}`,
   askTimedOutSummary: "The user did not answer in time",
   askCancelledSummary: "The question was cancelled",
@@ -58,7 +60,6 @@ export const en: Strings = {
     signInLink: (days: number) =>
       `Your personal sign-in link (valid for ${days} ${plural(days, "day")}, for you only, do not forward it). Open it to see your tasks and answer questions on the session page:`,
     signInPrivateOnly: "Sign-in links are only sent in private chats: send /login to me in a private chat.",
-    unanswered: (index: number, header: string) => `Question ${index} "${header}" has not been answered yet`,
     elicitMissing: (title: string) => `"${title}" is required`,
     elicitBadNumber: (title: string) => `"${title}" must be a number`,
     elicitDeclined: "Declined",

@@ -5,9 +5,17 @@ import { en } from "./strings-en.ts";
  * the same keys in `strings-en.ts`. The bot's locale is chosen once at start-up (`selectLocale`, from
  * BOT_LOCALE or FEISHU_DOMAIN); cards carry every locale, and toasts answer in the operator's.
  */
+/** The seed's words for an answer left empty (feishu-card-ask-design §4.3); `unanswered` puts them after the question. */
+const NEED_ANSWER = "请至少选择一项或填写其他";
+
 export const zh = {
   askUnavailable: "当前通道无法向用户提问",
-  needAnswer: "请至少选择一项或填写其他",
+  needAnswer: NEED_ANSWER,
+  /**
+   * A submit that left a question empty, naming it by number (from 1) and header, on every surface (the
+   * card's toast, the session page, the WebSocket error): one text, made in asks/answers.ts unansweredReason.
+   */
+  unanswered: (index: number, header: string) => `第 ${index} 题「${header}」：${NEED_ANSWER}`,
   answeredSummary: (count: number) => `回答了 ${count} 个问题`,
   askTimedOutSummary: "用户未在规定时间内回答",
   askCancelledSummary: "提问已取消",
@@ -58,8 +66,6 @@ export const zh = {
     signInLink: (days: number) =>
       `你的个人登录链接（${days} 天内有效，仅限本人使用，请勿转发）。打开后即可在会话详情页查看任务、回答问题：`,
     signInPrivateOnly: "个人登录链接只在私聊中发送：请在与我的私聊中发送 /login。",
-    /** A submit that left a question unanswered: which one, by number and header. */
-    unanswered: (index: number, header: string) => `第 ${index} 题「${header}」还没有回答`,
     /** An MCP form's submit: a required field left empty, or a number field holding something else. */
     elicitMissing: (title: string) => `「${title}」是必填项`,
     elicitBadNumber: (title: string) => `「${title}」需要填写数字`,

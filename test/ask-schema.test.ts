@@ -143,7 +143,7 @@ describe("checkAnswers", () => {
     [
       "an empty answer",
       [{ selectedLabels: ["React"] }, { selectedLabels: [], customInput: "" }],
-      "请至少选择一项或填写其他",
+      "第 2 题「Features」：请至少选择一项或填写其他",
     ],
     [
       "labels of the wrong type",

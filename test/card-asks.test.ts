@@ -181,7 +181,10 @@ describe("a submit that leaves a question unanswered", () => {
       name: "ask0_submit",
       formValue: { ask0_q0: "1", ask0_c0: "先灰度 <at id=all></at>", ask0_q1: [], ask0_c1: "" },
     });
-    expect(response.toast).toEqual({ type: "warning", content: "第 2 题「附加功能」还没有回答" });
+    expect(response.toast).toEqual({
+      type: "warning",
+      content: "第 2 题「附加功能」：请至少选择一项或填写其他",
+    });
     const answered = response.card?.data;
     expect(answered && validateCard(answered)).toMatchObject({ ok: true });
     const fields = fieldsOf(answered ?? card, "ask0");
@@ -199,7 +202,7 @@ describe("a submit that leaves a question unanswered", () => {
       name: "ask0_submit",
       formValue: { ask0_q0: "", ask0_q1: ["0", "2"], ask0_c1: "RTL" },
     });
-    expect(second.toast?.content).toBe("第 1 题「部署方式」还没有回答");
+    expect(second.toast?.content).toBe("第 1 题「部署方式」：请至少选择一项或填写其他");
     const again = fieldsOf(second.card?.data ?? card, "ask0");
     expect(again.get("ask0_q0")).not.toHaveProperty("initial_index");
     expect(again.get("ask0_q1")).toMatchObject({ selected_values: ["0", "2"] });
@@ -225,7 +228,7 @@ describe("a submit that leaves a question unanswered", () => {
       name: "ask1_submit",
       formValue: { ask1_q0: [], ask1_c0: " " },
     });
-    expect(refused.toast?.content).toBe("第 1 题「附加功能」还没有回答");
+    expect(refused.toast?.content).toBe("第 1 题「附加功能」：请至少选择一项或填写其他");
     expect(fieldsOf(refused.card?.data ?? card, "ask1").get("ask1_c0")).toMatchObject({ default_value: " " });
     const answered = await r.click({
       messageId: cardId,

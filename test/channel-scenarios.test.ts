@@ -133,7 +133,10 @@ describe("the channel's cards and forms, on fake time", () => {
       "仅消息发送者可操作",
     );
     const empty = await submit(ALICE, { ask0_q0: "0", ask0_q1: [], ask0_c1: " " });
-    expect(empty.toast).toEqual({ type: "warning", content: "第 2 题「附加功能」还没有回答" });
+    expect(empty.toast).toEqual({
+      type: "warning",
+      content: "第 2 题「附加功能」：请至少选择一项或填写其他",
+    });
     expect(formsOn(empty.card!.data)).toEqual(["ask0"]);
     expect(r.core.registry.get(requestId)).toBeDefined();
     expect((await submit(ALICE, { ask0_q0: "0", ask0_q1: ["1"] })).toast?.content).toBe("已提交");

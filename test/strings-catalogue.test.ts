@@ -71,9 +71,9 @@ describe("string catalogue", () => {
 
   it("answers every text in both languages at once", () => {
     expect(bilingual.feishu.onlySender).toEqual({ zh_cn: zh.feishu.onlySender, en_us: en.feishu.onlySender });
-    expect(bilingual.feishu.unanswered(2, "部署")).toEqual({
-      zh_cn: "第 2 题「部署」还没有回答",
-      en_us: 'Question 2 "部署" has not been answered yet',
+    expect(bilingual.unanswered(2, "部署")).toEqual({
+      zh_cn: "第 2 题「部署」：请至少选择一项或填写其他",
+      en_us: 'Question 2 "部署": choose at least one option or fill in Other',
     });
     expect(bilingual.acp.toolKinds.execute).toEqual({ zh_cn: "执行命令", en_us: "run a command" });
   });

@@ -202,8 +202,15 @@ describe("WsHub", () => {
       const { server, agent, session, run, client, requestId } = await aliceIsAsked();
       const invalid: [unknown, RegExp][] = [
         [[{ ...ANSWERS[0], selectedLabels: ["Angular"] }, ANSWERS[1]], /"Angular" is not an option/],
-        [[{ question: FRAMEWORK, selectedLabels: [], customInput: null }, ANSWERS[1]], /请至少选择一项/],
-        [[ANSWERS[0], { question: FEATURES, selectedLabels: [], customInput: "   " }], /请至少选择一项/],
+        // The card's toast text, naming the question (asks/answers.ts unansweredReason).
+        [
+          [{ question: FRAMEWORK, selectedLabels: [], customInput: null }, ANSWERS[1]],
+          /^第 1 题「Framework」：请至少选择一项或填写其他$/,
+        ],
+        [
+          [ANSWERS[0], { question: FEATURES, selectedLabels: [], customInput: "   " }],
+          /^第 2 题「Features」：请至少选择一项或填写其他$/,
+        ],
         [[{ ...ANSWERS[0], selectedLabels: ["React", "Vue 3 (Recommended)"] }, ANSWERS[1]], /one choice/],
         [[ANSWERS[0]], /one per question/],
         ["React", /must be an array/],

@@ -1,4 +1,4 @@
-import { strings } from "../strings.ts";
+import { type Strings, strings } from "../strings.ts";
 import { normalizeAnswer } from "./answer-rule.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
@@ -40,10 +40,23 @@ export function checkAnswers(questions: readonly AskQuestion[], raw: unknown): A
       return { ok: false, error: `answers.${index}: "${question.header}" allows one choice` };
     }
     const normalized = normalizeAnswer(question, unique, custom);
-    if (!normalized) return { ok: false, error: `answers.${index}: ${strings.needAnswer}` };
+    if (!normalized) return { ok: false, error: unansweredReason(strings, questions, index) };
     answers.push(normalized);
   }
   return { ok: true, answers };
+}
+
+/**
+ * Why an answer was refused when question `index` (from 0) has neither a choice nor text, in the words of
+ * catalogue `s`: `第 1 题「部署方式」：请至少选择一项或填写其他`, the seed's words after the question they are
+ * about. The one place that text is made: the card's toast (in every locale), the WebSocket hub's
+ * `invalid_answers` error and so the session page, and the benchmarks' oracle all call this.
+ */
+export function unansweredReason(s: Strings, questions: readonly AskQuestion[], index: number): string {
+  const question = questions[index];
+  if (!question) return s.needAnswer;
+  // A toast is one line: a header is trimmed and visible (schema.ts) but may still hold a line break.
+  return s.unanswered(index + 1, question.header.replace(/[\s\p{Cc}]+/gu, " ").trim());
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,3 +1,4 @@
+import { unansweredReason } from "../asks/answers.ts";
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import {
@@ -15,7 +16,7 @@ import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
-import { currentLocale, type Localized, bilingual as strings } from "../strings.ts";
+import { currentLocale, inEveryLocale, type Localized, bilingual as strings } from "../strings.ts";
 import { type AskTimes, extendedText } from "./ask-deadline.ts";
 import { parseCardAction } from "./events.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
@@ -149,10 +150,7 @@ function submitAnswer(
     // forms never reach us; any card in a callback answer (or a PATCH) resets those to what we render.
     // What we can keep is what each form last submitted, so a failed submit loses nothing of its own form.
     active?.drafts.set(ask.requestId, readDraft(ask.questions, formValue, formName));
-    const question = ask.questions[mapped.questionIndex];
-    const reason = question
-      ? strings.feishu.unanswered(mapped.questionIndex + 1, oneLine(question.header))
-      : strings.needAnswer;
+    const reason = inEveryLocale((s) => unansweredReason(s, ask.questions, mapped.questionIndex));
     return withCard(toast("warning", reason), active && deps.cards.render(active));
   }
   const won = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {

@@ -102,7 +102,11 @@ describe("the answer mapper (WebSocket answers → answers)", () => {
         // A clear message: which answer (or the list itself) and what is wrong with it.
         expect(result.error.length).toBeGreaterThan(15);
         expect(result.error).toMatch(
-          expected.index === "list" ? /^answers must / : new RegExp(`^answers\\.${expected.index}`),
+          expected.index === "list"
+            ? /^answers must /
+            : expected.empty
+              ? new RegExp(`^第 ${expected.index + 1} 题「.*」：${strings.needAnswer}$`, "s")
+              : new RegExp(`^answers\\.${expected.index}`),
         );
       }),
       runs,
@@ -117,7 +121,7 @@ describe("the answer mapper (WebSocket answers → answers)", () => {
       fc.property(questionsArb, fc.oneof(junk, fc.array(junk, { maxLength: 5 })), (questions, raw) => {
         const result = checkAnswers(questions, raw);
         if (result.ok) expect(answerViolations(questions, result.answers)).toEqual([]);
-        else expect(result.error).toMatch(/^answers/);
+        else expect(result.error).toMatch(/^answers|^第 \d 题「/);
       }),
       runs,
     );

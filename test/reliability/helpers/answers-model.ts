@@ -172,7 +172,7 @@ export const answersModelArb: fc.Arbitrary<AnswersModel> = questionsArb.chain(an
 /** What the WebSocket answer check must say (README protocol + DESIGN §6): the first bad answer, or the answers. */
 export function expectedAnswers(
   model: AnswersModel,
-): { ok: true; answers: AskAnswer[] } | { ok: false; index: number | "list" } {
+): { ok: true; answers: AskAnswer[] } | { ok: false; index: number | "list"; empty?: true } {
   if (model.shape === "not-array" || model.shape === "wrong-length") return { ok: false, index: "list" };
   const answers: AskAnswer[] = [];
   for (const [j, question] of model.questions.entries()) {
@@ -188,7 +188,8 @@ export function expectedAnswers(
     const text = item.custom.kind === "string" ? item.custom.raw.trim() : "";
     const customInput = text === "" ? null : [...text].slice(0, 1000).join("");
     const selectedLabels = question.multiSelect ? unique : customInput !== null ? [] : unique.slice(0, 1);
-    if (selectedLabels.length === 0 && customInput === null) return { ok: false, index: j };
+    // Well-formed but empty: refused in the words the card's toast uses, naming the question.
+    if (selectedLabels.length === 0 && customInput === null) return { ok: false, index: j, empty: true };
     answers.push({ question: question.question, selectedLabels, customInput });
   }
   return { ok: true, answers };
