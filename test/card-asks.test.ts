@@ -145,7 +145,9 @@ describe("many parallel asks on one card", () => {
     expect(text).toContain("(http://localhost:3000/sessions/");
     expect(card.config.summary?.content).toBe("等待你回答 24 个问题");
 
-    // Answering the first ask brings the next one onto the card as a form.
+    // Answering the first ask brings the next one onto the card as a form. Clicked once the bot has the
+    // card's reply back (a click before that is not held: a PATCH during it is reverted, as on Feishu).
+    await r.idle();
     const [first] = requestIdsOn(card);
     await r.click({
       messageId: cardId,

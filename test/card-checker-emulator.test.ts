@@ -125,9 +125,9 @@ describe("emulator card checks", () => {
   it("does not apply a callback answer's card that breaks a rule: the client shows 200673", async () => {
     const { emu, client } = await setup();
     const id = (await send(client, JSON.stringify(golden("progress-one-form")))).data?.message_id ?? "";
-    const refused = emu.applyCallbackCard(id, greyCancelled());
+    const refused = emu.applyCallbackCard(id, greyCancelled(), "ou_clicker");
     expect(refused).toMatchObject({ ok: false, code: 200673 });
     expect(refused.ok ? "" : refused.reason).toContain("[tag-color]");
-    expect(emu.applyCallbackCard(id, golden("progress-cancelled"))).toMatchObject({ ok: true });
+    expect(emu.applyCallbackCard(id, golden("progress-cancelled"), "ou_clicker")).toMatchObject({ ok: true });
   });
 });

@@ -385,7 +385,11 @@ describe("console API: card actions", () => {
       }),
     ]);
     const stored = rig.emulator.messages.getMessage(cardId);
-    expect(JSON.parse(stored?.content ?? "")).toEqual(cards["progress-completed"]);
+    // Shown to the clicker: the shared card stays as it was until the bot PATCHes it.
+    expect(JSON.parse(rig.emulator.messages.contentFor(cardId, ALICE.openId) ?? "")).toEqual(
+      cards["progress-completed"],
+    );
+    expect(JSON.parse(stored?.content ?? "")).toEqual(cards["progress-one-form"]);
     expect(stored?.patches).toBe(0); // a callback's card is no PATCH
 
     const log = (await (await rig.get("/console/api/calls")).json()) as { entries: LogEntry[] };
@@ -422,7 +426,7 @@ describe("console API: card actions", () => {
     );
   });
 
-  it("keeps an update that landed while the callback was in flight instead of the answer's older card", async () => {
+  it("reverts an update that landed while the callback was in flight: the answer's card wins (§2.3)", async () => {
     const rig = await startRig({
       onCardAction: async (data) => {
         const messageId = (data.context as { open_message_id: string }).open_message_id;
@@ -430,18 +434,44 @@ describe("console API: card actions", () => {
         return { response: { ...SUBMITTED, card: { type: "raw", data: cards["progress-completed"] } } };
       },
     });
-    const cardId = await botCard(rig.emulator, ALICE_CHAT, cards["progress-running"]);
+    const cardId = await botCard(rig.emulator, LOCAL_GROUP_CHAT_ID, cards["progress-running"]);
     const body = (await (
       await rig.post("/console/api/actions", {
         messageId: cardId,
         userId: ALICE.openId,
         value: { kind: "x" },
       })
-    ).json()) as { card: string };
-    expect(body.card).toBe("superseded");
-    expect(JSON.parse(rig.emulator.messages.getMessage(cardId)?.content ?? "")).toEqual(
-      cards["progress-failed"],
+    ).json()) as { card: string; revertedUpdates: number };
+    expect(body).toMatchObject({ card: "applied", revertedUpdates: 1 });
+    // The PATCH was made (and counted), then undone: every member sees the card from before the click,
+    // the clicker the answer's.
+    const message = rig.emulator.messages.getMessage(cardId);
+    expect(message?.patches).toBe(1);
+    expect(JSON.parse(message?.content ?? "")).toEqual(cards["progress-running"]);
+    expect(JSON.parse(rig.emulator.messages.contentFor(cardId, ALICE.openId) ?? "")).toEqual(
+      cards["progress-completed"],
     );
+  });
+
+  it("shows a callback's card to the clicker alone, in the API too, until the next PATCH", async () => {
+    const rig = await startRig({
+      onCardAction: async () => ({
+        response: { ...SUBMITTED, card: { type: "raw", data: cards["progress-cancelled"] } },
+      }),
+    });
+    const cardId = await botCard(rig.emulator, LOCAL_GROUP_CHAT_ID, cards["progress-running"]);
+    await rig.post("/console/api/actions", { messageId: cardId, userId: ALICE.openId, value: { kind: "x" } });
+    const seen = async (userId: string) => {
+      const { messages } = (await (
+        await rig.get(`/console/api/chats/${LOCAL_GROUP_CHAT_ID}/messages?userId=${userId}`)
+      ).json()) as { messages: { messageId: string; card: unknown }[] };
+      return messages.find((m) => m.messageId === cardId)?.card;
+    };
+    expect(await seen(ALICE.openId)).toEqual(cards["progress-cancelled"]);
+    expect(await seen(BOB.openId)).toEqual(cards["progress-running"]);
+    await patchCard(rig.emulator, cardId, cards["progress-cancelled"]);
+    expect(await seen(BOB.openId)).toEqual(cards["progress-cancelled"]);
+    expect(rig.emulator.messages.getMessage(cardId)?.views).toBeUndefined();
   });
 
   it("turns an unreachable bot into the client's error toast", async () => {
@@ -836,7 +866,7 @@ describe("emulator.applyCallbackCard", () => {
     const cardId = await botCard(rig.emulator, ALICE_CHAT, cards["progress-running"]);
     const seen: string[] = [];
     rig.emulator.on("message_patched", ({ via }) => seen.push(via));
-    const result = rig.emulator.applyCallbackCard(cardId, cards["progress-cancelled"]);
+    const result = rig.emulator.applyCallbackCard(cardId, cards["progress-cancelled"], ALICE.openId);
     expect(result).toMatchObject({ ok: true, message: { messageId: cardId, patches: 0 } });
     expect(seen).toEqual(["callback"]);
     expect(rig.emulator.callsTo("PATCH", "/")).toHaveLength(0);
@@ -845,23 +875,27 @@ describe("emulator.applyCallbackCard", () => {
   it("refuses what the Feishu client refuses: 1.0 cards, broken cards, recalled messages", async () => {
     const rig = await startRig();
     const cardId = await botCard(rig.emulator, ALICE_CHAT, cards["progress-running"]);
-    expect(rig.emulator.applyCallbackCard(cardId, { elements: [] })).toMatchObject({
+    expect(rig.emulator.applyCallbackCard(cardId, { elements: [] }, ALICE.openId)).toMatchObject({
       ok: false,
       code: 200830,
     });
     expect(
-      rig.emulator.applyCallbackCard(cardId, {
-        ...cards["progress-running"],
-        body: { elements: [{ tag: "blink" }] },
-      }),
+      rig.emulator.applyCallbackCard(
+        cardId,
+        {
+          ...cards["progress-running"],
+          body: { elements: [{ tag: "blink" }] },
+        },
+        ALICE.openId,
+      ),
     ).toMatchObject({ ok: false, code: 200673 });
     rig.emulator.recall(cardId);
-    expect(rig.emulator.applyCallbackCard(cardId, cards["progress-running"])).toMatchObject({
+    expect(rig.emulator.applyCallbackCard(cardId, cards["progress-running"], ALICE.openId)).toMatchObject({
       ok: false,
       code: 230011,
     });
-    expect(() => rig.emulator.applyCallbackCard("om_missing", cards["progress-running"])).toThrow(
-      /unknown message/,
-    );
+    expect(() =>
+      rig.emulator.applyCallbackCard("om_missing", cards["progress-running"], ALICE.openId),
+    ).toThrow(/unknown message/);
   });
 });

@@ -112,9 +112,11 @@ describe("the fake's inbound side", () => {
       context: { open_message_id: sent.messageId, open_chat_id: "oc_team" },
     });
     expect(() => cardAction(fake, { messageId, operatorOpenId: ALICE })).toThrow(/not a card/);
-    expect(applyCallbackCard(fake, sent.messageId, card("v2"))).toMatchObject({ ok: true });
-    expect(fake.message(sent.messageId)).toMatchObject({ content: JSON.stringify(card("v2")), patches: 0 });
-    expect(applyCallbackCard(fake, sent.messageId, { schema: "1.0" })).toMatchObject({
+    expect(applyCallbackCard(fake, sent.messageId, card("v2"), ALICE)).toMatchObject({ ok: true });
+    // Shown to the clicker alone: every other member keeps the card as it was, until a PATCH.
+    expect(fake.message(sent.messageId)).toMatchObject({ content: JSON.stringify(card("v1")), patches: 0 });
+    expect(fake.cardOf(sent.messageId, ALICE)).toEqual(card("v2"));
+    expect(applyCallbackCard(fake, sent.messageId, { schema: "1.0" }, ALICE)).toMatchObject({
       ok: false,
       code: 200830,
     });

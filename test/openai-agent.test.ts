@@ -306,6 +306,44 @@ describe("OpenAI agent", () => {
     expect(second.registry.state(asked!.requestId)?.status).toBe("answered");
   });
 
+  it("sends the model its own tool-call ids after a restart, and makes OpenAI-shaped ones only when it gave none", async () => {
+    const model = await scriptedModel();
+    model.script(
+      // No id: the bot makes one, in OpenAI's shape, and keeps it too.
+      { toolCalls: [{ id: "", name: "current_time", arguments: {} }] },
+      { toolCalls: [{ id: "call_ask_1", name: "ask_user_questions", arguments: sampleAsk() }] },
+    );
+    const first = buildCore(openaiAgent(model));
+    const session = first.runner.ensureSession(privateSession(ALICE));
+    const run = start(first, session.id, "帮我选框架");
+    const [asked] = await until(() => {
+      const asks = first.registry.getPendingForSession(session.id);
+      return asks.length > 0 && asks;
+    }, "the model's question");
+    await first.close();
+
+    model.script({ text: ["好了。"] });
+    const { core: second } = core(model, { dbFile: first.dbFile });
+    second.runner.recover();
+    await vi.waitFor(() => expect(second.registry.get(asked!.requestId)).toBeDefined());
+    const answers = [
+      { question: sampleAsk().questions[0]!.question, selectedLabels: ["React"], customInput: null },
+    ];
+    second.registry.complete(session.id, asked!.requestId, answers, { surface: "websocket", userId: ALICE });
+    expect(await waitForRun(second, run.id)).toMatchObject({ status: "completed" });
+
+    const before = (await model.request(2)).body.messages;
+    const resumed = (await model.request(3)).body.messages;
+    const [, , timeCall, timeResult, askCall, askResult] = resumed;
+    expect(askCall?.tool_calls?.map((call) => call.id)).toEqual(["call_ask_1"]);
+    expect(askResult?.tool_call_id).toBe("call_ask_1");
+    const made = timeCall?.tool_calls?.[0]?.id ?? "";
+    expect(made).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(timeResult?.tool_call_id).toBe(made);
+    // The id made for it is the one the model was sent before the restart, too.
+    expect(before[2]?.tool_calls?.[0]?.id).toBe(made);
+  });
+
   it("fails with an actionable reason on 401, without retrying", async () => {
     const model = await scriptedModel();
     model.script({ status: 401, body: { error: { message: "Incorrect API key", code: "invalid_api_key" } } });

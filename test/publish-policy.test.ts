@@ -145,17 +145,25 @@ describe("decide: a callback", () => {
     expect(step(held.state, { type: "changed", shape: RUNNING }, 160).effects).toEqual([]);
   });
 
-  it("after the answer settled, PATCHes only if a fresh render may differ from the answer's card", () => {
+  it("after the answer settled, PATCHes the state once even when it is the answer's card (only the clicker saw it)", () => {
     const held = step(landedOnce(), { type: "callbackStarted" }, 100).state;
     const settled = step(held, { type: "callbackSettled", shown: "ANSWER", shape: RUNNING }, 1100);
-    expect(settled.state.lastSentJson).toBe("ANSWER");
+    expect(settled.state.lastSentJson).toBeUndefined();
     expect(settled.effects).toEqual([{ type: "arm", at: 1100 }]);
     const turn = run(settled.state, [
       [{ type: "timerFired" }, 1100],
       [{ type: "turn" }, 1100],
       [{ type: "rendered", json: "ANSWER", key: RUNNING.key }, 1100],
     ]);
-    expect(types(turn.effects)).toEqual(["queue", "render", "count", "unused"]);
+    expect(types(turn.effects)).toEqual(["queue", "render", "patch"]);
+  });
+
+  it("after an answer whose card everyone sees already (the last PATCH's), sends nothing", () => {
+    const shown = landedOnce();
+    const held = step(shown, { type: "callbackStarted" }, 100).state;
+    const settled = step(held, { type: "callbackSettled", shown: shown.lastSentJson, shape: RUNNING }, 1100);
+    expect(settled.state.lastSentJson).toBe(shown.lastSentJson);
+    expect(settled.effects).toEqual([]);
   });
 
   it("takes the card as unknown when a PATCH was on the wire as the callback began", () => {
@@ -397,13 +405,17 @@ describe("decide: failures", () => {
     // A different card lands before then: the old one may cover it, so confirm when it no longer can.
     const later = run(onTheWire(retried.state, "C", 4000), [[{ type: "landed" }, 4050]]);
     expect(later.effects).toContainEqual({ type: "armConfirm", at: 12_550 });
-    // So does a callback's answer: the platform shows its card, which the late one may cover too.
+    // So does the PATCH after a callback's answer (its card reached the clicker alone).
     const held = run(retried.state, [
       [{ type: "done", sent: true, shape: RUNNING }, 2550],
       [{ type: "callbackStarted" }, 3000],
       [{ type: "callbackSettled", shown: "ANSWER", shape: RUNNING }, 4000],
     ]);
-    expect(held.effects).toContainEqual({ type: "armConfirm", at: 12_550 });
+    expect(held.state.lastSentJson).toBeUndefined();
+    expect(run(onTheWire(held.state, "ANSWER", 4000), [[{ type: "landed" }, 4050]]).effects).toContainEqual({
+      type: "armConfirm",
+      at: 12_550,
+    });
     // Past that, it is forgotten.
     const after = run(onTheWire(later.state, "D", 13_000), [[{ type: "landed" }, 13_050]]);
     expect(after.state.unanswered).toEqual([]);

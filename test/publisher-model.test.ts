@@ -169,7 +169,9 @@ const quiet: fc.Arbitrary<Cmd> = fc.constant({
 });
 
 function expectLanded(w: World): void {
-  if (!w.mayLag()) expect(w.screen, "the card shows the latest state").toBe(JSON.stringify(w.state));
+  if (w.mayLag()) return;
+  expect(w.screen, "the card shows the latest state").toBe(JSON.stringify(w.state));
+  expect(w.clickerSees, "the clicker's card shows it too").toBe(JSON.stringify(w.state));
 }
 
 function expectNoViolations(w: World): void {
@@ -235,6 +237,7 @@ describe("CardPublisher against a reference model", () => {
       expectNoViolations(world);
       if (world.stopped) return;
       expect(world.screen).toBe(JSON.stringify(world.state));
+      expect(world.clickerSees).toBe(JSON.stringify(world.state));
       expect(shownAtIdle, "idle() resolved once the last state had landed").toBe(JSON.stringify(world.state));
     });
     try {

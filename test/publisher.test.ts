@@ -570,12 +570,26 @@ describe("after a card callback: the settle rule (docs/long-connection.md)", () 
     expect(rig.contents()).toEqual(["answered step 3 forms "]);
   });
 
-  it("sends nothing after the settle delay when the state is still the callback's card", async () => {
+  it("PATCHes the callback's card once after the settle delay: Feishu showed it to the clicker alone", async () => {
     const rig = setup({ patch: async () => {} });
     const handlers = callback(rig, () => {
       rig.state.status = "answered";
       rig.publisher.request();
     });
+    const answer = await answerCardAction(handlers, {}, { budgetMs: 2500, logger, settleMs: 1000 });
+    answer.sent();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(rig.patched).toHaveLength(0); // never while the answer settles
+    await vi.runAllTimersAsync();
+    expect(rig.contents()).toEqual(["answered step 0 forms "]);
+  });
+
+  it("sends nothing after an answer whose card is what everyone already sees", async () => {
+    const rig = setup({
+      patch: async () => {},
+      shown: JSON.stringify(cardFor({ status: "running", step: 0, forms: [] })),
+    });
+    const handlers = callback(rig, () => {}); // e.g. 只有发起人可以回答: the same card, a toast
     const answer = await answerCardAction(handlers, {}, { budgetMs: 2500, logger, settleMs: 1000 });
     answer.sent();
     await vi.runAllTimersAsync();

@@ -18,7 +18,8 @@ export * from "./publish-state.ts";
  * The rules: coalesce (one PATCH in flight, one pending); read before patch (render at the turn, not when
  * queued); reconcile after patch (the last state always lands); space plain progress by the card's interval,
  * urgent changes (status, forms) by the urgent one; skip no-ops; hold PATCHes while a callback is answered
- * (docs/long-connection.md §Settle); form-safe (step ticks wait while a form is open); back off on 230020/429,
+ * (docs/long-connection.md §Settle), then PATCH once if its answer carried a card (only its clicker sees that
+ * one, docs/feishu-platform.md §Callbacks); form-safe (step ticks wait while a form is open); back off on 230020/429,
  * re-render degraded on 230099/230025, stop on 230031/230011/230110, bounded retries, and a confirmation of the
  * latest state after a PATCH that got no answer may have been applied late.
  */
@@ -41,6 +42,7 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
       // Two callbacks at once: the platform applies their cards in an order we cannot see. A PATCH already on
       // the wire lands while the callback is answered, before or after the answer's card: unknown too.
       if (s.holds > 0 || s.patching) s.overlapped = true;
+      if (s.patching) s.attempt.spanned = true;
       s.holds += 1;
       if (s.timerAt !== undefined) {
         // The change that timer was for now waits for the answer: until then the card has not landed.
@@ -50,12 +52,16 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
       break;
     case "callbackSettled":
       s.holds -= 1;
-      if (event.shown !== undefined || s.overlapped) {
-        // What the platform shows now: the answer's card, or unknown; compare a fresh render with it.
-        s.lastSentJson = event.shown !== undefined && !s.overlapped ? event.shown : undefined;
+      // The answer's card reaches the clicker alone, whatever the docs say of shared cards (feishu-platform
+      // Addendum, later, §1): everyone else still sees what the last PATCH put there. So once the answer
+      // carried a card other than that one, the state of now goes out in one PATCH, even when it is the very
+      // card the answer carried (取消任务 in a group: otherwise the others keep live buttons for ever). After
+      // an overlap nobody knows what the card shows: the same. Private chats too: one rule, and the one
+      // member may read on a second client the answer never reached.
+      if (s.overlapped || (event.shown !== undefined && event.shown !== s.lastSentJson)) {
+        s.lastSentJson = undefined;
         s.lastSentKey = undefined;
         s.version += 1;
-        if (s.lastSentJson !== undefined) watchUnanswered(s, fx, s.lastSentJson, now);
       }
       if (s.holds === 0) {
         s.wantedWhileHeld = false;
@@ -164,8 +170,10 @@ function onRendered(s: PublishState, fx: PublishEffect[], json: string, key: str
 function onLanded(s: PublishState, fx: PublishEffect[], now: number): void {
   const json = s.attempt.json;
   s.patching = false;
-  s.lastSentJson = json;
-  s.lastSentKey = s.attempt.key;
+  // Its answer came, but a callback began while it was on the wire: if the platform applied it before the
+  // callback's answer, it was reverted (§2.3). What the card shows is not known; the reconcile sends again.
+  s.lastSentJson = s.attempt.spanned ? undefined : json;
+  s.lastSentKey = s.attempt.spanned ? undefined : s.attempt.key;
   // Every change since the last rendered state went out in this one PATCH: all but one coalesced.
   const folded = s.attempt.version - s.handled - 1;
   if (folded > 0) fx.push({ type: "count", outcome: "coalesced", count: folded });

@@ -62,7 +62,10 @@ export type PublishEvent =
   | { type: "changed"; shape: CardShape }
   /** A card callback for this message is being answered (hold()). */
   | { type: "callbackStarted" }
-  /** Its answer was sent and settled; `shown` is the JSON of the card it carried, if that reached the platform. */
+  /**
+   * Its answer was sent and settled; `shown` is the JSON of the card it carried, if that reached the platform:
+   * shown to the clicker alone, so the state of now is PATCHed for everyone unless they all see it already.
+   */
   | { type: "callbackSettled"; shown: string | undefined; shape: CardShape }
   | { type: "stop" }
   | { type: "timerFired" }
@@ -150,8 +153,11 @@ export interface PublishState {
   unansweredUntil: number | undefined;
   /** Raised on each refusal and never lowered: the refused text is usually in every later state too. */
   degrade: DegradeLevel;
-  /** The PATCH being tried: the change it carries, its JSON and key once rendered. */
-  attempt: { version: number; json: string | undefined; key: string | undefined };
+  /**
+   * The PATCH being tried: the change it carries, its JSON and key once rendered; `spanned` once a callback
+   * began while it was on the wire (the platform may have applied it before the answer, and reverted it).
+   */
+  attempt: { version: number; json: string | undefined; key: string | undefined; spanned?: boolean };
   stats: PublisherStats;
 }
 

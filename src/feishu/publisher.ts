@@ -119,8 +119,8 @@ export class CardPublisher {
   /**
    * Holds PATCHes while a card callback for this message is being answered; call the returned function once
    * the response has been sent and has settled. Feishu reverts an update made before or in parallel with the
-   * response. Pass the card the response carried: that is what the platform shows now, so the state current
-   * at release is PATCHed if (and only if) it differs from it.
+   * response. Pass the card the response carried: Feishu shows it to the clicker alone, so unless it is what
+   * the last PATCH showed everyone, the state current at release is PATCHed once, even when it is that card.
    */
   hold(): (shown?: Card) => void {
     this.#step({ type: "callbackStarted" });

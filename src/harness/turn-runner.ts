@@ -41,11 +41,12 @@ export function createTurnRunner(
   const { dispatcher, store, turns, newId, now } = deps;
   const runOne = async (
     call: ToolCallRequest,
+    modelId: string,
     saved: PendingTurnCall | undefined,
     turn: PendingTurn | undefined,
     resuming: boolean,
   ) => {
-    const id = saved?.id ?? newId();
+    const id = saved?.id ?? modelId;
     if (saved?.result !== undefined) {
       return {
         call,
@@ -96,16 +97,19 @@ export function createTurnRunner(
     if (signal.aborted) throw abortReason(signal);
     if (calls.length === 0) return [];
     const text = options?.text ?? "";
+    const ids = callIds(calls, newId);
     const claimed = claim(resumable, calls);
     const turn =
       claimed ??
       (turns && calls.some((call) => call.name === ASK_TOOL_NAME)
-        ? newTurn(run, session, text, calls, newId, now())
+        ? newTurn(run, session, text, calls, ids, newId, now())
         : undefined);
     if (turn && !claimed) turns?.save(turn);
     // Wait for every call (none is left running unseen), then fail the turn if any call threw.
     const settled = await Promise.allSettled(
-      calls.map((call, index) => runOne(call, turn?.calls[index], turn, claimed !== undefined)),
+      calls.map((call, index) =>
+        runOne(call, ids[index] ?? newId(), turn?.calls[index], turn, claimed !== undefined),
+      ),
     );
     const done = settled.map((entry) => {
       if (entry.status === "rejected") throw entry.reason;
@@ -149,11 +153,26 @@ function claim(resumable: PendingTurn[], calls: ToolCallRequest[]): PendingTurn 
   return resumable.splice(index, 1)[0];
 }
 
+/**
+ * Each call's id in the saved turn: the model's own, byte-for-byte (a resumed turn sends the model back what
+ * it wrote); one is made only for a call without one, or whose id another call of this turn already has
+ * (results are matched to calls by id, so two alike would swap or lose a result).
+ */
+function callIds(calls: ToolCallRequest[], newId: () => string): string[] {
+  const seen = new Set<string>();
+  return calls.map((call) => {
+    const id = call.id !== undefined && call.id !== "" && !seen.has(call.id) ? call.id : newId();
+    seen.add(id);
+    return id;
+  });
+}
+
 function newTurn(
   run: RunView,
   session: SessionInfo,
   text: string,
   calls: ToolCallRequest[],
+  ids: string[],
   newId: () => string,
   at: number,
 ): PendingTurn {
@@ -162,8 +181,8 @@ function newTurn(
     runId: run.id,
     sessionId: session.id,
     text,
-    calls: calls.map((call) => ({
-      id: newId(),
+    calls: calls.map((call, index) => ({
+      id: ids[index] ?? newId(),
       stepId: newId(),
       name: call.name,
       arguments: argumentsText(call.args),

@@ -1,7 +1,10 @@
 import { randomBytes } from "node:crypto";
 import {
   applyCallbackCard as applyEmulatorCallbackCard,
+  type BeforeCallback,
+  beforeCallback as beforeEmulatorCallback,
   type CallbackCardContext,
+  revertUpdatesDuring as revertEmulatorUpdates,
 } from "../local/emulator/callback-card.ts";
 import { type CardActionContext, cardActionEvent, userMessageEvent } from "../local/emulator/events.ts";
 import type { CallbackCardResult, CardActionInput, UserMessageInput } from "../local/emulator/types.ts";
@@ -58,9 +61,29 @@ export function cardAction(fake: FakeMessenger, input: CardActionInput): Record<
 }
 
 /**
- * The card of a callback answer, applied as the Feishu client applies it: no API call, no rate-limit slot,
- * not counted in `patches`; refused (not applied) where the emulator refuses it, by the emulator's own code.
+ * The card of a callback answer, applied as the Feishu client applies it: to the clicker's (`viewer`'s) view
+ * alone, no API call, no rate-limit slot, not counted in `patches`; refused (not applied) where the emulator
+ * refuses it, by the emulator's own code.
  */
-export function applyCallbackCard(fake: FakeMessenger, messageId: string, card: unknown): CallbackCardResult {
-  return applyEmulatorCallbackCard(eventsOf(fake), messageId, card);
+export function applyCallbackCard(
+  fake: FakeMessenger,
+  messageId: string,
+  card: unknown,
+  viewer: string,
+): CallbackCardResult {
+  return applyEmulatorCallbackCard(eventsOf(fake), messageId, card, viewer);
+}
+
+/** What every member sees of a card as its callback begins (for `revertUpdatesDuring`). */
+export function beforeCallback(fake: FakeMessenger, messageId: string): BeforeCallback | undefined {
+  return beforeEmulatorCallback(eventsOf(fake), messageId);
+}
+
+/** The callback was answered: updates that landed meanwhile are reverted, as the emulator reverts them. */
+export function revertUpdatesDuring(
+  fake: FakeMessenger,
+  messageId: string,
+  before: BeforeCallback | undefined,
+): number {
+  return revertEmulatorUpdates(eventsOf(fake), messageId, before);
 }

@@ -6,7 +6,7 @@ import {
   type FeishuMessenger,
   type MessageTarget,
 } from "../feishu/messenger.ts";
-import type { MessageStore } from "../local/emulator/state.ts";
+import { contentFor, type MessageStore } from "../local/emulator/state.ts";
 import type { MessageView } from "../local/emulator/types.ts";
 import {
   type FakeFault,
@@ -137,11 +137,14 @@ export class FakeMessenger implements FeishuMessenger {
     return this.store.list(chatId);
   }
 
-  /** The card a message shows now. */
-  cardOf(messageId: string): Card {
+  /**
+   * The card a message shows now: to every member, or to `viewer` (who may see a callback's card that the
+   * others do not, until the next PATCH).
+   */
+  cardOf(messageId: string, viewer?: string): Card {
     const message = this.store.get(messageId);
     if (!message) throw new Error(`no message ${messageId}`);
-    return JSON.parse(message.content) as Card;
+    return JSON.parse(contentFor(message, viewer)) as Card;
   }
 
   /** How each call of `method` ended: 0, Feishu's code, the bare HTTP status, -1 timed out, -2 under way. */

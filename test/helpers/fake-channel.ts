@@ -16,7 +16,13 @@ import type { CardActionInput, MessageView, UserMessageInput } from "../../src/l
 import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { FeishuStore } from "../../src/store/feishu.ts";
-import { applyCallbackCard, cardAction, userMessage } from "../../src/testing/fake-inbound.ts";
+import {
+  applyCallbackCard,
+  beforeCallback,
+  cardAction,
+  revertUpdatesDuring,
+  userMessage,
+} from "../../src/testing/fake-inbound.ts";
 import { FakeMessenger } from "../../src/testing/fake-messenger.ts";
 
 /**
@@ -45,7 +51,8 @@ export interface FakeChannelRig {
     input: CardActionInput,
   ): Promise<{ toast?: { type: string; content: string }; card?: { data: Card } }>;
   progressCard(userMessageId: string): Promise<string>;
-  cardOf(messageId: string): Card;
+  /** What every member sees, or `viewer` (who may still see a callback's card the others do not). */
+  cardOf(messageId: string, viewer?: string): Card;
   /** The bot's messages (cards and texts), oldest first. */
   fromBot(): MessageView[];
   /** Moves fake time on until `probe` holds; fails after `limitMs` of fake time. */
@@ -202,8 +209,9 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     message: (input) => userMessage(fake, input),
     deliver: (data) => deliverMessage(handlers, data, logger),
     async click(input) {
-      // As emulator.click: an update that landed while the callback was answered is newer than its card.
-      const patchesBefore = fake.message(input.messageId)?.patches ?? 0;
+      // As emulator.click: an update that landed while the callback was answered is reverted, and the
+      // answer's card is shown to the clicker alone.
+      const before = beforeCallback(fake, input.messageId);
       const answered = await drive(
         answerCardAction(handlers, cardAction(fake, input), {
           budgetMs: DEFAULT_CALLBACK_BUDGET_MS,
@@ -212,8 +220,9 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
         }),
       );
       const body = answerSchema.parse(answered.response);
-      if (body.card && (fake.message(input.messageId)?.patches ?? 0) === patchesBefore) {
-        const applied = applyCallbackCard(fake, input.messageId, body.card.data);
+      revertUpdatesDuring(fake, input.messageId, before);
+      if (body.card) {
+        const applied = applyCallbackCard(fake, input.messageId, body.card.data, input.operatorOpenId);
         if (!applied.ok) throw new Error(`the callback answer's card would be refused: ${applied.reason}`);
       }
       answered.sent(true);
@@ -232,7 +241,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
             )?.messageId,
         `a card replying to ${userMessageId}`,
       ),
-    cardOf: (messageId) => fake.cardOf(messageId),
+    cardOf: (messageId, viewer) => fake.cardOf(messageId, viewer),
     fromBot: () => fake.messages().filter((m) => m.senderType === "app"),
     until,
     drive,

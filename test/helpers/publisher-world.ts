@@ -18,6 +18,9 @@ import { createLogger } from "../../src/logger.ts";
  * The last two hold from one quiet landing to the next: a failure, a callback or a stop in between lifts them
  * (a retry, a degraded re-render or a PATCH after the callback is not plain progress); so does the
  * confirmation of the latest state a request timeout after a PATCH that got no answer.
+ * A callback's card is shown to its clicker alone (feishu-platform Addendum, later, §1): `screen` is what
+ * every other member sees, `clickerSees` what the clicker does; an update that lands while a callback is
+ * answered is reverted when the answer arrives (§2.3).
  */
 
 export const INTERVAL_MS = 1000;
@@ -47,6 +50,10 @@ interface Hold {
   card: Card;
   /** Another callback or a PATCH overlapped it: the platform may show either card afterwards. */
   overlapped: boolean;
+  /** What every member saw as it began: an update that lands before its answer is reverted to this. */
+  before: string;
+  /** An update landed on the platform since it began. */
+  updated: boolean;
 }
 
 /** The state a card shows: what the reader sees, whatever the degrade level. */
@@ -64,8 +71,16 @@ export function createWorld() {
   const faults: Fault[] = [];
   const holds: Hold[] = [];
   const starts: number[] = [];
-  /** What the platform shows: the reply that created the card, then whatever was applied last. */
+  /** What every member sees: the reply that created the card, then whatever update was applied last. */
   let screen = JSON.stringify(state);
+  /** What the clicker sees instead, since a callback's answer showed them its card (until the next update). */
+  let clicker: string | undefined;
+  /** An update reaches the platform: everyone sees it, and a callback still being answered will revert it. */
+  const applied = (content: string) => {
+    screen = content;
+    clicker = undefined;
+    for (const hold of holds) hold.updated = true;
+  };
   let wire = 0;
   let stopped = false;
   /** The last PATCH that landed, and whether anything happened since that lifts the spacing rules. */
@@ -78,8 +93,11 @@ export function createWorld() {
   /** From when the publisher may send its confirmation: a request timeout after the landing that followed. */
   let confirmFrom: number | undefined;
   let gone = false;
-  /** PATCHes on the wire; `appliedEarlier`: the platform applied it before a callback's answer it overlapped. */
-  const onWire = new Set<{ appliedEarlier: boolean }>();
+  /**
+   * PATCHes on the wire; `appliedEarlier`: the platform applied it before a callback's answer it overlapped
+   * (and reverted it); `spanned`: a callback began while it was out, so the publisher cannot know which.
+   */
+  const onWire = new Set<{ appliedEarlier: boolean; spanned: boolean }>();
   /** The content of each PATCH and whether it failed: a state that was given up need not land. */
   const lastOutcome = new Map<string, "landed" | "failed">();
 
@@ -120,16 +138,17 @@ export function createWorld() {
     const confirmation = checkStart(content);
     const fault = faults.shift() ?? { kind: "slow", ms: 50 };
     wire += 1;
-    const call = { appliedEarlier: false };
+    const call = { appliedEarlier: false, spanned: false };
     onWire.add(call);
     const finish = (error?: FeishuApiError) => {
       wire -= 1;
       onWire.delete(call);
       lastOutcome.set(content, error ? "failed" : "landed");
       if (!error) {
-        if (!call.appliedEarlier) screen = content;
+        if (!call.appliedEarlier) applied(content);
         landed = { at: Date.now(), content };
-        disturbed = false;
+        // Landed across a callback: it may have been reverted, so the next PATCH is a correction.
+        disturbed = call.spanned;
         keyChanged = keyOf(state) !== keyOf(parse(content));
         if (confirmation) confirmFrom = undefined;
         if (unanswered) confirmFrom = Date.now() + TIMEOUT_MS;
@@ -163,7 +182,7 @@ export function createWorld() {
         // Applied whenever the platform gets to it, even after the bot gave up (and over newer cards).
         if (lateMs !== undefined)
           setTimeout(() => {
-            if (!gone) screen = content;
+            if (!gone) applied(content);
             for (const hold of holds) hold.overlapped = true;
           }, lateMs);
         await sleep(TIMEOUT_MS);
@@ -205,6 +224,10 @@ export function createWorld() {
     get screen() {
       return screen;
     },
+    /** What the member who clicked last sees. */
+    get clickerSees() {
+      return clicker ?? screen;
+    },
     get stopped() {
       return stopped;
     },
@@ -228,26 +251,37 @@ export function createWorld() {
     callbackStarts(changes: boolean) {
       const release = publisher.hold();
       const overlapped = holds.length > 0 || wire > 0;
+      for (const call of onWire) call.spanned = true;
       for (const hold of holds) hold.overlapped = true;
       if (changes) {
         state.forms = state.forms.slice(1);
         state.rev += 1;
         publisher.request();
       }
-      holds.push({ release, card: render(publisher.degradeLevel), overlapped });
+      holds.push({
+        release,
+        card: render(publisher.degradeLevel),
+        overlapped,
+        before: screen,
+        updated: false,
+      });
       disturbed = true;
     },
     /**
-     * The oldest callback's answer was sent (or not) and settled. A delivered answer's card is what the
-     * platform shows, unless something overlapped it: then `appliedLast` says whose card the platform kept.
+     * The oldest callback's answer was sent (or not) and settled. A delivered answer's card is what its
+     * clicker sees; an update that landed meanwhile is reverted for everyone. A PATCH still on the wire was
+     * applied before the answer (`appliedLast`: reverted too, its late reply changes nothing) or after it.
      */
     callbackEnds(delivered: boolean, appliedLast: boolean) {
       const hold = holds.shift();
       if (!hold) return;
-      if (delivered && !gone && (!hold.overlapped || appliedLast)) {
-        screen = contentOf(hold.card);
-        // A PATCH still on the wire was applied before this answer, then: its late reply changes nothing.
-        for (const call of onWire) call.appliedEarlier = true;
+      if (delivered && !gone) {
+        if (appliedLast && onWire.size > 0) {
+          for (const call of onWire) call.appliedEarlier = true;
+          hold.updated = true;
+        }
+        if (hold.updated) screen = hold.before;
+        clicker = contentOf(hold.card);
       }
       hold.release(delivered ? hold.card : undefined);
       disturbed = true;

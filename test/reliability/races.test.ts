@@ -251,7 +251,7 @@ describe.each(TRANSPORTS)("over the %s transport", (transport) => {
       expect(answer.durationMs).toBeLessThan(1000);
       expect(formsOn(answer.card!.data)).toEqual([]);
       // Feishu shows the callback's card; no PATCH of ours may reach it before the answer is out (§2.3: it would revert).
-      s.emulator.applyCallbackCard(cardId, answer.card!.data);
+      s.emulator.applyCallbackCard(cardId, answer.card!.data, ALICE);
       const startedDuring = path.arrived.filter(
         (r) => r.method === "PATCH" && r.at > callbackStarted && r.at < callbackEnded,
       );
@@ -294,7 +294,7 @@ describe.each(TRANSPORTS)("over the %s transport", (transport) => {
         formValue: FORM_A,
       });
       expect(answer.toast?.content).toBe(strings.feishu.submitted);
-      s.emulator.applyCallbackCard(cardId, answer.card!.data); // what Feishu shows on the answer
+      s.emulator.applyCallbackCard(cardId, answer.card!.data, ALICE); // what Feishu shows on the answer
       await s.core.runner.idle();
       expect(s.core.store.latestRun(sessionId)?.status).toBe("completed");
       await s.channel.idle(); // all a shutdown waits for

@@ -8,6 +8,12 @@ import type { HistoryMessage, SessionInfo, Step, ToolDefinition, Words } from ".
 
 /** One tool call of an assistant turn. `args` may be the model's raw text when it is not valid JSON. */
 export interface ToolCallRequest {
+  /**
+   * The model's own id for the call, kept byte-for-byte in the saved turn and history: the history a model is
+   * sent back must be what it wrote (prompt caches, providers that check ids). The runner makes one only when
+   * there is none (or it repeats another call's of the same turn).
+   */
+  id?: string;
   name: string;
   args: unknown;
   /** The step's title on the card (default: the tool's name). */

@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import type { ToolDefinition } from "../../domain/types.ts";
@@ -158,7 +159,7 @@ async function streamOnce(
     if (controller.signal.aborted) throw controller.signal.reason;
     const toolCalls = [...calls.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([index, call]) => ({ ...call, id: call.id || `call_${index}` }));
+      .map(([, call]) => ({ ...call, id: call.id || openAiCallId() }));
     return { text, toolCalls };
   } catch (error) {
     throw controller.signal.reason instanceof IdleTimeout && !request.signal.aborted
@@ -168,4 +169,17 @@ async function streamOnce(
     clearTimeout(timer);
     request.signal.removeEventListener("abort", onAbort);
   }
+}
+
+const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/**
+ * An id for a call the model streamed without one, in the shape OpenAI gives its own (`call_` and 24
+ * letters and digits): a provider that checks ids accepts it when the turn is sent back, and it is unique
+ * across the session's turns (`call_0` of every turn would not be).
+ */
+export function openAiCallId(): string {
+  let id = "call_";
+  for (let i = 0; i < 24; i += 1) id += ID_ALPHABET[randomInt(ID_ALPHABET.length)];
+  return id;
 }

@@ -87,6 +87,7 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
             text.flush();
             return ctx.callTools(
               calls.map((call) => ({
+                id: call.id,
                 name: call.name,
                 args: parseArguments(call.arguments),
                 ...titleOf(call),

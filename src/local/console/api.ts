@@ -10,13 +10,16 @@ import type { ConsoleContext } from "./context.ts";
 import { streamEvents } from "./stream.ts";
 import { type ConsoleChat, LOCAL_USERS, localUser } from "./users.ts";
 import { apiErrors, parseInput } from "./validate.ts";
+import type { ConsoleMessage } from "./view.ts";
 
 /** Events reach the bot like Feishu sends them; Feishu gives up on an unanswered delivery after 3 s (§5). */
 const DELIVERY_TIMEOUT_MS = 3000;
 const id = z.string().min(1).max(200);
 const userId = z.enum(LOCAL_USERS.map((user) => user.openId) as [string, ...string[]]);
 
-const listQuery = z.object({ chatId: id.optional() });
+/** `userId`: each card as that member sees it (a callback's card reaches its clicker alone). */
+const listQuery = z.object({ chatId: id.optional(), userId: userId.optional() });
+const chatQuery = z.object({ userId: userId.optional() });
 const chatParams = z.object({ chatId: id });
 const messageParams = z.object({ messageId: id });
 const messageBody = z.strictObject({
@@ -57,13 +60,18 @@ export function consoleApi(ctx: ConsoleContext): Router {
 
   // Oldest first, with mentions resolved and cards parsed; every chat when chatId is omitted.
   api.get("/messages", (req, res) => {
-    const { chatId } = parseInput(listQuery, req.query, "query");
-    res.json({ messages: ctx.emulator.messages.listMessages(chatId).map(ctx.view) });
+    const { chatId, userId: viewer } = parseInput(listQuery, req.query, "query");
+    res.json({
+      messages: ctx.emulator.messages.listMessages(chatId).map((m) => seenBy(ctx.view(m), viewer)),
+    });
   });
 
   api.get("/chats/:chatId/messages", (req, res) => {
     const { chatId } = parseInput(chatParams, req.params, "params");
-    res.json({ messages: ctx.emulator.messages.listMessages(chatId).map(ctx.view) });
+    const { userId: viewer } = parseInput(chatQuery, req.query, "query");
+    res.json({
+      messages: ctx.emulator.messages.listMessages(chatId).map((m) => seenBy(ctx.view(m), viewer)),
+    });
   });
 
   // A card's contents over time (kept with the emulator's state file): what it showed before and after a restart.
@@ -243,4 +251,12 @@ function parseCard(content: string): unknown {
     if (!(error instanceof SyntaxError)) throw error;
     return content;
   }
+}
+
+/** With a member named, the card as they see it: theirs from a callback if they have one, else the shared one. */
+function seenBy(message: ConsoleMessage, viewer: string | undefined): ConsoleMessage {
+  if (viewer === undefined || message.views === undefined) return message;
+  const { views, ...rest } = message;
+  const own = views[viewer];
+  return own === undefined ? rest : { ...rest, card: own };
 }

@@ -27,6 +27,7 @@ export interface ActionOutcome {
   durationMs: number;
   status?: number;
   card: CallbackEntry["card"];
+  revertedUpdates?: number;
   error?: string;
 }
 
@@ -64,6 +65,7 @@ function logCallback(feed: ConsoleFeed, input: ActionInput, at: number, outcome:
     ...(outcome.status !== undefined ? { status: outcome.status } : {}),
     ...(outcome.toast ? { toast: outcome.toast } : {}),
     card: outcome.card,
+    ...(outcome.revertedUpdates !== undefined ? { revertedUpdates: outcome.revertedUpdates } : {}),
     ...(outcome.error !== undefined ? { error: outcome.error } : {}),
     durationMs: outcome.durationMs,
   });

@@ -26,8 +26,10 @@ export interface ConsoleMessage {
   visibleTo?: string;
   /** Text messages: the text with mentions resolved. */
   text?: TextSegment[];
-  /** Cards: the card JSON. */
+  /** Cards: the card JSON every member sees. */
   card?: unknown;
+  /** Cards a callback showed to its clicker alone (open_id → card JSON), until the next PATCH. */
+  views?: Record<string, unknown>;
   /** Anything else: the content string as stored. */
   raw?: string;
 }
@@ -84,8 +86,10 @@ export interface CallbackEntry extends LogBase {
   formValue?: Record<string, unknown>;
   status?: number;
   toast?: Toast;
-  /** What became of the card in the response. */
-  card: "none" | "applied" | "superseded" | "rejected";
+  /** What became of the card in the response (`applied`: shown to the clicker alone). */
+  card: "none" | "applied" | "rejected";
+  /** Updates that landed while the callback was answered: reverted, as Feishu reverts them. */
+  revertedUpdates?: number;
   error?: string;
 }
 
@@ -97,7 +101,7 @@ export type ConsoleEvent =
   | {
       type: "message";
       change: "created" | "patched" | "recalled";
-      via?: "patch" | "card_update" | "callback";
+      via?: "patch" | "card_update" | "callback" | "revert";
       message: ConsoleMessage;
     }
   | { type: "log"; entry: LogEntry };
@@ -179,8 +183,14 @@ export function toConsoleMessage(
   };
   if (view.recalled) return message;
   const parsed = parseJson(view.content);
-  if (view.msgType === "interactive" && isObject(parsed)) message.card = parsed;
-  else if (view.msgType === "text" && isObject(parsed) && typeof parsed.text === "string")
+  if (view.msgType === "interactive" && isObject(parsed)) {
+    message.card = parsed;
+    const views = Object.entries(view.views ?? {}).flatMap(([openId, content]) => {
+      const card = parseJson(content);
+      return isObject(card) ? [[openId, card] as const] : [];
+    });
+    if (views.length > 0) message.views = Object.fromEntries(views);
+  } else if (view.msgType === "text" && isObject(parsed) && typeof parsed.text === "string")
     message.text = textSegments(parsed.text, extra.mentions ?? [], directory);
   else message.raw = view.content;
   return message;

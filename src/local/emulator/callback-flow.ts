@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { applyCallbackCard } from "./callback-card.ts";
+import { applyCallbackCard, beforeCallback, revertUpdatesDuring } from "./callback-card.ts";
 import type { EmulatorContext } from "./context.ts";
 import type { Deliverer } from "./delivery.ts";
 import { cardActionEvent } from "./events.ts";
@@ -35,7 +35,7 @@ export async function click(
   options: { timeoutMs?: number } = {},
 ): Promise<ClickOutcome> {
   const payload = cardActionEvent(ctx, input);
-  const patchesBefore = ctx.messages.get(input.messageId)?.patches ?? 0;
+  const before = beforeCallback(ctx, input.messageId);
   const timeoutMs = options.timeoutMs ?? CALLBACK_DEADLINE_MS;
   const started = performance.now();
   let answer: { status: number; body: unknown; durationMs: number };
@@ -54,21 +54,21 @@ export async function click(
   const parsed = responseSchema.safeParse(answer.body);
   if (!parsed.success)
     return { ...failed(200672, "回调响应格式错误", durationMs), status: 200, answer: answer.body };
+  // An update that landed while the callback was in progress is undone (§2.3 "Card reverts"): whatever the
+  // bot sent meanwhile is lost, and the answer's card is what the clicker sees.
+  const reverted = revertUpdatesDuring(ctx, input.messageId, before);
   const answered = {
     toast: toToast(parsed.data.toast, input.locale ?? ctx.config.clientLocale),
     durationMs: round(durationMs),
     status: 200,
     answer: answer.body,
+    ...(reverted > 0 ? { revertedUpdates: reverted } : {}),
   };
   const card = parsed.data.card;
   if (!card) return { ...answered, card: "none" };
   if (card.type === "template")
     return { ...answered, card: "rejected", error: "模拟器不支持模板卡片（card.type=template）" };
-  // Our bot PATCHes only after its answer went out (DESIGN §5): an update that landed while the callback
-  // was in flight is newer than the answer's card, which Feishu applied first. Keep the newer one.
-  if ((ctx.messages.get(input.messageId)?.patches ?? 0) !== patchesBefore)
-    return { ...answered, card: "superseded" };
-  const applied = applyCallbackCard(ctx, input.messageId, card.data);
+  const applied = applyCallbackCard(ctx, input.messageId, card.data, input.operatorOpenId);
   if (applied.ok) return { ...answered, card: "applied" };
   return {
     ...answered,

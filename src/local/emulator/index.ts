@@ -11,6 +11,7 @@ import {
 } from "./events.ts";
 import type { DeliverOptions } from "./long-connection/deliveries.ts";
 import { createApp, listen, shutdown } from "./server.ts";
+import { contentFor } from "./state.ts";
 import type { ChatMode } from "./topics.ts";
 import type {
   AckResult,
@@ -78,10 +79,11 @@ export interface Emulator {
   cardAction(input: CardActionInput): CardActionEvent;
   /**
    * Applies the card of a callback response to the clicked message, as Feishu does when the answer carries
-   * `card: {type: "raw", data}` (§2.3). Listeners get `message_patched` with `via: "callback"`. Not an Open API
-   * call: not recorded, not rate limited, not counted in `patches`. A card the client would refuse is not applied.
+   * `card: {type: "raw", data}` (§2.3): to the clicker's (`viewer`'s) view alone. Listeners get
+   * `message_patched` with `via: "callback"`. Not an Open API call: not recorded, not rate limited, not
+   * counted in `patches`. A card the client would refuse is not applied.
    */
-  applyCallbackCard(messageId: string, card: unknown): CallbackCardResult;
+  applyCallbackCard(messageId: string, card: unknown, viewer: string): CallbackCardResult;
   /** The URL check payload, carrying this emulator's verification token. */
   urlVerification(challenge: string): UrlVerification;
   /** Where events and callbacks go (the developer console's 事件与回调 setting); unset until subscribed. */
@@ -148,6 +150,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       getMessage: (messageId) => messages.get(messageId),
       listMessages: (chatId) => messages.list(chatId),
       cardHistory: (messageId) => messages.cardHistory(messageId),
+      contentFor: (messageId, openId) => {
+        const message = messages.get(messageId);
+        return message ? contentFor(message, openId) : undefined;
+      },
     },
     on: (event, listener) => observer.on(event, listener),
     clock,
@@ -166,7 +172,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     expireTokens: () => ctx.tokens.expireAll(),
     userMessage: (input) => userMessageEvent(ctx, input).payload,
     cardAction: (input) => cardActionEvent(ctx, input),
-    applyCallbackCard: (messageId, card) => applyCallbackCard(ctx, messageId, card),
+    applyCallbackCard: (messageId, card, viewer) => applyCallbackCard(ctx, messageId, card, viewer),
     urlVerification: (challenge) => urlVerification(challenge, config.verificationToken ?? ""),
     subscribe: (subscription) => deliverer.subscribe(subscription),
     deliver: (payload, deliveryOptions) => deliverer.deliver(payload, deliveryOptions),

@@ -65,12 +65,13 @@ const storedMessage = z.object({
   revision: z.number().default(1),
   mentions: z.array(mention).optional(),
   visibleTo: z.string().optional(),
+  views: z.record(z.string(), z.string()).optional(),
 });
 const revisionRow = z.object({
   message_id: z.string(),
   revision: z.number(),
   at: z.number(),
-  via: z.enum(["sent", "patch", "card_update", "callback"]),
+  via: z.enum(["sent", "patch", "card_update", "callback", "revert"]),
   content: z.string(),
 });
 const uuidRow = z.object({ uuid: z.string(), message_id: z.string(), at: z.number() });

@@ -107,19 +107,51 @@ export class MessageStore {
     return this.#journal?.revisions(messageId) ?? [];
   }
 
-  /** Replaces a card's content. `countAsPatch: false` for updates that are no API call (a callback's card). */
+  /**
+   * Replaces a card's content for every member (a PATCH, a delayed update): cards a callback showed to its
+   * clicker alone (`views`) are gone, everyone sees this one.
+   */
   applyUpdate(
     messageId: string,
     content: string,
     now: number,
-    options: { countAsPatch?: boolean; via?: "patch" | "card_update" | "callback" } = {},
+    options: { via?: "patch" | "card_update" } = {},
   ): MessageView {
     const message = this.#mutable(messageId);
     message.content = content;
+    delete message.views;
     message.updatedAt = now;
     message.revision += 1;
-    if (options.countAsPatch ?? true) message.patches += 1;
+    message.patches += 1;
     this.#persist(message, options.via ?? "patch");
+    return { ...message };
+  }
+
+  /**
+   * A callback's card, shown to the one who clicked: every other member keeps seeing `content` (feishu-platform
+   * Addendum, later, §1). No API call: not counted in `patches`.
+   */
+  showTo(messageId: string, viewer: string, content: string, now: number): MessageView {
+    const message = this.#mutable(messageId);
+    message.views = { ...message.views, [viewer]: content };
+    message.updatedAt = now;
+    message.revision += 1;
+    this.#persist(message, "callback");
+    return { ...message };
+  }
+
+  /**
+   * Puts back what every member saw before a callback began: an update that landed while the callback was
+   * answered is reverted (feishu-platform §2.3 "Card reverts"). Its PATCH still counts: it was made.
+   */
+  restore(messageId: string, seen: Pick<MessageView, "content" | "views">, now: number): MessageView {
+    const message = this.#mutable(messageId);
+    message.content = seen.content;
+    if (seen.views) message.views = seen.views;
+    else delete message.views;
+    message.updatedAt = now;
+    message.revision += 1;
+    this.#persist(message, "revert");
     return { ...message };
   }
 
@@ -161,6 +193,11 @@ export class MessageStore {
     }
     return root.threadId;
   }
+}
+
+/** What `viewer` sees of a message: the card a callback showed them alone, else what every member sees. */
+export function contentFor(message: MessageView, viewer: string | undefined): string {
+  return (viewer !== undefined ? message.views?.[viewer] : undefined) ?? message.content;
 }
 
 /**

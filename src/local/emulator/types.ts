@@ -79,8 +79,14 @@ export interface MessageView {
   chatId: string;
   chatType: "p2p" | "group";
   msgType: string;
-  /** The content string exactly as sent (or as last patched). */
+  /** The content string exactly as sent (or as last patched): what every member sees. */
   content: string;
+  /**
+   * Cards a callback's answer showed to its clicker alone, by open_id: Feishu updates only the clicking
+   * user's view of a shared card (feishu-platform Addendum, later, §1); every other member keeps seeing
+   * `content` until the next PATCH or delayed update, which clears these.
+   */
+  views?: Record<string, string>;
   /** Emulator clock, ms. */
   createdAt: number;
   updatedAt: number;
@@ -113,7 +119,8 @@ export interface CardRevision {
   revision: number;
   /** Emulator clock, ms. */
   at: number;
-  via: "sent" | "patch" | "card_update" | "callback";
+  /** `callback`: shown to the clicker alone; `revert`: an update that landed during a callback, undone. */
+  via: "sent" | "patch" | "card_update" | "callback" | "revert";
   content: string;
 }
 
@@ -123,12 +130,17 @@ export interface MessagesApi {
   listMessages(chatId?: string): MessageView[];
   /** The card's contents, oldest first (the last 50); empty without a `stateFile`. */
   cardHistory(messageId: string): CardRevision[];
+  /** The content one member sees: a callback's card if it showed them one since the last update (`views`). */
+  contentFor(messageId: string, openId: string): string | undefined;
 }
 
 export interface EmulatorEvents {
   message_created: MessageView;
-  /** `callback`: the card of a callback response, applied through `applyCallbackCard`. */
-  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" };
+  /**
+   * `callback`: the card of a callback response, shown to its clicker (`applyCallbackCard`); `revert`: an
+   * update that landed while a callback was answered, undone as Feishu undoes it.
+   */
+  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" | "revert" };
   message_recalled: MessageView;
   call: RecordedCall;
   /** A long-connection frame sent or received (or a connection opened/closed). */
@@ -214,7 +226,13 @@ export interface ClickOutcome {
   durationMs: number;
   /** HTTP status of a webhook answer, or the long connection's ack code. */
   status?: number;
-  card: "none" | "applied" | "superseded" | "rejected";
+  /** `applied`: shown to the clicker (every other member keeps the card as it was; see `MessageView.views`). */
+  card: "none" | "applied" | "rejected";
+  /**
+   * Updates (PATCH, delayed update) that landed while the callback was answered: Feishu reverts them, the
+   * answer's card wins (feishu-platform §2.3 "Card reverts").
+   */
+  revertedUpdates?: number;
   /** `code: reason` of the error the client shows. */
   error?: string;
   /** The bot's answer as it arrived (parsed JSON), when there was one in time. */

@@ -23,6 +23,15 @@ export function avatar(sender: ConsoleMessage["sender"], users: readonly LocalUs
   });
 }
 
+/**
+ * The message as one member sees it: a callback's card reaches its clicker alone (Feishu updates only the
+ * clicking user's view), so the others keep the shared card until the bot PATCHes it.
+ */
+export function seenBy(message: ConsoleMessage, userId: string): ConsoleMessage {
+  const own = message.views?.[userId];
+  return own === undefined ? message : { ...message, card: own };
+}
+
 /** A one-line preview of a message (chat list, reply quotes). */
 export function messagePreview(message: ConsoleMessage): string {
   if (message.recalled) return "此消息已撤回";
@@ -52,7 +61,8 @@ export interface MessageView {
   threadFooter?: (message: ConsoleMessage) => HTMLElement | null;
 }
 
-export function renderMessage(message: ConsoleMessage, view: MessageView): HTMLElement {
+export function renderMessage(shared: ConsoleMessage, view: MessageView): HTMLElement {
+  const message = seenBy(shared, view.currentUserId);
   const fromBot = message.sender.type === "app";
   const attributes = {
     "data-testid": "message",
@@ -61,6 +71,7 @@ export function renderMessage(message: ConsoleMessage, view: MessageView): HTMLE
     "data-sender-id": message.sender.id,
     "data-rev": String(message.rev),
     "data-thread-id": message.threadId,
+    "data-own-view": message !== shared ? "true" : undefined,
   };
   // Feishu replaces a recalled message with a line in the middle of the chat.
   if (message.recalled)
@@ -137,6 +148,8 @@ function messageBody(message: ConsoleMessage, view: MessageView): HTMLElement {
 function footer(message: ConsoleMessage, view: MessageView): HTMLElement {
   const notes: string[] = [];
   if (message.card && message.patches > 0) notes.push(`已更新 ${message.patches} 次`);
+  if (message.views?.[view.currentUserId] !== undefined)
+    notes.push("回调卡片：仅你可见，其他成员仍看到更新前的卡片");
   return h(
     "div",
     { class: "msg-foot" },

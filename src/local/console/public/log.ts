@@ -39,8 +39,7 @@ export function formatClock(ms: number): string {
 
 const ms = (value: number) => `${Math.round(value)} ms`;
 const CARD_OUTCOME: Record<CallbackEntry["card"], string> = {
-  applied: "卡片已按响应更新",
-  superseded: "响应卡片已被之后的更新取代",
+  applied: "卡片已按响应更新（仅点击者可见）",
   rejected: "响应卡片被拒绝",
   none: "",
 };
@@ -251,6 +250,12 @@ function callbackLine(entry: CallbackEntry): HTMLElement[] {
         ? h("span", { class: `log-toast log-toast-${entry.toast.type}`, text: entry.toast.content })
         : h("span", { class: "log-toast", text: "无提示" }),
       CARD_OUTCOME[entry.card] ? h("span", { class: "log-note", text: CARD_OUTCOME[entry.card] }) : null,
+      entry.revertedUpdates
+        ? h("span", {
+            class: "log-note",
+            text: `回调期间的 ${entry.revertedUpdates} 次更新已复原`,
+          })
+        : null,
       entry.error ? h("span", { class: "log-code is-bad", text: entry.error }) : null,
       h("span", { class: "log-ms", title: "回调响应时间", text: ms(entry.durationMs) }),
     ),

@@ -26,6 +26,8 @@ export interface ConsoleMessage {
   visibleTo?: string;
   text?: TextSegment[];
   card?: unknown;
+  /** Cards a callback showed to its clicker alone (open_id → card), until the next PATCH. */
+  views?: Record<string, unknown>;
   raw?: string;
 }
 
@@ -84,7 +86,8 @@ export interface CallbackEntry extends LogBase {
   value?: Record<string, unknown>;
   formValue?: Record<string, unknown>;
   toast?: Toast;
-  card: "none" | "applied" | "superseded" | "rejected";
+  card: "none" | "applied" | "rejected";
+  revertedUpdates?: number;
   error?: string;
 }
 
