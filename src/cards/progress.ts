@@ -15,6 +15,7 @@ import {
 } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { type ProgressStepView, stepsMarkdown, wordsIn } from "./steps.ts";
+import { budgetTables } from "./tables.ts";
 import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
@@ -247,7 +248,8 @@ function render(
   if (actions) elements.push(actions);
 
   const subtitle = agentLine(view, s) ?? elapsed(view, s);
-  return {
+  // One table budget for the whole card: the result, and every preview panel (tables.ts).
+  return budgetTables({
     schema: "2.0",
     config: { update_multi: true, width_mode: "fill", summary: { content: summary(view, shownAsks, s) } },
     header: {
@@ -257,7 +259,7 @@ function render(
       text_tag_list: [tag],
     },
     body: { elements },
-  };
+  });
 }
 
 function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): string {
