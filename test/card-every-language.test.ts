@@ -5,6 +5,7 @@ import { bilingual, zh } from "../src/strings.ts";
 import { en } from "../src/strings-en.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { requestIdsOn } from "./helpers/feishu.ts";
+import { foldHeaderTags } from "./helpers/header-tags.ts";
 
 /**
  * Every text the bot writes on a shared card is there in every language the card lists (issue 19). The check
@@ -116,7 +117,7 @@ function problems(card: unknown): Problem[] {
     if (typeof zh !== "string" || ENGLISH_WORD.test(wordsOf(zh)))
       found.push({ path, problem: `Chinese with English words in it: ${String(zh)}` });
   };
-  walk(card, "card");
+  walk(foldHeaderTags(card), "card");
   return found;
 }
 
@@ -135,7 +136,7 @@ function textWith(card: unknown, needle: string): Record<string, unknown> | unde
       Object.values(node).forEach(walk);
     }
   };
-  walk(card);
+  walk(foldHeaderTags(card));
   return hit;
 }
 

@@ -8,6 +8,7 @@ import { CARD_LIMITS, cardSize, validateCard } from "../src/cards/rules.ts";
 import { checkCard } from "../src/local/emulator/card-checker/index.ts";
 import { zh } from "../src/strings.ts";
 import { en } from "../src/strings-en.ts";
+import { foldHeaderTags } from "./helpers/header-tags.ts";
 
 /** Bilingual cards (cards/i18n.ts): one card, each reader's language, the same callbacks, within budget. */
 
@@ -40,7 +41,7 @@ function texts(card: unknown): { content: string; i18n?: Record<string, string> 
       for (const [key, value] of Object.entries(node)) if (key !== "i18n_content") walk(value);
     }
   };
-  walk(card);
+  walk(foldHeaderTags(card));
   return out;
 }
 
@@ -58,7 +59,7 @@ function readAs(card: Card, locale: "zh_cn" | "en_us"): unknown {
     }
     return out;
   };
-  const read = pick(card);
+  const read = pick(foldHeaderTags(card));
   if (read && typeof read === "object") Reflect.deleteProperty(Reflect.get(read, "config") ?? {}, "locales");
   return read;
 }
@@ -88,6 +89,19 @@ describe("bilingual cards", () => {
     expect(texts(card).map((t) => t.content)).toEqual(texts(zhOnly).map((t) => t.content));
     expect(checkCard(card)).toMatchObject({ ok: true });
     expect(validateCard(card)).toMatchObject({ ok: true });
+  });
+
+  it("translates the header's tags with the documented i18n_text_tag_list, one full list per language", () => {
+    const card = buildProgressCard(view, []);
+    // 标题 page: text_tag_list and i18n_text_tag_list are either-or; translated tags are the i18n one.
+    expect(card.header?.text_tag_list).toBeUndefined();
+    expect(card.header?.i18n_text_tag_list).toEqual({
+      zh_cn: [{ tag: "text_tag", text: { tag: "plain_text", content: "执行中" }, color: "blue" }],
+      en_us: [{ tag: "text_tag", text: { tag: "plain_text", content: "Running" }, color: "blue" }],
+    });
+    expect(checkCard(card)).toMatchObject({ ok: true });
+    // One language: the plain list, as before.
+    expect(buildProgressCard(view, [], { strings: zh }).header?.text_tag_list).toHaveLength(1);
   });
 
   it("adds i18n_content only where the languages differ, and carries one set of callback values", () => {

@@ -9,6 +9,10 @@ import { type Card, cardSchema } from "./model.ts";
  * `i18n_content`; everything else (layout, names, callback values) must be identical, or the card stays in
  * the bot's language alone. Pure.
  *
+ * Header tags are the one text with a documented list of their own: `header.i18n_text_tag_list` (标题 page:
+ * "配置后缀标签的多语言属性，在所需语种字段下添加完整的后缀标签结构体"; only one of it and `text_tag_list` may
+ * be set, and the i18n one wins). Translated tags go there, one complete list per language.
+ *
  * Size (the 28 KB target): English repeats every text that differs, so a long block (a result under its
  * 结果 heading) would double. In order: every text in every language; only texts up to SHORT_TEXT
  * characters in every language (titles, tags, buttons, placeholders, headings), long blocks in the bot's
@@ -45,7 +49,11 @@ export function mergeRenderings(
 ): Card | undefined {
   const merged = overlay(locales, cards, maxChars);
   if (merged === MISMATCH || !isRecord(merged) || !isRecord(merged.config)) return undefined;
-  const withLocales = { ...merged, config: { ...merged.config, locales: [...locales] } };
+  const withLocales = {
+    ...merged,
+    config: { ...merged.config, locales: [...locales] },
+    ...(isRecord(merged.header) ? { header: translatedTags(merged.header, locales) } : {}),
+  };
   // Re-read through the strict model: what goes out is a Card by construction, not by assertion.
   const parsed = cardSchema.safeParse(withLocales);
   return parsed.success ? parsed.data : undefined;
@@ -114,6 +122,29 @@ function overlayText(locales: readonly Locale[], nodes: readonly unknown[], maxC
     i18n[locale] = texts[i] ?? "";
   });
   return { ...first, i18n_content: i18n };
+}
+
+/** `text_tag_list` whose texts got `i18n_content` → `i18n_text_tag_list`, one full list per language. */
+function translatedTags(
+  header: Record<string, unknown>,
+  locales: readonly Locale[],
+): Record<string, unknown> {
+  const tags = header.text_tag_list;
+  if (
+    !Array.isArray(tags) ||
+    !tags.some((tag) => isRecord(tag) && isRecord(tag.text) && tag.text.i18n_content)
+  )
+    return header;
+  const { text_tag_list: _, ...rest } = header;
+  const perLocale: Record<string, unknown[]> = {};
+  for (const locale of locales)
+    perLocale[locale] = tags.map((tag) => {
+      if (!isRecord(tag) || !isRecord(tag.text)) return tag;
+      const { i18n_content: words, ...text } = tag.text;
+      const content = isRecord(words) && typeof words[locale] === "string" ? words[locale] : text.content;
+      return { ...tag, text: { ...text, content } };
+    });
+  return { ...rest, i18n_text_tag_list: perLocale };
 }
 
 function sameKeys(a: readonly string[], b: readonly string[]): boolean {

@@ -119,7 +119,8 @@ export function list(value: unknown): unknown[] {
 
 /**
  * The card as a client in `locale` reads it (配置卡片多语言): each text's `i18n_content[locale]` in place of
- * its `content`, else `content` as it is. Callback values are free data and stay untouched.
+ * its `content`, else `content` as it is; the header's `i18n_text_tag_list[locale]` (标题 page) as its
+ * `text_tag_list`, else the first language listed ("默认展示已有的语言"). Callback values are free data.
  */
 export function localizeCard(card: unknown, locale: string): unknown {
   if (Array.isArray(card)) return card.map((item) => localizeCard(item, locale));
@@ -130,8 +131,13 @@ export function localizeCard(card: unknown, locale: string): unknown {
       ? (i18n as Record<string, unknown>)[locale]
       : undefined;
   const out: Record<string, unknown> = {};
+  const tagLists: unknown = "i18n_text_tag_list" in card ? card.i18n_text_tag_list : undefined;
+  if (typeof tagLists === "object" && tagLists !== null) {
+    const lists = tagLists as Record<string, unknown>;
+    out.text_tag_list = locale in lists ? lists[locale] : Object.values(lists)[0];
+  }
   for (const [key, value] of Object.entries(card)) {
-    if (key === "i18n_content") continue;
+    if (key === "i18n_content" || key === "i18n_text_tag_list") continue;
     if (key === "content" && typeof own === "string") out[key] = own;
     else out[key] = key === "value" ? value : localizeCard(value, locale);
   }

@@ -121,7 +121,9 @@ export function renderCard(input: unknown, options: RenderOptions = {}): HTMLEle
 
 function renderHeader(header: Json): HTMLElement {
   const template = oneOf(header.template, TEMPLATES, "default");
-  const tags = nodes(header.text_tag_list)
+  // Without a locale, a translated header's tags are its first language's (card-values.ts localizeCard).
+  const i18nTags = record(header.i18n_text_tag_list);
+  const tags = nodes(header.text_tag_list ?? (i18nTags ? Object.values(i18nTags)[0] : undefined))
     .slice(0, 3)
     .map((tag) =>
       h("span", {
