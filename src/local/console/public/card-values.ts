@@ -102,6 +102,29 @@ export function resolveMentions(
 }
 const AT_TAG = /<at\s+id=(["']?)([A-Za-z0-9_-]+)\1\s*>\s*<\/at>/g;
 
+/**
+ * Feishu shows `<local_datetime millisecond='…' format_type='…'>` (富文本 国际化时间) as that moment in the
+ * viewer's own time zone; the console does the same in the browser's zone (or `timeZone`, for tests).
+ * Done before markdownToHtml, as plain text. Formats the console does not draw keep the date and time.
+ */
+export function resolveLocalDatetimes(content: string, language = "zh_cn", timeZone?: string): string {
+  return content.replace(LOCAL_DATETIME, (_match, ms: string, format: string | undefined) => {
+    const at = Number(ms);
+    const read = (options: Intl.DateTimeFormatOptions) =>
+      new Intl.DateTimeFormat(language === "en_us" ? "en-US" : "zh-CN", { timeZone, ...options }).format(at);
+    switch (format) {
+      case "time":
+        return read({ hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+      case "date_short":
+        return read({ month: "short", day: "numeric" });
+      default:
+        return read({ dateStyle: "medium", timeStyle: "short" });
+    }
+  });
+}
+const LOCAL_DATETIME =
+  /<local_datetime\s+millisecond=['"]?(\d+)['"]?(?:\s+format_type=['"]?([a-z_]+)['"]?)?[^>]*><\/local_datetime>/g;
+
 /** Card JSON arrives as anything: these read it without trusting a shape. */
 export type Json = Record<string, unknown>;
 
