@@ -117,7 +117,12 @@ export function buildProgressCard(
   if (options.strings || (options.degraded ?? 0) > 0) return buildInOneLanguage(view, pendingAsks, options);
   const limits = limitsFor(options);
   return localizeCard(
-    (strings) => buildInOneLanguage(view, pendingAsks, { ...options, strings }),
+    (strings, reserveBytes = 0) =>
+      buildInOneLanguage(view, pendingAsks, {
+        ...options,
+        strings,
+        limits: { ...limits, maxBytes: limits.maxBytes - reserveBytes },
+      }),
     (card) => fits(card, limits),
     options.locales,
   );
