@@ -1,4 +1,4 @@
-import type { Strings } from "./strings.ts";
+import type { Locale, Strings } from "./strings.ts";
 
 /**
  * The English (en_us) catalogue: the same keys and arguments as the Chinese one in `strings.ts`, written for
@@ -127,6 +127,8 @@ export const en: Strings = {
     resultHeading: "**Result**",
     errorHeading: "**Why it failed**",
     truncated: "… (too long to show here; see the session details for the full text)",
+    oneLanguage: (language: Locale) =>
+      `This card is too long for every language: some of it is shown in ${language === "zh_cn" ? "Chinese" : "English"} only`,
     cancelledNote: "The task was cancelled.",
     cancelTask: "Cancel task",
     retry: "Retry",

@@ -135,6 +135,9 @@ export const zh = {
     resultHeading: "**结果**",
     errorHeading: "**失败原因**",
     truncated: "…（内容过长，完整内容请在会话详情中查看）",
+    /** A shared card too large to carry every language: what stays in the bot's language alone (issue 23). */
+    oneLanguage: (language: Locale) =>
+      `卡片内容太多，部分内容只以${language === "en_us" ? "英文" : "中文"}显示`,
     cancelledNote: "任务已取消。",
     cancelTask: "取消任务",
     retry: "重试",

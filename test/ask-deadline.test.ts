@@ -5,6 +5,7 @@ import { DEFAULT_ASK_TIMES, extendedText, formatDeadline, goneQuestion } from ".
 import { catalogues, strings } from "../src/strings.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { type FeishuRig, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+import { shownIn } from "./helpers/local-datetime.ts";
 
 /**
  * Deadlines people can see (issue 16), on fake time: the absolute deadline on the card, one reminder before it
@@ -56,7 +57,8 @@ type AnyRig = Pick<FeishuRig, "progressCard" | "cardOf" | "core"> & {
   until: FakeChannelRig["until"];
 };
 
-const textOf = (card: Card) => JSON.stringify(card);
+// The card as a reader in Shanghai sees it: <local_datetime> tags shown in that zone.
+const textOf = (card: Card) => shownIn(JSON.stringify(card), "Asia/Shanghai");
 const botTexts = (r: FakeChannelRig) => r.fromBot().filter((m) => m.msgType === "text");
 
 async function waiting(r: AnyRig, chatType: "p2p" | "group" = "p2p", text = "帮我部署") {

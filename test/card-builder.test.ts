@@ -58,7 +58,7 @@ describe("buildProgressCard", () => {
       locales: ["zh_cn", "en_us"],
     });
     expect(card.header).toMatchObject({ template: "blue", title: { content: "部署新服务" } });
-    expect(card.header?.text_tag_list?.[0]?.text.content).toBe("执行中");
+    expect(card.header?.i18n_text_tag_list?.zh_cn?.[0]?.text.content).toBe("执行中");
     expect(forms(card)).toEqual([]);
     expect(buttonTexts(card, false)).toEqual(["取消任务", "会话详情"]);
     expect(JSON.stringify(card)).toContain("✅ 扫描工作区 · 42 个文件");
@@ -182,7 +182,7 @@ describe("buildProgressCard", () => {
       valid(card);
       expect(forms(card)).toEqual([]);
       expect(card.header?.template).toBe(template);
-      expect(card.header?.text_tag_list?.[0]?.text.content).toBe(tag);
+      expect(card.header?.i18n_text_tag_list?.zh_cn?.[0]?.text.content).toBe(tag);
       expect(buttonTexts(card, false)).toEqual(buttons);
       expect(JSON.stringify(card)).toContain(JSON.stringify(body).slice(1, -1));
       expect(card.header?.subtitle?.content).toMatch(/^用时 /);

@@ -73,7 +73,7 @@ describe("emulator card checks", () => {
     const refused = await refusal(send(client, JSON.stringify(greyCancelled())));
     expect(refused.code).toBe(230099);
     expect(refused.msg).toContain("ErrCode: 200621");
-    expect(refused.msg).toContain("[tag-color] header.text_tag_list[0].color");
+    expect(refused.msg).toContain("[tag-color] header.i18n_text_tag_list.zh_cn[0].color");
     expect((await send(client, JSON.stringify(golden("progress-cancelled")))).code).toBe(0);
   });
 

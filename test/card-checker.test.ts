@@ -71,24 +71,25 @@ const REFUSED: Record<CardRuleId, Json> = {
   "form-field-name": card([form("f", [{ tag: "input" }, submit()])]),
   "form-button": card([form("f", [{ ...submit("other"), form_action_type: undefined }, submit()])]),
   "form-only": card([{ tag: "multi_select_static", name: "m", options: [{ text: text("a"), value: "a" }] }]),
-  "button-behaviors": card([{ tag: "button", text: text("取消") }]),
+  "button-behaviors": card([
+    { tag: "button", text: text("取消"), behaviors: [{ type: "callback", value: "cancel" }] },
+  ]),
   options: card([form("f", [select("q", ["a", "a"]), submit()])]),
   "text-length": card([
     { tag: "button", text: text("长".repeat(101)), behaviors: [{ type: "callback", value: {} }] },
   ]),
-  "i18n-locales": card([{ ...md("任务"), i18n_content: { zh_cn: "任务", en_us: "Task" } }], {
-    config: { update_multi: true, locales: ["zh_cn"] },
-  }),
   "url-scheme": card([md("[打开](javascript:alert(1))")]),
   "url-chars": card([
     md(
       "<a href='https://example.com/logs?from=31/12/2014 23:59:59'>日志</a> [文档](https://example.com/文档)",
     ),
   ]),
+  "url-query": card([md("[日志](https://example.com/logs?from=31/12/2014&next=https://x.org)")]),
   "md-image": card([md("![截图](https://example.com/a.png)")]),
   "md-bare-url": card([md("详情见 https://example.com/run/42中文说明")]),
-  "md-tables": card([md(Array.from({ length: 5 }, () => "|a|b|\n|-|-|\n|1|2|").join("\n\n"))]),
-  "card-tables": card(Array.from({ length: 3 }, () => md("|a|b|\n|-|-|\n|1|2|\n\n|c|d|\n|-|-|\n|3|4|"))),
+  "card-tables": card(Array.from({ length: 2 }, () => md("|a|b|\n|-|-|\n|1|2|\n\n|c|d|\n|-|-|\n|3|4|"))),
+  "md-at": card([md("<at></at> 和 <at id=''></at> 和 <at id=ou_1>")]),
+  "md-at-code": card([md("`<at id=all></at>`\n\n```\n<at id=ou_1></at>\n```")]),
   depth: card([nest(6)]),
   "component-count": card(Array.from({ length: 201 }, () => ({ tag: "hr" }))),
   size: card([]), // judged by content.ts (230025), see below
@@ -189,6 +190,56 @@ describe("card checker", () => {
     );
     const verdict = checkCard(documented);
     expect(verdict.ok ? "ok" : verdict.summary).toBe("ok");
+  });
+
+  it("accepts the shapes the docs' own 2.0 examples use (issue 23)", () => {
+    const docs = card(
+      [
+        // 表单容器 page: buttons without behaviors, a component's fallback; 分栏 page: spacing "default".
+        {
+          ...form("f", [
+            { tag: "input", name: "i", fallback: { tag: "fallback_text", text: text("请升级客户端") } },
+            {
+              tag: "column_set",
+              horizontal_spacing: "default",
+              columns: [
+                {
+                  tag: "column",
+                  elements: [
+                    { tag: "button", name: "ok", text: text("提交"), form_action_type: "submit" },
+                    { tag: "button", name: "no", text: text("取消"), form_action_type: "reset" },
+                  ],
+                },
+              ],
+            },
+          ]),
+          fallback: { tag: "fallback_text", text: text("仅支持在 V6.6 及以上版本使用") },
+        },
+        { tag: "hr", fallback: "drop" },
+        { tag: "button", text: text("看看"), type: "default" },
+        // 结构 page: with locales set, other languages simply do not show.
+        { ...md("任务"), i18n_content: { zh_cn: "任务", en_us: "Task", ja_jp: "タスク" } },
+        md("<at id=all></at> <at ids=ou_1,ou_2></at> <at email=test@email.com></at>"),
+        md("[报表](https://example.com/r?date=2014%2F12%2F31&q=a+b#/view?tab=1)"),
+      ],
+      {
+        config: { update_multi: true, locales: ["zh_cn", "en_us", "zh_cn"] },
+        i18n_header: { zh_cn: { title: text("我的近期审批效率"), template: "orange" } },
+      },
+    );
+    const verdict = checkCard(docs);
+    expect(verdict.ok ? "ok" : verdict.summary).toBe("ok");
+    expect(rules(card([], { i18n_header: { zh_cn: { template: "orange" } } }))).toEqual(["header-title"]);
+  });
+
+  it("counts tables per language: three in each is fine, a fourth in one is not", () => {
+    const three = md("|a|\n|-|\n|1|\n\n|b|\n|-|\n|2|\n\n|c|\n|-|\n|3|");
+    expect(rules(card([three]))).toEqual([]);
+    const fourInEnglish = { ...three, i18n_content: { en_us: `${three.content}\n\n|d|\n|-|\n|4|` } };
+    expect(checkCard(card([fourInEnglish]))).toMatchObject({
+      ok: false,
+      violations: [{ rule: "card-tables", message: expect.stringContaining("(en_us)") }],
+    });
   });
 
   it("counts every tagged object towards 200, option texts included", () => {

@@ -5,6 +5,8 @@ import { bilingual, zh } from "../src/strings.ts";
 import { en } from "../src/strings-en.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { requestIdsOn } from "./helpers/feishu.ts";
+import { foldHeaderTags } from "./helpers/header-tags.ts";
+import { allShownIn } from "./helpers/local-datetime.ts";
 
 /**
  * Every text the bot writes on a shared card is there in every language the card lists (issue 19). The check
@@ -76,6 +78,7 @@ function wordsOf(text: string): string {
   let out = text
     .replace(/```[\s\S]*?```/g, "")
     .replace(/<at id=[^>]*><\/at>/g, "")
+    .replace(/<local_datetime [^>]*><\/local_datetime>/g, "")
     .replace(/\]\([^)]*\)/g, "]");
   for (const written of writtenTexts) out = out.split(written).join("");
   return out;
@@ -116,7 +119,7 @@ function problems(card: unknown): Problem[] {
     if (typeof zh !== "string" || ENGLISH_WORD.test(wordsOf(zh)))
       found.push({ path, problem: `Chinese with English words in it: ${String(zh)}` });
   };
-  walk(card, "card");
+  walk(foldHeaderTags(card), "card");
   return found;
 }
 
@@ -135,7 +138,7 @@ function textWith(card: unknown, needle: string): Record<string, unknown> | unde
       Object.values(node).forEach(walk);
     }
   };
-  walk(card);
+  walk(foldHeaderTags(card));
   return hit;
 }
 
@@ -144,16 +147,23 @@ describe("every text on a shared card, in every language it lists", () => {
     const card = buildProgressCard(groupCard, [ask], { locales: ["zh_cn", "en_us"] });
     expect(problems(card)).toEqual([]);
     expect(textWith(card, "问题已失效")?.en_us).toMatch(/^The question is no longer open: it timed out/);
-    expect(textWith(card, "请在")).toEqual({
+    expect(allShownIn(textWith(card, "请在"), "Asia/Shanghai")).toEqual({
       zh_cn: "⏰ 请在 12月1日 00:10 前回答",
       en_us: "⏰ Please answer by Dec 1 00:10",
+    });
+    // Each viewer reads it in their own zone (<local_datetime>): in Berlin it is still 30 November.
+    expect(allShownIn(textWith(card, "请在"), "Europe/Berlin")).toEqual({
+      zh_cn: "⏰ 请在 11月30日 17:10 前回答",
+      en_us: "⏰ Please answer by Nov 30 17:10",
     });
   });
 
   it("the same card for a Lark tenant: English first, the Chinese still in Chinese", () => {
     const card = buildProgressCard(groupCard, [ask], { locales: ["en_us", "zh_cn"] });
     expect(problems(card)).toEqual([]);
-    expect(textWith(card, "Please answer by")?.zh_cn).toBe("⏰ 请在 12月1日 00:10 前回答");
+    expect(allShownIn(textWith(card, "Please answer by"), "Asia/Shanghai")?.zh_cn).toBe(
+      "⏰ 请在 12月1日 00:10 前回答",
+    );
   });
 
   it("each gone reason is worded in both languages", () => {
@@ -197,11 +207,9 @@ describe("every text on a shared card, in every language it lists", () => {
     );
     const found = problems({ ...card, body: { elements } }).map((p) => p.problem);
     expect(found.some((p) => p.startsWith("no i18n_content: 问题已失效"))).toBe(true);
-    const mixed = JSON.parse(
-      JSON.stringify(card).replace("Please answer by Dec 1", "Please answer by 12月1日"),
-    );
+    const mixed = JSON.parse(JSON.stringify(card).replace("Please answer by ", "Please answer by 截止 "));
     expect(problems(mixed).map((p) => p.problem)).toEqual([
-      "English with Chinese in it: ⏰ Please answer by 12月1日 00:10",
+      `English with Chinese in it: ${textWith(mixed, "请在")?.en_us}`,
     ]);
   });
 });
@@ -230,8 +238,9 @@ describe("a group card on the channel, in both languages", () => {
     await r.until(() => requestIdsOn(r.cardOf(cardId))[0], "a form");
     // The ask was made a moment after NOW: its deadline is just after 00:10 on 1 December.
     const deadline = await r.until(() => textWith(r.cardOf(cardId), "请在"), "the deadline line");
-    expect(deadline.zh_cn).toMatch(/^⏰ 请在 12月1日 00:1\d 前回答$/);
-    expect(deadline.en_us).toMatch(/^⏰ Please answer by Dec 1 00:1\d$/);
+    const shown = allShownIn(deadline, "Asia/Shanghai");
+    expect(shown?.zh_cn).toMatch(/^⏰ 请在 12月1日 00:1\d 前回答$/);
+    expect(shown?.en_us).toMatch(/^⏰ Please answer by Dec 1 00:1\d$/);
     // The ask's step is the bot's words too (the demo's other steps are its script, shown as written).
     expect(textWith(r.cardOf(cardId), "**步骤**")?.en_us).toContain("⏳ Waiting for your answer");
 

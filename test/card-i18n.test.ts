@@ -8,6 +8,7 @@ import { CARD_LIMITS, cardSize, validateCard } from "../src/cards/rules.ts";
 import { checkCard } from "../src/local/emulator/card-checker/index.ts";
 import { zh } from "../src/strings.ts";
 import { en } from "../src/strings-en.ts";
+import { foldHeaderTags } from "./helpers/header-tags.ts";
 
 /** Bilingual cards (cards/i18n.ts): one card, each reader's language, the same callbacks, within budget. */
 
@@ -40,7 +41,7 @@ function texts(card: unknown): { content: string; i18n?: Record<string, string> 
       for (const [key, value] of Object.entries(node)) if (key !== "i18n_content") walk(value);
     }
   };
-  walk(card);
+  walk(foldHeaderTags(card));
   return out;
 }
 
@@ -58,7 +59,7 @@ function readAs(card: Card, locale: "zh_cn" | "en_us"): unknown {
     }
     return out;
   };
-  const read = pick(card);
+  const read = pick(foldHeaderTags(card));
   if (read && typeof read === "object") Reflect.deleteProperty(Reflect.get(read, "config") ?? {}, "locales");
   return read;
 }
@@ -90,6 +91,19 @@ describe("bilingual cards", () => {
     expect(validateCard(card)).toMatchObject({ ok: true });
   });
 
+  it("translates the header's tags with the documented i18n_text_tag_list, one full list per language", () => {
+    const card = buildProgressCard(view, []);
+    // 标题 page: text_tag_list and i18n_text_tag_list are either-or; translated tags are the i18n one.
+    expect(card.header?.text_tag_list).toBeUndefined();
+    expect(card.header?.i18n_text_tag_list).toEqual({
+      zh_cn: [{ tag: "text_tag", text: { tag: "plain_text", content: "执行中" }, color: "blue" }],
+      en_us: [{ tag: "text_tag", text: { tag: "plain_text", content: "Running" }, color: "blue" }],
+    });
+    expect(checkCard(card)).toMatchObject({ ok: true });
+    // One language: the plain list, as before.
+    expect(buildProgressCard(view, [], { strings: zh }).header?.text_tag_list).toHaveLength(1);
+  });
+
   it("adds i18n_content only where the languages differ, and carries one set of callback values", () => {
     const card = buildProgressCard(view, [ask]);
     const all = texts(card);
@@ -112,7 +126,7 @@ describe("bilingual cards", () => {
     });
   });
 
-  it("keeps long blocks in the bot's language alone when both languages would not fit", () => {
+  it("keeps long blocks in the bot's language alone when both languages would not fit, and says so", () => {
     // A long result under its heading: 结果 / Result would repeat the whole text in English.
     const long = { ...view, status: "completed" as const, endedAt: 90_000, text: "字".repeat(5000) };
     const card = buildProgressCard(long, []);
@@ -123,17 +137,37 @@ describe("bilingual cards", () => {
     // Short texts still come in both: the header tag and the summary.
     expect(card.config.summary?.i18n_content).toEqual({ zh_cn: "已完成", en_us: "Completed" });
     expect(checkCard(card)).toMatchObject({ ok: true });
+    // The card says so, in both languages: an English reader knows the rest is in Chinese (issue 23).
+    expect(texts(card).at(-1)).toEqual({
+      content: zh.card.oneLanguage("zh_cn"),
+      i18n: { zh_cn: zh.card.oneLanguage("zh_cn"), en_us: en.card.oneLanguage("zh_cn") },
+    });
+    expect(en.card.oneLanguage("zh_cn")).toContain("Chinese");
     // Without the budget both versions fit, and the result is bilingual too.
     const roomy = buildProgressCard(long, [], { limits: { maxBytes: 200_000, maxComponents: 200 } });
     const bothResults = texts(roomy).find((t) => t.content.startsWith(zh.card.resultHeading));
     expect(bothResults?.i18n?.en_us?.startsWith(en.card.resultHeading)).toBe(true);
   });
 
-  it("falls back to the bot's language alone when even the short texts do not fit", () => {
+  it("falls back to the bot's language alone when even the short texts do not fit, and says so", () => {
     const tight = buildProgressCard(view, [ask], { limits: { maxBytes: 4000, maxComponents: 200 } });
     expect(cardSize(tight)).toBeLessThanOrEqual(4000);
-    expect(tight.config.locales).toBeUndefined();
-    expect(texts(tight).every((t) => t.i18n === undefined)).toBe(true);
+    // Every text in Chinese alone but the footnote that says so, which both languages read.
+    const bilingualTexts = texts(tight).filter((t) => t.i18n !== undefined);
+    expect(bilingualTexts).toEqual([
+      {
+        content: zh.card.oneLanguage("zh_cn"),
+        i18n: { zh_cn: zh.card.oneLanguage("zh_cn"), en_us: en.card.oneLanguage("zh_cn") },
+      },
+    ]);
+    expect(tight.config.locales).toEqual(["zh_cn", "en_us"]);
+    expect(checkCard(tight)).toMatchObject({ ok: true });
+    // A Lark tenant's card left in English says that in Chinese.
+    const lark = buildProgressCard(view, [ask], {
+      locales: ["en_us", "zh_cn"],
+      limits: { maxBytes: 4000, maxComponents: 200 },
+    });
+    expect(texts(lark).at(-1)?.i18n?.zh_cn).toBe(zh.card.oneLanguage("en_us"));
   });
 
   it("sends a degraded card (after the platform refused one) in the bot's language alone", () => {
@@ -162,8 +196,12 @@ describe("bilingual cards", () => {
       () => true,
       ["zh_cn", "en_us"],
     );
-    expect(calls).toBe(2);
-    expect(sent).toEqual(zhCard);
+    // Each language once, and the bot's once more with room for the footnote.
+    expect(calls).toBe(3);
+    expect({ ...sent, config: zhCard.config, body: { elements: sent.body.elements.slice(0, -1) } }).toEqual(
+      zhCard,
+    );
+    expect(sent.body.elements.at(-1)).toMatchObject({ content: zh.card.oneLanguage("zh_cn") });
   });
 
   it("keeps texts up to SHORT_TEXT characters bilingual on the middle rung", () => {

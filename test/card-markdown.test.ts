@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { codeLanguage, escapeText, safeUrl, sanitizeMarkdown } from "../src/cards/markdown.ts";
+import { codeLanguage, escapeText, previewBlock, safeUrl, sanitizeMarkdown } from "../src/cards/markdown.ts";
 
 /**
  * What reaches a card's markdown: the cases the platform's FAQ says make a send fail (图片 needs an
@@ -21,7 +21,7 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
     expect(sanitizeMarkdown("![logo](data:image/png;base64,AAAA)")).toBe("logo");
   });
 
-  it("keeps http(s) links, and shows every other scheme as its text", () => {
+  it("keeps http(s) and tel: links, and shows every other scheme as its text", () => {
     expect(sanitizeMarkdown("[文档](https://open.feishu.cn/document)")).toBe(
       "[文档](https://open.feishu.cn/document)",
     );
@@ -30,9 +30,14 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
     ).toBe("点我 邮件 本地");
     expect(sanitizeMarkdown("[相对](/sessions/1)")).toBe("相对");
     expect(sanitizeMarkdown("<a href='ftp://x.org/f'>下载</a> <a href=\"https://x.org\">官网</a>")).toBe(
-      "下载 [官网](https://x.org/)",
+      "下载 [官网](https://x.org)",
     );
     expect(sanitizeMarkdown("[ref]: ftp://x.org/f")).toBe("&#91;ref&#93;: ftp&#58;//x.org/f");
+    // 富文本 可点击的电话号码: `[text](tel://…)`, mobile only; as written, separators kept.
+    expect(sanitizeMarkdown("[拨打客服](tel://10086) [值班](tel:+86-10-1234-5678)")).toBe(
+      "[拨打客服](tel://10086) [值班](tel:+86-10-1234-5678)",
+    );
+    expect(sanitizeMarkdown("[坏号码](tel:call-me)")).toBe("坏号码");
   });
 
   it("delimits a bare URL that runs straight into Chinese text with a space", () => {
@@ -45,17 +50,35 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
     );
   });
 
-  it("percent-encodes special characters in URLs, as the FAQ's example asks", () => {
-    expect(safeUrl("https://open.feishu.cn?time=31/12/2014 23:59:59")).toBe(
-      "https://open.feishu.cn/?time=31%2F12%2F2014%2023%3A59%3A59",
+  it("keeps the issue's links as the model wrote them (issue 23)", () => {
+    expect(sanitizeMarkdown("**https://example.com/docs/a**")).toBe("**https://example.com/docs/a**");
+    expect(sanitizeMarkdown("（详见 https://example.com/x?q=a+b#/route）")).toBe(
+      "（详见 https://example.com/x?q=a+b#/route ）",
     );
-    expect(sanitizeMarkdown("[搜索](https://example.com/s?q=a(b)&x='y')")).toBe(
-      "[搜索](https://example.com/s?q=a%28b%29&x=%27y%27)",
+    expect(
+      sanitizeMarkdown("见 [维基](https://en.wikipedia.org/wiki/Foo_(bar)) 与 (https://x.org/a_(b))"),
+    ).toBe("见 [维基](https://en.wikipedia.org/wiki/Foo_(bar)) 与 (https://x.org/a_(b))");
+    expect(sanitizeMarkdown("[搜索](https://example.com/s?q=a(b)&x='y'&tag=c%2B%2B)")).toBe(
+      "[搜索](https://example.com/s?q=a(b)&x='y'&tag=c%2B%2B)",
+    );
+    expect(sanitizeMarkdown("打开 https://app.example.com/#/orders/42?tab=items，然后")).toBe(
+      "打开 https://app.example.com/#/orders/42?tab=items ，然后",
+    );
+  });
+
+  it("percent-encodes only what a card cannot carry, as the FAQ's example asks", () => {
+    expect(safeUrl("https://open.feishu.cn?time=31/12/2014 23:59:59")).toBe(
+      "https://open.feishu.cn?time=31%2F12%2F2014%2023%3A59%3A59",
     );
     expect(safeUrl("https://example.com/路径/文件")).toBe(
       "https://example.com/%E8%B7%AF%E5%BE%84/%E6%96%87%E4%BB%B6",
     );
-    expect(safeUrl("https://example.com/?bad=%E0%A4%A")).toBe("https://example.com/?bad=%25E0%25A4%25A");
+    expect(safeUrl("https://example.com/?bad=%E0%A4%A")).toBe("https://example.com/?bad=%E0%A4%25A");
+    expect(safeUrl('https://example.com/a"b<c>')).toBe("https://example.com/a%22b%3Cc%3E");
+    // A parenthesis that pairs with nothing would end a [text](…) target early.
+    expect(safeUrl("https://example.com/a)b")).toBe("https://example.com/a%29b");
+    // A host the parser reads differently from the text (a backslash) is rebuilt from the parse.
+    expect(safeUrl("https://x.org\\@evil.com/a")).toBe("https://x.org/@evil.com/a");
     expect(safeUrl("javascript:alert(1)")).toBeUndefined();
     expect(safeUrl("https://")).toBeUndefined();
   });
@@ -70,9 +93,20 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
   });
 
   it("leaves code alone: no link or image rewriting inside fences and code spans", () => {
-    const fenced = "```\n![x](javascript:1) <at id=all></at>\n```";
+    const fenced = "```\n![x](javascript:1) **https://x.org/a**\n```";
     expect(sanitizeMarkdown(fenced)).toBe(fenced);
     expect(sanitizeMarkdown("用 `![x](y)` 插图")).toBe("用 `![x](y)` 插图");
+  });
+
+  it("breaks <at> inside code too, so a code block cannot ping the group (issue 23)", () => {
+    const zwj = "\u200d";
+    expect(sanitizeMarkdown("```\n<at id=all></at> <AT ID=ou_1></AT>\n```")).toBe(
+      `\`\`\`\n<${zwj}at id=all><${zwj}/at> <${zwj}AT ID=ou_1><${zwj}/AT>\n\`\`\``,
+    );
+    expect(sanitizeMarkdown("试试 `<at id=all></at>` 吧")).toBe(`试试 \`<${zwj}at id=all><${zwj}/at>\` 吧`);
+    expect(previewBlock("<at id=all></at>")).toBe(`\`\`\`\n<${zwj}at id=all><${zwj}/at>\n\`\`\``);
+    // Other tags in code stay as written: only a mention can notify anyone.
+    expect(sanitizeMarkdown("`<font color=red>`")).toBe("`<font color=red>`");
   });
 
   it("closes a fence a cut left open, so nothing after it turns into code", () => {
@@ -89,15 +123,8 @@ describe("sanitizeMarkdown (the model's markdown)", () => {
     expect(out).toContain("<font color='red'>红</font><br>");
     expect(sanitizeMarkdown("<!-- 注释 --> <?xml?>")).toBe("&#60;!-- 注释 --> &#60;?xml?>");
     expect(sanitizeMarkdown("[<at id=all></at>](https://x.org)")).toBe(
-      "[&#60;at id=all>&#60;/at>](https://x.org/)",
+      "[&#60;at id=all>&#60;/at>](https://x.org)",
     );
-  });
-
-  it("keeps four tables per markdown, the documented maximum, and shows a fifth as text", () => {
-    const table = (i: number) => `| 列${i} | 值 |\n|---|:-:|\n| a | b |`;
-    const out = sanitizeMarkdown([1, 2, 3, 4, 5].map(table).join("\n\n")).split("\n\n");
-    expect(out.slice(0, 4)).toEqual([1, 2, 3, 4].map(table));
-    expect(out[4]).toBe("| 列5 | 值 |\n&#124;---&#124;:-:&#124;\n| a | b |");
   });
 
   it("keeps the rest of the markdown as it was", () => {

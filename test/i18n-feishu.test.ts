@@ -10,6 +10,7 @@ import {
   startFeishuRig,
   WEBHOOK_KEY,
 } from "./helpers/feishu.ts";
+import { foldHeaderTags } from "./helpers/header-tags.ts";
 
 /**
  * Languages end to end (issue 19), through the real SDK and the emulator over both transports: a Lark tenant's
@@ -45,7 +46,7 @@ function readAs(card: Card, locale: string): string {
       for (const [key, value] of Object.entries(node)) if (key !== "i18n_content") walk(value);
     }
   };
-  walk(card);
+  walk(foldHeaderTags(card));
   return out.join("\n");
 }
 

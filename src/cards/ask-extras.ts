@@ -1,12 +1,12 @@
 import type { Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
-import { type DeadlineFact, formatDeadline, type GoneQuestion, goneNoticeText } from "./ask-words.ts";
+import { type DeadlineFact, deadlineMarkup, type GoneQuestion, goneNoticeText } from "./ask-words.ts";
 import { escapeText } from "./markdown.ts";
 import type { CardNode } from "./model.ts";
 
 /**
- * What a waiting card says besides its forms (issue 16): the deadline as an absolute time (no ticking
- * PATCHes), a message waiting behind the question, and — once a question is gone — why, in one line.
+ * What a waiting card says besides its forms (issue 16): the deadline as an absolute time in each viewer's
+ * zone (no ticking PATCHes), a message waiting behind the question, and — once a question is gone — why, in one line.
  * Its buttons (延长, 取消并处理新消息) sit with the card's other buttons, outside every form.
  */
 export interface AskExtrasView {
@@ -24,7 +24,8 @@ export function askExtraLines(view: AskExtrasView, waiting: boolean, s: Strings)
   const lines: CardNode[] = [];
   if (waiting && view.deadline) {
     const { at, timeZone, now } = view.deadline;
-    lines.push({ tag: "markdown", content: `⏰ ${s.asks.deadline(formatDeadline(at, timeZone, now, s))}` });
+    // In each viewer's own zone (<local_datetime>): a group's members, or a Lark tenant, are not all in one.
+    lines.push({ tag: "markdown", content: `⏰ ${s.asks.deadline(deadlineMarkup(at, timeZone, now))}` });
   }
   if (waiting && view.queuedBehind)
     lines.push({ tag: "markdown", content: `✉️ ${s.asks.queuedBehind(view.queuedBehind)}` });

@@ -45,6 +45,22 @@ export function formatDeadline(at: number, timeZone: string, now: number, s: Str
   return `${s.asks.deadlineDate(deadline.month, deadline.dayOfMonth)} ${deadline.time}`;
 }
 
+/**
+ * The deadline as card markdown shows it to each viewer in their own time zone: the documented
+ * `<local_datetime millisecond='…' format_type='time'>` tag (富文本 国际化时间: "支持自动展示用户当地时区下的
+ * 时间"), with a `date_short` one before it when the deadline is not on `now`'s day in the card's zone. Text
+ * drawn in one zone (`05:42`) is Shanghai time to a reader in Berlin, with nothing saying so (issue 23).
+ */
+export function deadlineMarkup(at: number, timeZone: string, now: number): string {
+  const tag = (format: string) =>
+    `<local_datetime millisecond='${Math.round(at)}' format_type='${format}'></local_datetime>`;
+  const day = (when: number) =>
+    new Intl.DateTimeFormat("en-US", { timeZone, year: "numeric", month: "numeric", day: "numeric" }).format(
+      when,
+    );
+  return day(at) === day(now) ? tag("time") : `${tag("date_short")} ${tag("time")}`;
+}
+
 /** The card's one line about a gone question (问题已失效：已超时。…), in the catalogue `s`. */
 export function goneNoticeText(gone: GoneQuestion, s: Strings): string {
   switch (gone.kind) {

@@ -6,9 +6,12 @@
  *   platform refuses is rewritten first, because one refused construct makes the whole send/PATCH fail with
  *   230099 and every later render carries the same text (docs: 飞书卡片 常见问题 §4–§6, 富文本 §代码块):
  *   images need an uploaded image_key (200570) → a link; links must be http(s) → others become text; a bare
- *   URL glued to CJK text is read as one invalid URL → a space delimits it; special characters in a URL →
- *   percent-encoded; code-fence languages → the documented names, unknown ones dropped; at most four tables.
- *   Only the HTML tags we mean to allow survive; `<at>`, `<person>`, `<link>`, `<!--`… are shown as text.
+ *   URL glued to CJK text is read as one invalid URL → a space delimits it; a URL is kept as written, with
+ *   only what cards cannot carry percent-encoded (links.ts); code-fence languages → the documented names,
+ *   unknown ones dropped. Only the HTML tags we mean to allow survive; `<at>`, `<person>`, `<link>`,
+ *   `<!--`… are shown as text, and inside code a `<at` is broken too (whether Feishu honours code context
+ *   for mentions is undocumented: `<at id=all>` in a code block must not ping the group). Tables are
+ *   budgeted per card (tables.ts).
  * - **text** (user-typed messages and 其他 answers, and every model field we place inside our own lines:
  *   titles, headers, options, questions, step summaries, errors): every character that markdown reads as
  *   syntax becomes the HTML entity the docs' escape table gives (富文本 §特殊字符转义说明), so it cannot
@@ -16,9 +19,10 @@
  */
 
 import { codeLanguage } from "./code-languages.ts";
+import { linkTarget, safeUrl, urlLength } from "./links.ts";
 import { clean } from "./text.ts";
 
-export { codeLanguage };
+export { codeLanguage, safeUrl };
 
 /**
  * Markdown syntax in text, by where it acts. Everywhere: emphasis, code, strikethrough, links, tables, tags,
@@ -44,21 +48,24 @@ export function escapeText(text: string): string {
     .replace(/www\./gi, (www) => `${www.slice(0, 3)}&#46;`);
 }
 
-const MAX_TABLES = 4;
-/** A table's delimiter row under its header: `| --- | :-: |`, with at least one pipe. */
-const TABLE_DELIMITER = /^ {0,3}\|?(?: *:?-+:? *\|)+ *(?::?-+:? *)?$|^ {0,3}\| *:?-+:? *$/;
+/**
+ * `<at` (and `</at`) in code: a zero-width joiner after `<` keeps it from ever being read as a mention tag
+ * while it looks the same. Entities would show as `&#60;` inside code; the FAQ (Q9) uses `&zwj;` the same way.
+ */
+export function defuseMentions(code: string): string {
+  return code.replace(/<(?=\/?at\b)/gi, "<\u200d");
+}
 
 /** Model-written markdown, rewritten so the platform accepts it (see the module comment). */
 export function sanitizeMarkdown(markdown: string, options: { imageText?: string } = {}): string {
   const imageText = options.imageText ?? "image";
   const out: string[] = [];
   let fence: { char: string; length: number } | undefined;
-  let tables = 0;
   for (const line of clean(markdown).split("\n")) {
     if (fence) {
       const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(line);
       if (close?.[1]?.[0] === fence.char && close[1].length >= fence.length) fence = undefined;
-      out.push(line);
+      out.push(defuseMentions(line));
       continue;
     }
     const open = /^( {0,3})(`{3,}|~{3,})(.*)$/.exec(line);
@@ -68,15 +75,6 @@ export function sanitizeMarkdown(markdown: string, options: { imageText?: string
       const language = codeLanguage(open[3] ?? "");
       out.push(`${open[1]}${marker}${language ?? ""}`);
       continue;
-    }
-    // At most four tables per markdown component (富文本 §表格); a fifth and later show their rows as text.
-    const previous = out.at(-1);
-    if (TABLE_DELIMITER.test(line) && previous?.includes("|")) {
-      tables += 1;
-      if (tables > MAX_TABLES) {
-        out.push(line.replaceAll("|", "&#124;"));
-        continue;
-      }
     }
     out.push(sanitizeLine(line, imageText));
   }
@@ -89,7 +87,7 @@ export function sanitizeMarkdown(markdown: string, options: { imageText?: string
 function sanitizeLine(line: string, imageText: string): string {
   const definition = /^ {0,3}\[([^\]]+)\]:\s*(\S+)(.*)$/.exec(line);
   if (definition) {
-    const url = safeUrl(definition[2] ?? "");
+    const url = linkTarget(definition[2] ?? "");
     return url ? `[${definition[1]}]: ${url}${definition[3]}` : escapeText(line);
   }
   let result = "";
@@ -105,7 +103,8 @@ function sanitizeLine(line: string, imageText: string): string {
       at = tick + run.length;
       continue;
     }
-    result += rewriteText(line.slice(at, tick), imageText) + line.slice(tick, end + run.length);
+    result +=
+      rewriteText(line.slice(at, tick), imageText) + defuseMentions(line.slice(tick, end + run.length));
     at = end + run.length;
   }
   return result + rewriteText(line.slice(at), imageText);
@@ -140,12 +139,12 @@ const ALLOWED_TAGS = new Set(["br", "hr", "font"]);
 
 function rewriteText(text: string, imageText: string): string {
   return text.replace(INLINE, (match, ...groups: (string | undefined)[]) => {
-    const [alt, imageTarget, linkText, linkTarget, , href, anchorText, autolink, slash, tag, attributes] =
-      groups;
+    const [alt, imageTarget, linkText, target, , href, anchorText, autolink, slash, tag, attributes] = groups;
     const offset = Number(groups[11]);
-    if (imageTarget !== undefined) return link(alt?.trim() || imageText, imageTarget);
-    if (linkTarget !== undefined) return link(linkText ?? "", linkTarget);
-    if (href !== undefined) return link(anchorText ?? "", href);
+    if (imageTarget !== undefined) return link(alt?.trim() || imageText, safeUrl(imageTarget));
+    if (target !== undefined) return link(linkText ?? "", linkTarget(target));
+    // <a href> is documented for http(s) only (富文本 超链接).
+    if (href !== undefined) return link(anchorText ?? "", safeUrl(href));
     if (autolink !== undefined) {
       const url = safeUrl(autolink);
       return url ? `<${url}>` : escapeText(match);
@@ -155,67 +154,26 @@ function rewriteText(text: string, imageText: string): string {
       return `<${slash ?? ""}${tag}${attributes ?? ""}>`;
     }
     if (match.startsWith("<")) return escapeText(match);
-    const url = safeUrl(match);
+    // The run of URL characters may end in text's punctuation (`**`, `)`, `.`): the URL stops before it.
+    const end = urlLength(match);
+    const url = safeUrl(match.slice(0, end));
     if (!url) return escapeText(match);
+    const rest = match.slice(end);
     // A URL running into CJK (or any non-ASCII) text is read as one invalid URL: a space delimits it.
     const next = text.charAt(offset + match.length);
-    return next && /[^\s\p{ASCII}]/u.test(next) ? `${url} ` : url;
+    return next && /[^\s\p{ASCII}]/u.test(next) ? `${url}${rest} ` : `${url}${rest}`;
   });
 }
 
-function link(text: string, target: string): string {
-  const url = safeUrl(target);
+function link(text: string, url: string | undefined): string {
   // The label stays markdown, but cannot carry a tag (a mention, a nested link).
   const label = text.trim().replaceAll("<", "&#60;");
   if (!url) return label;
   return `[${label || url}](${url})`;
 }
 
-/**
- * An absolute http(s) URL with every character that a card refuses or markdown misreads percent-encoded
- * (FAQ §6: `?time=31/12/2014 23:59:59` must be sent as `?time=31%2F12%2F2014%2023%3A59%3A59`), or undefined.
- */
-export function safeUrl(raw: string): string | undefined {
-  const trimmed = raw.trim().replace(/^<(.*)>$/, "$1");
-  if (!/^https?:\/\//i.test(trimmed) || !URL.canParse(trimmed)) return undefined;
-  const url = new URL(trimmed);
-  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return undefined;
-  const path = url.pathname.replace(/[()'"*\\]/g, percent);
-  const query = url.search
-    .slice(1)
-    .split("&")
-    .filter((pair) => pair !== "")
-    .map((pair) => {
-      const eq = pair.indexOf("=");
-      if (eq < 0) return component(pair);
-      return `${component(pair.slice(0, eq))}=${component(pair.slice(eq + 1))}`;
-    })
-    .join("&");
-  const hash = url.hash.length > 1 ? `#${component(url.hash.slice(1))}` : "";
-  return `${url.protocol}//${url.host}${path}${query ? `?${query}` : ""}${hash}`;
-}
-
-function component(part: string): string {
-  return encodeURIComponent(decode(part.replaceAll("+", " "))).replace(/[!'()*]/g, percent);
-}
-
-function decode(part: string): string {
-  if (!/%[0-9A-Fa-f]{2}/.test(part)) return part;
-  try {
-    return decodeURIComponent(part);
-  } catch (error) {
-    // A malformed escape (e.g. half a UTF-8 sequence): its `%` gets encoded as it stands, nothing guessed.
-    if (error instanceof URIError) return part;
-    throw error;
-  }
-}
-
-function percent(char: string): string {
-  return `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`;
-}
-
 /** Markdown for a preview: kept as markdown when it brings its own code fence, else shown in a monospace block. */
 export function previewBlock(preview: string, options: { imageText?: string } = {}): string {
   if (preview.includes("```")) return sanitizeMarkdown(preview, options);
-  return `\`\`\`\n${clean(preview)}\n\`\`\``;
+  return `\`\`\`\n${defuseMentions(clean(preview))}\n\`\`\``;
 }

@@ -258,6 +258,8 @@ export const cardSchema = z.strictObject({
       subtitle: plainText.optional(),
       template: z.enum(TEMPLATES),
       text_tag_list: z.array(textTag).max(3).optional(),
+      /** The tags per language (标题 page); set instead of `text_tag_list` when a tag is translated. */
+      i18n_text_tag_list: z.partialRecord(z.enum(LOCALES), z.array(textTag).max(3)).optional(),
     })
     .optional(),
   body: z.strictObject({ elements: z.array(cardNode) }),

@@ -15,6 +15,7 @@ import {
 } from "./model.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { type ProgressStepView, stepsMarkdown, wordsIn } from "./steps.ts";
+import { budgetTables } from "./tables.ts";
 import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
@@ -116,7 +117,12 @@ export function buildProgressCard(
   if (options.strings || (options.degraded ?? 0) > 0) return buildInOneLanguage(view, pendingAsks, options);
   const limits = limitsFor(options);
   return localizeCard(
-    (strings) => buildInOneLanguage(view, pendingAsks, { ...options, strings }),
+    (strings, reserveBytes = 0) =>
+      buildInOneLanguage(view, pendingAsks, {
+        ...options,
+        strings,
+        limits: { ...limits, maxBytes: limits.maxBytes - reserveBytes },
+      }),
     (card) => fits(card, limits),
     options.locales,
   );
@@ -247,7 +253,8 @@ function render(
   if (actions) elements.push(actions);
 
   const subtitle = agentLine(view, s) ?? elapsed(view, s);
-  return {
+  // One table budget for the whole card: the result, and every preview panel (tables.ts).
+  return budgetTables({
     schema: "2.0",
     config: { update_multi: true, width_mode: "fill", summary: { content: summary(view, shownAsks, s) } },
     header: {
@@ -257,7 +264,7 @@ function render(
       text_tag_list: [tag],
     },
     body: { elements },
-  };
+  });
 }
 
 function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): string {

@@ -102,6 +102,29 @@ export function resolveMentions(
 }
 const AT_TAG = /<at\s+id=(["']?)([A-Za-z0-9_-]+)\1\s*>\s*<\/at>/g;
 
+/**
+ * Feishu shows `<local_datetime millisecond='…' format_type='…'>` (富文本 国际化时间) as that moment in the
+ * viewer's own time zone; the console does the same in the browser's zone (or `timeZone`, for tests).
+ * Done before markdownToHtml, as plain text. Formats the console does not draw keep the date and time.
+ */
+export function resolveLocalDatetimes(content: string, language = "zh_cn", timeZone?: string): string {
+  return content.replace(LOCAL_DATETIME, (_match, ms: string, format: string | undefined) => {
+    const at = Number(ms);
+    const read = (options: Intl.DateTimeFormatOptions) =>
+      new Intl.DateTimeFormat(language === "en_us" ? "en-US" : "zh-CN", { timeZone, ...options }).format(at);
+    switch (format) {
+      case "time":
+        return read({ hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+      case "date_short":
+        return read({ month: "short", day: "numeric" });
+      default:
+        return read({ dateStyle: "medium", timeStyle: "short" });
+    }
+  });
+}
+const LOCAL_DATETIME =
+  /<local_datetime\s+millisecond=['"]?(\d+)['"]?(?:\s+format_type=['"]?([a-z_]+)['"]?)?[^>]*><\/local_datetime>/g;
+
 /** Card JSON arrives as anything: these read it without trusting a shape. */
 export type Json = Record<string, unknown>;
 
@@ -119,7 +142,8 @@ export function list(value: unknown): unknown[] {
 
 /**
  * The card as a client in `locale` reads it (配置卡片多语言): each text's `i18n_content[locale]` in place of
- * its `content`, else `content` as it is. Callback values are free data and stay untouched.
+ * its `content`, else `content` as it is; the header's `i18n_text_tag_list[locale]` (标题 page) as its
+ * `text_tag_list`, else the first language listed ("默认展示已有的语言"). Callback values are free data.
  */
 export function localizeCard(card: unknown, locale: string): unknown {
   if (Array.isArray(card)) return card.map((item) => localizeCard(item, locale));
@@ -130,8 +154,13 @@ export function localizeCard(card: unknown, locale: string): unknown {
       ? (i18n as Record<string, unknown>)[locale]
       : undefined;
   const out: Record<string, unknown> = {};
+  const tagLists: unknown = "i18n_text_tag_list" in card ? card.i18n_text_tag_list : undefined;
+  if (typeof tagLists === "object" && tagLists !== null) {
+    const lists = tagLists as Record<string, unknown>;
+    out.text_tag_list = locale in lists ? lists[locale] : Object.values(lists)[0];
+  }
   for (const [key, value] of Object.entries(card)) {
-    if (key === "i18n_content") continue;
+    if (key === "i18n_content" || key === "i18n_text_tag_list") continue;
     if (key === "content" && typeof own === "string") out[key] = own;
     else out[key] = key === "value" ? value : localizeCard(value, locale);
   }

@@ -12,6 +12,7 @@ import {
   missingRequired,
   REQUIRED_MISSING,
   record,
+  resolveLocalDatetimes,
   resolveMentions,
   safeUrl,
 } from "./card-values.ts";
@@ -78,6 +79,8 @@ export interface RenderOptions {
 
 interface Ctx extends Required<Omit<RenderOptions, "locale">> {
   form: HTMLFormElement | undefined;
+  /** The language dates are written in (`<local_datetime>`). */
+  locale: string | undefined;
 }
 
 const text = (value: unknown): string => str(record(value)?.content) ?? "";
@@ -103,6 +106,7 @@ export function renderCard(input: unknown, options: RenderOptions = {}): HTMLEle
     openUrl: options.openUrl ?? ((url) => window.open(url, "_blank", "noopener,noreferrer")),
     mentionName: options.mentionName ?? (() => undefined),
     form: undefined,
+    locale: options.locale,
   };
   const json = record(card);
   const width = oneOf(record(json?.config)?.width_mode, ["compact", "fill"], "default");
@@ -121,7 +125,9 @@ export function renderCard(input: unknown, options: RenderOptions = {}): HTMLEle
 
 function renderHeader(header: Json): HTMLElement {
   const template = oneOf(header.template, TEMPLATES, "default");
-  const tags = nodes(header.text_tag_list)
+  // Without a locale, a translated header's tags are its first language's (card-values.ts localizeCard).
+  const i18nTags = record(header.i18n_text_tag_list);
+  const tags = nodes(header.text_tag_list ?? (i18nTags ? Object.values(i18nTags)[0] : undefined))
     .slice(0, 3)
     .map((tag) =>
       h("span", {
@@ -186,7 +192,10 @@ function renderMarkdown(node: Json, ctx: Ctx): HTMLElement {
   });
   // Feishu draws the steps' ✅ ❌ ⏳ from its own emoji set; here they become icons (no emoji font needed).
   return iconizeStatusEmoji(
-    setSafeHtml(element, markdownToHtml(resolveMentions(node.content, ctx.mentionName))),
+    setSafeHtml(
+      element,
+      markdownToHtml(resolveLocalDatetimes(resolveMentions(node.content, ctx.mentionName), ctx.locale)),
+    ),
   );
 }
 

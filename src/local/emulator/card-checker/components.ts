@@ -5,6 +5,7 @@ import {
   color,
   confirm,
   elementId,
+  fallback,
   i18n,
   icon,
   margin,
@@ -29,7 +30,7 @@ export interface SchemaContext {
 }
 
 const children = z.array(z.unknown());
-const common = { element_id: elementId.optional(), margin: margin.optional() };
+const common = { element_id: elementId.optional(), margin: margin.optional(), fallback: fallback.optional() };
 const fieldWidth = width(["default", "fill"], 100);
 export const layout = {
   direction: oneOf(DIRECTIONS).optional(),

@@ -1,10 +1,10 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { bodySchema, cardLinkSchema, configSchema, headerSchema } from "./card-level.ts";
 import { componentSchemas } from "./components.ts";
-import { checkLocales } from "./i18n.ts";
 import { checkUrl } from "./markdown.ts";
 import { type CardViolation, describe, Report } from "./report.ts";
-import { walkElements } from "./walk.ts";
+import { i18n } from "./values.ts";
+import { type Walker, walkElements } from "./walk.ts";
 
 /**
  * The emulator's independent card checker: judges a card the way the Card JSON 2.0 docs say Feishu does
@@ -24,16 +24,20 @@ export const CARD_LIMITS = {
   maxBytes: 30 * 1024,
   /** "一张卡片最多支持 200 个元素或组件". */
   maxTagged: 200,
-  /** "单张卡片最多支持放置五个表格组件"; markdown tables count too (field report, 11310). */
-  maxTables: 5,
+  /**
+   * The docs say "单张卡片最多支持放置五个表格组件" (per language); the vendor's own plugin measured that 4 or more
+   * already fail with 11310 (larksuite/openclaw-lark card-error.ts), so 3, markdown tables included.
+   */
+  maxTables: 3,
 } as const;
 
 export type CardVerdict =
   | { ok: true; tagged: number }
   | { ok: false; violations: CardViolation[]; summary: string };
 
-const TOP_LEVEL = new Set(["schema", "config", "card_link", "header", "body"]);
-const V1_TOP_LEVEL = new Set(["elements", "i18n_elements", "i18n_header", "fallback"]);
+// `i18n_header` (a header per language) appears in the docs' own 2.0 examples (分栏, 普通文本 pages).
+const TOP_LEVEL = new Set(["schema", "config", "card_link", "header", "i18n_header", "body"]);
+const V1_TOP_LEVEL = new Set(["elements", "i18n_elements", "fallback"]);
 
 type Obj = Record<string, unknown>;
 const isObj = (value: unknown): value is Obj =>
@@ -73,25 +77,46 @@ export function checkCard(card: unknown): CardVerdict {
       report.add("header-title", "header", "a header needs a title");
     else report.parse(schemasFor(customColors).header, card.header, "header");
   }
+  if (card.i18n_header !== undefined) checkI18nHeader(report, card.i18n_header, customColors);
   if (card.body !== undefined) checkBody(report, card.body, customColors);
   checkElementIds(report, card);
-  checkLocales(report, card);
   const tagged = countTagged(card);
   if (tagged > CARD_LIMITS.maxTagged)
     report.add("component-count", "", `${tagged} components and elements; a card holds at most 200`);
   return verdict(report, tagged);
 }
 
+/** `i18n_header`: a language code → a header like `header` (配置卡片多语言 keys). */
+function checkI18nHeader(report: Report, headers: unknown, customColors: ReadonlySet<string>): void {
+  if (!report.parse(i18nHeaderKeys, headers, "i18n_header") || !isObj(headers)) return;
+  for (const [locale, header] of Object.entries(headers)) {
+    if (isObj(header) && header.title === undefined)
+      report.add("header-title", `i18n_header.${locale}`, "a header needs a title");
+    else report.parse(schemasFor(customColors).header, header, `i18n_header.${locale}`);
+  }
+}
+const i18nHeaderKeys = i18n(z.unknown());
+
 /** `body` and its elements: each component, then the card-wide counts (tables, names). */
 function checkBody(report: Report, body: unknown, customColors: ReadonlySet<string>): void {
   report.parse(bodySchema, body, "body");
   const names = new Map<string, string[]>();
-  const tables: { count: number; first?: string } = { count: 0 };
+  const tables: Walker["tables"] = [];
   const walker = { report, schemas: schemasFor(customColors).components, names, tables };
   const elements = isObj(body) ? body.elements : undefined;
   walkElements(walker, elements, { path: "body.elements", depth: 1, inForm: false, parent: "body" });
-  if (tables.count > CARD_LIMITS.maxTables)
-    report.add("card-tables", tables.first ?? "", `${tables.count} tables in the card's markdown; at most 5`);
+  // A client reads one language: each language's tables, where a text has none of its own its content's.
+  const languages = new Set(["content", ...tables.flatMap((t) => Object.keys(t.byLocale))]);
+  for (const language of languages) {
+    const per = tables.map((t) => ({ path: t.path, n: t.byLocale[language] ?? t.content }));
+    const count = per.reduce((sum, t) => sum + t.n, 0);
+    if (count > CARD_LIMITS.maxTables)
+      report.add(
+        "card-tables",
+        per.find((t) => t.n > 0)?.path ?? "",
+        `${count} tables in the card's markdown${language === "content" ? "" : ` (${language})`}; at most ${CARD_LIMITS.maxTables}`,
+      );
+  }
   for (const [name, paths] of names)
     if (paths.length > 1)
       report.add(

@@ -34,8 +34,8 @@ export const CARD_RULES = {
   },
   "v1-only": {
     summary:
-      "No 1.0-only structure: top-level `elements`/`i18n_elements`/`i18n_header`/`fallback`, tags `note`, `action`.",
-    source: "D-v2notes; field: deepcoldy/botmux#139 (note → 200861)",
+      "No 1.0-only structure: top-level `elements`/`i18n_elements`/`fallback`, tags `note`, `action` (a component's own `fallback` and a top-level `i18n_header` are 2.0: the docs' 2.0 examples use them).",
+    source: "D-v2notes, D-form and D-cols 2.0 examples; field: deepcoldy/botmux#139 (note → 200861)",
     basis: "docs",
     subCode: 200861,
   },
@@ -151,8 +151,9 @@ export const CARD_RULES = {
     subCode: PARSE,
   },
   "button-behaviors": {
-    summary: "A button has `behaviors`; a callback behavior carries an object `value`.",
-    source: "D-button, D-interact; field: submit without value → 200340",
+    summary:
+      "A button's callback behavior carries an object `value` (a button may have no `behaviors`: the docs' form example's submit and reset have none).",
+    source: "D-button, D-interact, D-form; field: submit without value → 200340",
     basis: "docs",
     subCode: PARSE,
   },
@@ -169,13 +170,6 @@ export const CARD_RULES = {
     basis: "docs",
     subCode: PARSE,
   },
-  "i18n-locales": {
-    summary:
-      "With `config.locales` set, every `i18n_content` / `i18n_default_value` / `i18n_text_tag_list` uses only the languages it lists, and it lists each once.",
-    source: "D-i18n, D-struct",
-    basis: "assumed",
-    subCode: PARSE,
-  },
   "url-scheme": {
     summary:
       "Links (buttons, card_link, markdown) are http(s); per-platform URLs may also be the documented `lark://msgcard/unsupported_action`; markdown also allows `tel:`.",
@@ -185,6 +179,13 @@ export const CARD_RULES = {
   },
   "url-chars": {
     summary: "A URL holds no raw space, non-ASCII or other character a URL must percent-encode.",
+    source: "D-faq (send Q6)",
+    basis: "docs",
+    subCode: PARSE,
+  },
+  "url-query": {
+    summary:
+      "A query value of an http(s) URL holds no raw `/` or `:` (the FAQ's fix encodes them: `?time=31%2F12%2F2014%2023%3A59%3A59`).",
     source: "D-faq (send Q6)",
     basis: "docs",
     subCode: PARSE,
@@ -202,18 +203,27 @@ export const CARD_RULES = {
     basis: "docs",
     subCode: PARSE,
   },
-  "md-tables": {
-    summary: "At most 4 markdown tables in one markdown component.",
-    source: "D-md",
-    basis: "assumed",
-    subCode: 11310,
-  },
   "card-tables": {
-    summary: "At most 5 tables in a card, markdown tables included (per language).",
+    summary:
+      "At most 3 tables in a card, markdown tables included, counted per language (the docs say 4 per markdown and 5 per card; the vendor measured 4 or more fail).",
     source:
-      "D-faq (send Q2); field: zarazhangrui/lark-coding-agent-bridge#152 (11310 card table number over limit)",
+      "D-md, D-faq (send Q2); field: larksuite/openclaw-lark card-error.ts (4+ tables → 11310), zarazhangrui/lark-coding-agent-bridge#152",
     basis: "field",
     subCode: 11310,
+  },
+  "md-at": {
+    summary:
+      "A markdown `<at>` names someone (`id`, `ids` or `email`, not empty) and is closed by `</at>`; error 100290 (invalid user in at).",
+    source: "D-md (@指定人, @所有人), D-patch (230099 sub-code 100290)",
+    basis: "docs",
+    subCode: 100290,
+  },
+  "md-at-code": {
+    summary:
+      "No raw `<at` inside code spans or code blocks: whether Feishu honours code context for mentions is undocumented, and if not, `<at id=all>` there pings the group.",
+    source: "D-md (silent on code context)",
+    basis: "emulator",
+    subCode: PARSE,
   },
   depth: {
     summary: "Components nest at most 5 levels (a column is part of its column set, not a level).",

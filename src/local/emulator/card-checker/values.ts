@@ -34,12 +34,17 @@ export function box(min: number, max: number) {
 export const margin = box(-99, 99);
 export const padding = box(-99, 99);
 
-/** vertical_spacing / horizontal_spacing: a keyword or [0,99]px. */
+/**
+ * vertical_spacing / horizontal_spacing: a keyword or [0,99]px. `default` is not in the field tables, but the
+ * docs' own 2.0 examples use it (分栏, 输入框, 下拉选择-多选, 普通文本 pages), so Feishu takes it.
+ */
 export const spacing = z
   .string()
-  .refine((value) => ["small", "medium", "large", "extra_large"].includes(value) || lengthOk(value, 0, 99), {
-    error: ruled("property-value", "expected small|medium|large|extra_large or [0,99]px"),
-  });
+  .refine(
+    (value) =>
+      ["default", "small", "medium", "large", "extra_large"].includes(value) || lengthOk(value, 0, 99),
+    { error: ruled("property-value", "expected default|small|medium|large|extra_large or [0,99]px") },
+  );
 
 /** A width: one of the keywords, or `Npx` with N in [min, max]. */
 export function width(keywords: readonly string[], min: number, max = Number.POSITIVE_INFINITY) {
@@ -85,6 +90,15 @@ export function textElement<const T extends readonly [string, ...string[]]>(
 }
 
 export const plainText = textElement(["plain_text"]);
+
+/**
+ * A component's own `fallback` (what clients too old for it show): `"drop"`, or a `fallback_text` with a
+ * plain_text `text` (音频 field table; the 表单容器 page's 2.0 example puts one on a form and an input).
+ */
+export const fallback = z.union([
+  z.literal("drop"),
+  z.strictObject({ tag: z.literal("fallback_text").optional(), text: plainText.optional() }),
+]);
 
 /** `icon` on text, buttons and options (standard_icon from the icon library, or custom_icon by img_key). */
 export function icon(custom: ReadonlySet<string>, extra: z.ZodRawShape = {}) {

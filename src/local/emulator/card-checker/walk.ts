@@ -26,8 +26,17 @@ export interface Walker {
   schemas: ReadonlyMap<string, z.ZodType>;
   /** name → paths, checked for card-wide uniqueness at the end. */
   names: Map<string, string[]>;
-  /** Tables in the card's markdown (`content`, not its translations), checked against 5 at the end. */
-  tables: { count: number; first?: string };
+  /**
+   * Tables in each markdown text: in its `content` and in each `i18n_content` language. Summed per language
+   * (a client reads one) and checked against the card's limit at the end.
+   */
+  tables: TableCount[];
+}
+
+export interface TableCount {
+  path: string;
+  content: number;
+  byLocale: Record<string, number>;
 }
 
 type Obj = Record<string, unknown>;
@@ -174,8 +183,7 @@ function checkButton(w: Walker, node: Obj, place: Place): void {
         `${place.path}.text.${key}`,
         `button text is ${chars(text)} characters; at most 100`,
       );
-  if (!Array.isArray(node.behaviors) || node.behaviors.length === 0)
-    w.report.add("button-behaviors", place.path, "a button needs `behaviors` (open_url or callback)");
+  // No `behaviors` is fine: the form page's own 2.0 example has a submit and a reset button without any.
   const formAction =
     node.form_action_type ?? (str(node.action_type)?.startsWith("form_") ? node.action_type : undefined);
   if (place.inForm) {
@@ -248,16 +256,15 @@ function checkMarkdownText(w: Walker, text: Obj, path: string): void {
   if (isObj(text.i18n_content))
     for (const [locale, value] of Object.entries(text.i18n_content))
       contents.push([`i18n_content.${locale}`, value]);
+  const count: TableCount = { path: `${path}.content`, content: 0, byLocale: {} };
   for (const [key, value] of contents) {
     if (typeof value !== "string") continue;
     const { problems, tables } = checkMarkdown(value);
     for (const problem of problems) w.report.add(problem.rule, `${path}.${key}`, problem.message);
-    // Each language may hold 5 tables (FAQ send Q2): count the default content only.
-    if (key === "content" && tables > 0) {
-      w.tables.count += tables;
-      w.tables.first ??= `${path}.${key}`;
-    }
+    if (key === "content") count.content = tables;
+    else count.byLocale[key.slice("i18n_content.".length)] = tables;
   }
+  w.tables.push(count);
 }
 
 function addName(w: Walker, name: string, path: string): void {
