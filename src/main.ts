@@ -123,6 +123,8 @@ async function main(): Promise<void> {
     now: Date.now,
     logger,
     ...(local ? { local: { publicUrl } } : {}),
+    // Waiting calls hold connections: together they never take more than a quarter of the cap.
+    maxWaits: Math.floor(cap.maxConnections / 4),
   });
   // Events and clicks from the console go where the app is subscribed: the long connection by default.
   const webhook = local?.config.feishu.transport === "webhook";

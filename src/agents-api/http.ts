@@ -47,11 +47,10 @@ export function mountAgentHttpApi(
   router.post("/asks", async (req, res) => {
     const who = agentOf(req);
     const input = parse(askUserQuestionsInput, req.body);
-    const askId = tasks.ask(who, input);
     // Default: answer at once with the ask id; wait_s makes it wait like the MCP tool does.
     res
       .status(201)
-      .json(await tasks.wait(who, askId, { waitMs: (input.wait_s ?? 0) * 1000, signal: gone(res) }));
+      .json(await tasks.askAndWait(who, input, { waitMs: (input.wait_s ?? 0) * 1000, signal: gone(res) }));
   });
   router.get("/asks/:id", async (req, res) => {
     const wait = req.query.wait === undefined ? 0 : Number(req.query.wait);

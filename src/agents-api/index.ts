@@ -27,7 +27,10 @@ export function createAgentsApi(options: {
   logger: Logger;
   /** The hub's and session page's outside sessions (core.external): each task shows there too. */
   sessions?: ExternalSessions;
-  tuning?: Pick<AgentTasksOptions, "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId">;
+  tuning?: Pick<
+    AgentTasksOptions,
+    "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId" | "waits"
+  >;
 }): { tasks: AgentTasks; mount: (app: Express) => void } {
   const tasks = new AgentTasks({
     registry: options.registry,

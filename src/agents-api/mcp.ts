@@ -111,10 +111,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       outputSchema: askResultSchema,
     },
     (input, extra) =>
-      result(async () => {
-        const askId = tasks.ask(who, input);
-        return tasks.wait(who, askId, waitOptions(input.wait_s, extra, log));
-      }, refused),
+      result(() => tasks.askAndWait(who, input, waitOptions(input.wait_s, extra, log)), refused),
   );
   server.registerTool(
     "get_answers",

@@ -39,6 +39,8 @@ export async function startAgentsRig(
     emulator?: Emulator;
     /** Also mount the session page and its API (as routes.ts does), with the agents' sessions. */
     sessionPages?: boolean;
+    /** Waiting calls per agent and in all (agents-api/wait-slots.ts). */
+    waits?: { perAgent?: number; total?: number };
   } = {},
 ): Promise<AgentsRig> {
   let tasks: AgentTasks | undefined;
@@ -61,6 +63,7 @@ export async function startAgentsRig(
           nameOf: (openId) => NAMES[openId],
           ...(options.perAgent ? { perAgent: options.perAgent } : {}),
           ...(options.perTarget ? { perTarget: options.perTarget } : {}),
+          ...(options.waits ? { waits: options.waits } : {}),
         },
       });
       tasks = api.tasks;
