@@ -46,6 +46,10 @@ interface Entry {
   timer?: ReturnType<typeof setTimeout>;
 }
 
+const REFUSED =
+  "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: 34\r\n" +
+  "Connection: close\r\n\r\ntoo many connections, retry later\n";
+
 export class ConnectionSlots {
   readonly #limits: ConnectionSlotLimits;
   readonly #isReserved: (req: IncomingMessage) => boolean;
@@ -78,7 +82,7 @@ export class ConnectionSlots {
    */
   admitUpgrade(req: IncomingMessage): boolean {
     const entry = this.#sockets.get(req.socket);
-    if (!entry) return true;
+    if (!entry) return false;
     this.#markBusy(entry, false);
     if (this.#generalBusy <= this.#generalPool()) return true;
     this.stats.shed += 1;
@@ -88,7 +92,11 @@ export class ConnectionSlots {
   gate(app: RequestListener): RequestListener {
     return (req: IncomingMessage, res: ServerResponse) => {
       const entry = this.#sockets.get(req.socket);
-      if (!entry) return app(req, res);
+      // Refused or evicted while its request was on the way: nothing of it runs.
+      if (!entry) {
+        req.socket.destroy();
+        return;
+      }
       const reserved = this.#isReserved(req);
       this.#markBusy(entry, reserved);
       res.once("close", () => this.#markWaiting(entry, reserved));
@@ -151,7 +159,9 @@ export class ConnectionSlots {
     this.stats.refused += 1;
     // A reset on a refused socket must not become an unhandled 'error' event.
     socket.on("error", () => undefined);
-    socket.destroy();
+    // An answer rather than a reset: a client that already sent its request reads why, and when to retry.
+    socket.end(REFUSED);
+    setTimeout(() => socket.destroy(), 1_000).unref?.();
   }
 
   #markBusy(entry: Entry, reserved: boolean): void {

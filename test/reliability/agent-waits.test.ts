@@ -9,10 +9,16 @@ import { record, sleep } from "./helpers/env.ts";
  */
 
 let r: AgentsRig | undefined;
+let abort = new AbortController();
 afterEach(async () => {
+  abort.abort();
+  abort = new AbortController();
   await r?.stop();
   r = undefined;
 });
+
+// The per-token request rate (request-rate.test.ts) is not what these count.
+const RATES = { perSecond: { max: 1000, windowMs: 1000 }, perMinute: { max: 10_000, windowMs: 60_000 } };
 
 async function call(
   rig: AgentsRig,
@@ -32,14 +38,13 @@ async function call(
 
 describe("waiting calls per agent", () => {
   it("20 long polls of 300 s from one token: 8 wait, 12 are refused with 429 at once, and the MCP tools too", async () => {
-    const rig = await startAgentsRig();
+    const rig = await startAgentsRig({ requestRates: RATES });
     r = rig;
     const token = rig.token("Flood", [ALICE, BOB]);
     const asked = await call(rig, token, "POST", "/asks", { body: { to: ALICE, questions: [QUESTION] } });
     expect(asked.status).toBe(201);
     const askId = String(asked.body.ask_id);
 
-    const abort = new AbortController();
     const settled: { status: number; code?: unknown; atMs: number }[] = [];
     const startedAt = Date.now();
     const polls = Array.from({ length: 20 }, () =>
@@ -86,7 +91,7 @@ describe("waiting calls per agent", () => {
   });
 
   it("all agents together stay within the total, whoever waits", async () => {
-    const rig = await startAgentsRig({ waits: { perAgent: 8, total: 10 } });
+    const rig = await startAgentsRig({ waits: { perAgent: 8, total: 10 }, requestRates: RATES });
     r = rig;
     const tokens = [rig.token("One", [ALICE]), rig.token("Two", [ALICE])];
     const askIds: string[] = [];
@@ -94,7 +99,6 @@ describe("waiting calls per agent", () => {
       const asked = await call(rig, token, "POST", "/asks", { body: { to: ALICE, questions: [QUESTION] } });
       askIds.push(String(asked.body.ask_id));
     }
-    const abort = new AbortController();
     const statuses: number[] = [];
     const polls = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1].map((who) =>
       call(rig, tokens[who] ?? "", "GET", `/asks/${askIds[who]}?wait=300`, { signal: abort.signal })
