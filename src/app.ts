@@ -4,9 +4,11 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { Registry } from "prom-client";
 import type { AskRegistry } from "./asks/registry.ts";
 import { AppError } from "./errors.ts";
+import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import type { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { createMetrics, type Metrics, type MetricsSources } from "./metrics.ts";
+import { ConnectionSlots } from "./web/connection-slots.ts";
 import { type HostPolicy, hostGuard, upgradeAllowed } from "./web/host-guard.ts";
 import type { WsHub } from "./ws/hub.ts";
 
@@ -31,7 +33,9 @@ export interface AppDeps {
  * How long a client may take and how many may be connected. Node's defaults (60 s for headers, 300 s for a
  * request, checked every 30 s, no cap) let a few hundred slow clients hold the port. Feishu sends a webhook
  * at once and in well under a second, so the bounds are short; the cap leaves file descriptors for the bot's
- * own outbound calls and is still far above a team's sockets (the hub caps those per user).
+ * own outbound calls and is still far above a team's sockets (the hub caps those per user). Who holds the
+ * slots (per address, silent sockets, the webhook's reserve) is web/connection-slots.ts; main.ts sizes the cap
+ * from the file-descriptor limit (web/fd-limit.ts).
  */
 export interface ServerLimits {
   headersTimeoutMs: number;
@@ -40,6 +44,12 @@ export interface ServerLimits {
   /** How often Node looks for connections past those timeouts. */
   checkIntervalMs: number;
   maxConnections: number;
+  /** Sockets one client address may hold (MAX_CONNECTIONS_PER_ADDRESS). */
+  maxConnectionsPerAddress: number;
+  /** A socket without a complete request this long after it opened is dropped (Node's timeouts never start). */
+  firstRequestMs: number;
+  /** Slots kept for the webhook once everything else is busy. */
+  webhookReserve: number;
 }
 
 export const SERVER_LIMITS: ServerLimits = {
@@ -48,6 +58,9 @@ export const SERVER_LIMITS: ServerLimits = {
   keepAliveTimeoutMs: 5_000,
   checkIntervalMs: 1_000,
   maxConnections: 1_000,
+  maxConnectionsPerAddress: 32,
+  firstRequestMs: 1_500,
+  webhookReserve: 64,
 };
 
 /** Builds the HTTP server (routes, WebSocket hub, one error middleware). It does not listen. */
@@ -89,6 +102,15 @@ export function createApp(deps: AppDeps): { app: express.Express; server: Server
   });
 
   const limits = { ...SERVER_LIMITS, ...deps.serverLimits };
+  const slots = new ConnectionSlots(
+    {
+      maxConnections: limits.maxConnections,
+      perAddress: limits.maxConnectionsPerAddress,
+      reserve: Math.min(limits.webhookReserve, Math.floor(limits.maxConnections / 4)),
+      firstRequestMs: limits.firstRequestMs,
+    },
+    { isReserved: (req) => req.method === "POST" && req.url?.split("?")[0] === FEISHU_WEBHOOK_PATH },
+  );
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -96,23 +118,32 @@ export function createApp(deps: AppDeps): { app: express.Express; server: Server
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       connectionsCheckingInterval: limits.checkIntervalMs,
     },
-    app,
+    slots.gate(app),
   );
-  server.maxConnections = limits.maxConnections;
-  if (hostPolicy) {
-    // Express never sees an upgrade: the hub listens on a server that only ever hears upgrades whose Host
-    // passed, so a rebound page cannot open the socket either.
-    const upgrades = createServer();
-    deps.hub.attach(upgrades);
-    server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-      // A reset on a refused socket must not become an unhandled 'error' event (that would end the process).
-      socket.on("error", (error) => deps.logger.debug({ err: error }, "refused upgrade socket error"));
-      if (upgradeAllowed(request, socket, hostPolicy)) upgrades.emit("upgrade", request, socket, head);
-    });
-  } else {
-    deps.hub.attach(server);
-  }
+  slots.attach(server);
+  // Express never sees an upgrade: the hub listens on a server that only ever hears the upgrades that got a
+  // slot and whose Host passed, so neither a rebound page nor a flood of sockets opens it.
+  const upgrades = createServer();
+  deps.hub.attach(upgrades);
+  server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A reset on a refused socket must not become an unhandled 'error' event (that would end the process).
+    socket.on("error", (error) => deps.logger.debug({ err: error }, "refused upgrade socket error"));
+    if (!slots.admitUpgrade(request)) {
+      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    if (!hostPolicy || upgradeAllowed(request, socket, hostPolicy))
+      upgrades.emit("upgrade", request, socket, head);
+  });
+  connectionSlotsOf.set(server, slots);
   return { app, server };
+}
+
+const connectionSlotsOf = new WeakMap<Server, ConnectionSlots>();
+
+/** What the server's connection guard has seen (tests and the bench read it). */
+export function connectionStats(server: Server): ConnectionSlots["stats"] | undefined {
+  return connectionSlotsOf.get(server)?.stats;
 }
 
 function isBodyParserError(error: unknown): boolean {

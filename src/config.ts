@@ -94,6 +94,9 @@ const envSchema = z.object({
   // MCP servers whose tools the OpenAI agent may call (harness/agents/mcp/).
   MCP_CONFIG: optionalText,
   MCP_TOOL_TIMEOUT_MS: intFrom("MCP_TOOL_TIMEOUT_MS", 100, 60 * 60 * 1000).default(60_000),
+  // Who may hold the HTTP server's sockets (web/connection-slots.ts); unset, the cap follows `ulimit -n`.
+  MAX_CONNECTIONS: optionalText.pipe(intFrom("MAX_CONNECTIONS", 64, 1_000_000).optional()),
+  MAX_CONNECTIONS_PER_ADDRESS: intFrom("MAX_CONNECTIONS_PER_ADDRESS", 1, 1_000_000).default(32),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -176,6 +179,8 @@ export interface ConfigBase {
   signInTtlMs: number;
   /** Messages that may wait behind a chat's running task; the next one is refused with a reply. */
   queueMax: number;
+  /** MAX_CONNECTIONS (absent: sized from the descriptor limit, web/fd-limit.ts) and the share of one address. */
+  connections: { max?: number; perAddress: number };
 }
 
 const WEBHOOK_NEEDS_KEY =
@@ -240,6 +245,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     authSecret: e.AUTH_SECRET,
     signInTtlMs: e.SIGNIN_TTL_HOURS * 60 * 60 * 1000,
     queueMax: e.QUEUE_MAX,
+    connections: {
+      ...(e.MAX_CONNECTIONS !== undefined ? { max: e.MAX_CONNECTIONS } : {}),
+      perAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
+    },
   };
   const behaviour: FeishuAppBehaviour = {
     domain: e.FEISHU_DOMAIN,

@@ -22,11 +22,21 @@ import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { selectLocale } from "./strings.ts";
+import { connectionCap, readOpenFilesLimit } from "./web/fd-limit.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
   const config = configOrExit();
+  // The connection cap follows the descriptor limit (or MAX_CONNECTIONS, checked against it): refused here
+  // rather than found out when accept() starts failing with EMFILE under load.
+  const fdLimit = readOpenFilesLimit();
+  const cap = orExit(() =>
+    connectionCap({
+      ...(config.connections.max !== undefined ? { configured: config.connections.max } : {}),
+      ...(fdLimit !== undefined ? { fdLimit } : {}),
+    }),
+  );
   // The catalogue is chosen once, before anything writes a word (issue 19: Lark tenants default to English).
   selectLocale(config.locale);
   const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
@@ -113,6 +123,8 @@ async function main(): Promise<void> {
     now: Date.now,
     logger,
     ...(local ? { local: { publicUrl } } : {}),
+    // Waiting calls hold connections: together they never take more than a quarter of the cap.
+    maxWaits: Math.floor(cap.maxConnections / 4),
   });
   // Events and clicks from the console go where the app is subscribed: the long connection by default.
   const webhook = local?.config.feishu.transport === "webhook";
@@ -141,7 +153,21 @@ async function main(): Promise<void> {
     // Feishu reaches the webhook by whatever Host its console URL or a proxy gives; the signature guards it.
     exemptPaths: local ? [] : [FEISHU_WEBHOOK_PATH],
   };
-  const { server } = createApp({ ...core, logger, routes, hostPolicy, metrics });
+  if (cap.warning) logger.warn({ fdLimit, maxConnections: cap.maxConnections }, cap.warning);
+  logger.info(
+    {
+      maxConnections: cap.maxConnections,
+      perAddress: config.connections.perAddress,
+      fdLimit,
+      source: cap.source,
+    },
+    "connection limits",
+  );
+  const serverLimits = {
+    maxConnections: cap.maxConnections,
+    maxConnectionsPerAddress: config.connections.perAddress,
+  };
+  const { server } = createApp({ ...core, logger, routes, hostPolicy, metrics, serverLimits });
   started.server = server;
   port = await listen(server, {
     port: config.port,
@@ -176,8 +202,13 @@ async function main(): Promise<void> {
 }
 
 function configOrExit(): Config {
+  return orExit(() => loadConfig(process.env));
+}
+
+/** A configuration problem is one message on stderr and exit 1, not a stack. */
+function orExit<T>(load: () => T): T {
   try {
-    return loadConfig(process.env);
+    return load();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

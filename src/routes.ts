@@ -75,6 +75,8 @@ export function agentRoutes(options: {
   logger: Logger;
   /** Local mode: the console's users are named on cards, and the panel tells agents where the bot is. */
   local?: { publicUrl: () => string };
+  /** All agents' waiting calls together (main.ts: a quarter of the connection cap). */
+  maxWaits?: number;
 }): { tasks: AgentTasks; routes: ((app: Express) => void)[] } {
   const { core, authSecret, now, local } = options;
   const agentsApi = createAgentsApi({
@@ -86,7 +88,10 @@ export function agentRoutes(options: {
     askTimeoutMs: options.askTimeoutMs,
     now,
     logger: options.logger,
-    tuning: local ? { nameOf: (openId) => LOCAL_USERS.find((u) => u.openId === openId)?.name } : {},
+    tuning: {
+      ...(local ? { nameOf: (openId: string) => LOCAL_USERS.find((u) => u.openId === openId)?.name } : {}),
+      ...(options.maxWaits !== undefined ? { waits: { total: options.maxWaits } } : {}),
+    },
   });
   const routes = [agentsApi.mount];
   if (local) {

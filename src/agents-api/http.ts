@@ -1,8 +1,15 @@
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, {
+  type Express,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from "express";
 import type { z } from "zod";
 import { formatIssues } from "../asks/schema.ts";
 import { AppError } from "../errors.ts";
 import { agentOf, requireAgent } from "./auth.ts";
+import { agentRequestRate } from "./request-rate.ts";
 import {
   askUserQuestionsInput,
   DEFAULT_WAIT_S,
@@ -22,7 +29,14 @@ import type { AgentTasks } from "./service.ts";
 
 export function mountAgentHttpApi(
   app: Express,
-  deps: { tasks: AgentTasks; authSecret: string; now: () => number; maxBodyBytes?: number },
+  deps: {
+    tasks: AgentTasks;
+    authSecret: string;
+    now: () => number;
+    maxBodyBytes?: number;
+    /** Requests per token, shared with /mcp (request-rate.ts); absent: a limiter of its own. */
+    requestRate?: RequestHandler;
+  },
 ): void {
   const router = express.Router();
   // Only /api/tasks and /api/asks are the agents' API; /api/sessions stays the session pages' (user tokens):
@@ -30,6 +44,7 @@ export function mountAgentHttpApi(
   router.use((req, _res, next) => next(/^\/(tasks|asks)(\/|$)/.test(req.path) ? undefined : "router"));
   router.use(
     requireAgent(deps.authSecret, deps.now),
+    deps.requestRate ?? agentRequestRate(deps.now),
     express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 }),
   );
   const { tasks } = deps;
@@ -47,11 +62,10 @@ export function mountAgentHttpApi(
   router.post("/asks", async (req, res) => {
     const who = agentOf(req);
     const input = parse(askUserQuestionsInput, req.body);
-    const askId = tasks.ask(who, input);
     // Default: answer at once with the ask id; wait_s makes it wait like the MCP tool does.
     res
       .status(201)
-      .json(await tasks.wait(who, askId, { waitMs: (input.wait_s ?? 0) * 1000, signal: gone(res) }));
+      .json(await tasks.askAndWait(who, input, { waitMs: (input.wait_s ?? 0) * 1000, signal: gone(res) }));
   });
   router.get("/asks/:id", async (req, res) => {
     const wait = req.query.wait === undefined ? 0 : Number(req.query.wait);

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import { mountAgentHttpApi } from "./http.ts";
 import { mountMcp } from "./mcp.ts";
+import { agentRequestRate, type RequestRates } from "./request-rate.ts";
 import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
 import { agentSessions } from "./sessions.ts";
 import { AgentStore } from "./store.ts";
@@ -27,7 +28,12 @@ export function createAgentsApi(options: {
   logger: Logger;
   /** The hub's and session page's outside sessions (core.external): each task shows there too. */
   sessions?: ExternalSessions;
-  tuning?: Pick<AgentTasksOptions, "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId">;
+  tuning?: Pick<
+    AgentTasksOptions,
+    "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId" | "waits"
+  >;
+  /** Requests per agent token on /mcp and /api together (request-rate.ts). */
+  requestRates?: RequestRates;
 }): { tasks: AgentTasks; mount: (app: Express) => void } {
   const tasks = new AgentTasks({
     registry: options.registry,
@@ -40,7 +46,14 @@ export function createAgentsApi(options: {
     ...options.tuning,
   });
   options.sessions?.add(agentSessions(tasks));
-  const deps = { tasks, authSecret: options.authSecret, now: options.now, logger: options.logger };
+  const requestRate = agentRequestRate(options.now, options.requestRates);
+  const deps = {
+    tasks,
+    authSecret: options.authSecret,
+    now: options.now,
+    logger: options.logger,
+    requestRate,
+  };
   return {
     tasks,
     mount(app) {

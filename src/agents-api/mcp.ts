@@ -1,12 +1,28 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import express, {
+  type Express,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from "express";
+import { z } from "zod";
+import { formatIssues } from "../asks/schema.ts";
 import { AppError, describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { agentOf, requireAgent } from "./auth.ts";
 import { TOOL_DESCRIPTIONS } from "./descriptions.ts";
 import { bodyErrors } from "./http.ts";
+import { agentRequestRate } from "./request-rate.ts";
 import {
   askResultSchema,
   askUserQuestionsInput,
@@ -25,8 +41,8 @@ import type { AgentPrincipal } from "./token.ts";
 import type { WaitOptions } from "./wait.ts";
 
 /**
- * MCP over Streamable HTTP at /mcp, stateless: each POST gets its own McpServer and transport, bound to the
- * agent of its token. Nothing of a conversation lives in this process between calls — the asks do (the
+ * MCP over Streamable HTTP at /mcp, stateless: each POST gets its own protocol shell and transport, bound to the
+ * agent of its token, over tool definitions built once. Nothing of a conversation lives in this process between calls — the asks do (the
  * registry, durable rows) — so a bot restart or a second instance loses no session, and a client never has
  * to re-initialise. A long ask is one POST whose SSE stream carries the progress notifications.
  */
@@ -37,14 +53,25 @@ export interface McpDeps {
   now: () => number;
   logger: Logger;
   maxBodyBytes?: number;
+  /** Requests per token, shared with the HTTP API (request-rate.ts); absent: a limiter of its own. */
+  requestRate?: RequestHandler;
+  /** zod → JSON Schema for the tool list (default z.toJSONSchema); a test counts the conversions. */
+  schemaOf?: SchemaOf;
 }
+
+export type SchemaOf = (schema: z.ZodType, io: "input" | "output") => Record<string, unknown>;
+
+const toJsonSchema: SchemaOf = (schema, io) => z.toJSONSchema(schema, { target: "draft-7", io });
 
 export function mountMcp(app: Express, deps: McpDeps): void {
   const log = deps.logger.child({ module: "mcp" });
   const json = express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 });
-  app.post("/mcp", requireAgent(deps.authSecret, deps.now), json, async (req, res, next) => {
+  const tools = buildTools(deps.schemaOf);
+  const validator = new AjvJsonSchemaValidator();
+  const rate = deps.requestRate ?? agentRequestRate(deps.now);
+  app.post("/mcp", requireAgent(deps.authSecret, deps.now), rate, json, async (req, res, next) => {
     try {
-      const server = buildServer(agentOf(req), deps.tasks, log);
+      const server = buildServer(agentOf(req), deps.tasks, log, tools, validator);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on("close", () => {
         void transport.close();
@@ -74,79 +101,165 @@ export function mountMcp(app: Express, deps: McpDeps): void {
   );
 }
 
-export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger): McpServer {
+/**
+ * One tool: its definition as `tools/list` gives it (JSON Schema built once, when the route is mounted), and
+ * its call, which parses the arguments with the same zod schema before anything runs.
+ */
+interface Tool {
+  definition: {
+    name: string;
+    title: string;
+    description: string;
+    inputSchema: Record<string, unknown>;
+    outputSchema: Record<string, unknown>;
+  };
+  call(ctx: ToolContext, args: unknown, extra: ToolExtra): Promise<CallToolResult>;
+}
+
+interface ToolContext {
+  who: AgentPrincipal;
+  tasks: AgentTasks;
+  log: Logger;
+  refused: (error: AppError) => void;
+}
+
+function tool<S extends z.ZodType>(
+  spec: {
+    name: string;
+    title: string;
+    description: string;
+    input: S;
+    output: z.ZodType;
+    run: (
+      ctx: ToolContext,
+      input: z.infer<S>,
+      extra: ToolExtra,
+    ) => Record<string, unknown> | Promise<Record<string, unknown>>;
+  },
+  schemaOf: SchemaOf,
+): Tool {
+  return {
+    definition: {
+      name: spec.name,
+      title: spec.title,
+      description: spec.description,
+      inputSchema: schemaOf(spec.input, "input"),
+      outputSchema: schemaOf(spec.output, "output"),
+    },
+    call: (ctx, args, extra) =>
+      result(() => {
+        const parsed = spec.input.safeParse(args ?? {});
+        if (!parsed.success)
+          throw new AppError("INVALID_INPUT", `${spec.name}: ${formatIssues(parsed.error.issues)}`);
+        return spec.run(ctx, parsed.data, extra);
+      }, ctx.refused),
+  };
+}
+
+/**
+ * The six tools, built once per mount: converting their zod schemas to JSON Schema is the expensive part of a
+ * `tools/list` (50 concurrent lists, each rebuilding them, held the event loop for seconds).
+ */
+export function buildTools(schemaOf: SchemaOf = toJsonSchema): ReadonlyMap<string, Tool> {
+  const tools = [
+    tool(
+      {
+        name: "start_task",
+        title: "Start a progress card",
+        description: TOOL_DESCRIPTIONS.start_task,
+        input: startTaskInput,
+        output: taskResultSchema,
+        run: ({ who, tasks }, input) => tasks.startTask(who, input),
+      },
+      schemaOf,
+    ),
+    tool(
+      {
+        name: "report_progress",
+        title: "Report a step",
+        description: TOOL_DESCRIPTIONS.report_progress,
+        input: reportProgressInput,
+        output: stepResultSchema,
+        run: ({ who, tasks }, input) => tasks.reportProgress(who, input),
+      },
+      schemaOf,
+    ),
+    tool(
+      {
+        name: "ask_user_questions",
+        title: "Ask a person in Feishu",
+        description: TOOL_DESCRIPTIONS.ask_user_questions,
+        input: askUserQuestionsInput,
+        output: askResultSchema,
+        run: ({ who, tasks, log }, input, extra) =>
+          tasks.askAndWait(who, input, waitOptions(input.wait_s, extra, log)),
+      },
+      schemaOf,
+    ),
+    tool(
+      {
+        name: "get_answers",
+        title: "Get the answers",
+        description: TOOL_DESCRIPTIONS.get_answers,
+        input: getAnswersInput,
+        output: askResultSchema,
+        run: ({ who, tasks, log }, input, extra) =>
+          tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log)),
+      },
+      schemaOf,
+    ),
+    tool(
+      {
+        name: "cancel_question",
+        title: "Withdraw a question",
+        description: TOOL_DESCRIPTIONS.cancel_question,
+        input: cancelQuestionInput,
+        output: askResultSchema,
+        run: ({ who, tasks }, input) => tasks.cancelQuestion(who, input.ask_id),
+      },
+      schemaOf,
+    ),
+    tool(
+      {
+        name: "finish_task",
+        title: "Finish the task",
+        description: TOOL_DESCRIPTIONS.finish_task,
+        input: finishTaskInput,
+        output: finishResultSchema,
+        run: ({ who, tasks }, input) => tasks.finishTask(who, input),
+      },
+      schemaOf,
+    ),
+  ];
+  return new Map(tools.map((t) => [t.definition.name, t]));
+}
+
+/**
+ * The protocol shell of one request, bound to its agent: the low-level Server with the prebuilt tools. It is
+ * per request because a stateless transport serves one request; it holds no schema work of its own.
+ */
+export function buildServer(
+  who: AgentPrincipal,
+  tasks: AgentTasks,
+  log: Logger,
+  tools: ReadonlyMap<string, Tool> = buildTools(),
+  // The SDK makes a fresh Ajv per Server unless given one (the costliest part of a request after the schemas).
+  validator: AjvJsonSchemaValidator = new AjvJsonSchemaValidator(),
+): Server {
   // Refusals (not allowed, rate-limited, bad input) are what an operator looks for when an agent says "it failed".
   const refused = (error: AppError) =>
     log.info({ agent: who.agent, code: error.code, reason: error.message }, "agent call refused");
-  const server = new McpServer(
+  const server = new Server(
     { name: "feishu-progress-bot", version: "0.1.0" },
-    { instructions: TOOL_DESCRIPTIONS.server },
+    { capabilities: { tools: {} }, instructions: TOOL_DESCRIPTIONS.server, jsonSchemaValidator: validator },
   );
-  server.registerTool(
-    "start_task",
-    {
-      title: "Start a progress card",
-      description: TOOL_DESCRIPTIONS.start_task,
-      inputSchema: startTaskInput,
-      outputSchema: taskResultSchema,
-    },
-    (input) => result(() => tasks.startTask(who, input), refused),
-  );
-  server.registerTool(
-    "report_progress",
-    {
-      title: "Report a step",
-      description: TOOL_DESCRIPTIONS.report_progress,
-      inputSchema: reportProgressInput,
-      outputSchema: stepResultSchema,
-    },
-    (input) => result(() => tasks.reportProgress(who, input), refused),
-  );
-  server.registerTool(
-    "ask_user_questions",
-    {
-      title: "Ask a person in Feishu",
-      description: TOOL_DESCRIPTIONS.ask_user_questions,
-      inputSchema: askUserQuestionsInput,
-      outputSchema: askResultSchema,
-    },
-    (input, extra) =>
-      result(async () => {
-        const askId = tasks.ask(who, input);
-        return tasks.wait(who, askId, waitOptions(input.wait_s, extra, log));
-      }, refused),
-  );
-  server.registerTool(
-    "get_answers",
-    {
-      title: "Get the answers",
-      description: TOOL_DESCRIPTIONS.get_answers,
-      inputSchema: getAnswersInput,
-      outputSchema: askResultSchema,
-    },
-    (input, extra) =>
-      result(() => tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log)), refused),
-  );
-  server.registerTool(
-    "cancel_question",
-    {
-      title: "Withdraw a question",
-      description: TOOL_DESCRIPTIONS.cancel_question,
-      inputSchema: cancelQuestionInput,
-      outputSchema: askResultSchema,
-    },
-    (input) => result(() => tasks.cancelQuestion(who, input.ask_id), refused),
-  );
-  server.registerTool(
-    "finish_task",
-    {
-      title: "Finish the task",
-      description: TOOL_DESCRIPTIONS.finish_task,
-      inputSchema: finishTaskInput,
-      outputSchema: finishResultSchema,
-    },
-    (input) => result(() => tasks.finishTask(who, input), refused),
-  );
+  const list = { tools: [...tools.values()].map((t) => t.definition) };
+  server.setRequestHandler(ListToolsRequestSchema, () => list);
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    const found = tools.get(request.params.name);
+    if (!found) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+    return found.call({ who, tasks, log, refused }, request.params.arguments, extra);
+  });
   return server;
 }
 

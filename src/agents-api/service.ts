@@ -20,6 +20,7 @@ import type {
 import { type AgentStore, storedRunSchema } from "./store.ts";
 import type { AgentPrincipal } from "./token.ts";
 import { type WaitOptions, waitForSettle } from "./wait.ts";
+import { type WaitHold, type WaitLimits, WaitSlots } from "./wait-slots.ts";
 
 /**
  * What an outside agent may do, whatever it speaks (MCP at /mcp, plain HTTP at /api): open a progress card,
@@ -46,6 +47,8 @@ export interface AgentTasksOptions {
   nameOf?: (openId: string) => string | undefined;
   /** How often a waiting call reports progress (15 s). */
   progressIntervalMs?: number;
+  /** Calls that may wait for answers at once, per agent and in all (wait-slots.ts). */
+  waits?: Partial<WaitLimits>;
   /** Tasks and asks kept across restarts; without it they live in memory only. */
   store?: AgentStore;
   logger?: Logger;
@@ -71,11 +74,13 @@ export class AgentTasks {
   readonly #guard: AgentGuard;
   readonly #newId: () => string;
   readonly ledger: AskLedger;
+  readonly waits: WaitSlots;
 
   constructor(options: AgentTasksOptions) {
     this.#o = options;
     this.#newId = options.newId ?? randomUUID;
     this.#guard = new AgentGuard(options);
+    this.waits = new WaitSlots(options.waits);
     this.ledger = new AskLedger(options.registry, {
       now: options.now,
       ...(options.store ? { store: options.store } : {}),
@@ -215,17 +220,42 @@ export class AgentTasks {
     return ask.requestId;
   }
 
-  /** The ask's result now, or after waiting up to `waitMs` for it to settle. */
-  async wait(who: AgentPrincipal, askId: string, options: WaitOptions): Promise<AskResult> {
+  /**
+   * Asks and waits, the wait's place taken first: a call refused for too many waits shows nothing to anyone
+   * (its ask id would be lost with the refusal).
+   */
+  async askAndWait(
+    who: AgentPrincipal,
+    input: AskUserQuestionsInput,
+    options: WaitOptions,
+  ): Promise<AskResult> {
+    const hold = this.waits.hold(who.agent, options.waitMs);
+    try {
+      return await this.wait(who, this.ask(who, input), options, hold);
+    } finally {
+      hold.release();
+    }
+  }
+
+  /**
+   * The ask's result now, or after waiting up to `waitMs` for it to settle. A call that has to wait takes a
+   * place (wait-slots.ts) unless it holds one already; one that finds the ask settled needs none.
+   */
+  async wait(who: AgentPrincipal, askId: string, options: WaitOptions, held?: WaitHold): Promise<AskResult> {
     const entry = this.#ask(who, askId);
     if (!this.ledger.settledOutcome(askId) && !this.#o.registry.get(askId)) this.ledger.markLost(askId);
     if (!this.ledger.settledOutcome(askId)) {
+      const hold = held ?? this.waits.hold(who.agent, options.waitMs);
       const name = this.#o.nameOf?.(entry.answererId) ?? entry.answererId;
-      await waitForSettle(this.#o.registry.waitForAnswer(askId), {
-        ...options,
-        intervalMs: this.#o.progressIntervalMs ?? 15_000,
-        message: () => strings.agents.waiting(name, Math.floor((this.#o.now() - entry.createdAt) / 60_000)),
-      });
+      try {
+        await waitForSettle(this.#o.registry.waitForAnswer(askId), {
+          ...options,
+          intervalMs: this.#o.progressIntervalMs ?? 15_000,
+          message: () => strings.agents.waiting(name, Math.floor((this.#o.now() - entry.createdAt) / 60_000)),
+        });
+      } finally {
+        hold.release();
+      }
     }
     return this.ledger.result(askId);
   }

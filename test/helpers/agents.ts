@@ -1,8 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { agentCardsOn, createAgentsApi } from "../../src/agents-api/index.ts";
+import type { RequestRates } from "../../src/agents-api/request-rate.ts";
 import type { AgentTasks } from "../../src/agents-api/service.ts";
 import { signAgentToken } from "../../src/agents-api/token.ts";
+import type { ServerLimits } from "../../src/app.ts";
 import type { Card } from "../../src/cards/model.ts";
 import type { Emulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
@@ -39,11 +41,17 @@ export async function startAgentsRig(
     emulator?: Emulator;
     /** Also mount the session page and its API (as routes.ts does), with the agents' sessions. */
     sessionPages?: boolean;
+    /** Waiting calls per agent and in all (agents-api/wait-slots.ts). */
+    waits?: { perAgent?: number; total?: number };
+    serverLimits?: Partial<ServerLimits>;
+    /** Requests per agent token (agents-api/request-rate.ts). */
+    requestRates?: RequestRates;
   } = {},
 ): Promise<AgentsRig> {
   let tasks: AgentTasks | undefined;
   const rig = await startFeishuRig({
     cardPatchIntervalMs: options.cardPatchIntervalMs ?? 20,
+    ...(options.serverLimits ? { serverLimits: options.serverLimits } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.emulator ? { emulator: options.emulator } : {}),
     routes: ({ core, channel }) => {
@@ -56,11 +64,13 @@ export async function startAgentsRig(
         askTimeoutMs: 60_000,
         now: Date.now,
         logger: createLogger({ level: "silent" }),
+        ...(options.requestRates ? { requestRates: options.requestRates } : {}),
         tuning: {
           progressIntervalMs: options.progressIntervalMs ?? 40,
           nameOf: (openId) => NAMES[openId],
           ...(options.perAgent ? { perAgent: options.perAgent } : {}),
           ...(options.perTarget ? { perTarget: options.perTarget } : {}),
+          ...(options.waits ? { waits: options.waits } : {}),
         },
       });
       tasks = api.tasks;

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Express } from "express";
 import { WebSocket } from "ws";
-import { createApp } from "../../src/app.ts";
+import { createApp, type ServerLimits } from "../../src/app.ts";
 import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
@@ -86,6 +86,8 @@ export async function startFeishuRig(
     settleMs?: number;
     /** More routes for the HTTP app, built from the rig's parts (e.g. the agents' API); implies withServer. */
     routes?: (parts: { core: Core; channel: FeishuChannel }) => ((app: Express) => void)[];
+    /** Overrides of the HTTP server's limits (app.ts SERVER_LIMITS), e.g. a bench's many connections. */
+    serverLimits?: Partial<ServerLimits>;
     /** Deadlines, reminders and 延长 (issue 16). */
     asks?: FeishuChannelOptions["asks"];
     /** FEISHU_REPLY_IN_THREAD (issue 19). */
@@ -146,7 +148,12 @@ export async function startFeishuRig(
   const { channel, messenger } = feishu;
   if (options.withServer || options.routes || transport === "webhook") {
     const routes = [...feishu.routes, ...(options.routes?.({ core, channel }) ?? [])];
-    server = createApp({ ...core, logger, routes }).server;
+    server = createApp({
+      ...core,
+      logger,
+      routes,
+      ...(options.serverLimits ? { serverLimits: options.serverLimits } : {}),
+    }).server;
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
     const address = server.address();
     httpUrl = typeof address === "object" && address ? `http://127.0.0.1:${address.port}` : "";

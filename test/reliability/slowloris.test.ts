@@ -14,11 +14,13 @@ import { ALICE, stacksForEachTest } from "./helpers/stack.ts";
 const { stack, closers } = stacksForEachTest({ askPing: false });
 
 const SHORT: ServerLimits = {
+  ...SERVER_LIMITS,
   headersTimeoutMs: 1_000,
   requestTimeoutMs: 1_500,
   keepAliveTimeoutMs: 500,
   checkIntervalMs: 200,
   maxConnections: 1_000,
+  firstRequestMs: 1_000,
 };
 const LIMITS = LONG ? SERVER_LIMITS : SHORT;
 
@@ -27,10 +29,14 @@ interface Slow {
   closedAt?: number;
 }
 
-/** One slow client: "headers" never finishes its header block, "body" never finishes a declared body. */
-function slowClient(port: number, kind: "headers" | "body"): Promise<Slow> {
+/**
+ * One slow client: "headers" never finishes its header block, "body" never finishes a declared body. Each
+ * comes from one of 50 loopback addresses (all of 127/8 is loopback on Linux): one address alone holds at
+ * most its share of the slots (connection-slots.test.ts), and these are about the timeouts and the cap.
+ */
+function slowClient(port: number, kind: "headers" | "body", i: number): Promise<Slow> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: "127.0.0.1", port });
+    const socket = net.connect({ host: "127.0.0.1", port, localAddress: `127.0.0.${2 + (i % 50)}` });
     const slow: Slow = { socket };
     // The attacker's own pace: one byte every 200 ms, for as long as the server keeps the socket.
     const drip = setInterval(() => socket.write(kind === "headers" ? "x" : "a"), 200);
@@ -60,7 +66,7 @@ describe("slow connections (slowloris)", () => {
       const count = 300;
       const openedAt = Date.now();
       const slow = await Promise.all(
-        Array.from({ length: count }, (_, i) => slowClient(port, i % 2 === 0 ? "headers" : "body")),
+        Array.from({ length: count }, (_, i) => slowClient(port, i % 2 === 0 ? "headers" : "body", i)),
       );
       closers.push(async () => {
         for (const { socket } of slow) socket.destroy();
@@ -88,11 +94,14 @@ describe("slow connections (slowloris)", () => {
     const s = await stack({ serverLimits: { ...SHORT, maxConnections: cap } });
     const port = Number(new URL(s.httpUrl).port);
     const extra = size(10, 100);
-    const slow = await Promise.all(Array.from({ length: cap + extra }, () => slowClient(port, "headers")));
+    const slow = await Promise.all(
+      Array.from({ length: cap + extra }, (_, i) => slowClient(port, "headers", i)),
+    );
     closers.push(async () => {
       for (const { socket } of slow) socket.destroy();
     });
-    // The server drops every connection past the cap at accept, long before any timeout.
+    // Every connection past the cap costs one at once, long before any timeout: these all wait (no complete
+    // request), so each newcomer takes the place of the one waiting longest.
     const dropped = await until(
       () => {
         const closed = slow.filter((c) => c.closedAt !== undefined).length;

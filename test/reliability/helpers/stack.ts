@@ -91,6 +91,8 @@ export interface Stack {
   db: Db;
   dbFile: string;
   dataDir: string;
+  /** The bot's HTTP server (its connection guard's figures: app.ts connectionStats). */
+  server: Server;
   /** http://127.0.0.1:PORT */
   httpUrl: string;
   hookUrl: string;
@@ -238,6 +240,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
   return {
     emulator,
+    server,
     core,
     channel,
     handlers,
