@@ -6,6 +6,7 @@ import type { Logger } from "../../../logger.ts";
 import { bilingual, strings } from "../../../strings.ts";
 import { abortReason } from "../../../util/sleep.ts";
 import type { Agent, AgentContext, AgentResult } from "../agent.ts";
+import { CoalescingSink } from "./coalesce.ts";
 import type { AcpConfig } from "./config.ts";
 import { permissionAsk, permissionOutcome } from "./permission.ts";
 import { AcpProcess } from "./process.ts";
@@ -107,7 +108,9 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       throw await failure(ending, proc, ctx);
     };
 
-    const reporter = new TurnReporter(ctx, [workspace.root, ctx.session.workspace]);
+    // The agent's updates reach the run coalesced (coalesce.ts): one write per burst, not per update.
+    const updates = new CoalescingSink(ctx);
+    const reporter = new TurnReporter(updates, [workspace.root, ctx.session.workspace]);
     const terminals = options.terminal ? createTerminalHost(workspace.root, options.env) : undefined;
     let acpSessionId: string | undefined;
     try {
@@ -130,6 +133,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
           watchdog.pause();
           try {
             const about = reporter.toolCallSeen(request.toolCall);
+            // The card shows the call the form is about before the form.
+            updates.flush();
             const ask = permissionAsk(request, about);
             if (requestSignal.aborted || ctx.signal.aborted) return { outcome: { outcome: "cancelled" } };
             // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
@@ -173,11 +178,14 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       } finally {
         ctx.signal.removeEventListener("abort", cancel);
       }
+      updates.flush();
       return finish(response.stopReason, reporter.text);
     } finally {
       watchdog.stop();
       terminals?.releaseAll();
       if (acpSessionId) proc.detach(acpSessionId);
+      // After detach: nothing can arrive once the pending changes are handed on.
+      updates.close();
       if (proc.alive) sleepLater(ctx.session.id, proc);
     }
   }

@@ -85,7 +85,7 @@ export class AcpProcess {
     if (!stdin || !stdout) throw new Error("ACP agent spawned without stdio pipes");
     // A write to a process that just died fails with EPIPE; the exit handler reports it, not a crash.
     stdin.on("error", (error) => this.#logger.debug({ err: error }, "acp agent stdin closed"));
-    const stream = ndJsonStream(Writable.toWeb(stdin), Readable.toWeb(stdout));
+    const stream = ndJsonStream(Writable.toWeb(stdin), yieldingBetweenChunks(Readable.toWeb(stdout)));
     this.#connection = this.#app(options.terminal).connect(stream);
     void this.exited.then(() => this.#connection.close());
   }
@@ -160,6 +160,22 @@ export class AcpProcess {
       });
     return terminalHandlers(app, terminal, (sessionId) => this.#handlers(sessionId).terminals);
   }
+}
+
+/**
+ * The agent's output, one chunk per turn of the event loop: a chunk's messages are parsed and handled in
+ * microtasks, so without a pause a flooding agent's chunks would follow one another ahead of every other
+ * chat's I/O. After each chunk the stream waits for `setImmediate`, and the rest of the bot gets its turn.
+ */
+function yieldingBetweenChunks(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  return source.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      async transform(chunk, controller) {
+        controller.enqueue(chunk);
+        await new Promise((resolve) => setImmediate(resolve));
+      },
+    }),
+  );
 }
 
 /**
