@@ -6,6 +6,7 @@ import type { Logger } from "../../../logger.ts";
 import { bilingual, strings } from "../../../strings.ts";
 import { abortReason } from "../../../util/sleep.ts";
 import type { Agent, AgentContext, AgentResult } from "../agent.ts";
+import { type Isolation, NO_ISOLATION } from "../isolation.ts";
 import { CoalescingSink } from "./coalesce.ts";
 import type { AcpConfig } from "./config.ts";
 import { permissionAsk, permissionOutcome } from "./permission.ts";
@@ -30,6 +31,8 @@ export interface AcpAgentOptions extends AcpConfig {
   sessionIds?: SessionIdStore;
   /** How long a cancelled prompt may take to wind down before the run ends anyway; default 5 s. */
   cancelGraceMs?: number;
+  /** Where the agent and its terminals run (isolation.ts); default: as asked, no sandbox. */
+  isolation?: Isolation;
 }
 
 export interface AcpAgent extends Agent {
@@ -66,10 +69,13 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
     idleTimers.set(chatSessionId, timer);
   };
 
+  const isolation = options.isolation ?? NO_ISOLATION;
   const start = (chatSessionId: string, cwd: string): AcpProcess => {
+    // In the sandbox the chat's workspace is the one place under DATA_DIR the agent sees (and may write).
+    const launch = isolation.wrap({ command: options.command, args: options.args, cwd, writable: [cwd] });
     const proc = new AcpProcess({
-      command: options.command,
-      args: options.args,
+      command: launch.command,
+      args: launch.args,
       env: options.env,
       cwd,
       terminal: options.terminal,
@@ -111,7 +117,9 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
     // The agent's updates reach the run coalesced (coalesce.ts): one write per burst, not per update.
     const updates = new CoalescingSink(ctx);
     const reporter = new TurnReporter(updates, [workspace.root, ctx.session.workspace]);
-    const terminals = options.terminal ? createTerminalHost(workspace.root, options.env) : undefined;
+    const terminals = options.terminal
+      ? createTerminalHost(workspace.root, options.env, isolation)
+      : undefined;
     let acpSessionId: string | undefined;
     try {
       if (fresh) {
