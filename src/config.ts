@@ -1,7 +1,9 @@
+import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
 import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
 import { DEFAULT_RUN_BUDGET } from "./harness/agents/budget.ts";
+import { isolationEnvShape, type SandboxSetting } from "./harness/agents/isolation-config.ts";
 import { LOCALES, type Locale } from "./strings.ts";
 
 /**
@@ -52,6 +54,7 @@ const envSchema = z.object({
   FEISHU_CALLBACK_SETTLE_MS: intFrom("FEISHU_CALLBACK_SETTLE_MS", 0, 10_000).default(1000),
   AGENT: z.enum(["demo", "openai", "acp"]).default("demo"),
   ...acpEnvShape,
+  ...isolationEnvShape,
   OPENAI_BASE_URL: optionalText,
   OPENAI_API_KEY: optionalText,
   OPENAI_MODEL: optionalText,
@@ -181,6 +184,11 @@ export interface ConfigBase {
   queueMax: number;
   /** MAX_CONNECTIONS (absent: sized from the descriptor limit, web/fd-limit.ts) and the share of one address. */
   connections: { max?: number; perAddress: number };
+  /**
+   * AGENT_SANDBOX, what child processes must not see (DATA_DIR, the MCP_CONFIG file, absolute), and the PATH
+   * `bwrap` is looked up on (harness/agents/isolation.ts).
+   */
+  isolation: { sandbox: SandboxSetting; hidden: string[]; searchPath: string };
 }
 
 const WEBHOOK_NEEDS_KEY =
@@ -248,6 +256,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     connections: {
       ...(e.MAX_CONNECTIONS !== undefined ? { max: e.MAX_CONNECTIONS } : {}),
       perAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
+    },
+    isolation: {
+      sandbox: e.AGENT_SANDBOX,
+      hidden: [path.resolve(e.DATA_DIR), ...(e.MCP_CONFIG ? [path.resolve(e.MCP_CONFIG)] : [])],
+      searchPath: env.PATH ?? "",
     },
   };
   const behaviour: FeishuAppBehaviour = {

@@ -10,6 +10,8 @@ import { ConfigError, describeError } from "./errors.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
+import { resolveIsolation } from "./harness/agents/isolation.ts";
+import { SECRET_ENV_KEYS } from "./harness/agents/isolation-config.ts";
 import { elicitThrough, startMcpFromConfig } from "./harness/agents/mcp/index.ts";
 import { listen } from "./listen.ts";
 import type { Emulator } from "./local/emulator/index.ts";
@@ -37,6 +39,9 @@ async function main(): Promise<void> {
       ...(fdLimit !== undefined ? { fdLimit } : {}),
     }),
   );
+  // The config holds the secrets now; nothing started from here on can inherit them by accident (the
+  // kernel's copy of the initial environment stays: isolation.ts, README "What an agent can reach").
+  for (const key of SECRET_ENV_KEYS) delete process.env[key];
   // The catalogue is chosen once, before anything writes a word (issue 19: Lark tenants default to English).
   selectLocale(config.locale);
   const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
@@ -45,9 +50,13 @@ async function main(): Promise<void> {
   installProcessGuard(logger);
   const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
+  // Where ACP agents, their terminals and MCP stdio servers run: said once, before any starts.
+  const isolation = resolveIsolation(config.isolation);
+  if (config.agent.kind === "acp" || config.agent.mcp.configFile)
+    logger[isolation.kind === "none" ? "warn" : "info"]({ sandbox: isolation.kind }, isolation.notice);
   // MCP_CONFIG: a bad file stops here; a server that fails to start is logged and left out.
-  const mcp = await startMcpFromConfig(config, logger);
-  const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools });
+  const mcp = await startMcpFromConfig(config, logger, { isolation });
+  const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools, isolation });
   const core = createCore({
     db,
     logger,

@@ -490,6 +490,11 @@ export class SessionRunner implements SessionRuns {
         this.#events.emit("run_updated", snapshot(run));
       },
       reportStep: (key, update) => this.#reportStep(run, reported, key, update),
+      reportBatch: ({ text, steps }) => {
+        if (text !== undefined) run.text = text;
+        for (const [key, update] of steps) this.#reportStep(run, reported, key, update, false);
+        this.#touch(run);
+      },
       callTool: async (name, args, options) => {
         const [result] = await callTools([
           {
@@ -507,7 +512,13 @@ export class SessionRunner implements SessionRuns {
   }
 
   /** A step the agent ran itself (see `AgentContext.reportStep`): upserted by key, kept in call order. */
-  #reportStep(run: RunView, reported: Map<string, Step>, key: string, update: ReportedStep | null): void {
+  #reportStep(
+    run: RunView,
+    reported: Map<string, Step>,
+    key: string,
+    update: ReportedStep | null,
+    touch = true,
+  ): void {
     const existing = reported.get(key);
     if (update === null) {
       if (!existing) return;
@@ -527,7 +538,7 @@ export class SessionRunner implements SessionRuns {
       if (run.steps.length > MAX_STEPS_KEPT) run.steps.splice(0, run.steps.length - MAX_STEPS_KEPT);
     }
     if (run.status === "recovering") run.status = "running";
-    this.#touch(run);
+    if (touch) this.#touch(run);
   }
 
   /** Starts the next queued message: taking it off the queue and writing its run is one transaction. */

@@ -65,6 +65,11 @@ export interface AgentContext {
    * keeps its own), only on the run and its card.
    */
   reportStep(key: string, step: ReportedStep | null): void;
+  /**
+   * Several `reportStep`s and the text at once, as one change of the run: one write and one update for the
+   * lot (an agent that coalesces a burst of its own updates hands them on this way).
+   */
+  reportBatch?(batch: { text?: string; steps: readonly (readonly [string, ReportedStep | null])[] }): void;
   signal: AbortSignal;
 }
 

@@ -5,6 +5,7 @@ import type { ToolImpl } from "../dispatcher.ts";
 import { createAcpAgent } from "./acp/index.ts";
 import type { Agent } from "./agent.ts";
 import { createDemoAgent, createDemoTools } from "./demo.ts";
+import type { Isolation } from "./isolation.ts";
 import { createOpenAIAgent } from "./openai.ts";
 import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
 
@@ -15,13 +16,17 @@ import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
 export function createAgentFromConfig(
   config: Pick<Config, "agent" | "dataDir">,
   logger: Logger,
-  extra: { tools?: readonly ToolImpl[] } = {},
+  extra: { tools?: readonly ToolImpl[]; isolation?: Isolation } = {},
 ): { agent: Agent; tools: ToolImpl[] } {
   const { agent } = config;
   if (agent.kind === "acp") {
     if (!agent.acp?.command) throw new ConfigError("AGENT=acp needs ACP_COMMAND");
     // The ACP agent brings its own tools; the dispatcher serves only ask_user_questions (its permission forms).
-    return { agent: createAcpAgent({ ...agent.acp, dataDir: config.dataDir, logger }), tools: [] };
+    const isolation = extra.isolation ? { isolation: extra.isolation } : {};
+    return {
+      agent: createAcpAgent({ ...agent.acp, dataDir: config.dataDir, logger, ...isolation }),
+      tools: [],
+    };
   }
   if (agent.kind === "demo")
     return { agent: createDemoAgent(), tools: createDemoTools({ stepMs: agent.demoStepMs }) };

@@ -6,6 +6,8 @@ import type { Logger } from "../../../logger.ts";
 import { bilingual, strings } from "../../../strings.ts";
 import { abortReason } from "../../../util/sleep.ts";
 import type { Agent, AgentContext, AgentResult } from "../agent.ts";
+import { type Isolation, NO_ISOLATION } from "../isolation.ts";
+import { CoalescingSink } from "./coalesce.ts";
 import type { AcpConfig } from "./config.ts";
 import { permissionAsk, permissionOutcome } from "./permission.ts";
 import { AcpProcess } from "./process.ts";
@@ -29,6 +31,8 @@ export interface AcpAgentOptions extends AcpConfig {
   sessionIds?: SessionIdStore;
   /** How long a cancelled prompt may take to wind down before the run ends anyway; default 5 s. */
   cancelGraceMs?: number;
+  /** Where the agent and its terminals run (isolation.ts); default: as asked, no sandbox. */
+  isolation?: Isolation;
 }
 
 export interface AcpAgent extends Agent {
@@ -65,10 +69,13 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
     idleTimers.set(chatSessionId, timer);
   };
 
+  const isolation = options.isolation ?? NO_ISOLATION;
   const start = (chatSessionId: string, cwd: string): AcpProcess => {
+    // In the sandbox the chat's workspace is the one place under DATA_DIR the agent sees (and may write).
+    const launch = isolation.wrap({ command: options.command, args: options.args, cwd, writable: [cwd] });
     const proc = new AcpProcess({
-      command: options.command,
-      args: options.args,
+      command: launch.command,
+      args: launch.args,
       env: options.env,
       cwd,
       terminal: options.terminal,
@@ -107,8 +114,12 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       throw await failure(ending, proc, ctx);
     };
 
-    const reporter = new TurnReporter(ctx, [workspace.root, ctx.session.workspace]);
-    const terminals = options.terminal ? createTerminalHost(workspace.root, options.env) : undefined;
+    // The agent's updates reach the run coalesced (coalesce.ts): one write per burst, not per update.
+    const updates = new CoalescingSink(ctx);
+    const reporter = new TurnReporter(updates, [workspace.root, ctx.session.workspace]);
+    const terminals = options.terminal
+      ? createTerminalHost(workspace.root, options.env, isolation)
+      : undefined;
     let acpSessionId: string | undefined;
     try {
       if (fresh) {
@@ -130,6 +141,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
           watchdog.pause();
           try {
             const about = reporter.toolCallSeen(request.toolCall);
+            // The card shows the call the form is about before the form.
+            updates.flush();
             const ask = permissionAsk(request, about);
             if (requestSignal.aborted || ctx.signal.aborted) return { outcome: { outcome: "cancelled" } };
             // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
@@ -173,11 +186,14 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       } finally {
         ctx.signal.removeEventListener("abort", cancel);
       }
+      updates.flush();
       return finish(response.stopReason, reporter.text);
     } finally {
       watchdog.stop();
       terminals?.releaseAll();
       if (acpSessionId) proc.detach(acpSessionId);
+      // After detach: nothing can arrive once the pending changes are handed on.
+      updates.close();
       if (proc.alive) sleepLater(ctx.session.id, proc);
     }
   }

@@ -16,7 +16,7 @@ import { describeError } from "../../../errors.ts";
 import type { Logger } from "../../../logger.ts";
 import { strings } from "../../../strings.ts";
 import { type TerminalHost, terminalHandlers } from "./terminals.ts";
-import { OutsideWorkspaceError, type WorkspaceFs } from "./workspace-fs.ts";
+import { WorkspaceFileError, type WorkspaceFs } from "./workspace-fs.ts";
 
 /**
  * One ACP agent process and the client connection over its stdio (official SDK, `client()` app). The
@@ -85,7 +85,7 @@ export class AcpProcess {
     if (!stdin || !stdout) throw new Error("ACP agent spawned without stdio pipes");
     // A write to a process that just died fails with EPIPE; the exit handler reports it, not a crash.
     stdin.on("error", (error) => this.#logger.debug({ err: error }, "acp agent stdin closed"));
-    const stream = ndJsonStream(Writable.toWeb(stdin), Readable.toWeb(stdout));
+    const stream = ndJsonStream(Writable.toWeb(stdin), yieldingBetweenChunks(Readable.toWeb(stdout)));
     this.#connection = this.#app(options.terminal).connect(stream);
     void this.exited.then(() => this.#connection.close());
   }
@@ -151,23 +151,44 @@ export class AcpProcess {
       )
       .onRequest("fs/read_text_file", async ({ params }) => {
         const { fs } = this.#handlers(params.sessionId);
-        return { content: await confined(() => fs.read(params.path, params)) };
+        return { content: await confined(params.path, () => fs.read(params.path, params)) };
       })
       .onRequest("fs/write_text_file", async ({ params }) => {
         const { fs } = this.#handlers(params.sessionId);
-        await confined(() => fs.write(params.path, params.content));
+        await confined(params.path, () => fs.write(params.path, params.content));
         return {};
       });
     return terminalHandlers(app, terminal, (sessionId) => this.#handlers(sessionId).terminals);
   }
 }
 
-/** Refusals and file errors go back to the agent as its request's error, with a message it can act on. */
-async function confined<T>(op: () => Promise<T>): Promise<T> {
+/**
+ * The agent's output, one chunk per turn of the event loop: a chunk's messages are parsed and handled in
+ * microtasks, so without a pause a flooding agent's chunks would follow one another ahead of every other
+ * chat's I/O. After each chunk the stream waits for `setImmediate`, and the rest of the bot gets its turn.
+ */
+function yieldingBetweenChunks(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  return source.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      async transform(chunk, controller) {
+        controller.enqueue(chunk);
+        await new Promise((resolve) => setImmediate(resolve));
+      },
+    }),
+  );
+}
+
+/**
+ * Refusals and file errors go back to the agent as its request's error, with a message it can act on. A
+ * missing file is ACP's "resource not found" (-32002, `data.uri`): agents tell it apart from a failure
+ * (Gemini CLI reads a file before creating it, and treats any other error as fatal).
+ */
+async function confined<T>(requested: string, op: () => Promise<T>): Promise<T> {
   try {
     return await op();
   } catch (error) {
-    if (error instanceof OutsideWorkspaceError) throw new RequestError(-32602, error.message);
-    throw new RequestError(-32603, describeError(error));
+    if (!(error instanceof WorkspaceFileError)) throw new RequestError(-32603, describeError(error));
+    if (error.reason === "not_found") throw RequestError.resourceNotFound(requested.slice(0, 1000));
+    throw new RequestError(-32602, error.message);
   }
 }

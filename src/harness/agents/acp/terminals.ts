@@ -8,6 +8,7 @@ import {
   type TerminalExitStatus,
   type TerminalOutputResponse,
 } from "@agentclientprotocol/sdk";
+import { type Isolation, NO_ISOLATION } from "../isolation.ts";
 
 /**
  * ACP `terminal/*`: commands the agent asks the bot to run. Off unless ACP_TERMINAL=on (a command runs with
@@ -35,7 +36,11 @@ export interface TerminalHost {
   releaseAll(): void;
 }
 
-export function createTerminalHost(root: string, env: Record<string, string>): TerminalHost {
+export function createTerminalHost(
+  root: string,
+  env: Record<string, string>,
+  isolation: Isolation = NO_ISOLATION,
+): TerminalHost {
   const terminals = new Map<string, Terminal>();
   const get = (id: string) => {
     const terminal = terminals.get(id);
@@ -48,7 +53,14 @@ export function createTerminalHost(root: string, env: Record<string, string>): T
       if (cwd !== root && !cwd.startsWith(`${root}${path.sep}`))
         throw new RequestError(-32602, `Refused: cwd ${request.cwd} is outside this chat's workspace`);
       const extra = Object.fromEntries((request.env ?? []).map((v) => [v.name, v.value]));
-      const child = spawn(request.command, request.args ?? [], { cwd, env: { ...env, ...extra } });
+      // The agent's sandbox, if any, holds its commands too.
+      const launch = isolation.wrap({
+        command: request.command,
+        args: request.args ?? [],
+        cwd,
+        writable: [root],
+      });
+      const child = spawn(launch.command, launch.args, { cwd, env: { ...env, ...extra } });
       const terminal: Terminal = {
         child,
         output: "",

@@ -18,6 +18,14 @@ import type { AgentContext, ReportedStep } from "../agent.ts";
 
 type Sink = Pick<AgentContext, "reportStep" | "reportText">;
 
+/**
+ * Bounds on what one turn may make us keep (issue 24 item 10): the answer's length (a card shows a few
+ * thousand characters; the rest is stored and kept in history, so it must not grow without end) and the
+ * number of distinct tool calls followed (each is a step on the run).
+ */
+export const MAX_ANSWER_CHARS = 100_000;
+export const MAX_TOOL_CALLS = 1_000;
+
 interface ToolState {
   title: string;
   kind: ToolKind;
@@ -92,14 +100,18 @@ export class TurnReporter {
 
   #appendText(content: ContentBlock): void {
     if (content.type !== "text" || content.text === "") return;
+    // Past the cap the answer ends in "…" and further chunks are dropped (the turn itself goes on).
+    if (this.#text.length >= MAX_ANSWER_CHARS) return;
     if (this.#paragraph && this.#text !== "" && !this.#text.endsWith("\n\n")) this.#text += "\n\n";
     this.#paragraph = false;
     this.#text += content.text;
+    if (this.#text.length >= MAX_ANSWER_CHARS) this.#text = `${this.#text.slice(0, MAX_ANSWER_CHARS - 1)}…`;
     this.#sink.reportText(this.#text);
   }
 
   #tool(call: ToolCallUpdate, created: boolean): void {
     const known = this.#tools.get(call.toolCallId);
+    if (!known && this.#tools.size >= MAX_TOOL_CALLS) return;
     const state: ToolState = {
       title: this.#short(call.title ?? known?.title ?? ""),
       kind: call.kind ?? known?.kind ?? "other",

@@ -2,6 +2,7 @@ import { type ElicitationAsk, type ElicitResponse, elicitFields } from "../../..
 import type { Config } from "../../../config.ts";
 import type { Logger } from "../../../logger.ts";
 import type { ToolContext } from "../../dispatcher.ts";
+import type { Isolation } from "../isolation.ts";
 import { loadMcpConfig } from "./config.ts";
 import { connectMcpServers, type ElicitationHandler, type McpTools } from "./servers.ts";
 
@@ -17,7 +18,7 @@ const CONNECT_TIMEOUT_MS = 60_000;
 export async function startMcpFromConfig(
   config: Pick<Config, "agent">,
   logger: Logger,
-  options: { connectTimeoutMs?: number } = {},
+  options: { connectTimeoutMs?: number; isolation?: Isolation } = {},
 ): Promise<McpTools | undefined> {
   const { configFile, toolTimeoutMs } = config.agent.mcp;
   if (!configFile || config.agent.kind !== "openai") return undefined;
@@ -26,6 +27,7 @@ export async function startMcpFromConfig(
     logger,
     callTimeoutMs: toolTimeoutMs,
     connectTimeoutMs: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    ...(options.isolation ? { isolation: options.isolation } : {}),
   });
 }
 

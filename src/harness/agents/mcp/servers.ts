@@ -10,6 +10,7 @@ import {
 import { describeError } from "../../../errors.ts";
 import type { Logger } from "../../../logger.ts";
 import type { ToolContext, ToolImpl } from "../../dispatcher.ts";
+import { type Isolation, NO_ISOLATION } from "../isolation.ts";
 import { CallTracker } from "./calls.ts";
 import type { McpConfig, McpServerConfig } from "./config.ts";
 import { mapToolResult } from "./result.ts";
@@ -51,6 +52,8 @@ export interface McpOptions {
   callTimeoutMs: number;
   /** Starting a server and listing its tools. */
   connectTimeoutMs: number;
+  /** Where stdio servers run (isolation.ts); default: as configured, no sandbox. */
+  isolation?: Isolation;
 }
 
 interface Connected {
@@ -156,14 +159,7 @@ async function connectOne(
   });
   const transport =
     "command" in config
-      ? new StdioClientTransport({
-          command: config.command,
-          args: config.args,
-          // The SDK's default environment (PATH, HOME…) plus the file's; secrets of the bot stay out.
-          ...(config.env ? { env: { ...getDefaultEnvironment(), ...config.env } } : {}),
-          ...(config.cwd ? { cwd: config.cwd } : {}),
-          stderr: "pipe",
-        })
+      ? stdioTransport(config, options.isolation ?? NO_ISOLATION)
       : new StreamableHTTPClientTransport(new URL(config.url), {
           ...(config.headers ? { requestInit: { headers: config.headers } } : {}),
         });
@@ -240,6 +236,29 @@ function toolImpl(server: Connected, tool: Tool, options: McpOptions): ToolImpl 
 export function exposedName(server: string, tool: string): string | undefined {
   const name = `${server}${MCP_TOOL_SEPARATOR}${tool.replace(/[^a-zA-Z0-9_-]/g, "_")}`;
   return name.length <= 64 && tool.length > 0 ? name : undefined;
+}
+
+/**
+ * A stdio server's process. In the sandbox it sees no DATA_DIR and no other process (isolation.ts); its cwd
+ * is the one configured, or ours.
+ */
+function stdioTransport(
+  config: Extract<McpServerConfig, { command: string }>,
+  isolation: Isolation,
+): StdioClientTransport {
+  const launch = isolation.wrap({
+    command: config.command,
+    args: config.args ?? [],
+    cwd: config.cwd ?? process.cwd(),
+  });
+  return new StdioClientTransport({
+    command: launch.command,
+    args: launch.args,
+    // The SDK's default environment (PATH, HOME…) plus the file's; secrets of the bot stay out.
+    ...(config.env ? { env: { ...getDefaultEnvironment(), ...config.env } } : {}),
+    ...(config.cwd ? { cwd: config.cwd } : {}),
+    stderr: "pipe",
+  });
 }
 
 function pipeStderr(transport: StdioClientTransport, name: string, logger: Logger): void {
