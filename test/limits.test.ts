@@ -23,7 +23,8 @@ describe("createAppLimiter", () => {
   });
 
   it("counts a slow call until a second after it settles (Feishu counts calls when they arrive)", async () => {
-    const limiter = createAppLimiter();
+    // The windows alone: no headroom kept for urgent work (its own test below).
+    const limiter = createAppLimiter({ urgentHeadroom: 0 });
     const starts: number[] = [];
     const slow = () =>
       limiter(async () => {
@@ -102,7 +103,7 @@ describe("createAppLimiter", () => {
   });
 
   it("keeps to the per-minute budget", async () => {
-    const limiter = createAppLimiter({ perSecond: 50, perMinute: 100 });
+    const limiter = createAppLimiter({ perSecond: 50, perMinute: 100, urgentHeadroom: 0 });
     const starts: number[] = [];
     const jobs = Array.from({ length: 150 }, () => limiter(async () => void starts.push(Date.now())));
     await vi.runAllTimersAsync();
@@ -114,5 +115,50 @@ describe("createAppLimiter", () => {
   it("passes a rejection through to its caller", async () => {
     const limiter = createAppLimiter();
     await expect(limiter(async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+  });
+  it("keeps the outside agents' cards within 30% of each window, and a person's first reply waits for none of them", async () => {
+    const limiter = createAppLimiter();
+    const agentStarts: number[] = [];
+    // One agent's many cards, within its own limits: first sends and form changes (urgent) and ticks.
+    const agentJobs = Array.from({ length: 3000 }, (_, i) =>
+      limiter(async () => void agentStarts.push(Date.now()), { urgent: i % 2 === 0, lane: "agents" }),
+    );
+    await vi.advanceTimersByTimeAsync(30_000);
+    const queuedAt = Date.now();
+    let firstReplyAt = -1;
+    const personTicks: number[] = [];
+    const reply = limiter(
+      async () => {
+        firstReplyAt = Date.now();
+      },
+      { urgent: true },
+    );
+    const ticks = Array.from({ length: 40 }, () => limiter(async () => void personTicks.push(Date.now())));
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(firstReplyAt - queuedAt).toBe(0);
+    expect(personTicks).toHaveLength(40);
+    await vi.runAllTimersAsync();
+    await Promise.all([...agentJobs, reply, ...ticks]);
+    for (const t of agentStarts) {
+      expect(agentStarts.filter((s) => s > t - 1000 && s <= t).length).toBeLessThanOrEqual(15);
+      expect(agentStarts.filter((s) => s > t - 60_000 && s <= t).length).toBeLessThanOrEqual(300);
+    }
+  });
+
+  it("leaves urgent work a tenth of the window that plain ticks cannot take", async () => {
+    const limiter = createAppLimiter();
+    const plain = Array.from({ length: 200 }, () => limiter(async () => undefined));
+    await vi.advanceTimersByTimeAsync(500);
+    let urgentAt = -1;
+    const urgent = limiter(
+      async () => {
+        urgentAt = Date.now();
+      },
+      { urgent: true },
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    expect(urgentAt).toBe(500);
+    await vi.runAllTimersAsync();
+    await Promise.all([...plain, urgent]);
   });
 });

@@ -12,16 +12,26 @@ export interface Slot {
  */
 export type Limiter = <T>(
   fn: (slot: Slot) => Promise<T>,
-  options?: { urgent?: boolean | (() => boolean) },
+  options?: { urgent?: boolean | (() => boolean); lane?: Lane },
 ) => Promise<T>;
 
 /** For a limiter that has no budget to give back (tests, a per-message gate). */
 export const IGNORED_SLOT: Slot = { unused: () => undefined };
 
+/** Who a job is for: people (a chat's own runs: the default) or the outside agents (agents-api). */
+export type Lane = "people" | "agents";
+
 interface Job {
   run: () => void;
+  lane: Lane;
   /** Set for plain work whose urgency may change while it waits. */
   urgentNow?: () => boolean;
+}
+
+/** Calls counted in the windows: in flight, and settled within the last minute (ascending). */
+interface Usage {
+  inFlight: number;
+  settled: number[];
 }
 
 /**
@@ -29,6 +39,11 @@ interface Job {
  * message. Strict sliding windows, and two queues: when the budget is short, a card reaching its terminal
  * state or gaining/losing a form overtakes plain progress ticks of other cards (DESIGN §5). Within a queue,
  * first come first served, so no card starves.
+ *
+ * Two shares on top (issue 24 item 7: one agent token, within its limits, made another user's first card wait
+ * 9.2 s): the outside agents' cards together use at most `agentShare` of each window, whatever their urgency,
+ * so people always have the rest; and plain ticks (anyone's) leave `urgentHeadroom` of each window to urgent
+ * work, so a first reply or a form never waits for a window that progress ticks filled.
  */
 export function createAppLimiter(
   options: {
@@ -37,76 +52,145 @@ export function createAppLimiter(
     now?: () => number;
     /** Told how long each job waited for its turn (for `/metrics`). */
     onWait?: (waitMs: number, urgent: boolean) => void;
+    /** The most the agents' lane may use of each window (default 0.3). */
+    agentShare?: number;
+    /** Of each window, what plain work leaves to urgent work (default 0.1). */
+    urgentHeadroom?: number;
   } = {},
 ): Limiter & { pending(): number } {
   const perSecond = options.perSecond ?? 50;
   const perMinute = options.perMinute ?? 1000;
   const now = options.now ?? Date.now;
+  const share = options.agentShare ?? 0.3;
+  const headroom = options.urgentHeadroom ?? 0.1;
+  const agentLimits = {
+    second: Math.max(1, Math.floor(perSecond * share)),
+    minute: Math.max(1, Math.floor(perMinute * share)),
+  };
+  const plainLimits = {
+    second: Math.max(1, perSecond - Math.floor(perSecond * headroom)),
+    minute: Math.max(1, perMinute - Math.floor(perMinute * headroom)),
+  };
   // A call holds its slot from when it starts until 1 s (or 1 min) after it settles: Feishu counts a call when
   // it arrives, which may be well after it started, so counting starts alone let a window overfill (429s).
-  let inFlight = 0;
-  const settled: number[] = [];
-  const urgent: Job[] = [];
-  const normal: Job[] = [];
+  const all: Usage = { inFlight: 0, settled: [] };
+  const agents: Usage = { inFlight: 0, settled: [] };
+  const queues = {
+    people: { urgent: [] as Job[], normal: [] as Job[] },
+    agents: { urgent: [] as Job[], normal: [] as Job[] },
+  };
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** Plain jobs queued with an urgency function: only then is the plain queue searched for promotions. */
   let changeable = 0;
+  const queued = () =>
+    queues.people.urgent.length +
+    queues.people.normal.length +
+    queues.agents.urgent.length +
+    queues.agents.normal.length;
 
-  const waitMs = (t: number): number => {
-    while (settled.length > 0 && (settled[0] ?? 0) <= t - 60_000) settled.shift();
-    if (inFlight + settled.length >= perMinute)
-      return settled.length > 0 ? (settled[0] ?? t) + 60_000 - t : 50;
-    const inLastSecond = inFlight + settled.length - firstAfter(settled, t - 1000);
-    if (inLastSecond < perSecond) return 0;
-    // The oldest settled call still counted in this second frees a slot when it leaves the window.
-    const index = firstAfter(settled, t - 1000);
-    return index < settled.length ? (settled[index] ?? t) + 1000 - t : 50;
+  /** How long until `usage` is below `limit` in the window of `windowMs` at `t`; 0 when it is now. */
+  const waitIn = (usage: Usage, t: number, windowMs: number, limit: number): number => {
+    const from = firstAfter(usage.settled, t - windowMs);
+    if (usage.inFlight + usage.settled.length - from < limit) return 0;
+    // The oldest settled call still counted frees a slot when it leaves the window; calls in flight: poll.
+    const needed = usage.inFlight + usage.settled.length - from - limit;
+    const index = from + needed;
+    return index < usage.settled.length ? (usage.settled[index] ?? t) + windowMs - t : 50;
+  };
+
+  const waitFor = (lane: Lane, urgent: boolean, t: number): number => {
+    const limits = urgent ? { second: perSecond, minute: perMinute } : plainLimits;
+    let wait = Math.max(waitIn(all, t, 60_000, limits.minute), waitIn(all, t, 1000, limits.second));
+    if (lane === "agents")
+      wait = Math.max(
+        wait,
+        waitIn(agents, t, 60_000, agentLimits.minute),
+        waitIn(agents, t, 1000, agentLimits.second),
+      );
+    return wait;
+  };
+
+  const forget = (t: number): void => {
+    for (const usage of [all, agents])
+      while (usage.settled.length > 0 && (usage.settled[0] ?? 0) <= t - 60_000) usage.settled.shift();
+  };
+
+  /**
+   * The next job allowed now, taken from its queue; else how long until one may be. Urgent work first, people's
+   * before the agents'; then plain work in the same order.
+   */
+  const next = (t: number): Job | number => {
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const urgent of [true, false])
+      for (const lane of ["people", "agents"] as const) {
+        const queue = queues[lane];
+        const waiting = urgent ? queue.urgent.length > 0 || changeable > 0 : queue.normal.length > 0;
+        if (!waiting) continue;
+        const wait = waitFor(lane, urgent, t);
+        if (wait > 0) {
+          if (urgent ? queue.urgent.length > 0 : true) soonest = Math.min(soonest, wait);
+          continue;
+        }
+        const job = urgent ? (queue.urgent.shift() ?? promoted(queue.normal)) : queue.normal.shift();
+        if (job) return job;
+      }
+    return Number.isFinite(soonest) ? soonest : 50;
   };
 
   const pump = (): void => {
     timer = undefined;
-    while (urgent.length > 0 || normal.length > 0) {
-      const wait = waitMs(now());
-      if (wait > 0) {
-        timer = setTimeout(pump, wait);
+    while (queued() > 0) {
+      const t = now();
+      forget(t);
+      const job = next(t);
+      if (typeof job === "number") {
+        timer = setTimeout(pump, Math.max(1, job));
         return;
       }
-      inFlight += 1;
-      (urgent.shift() ?? promoted() ?? normal.shift())?.run();
+      all.inFlight += 1;
+      if (job.lane === "agents") agents.inFlight += 1;
+      job.run();
     }
   };
 
   /** The first plain job that has become urgent while it waited, taken out of the plain queue. */
-  const promoted = (): Job | undefined => {
+  const promoted = (normal: Job[]): Job | undefined => {
     if (changeable === 0) return undefined;
     const index = normal.findIndex((job) => job.urgentNow?.() === true);
     if (index < 0) return undefined;
     return normal.splice(index, 1)[0];
   };
 
-  const release = (used: boolean): void => {
-    inFlight -= 1;
+  const release = (used: boolean, lane: Lane): void => {
+    all.inFlight -= 1;
+    if (lane === "agents") agents.inFlight -= 1;
     // A job that made no call (its card already showed that state, its question was answered) costs nothing:
     // its slot is free at once, for whoever waits.
-    if (used) settled.push(now());
-    else if (timer !== undefined) {
+    if (used) {
+      const t = now();
+      all.settled.push(t);
+      if (lane === "agents") agents.settled.push(t);
+    } else if (timer !== undefined) {
       clearTimeout(timer);
       timer = undefined;
     }
-    if (timer === undefined && (urgent.length > 0 || normal.length > 0)) pump();
+    if (timer === undefined && queued() > 0) pump();
   };
 
   const limiter = (<T>(
     fn: (slot: Slot) => Promise<T>,
-    opts?: { urgent?: boolean | (() => boolean) },
+    opts?: { urgent?: boolean | (() => boolean); lane?: Lane },
   ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const urgency = opts?.urgent;
+      const lane = opts?.lane ?? "people";
       const isUrgent = typeof urgency === "function" ? urgency() : urgency === true;
       const urgentNow = typeof urgency === "function" && !isUrgent ? urgency : undefined;
       if (urgentNow) changeable += 1;
       const queuedAt = now();
-      (isUrgent ? urgent : normal).push({
+      const queue = queues[lane];
+      (isUrgent ? queue.urgent : queue.normal).push({
+        lane,
         ...(urgentNow ? { urgentNow } : {}),
         run: () => {
           if (urgentNow) changeable -= 1;
@@ -121,20 +205,30 @@ export function createAppLimiter(
             .then(() => fn(slot))
             .then(
               (value) => {
-                release(used);
+                release(used, lane);
                 resolve(value);
               },
               (error: unknown) => {
-                release(used);
+                release(used, lane);
                 reject(error);
               },
             );
         },
       });
-      if (timer === undefined) pump();
+      // A job waiting on a window may not bind this one (another lane, or urgent past the headroom): look again.
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        timer = undefined;
+      }
+      pump();
     })) as Limiter & { pending(): number };
-  limiter.pending = () => urgent.length + normal.length;
+  limiter.pending = queued;
   return limiter;
+}
+
+/** The same limiter with every job in the agents' lane: an outside agent's card, its pings. */
+export function agentsLane(limiter: Limiter): Limiter {
+  return (fn, options) => limiter(fn, { ...options, lane: "agents" });
 }
 
 /** Index of the first timestamp greater than `t` (timestamps are ascending). */

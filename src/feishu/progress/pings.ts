@@ -7,7 +7,7 @@ import { strings } from "../../strings.ts";
 import { type AskTimes, formatDeadline } from "../ask-deadline.ts";
 import { afterSend, shouldRemind } from "../ask-reminder.ts";
 import { ExpiryReminders } from "../expiry-reminder.ts";
-import type { Limiter } from "../limits.ts";
+import { agentsLane, type Limiter } from "../limits.ts";
 import type { FeishuMessenger } from "../messenger.ts";
 import { threadReply } from "../topics.ts";
 import type { Background } from "./background.ts";
@@ -77,7 +77,9 @@ export class Pings {
    * a recall leaves 撤回了一条消息 in the chat.
    */
   async #remind(card: ActiveCard): Promise<void> {
-    const { appLimiter, messenger, book, log, store, writes, now } = this.#deps;
+    const { messenger, book, log, store, writes, now } = this.#deps;
+    // An outside agent's ping spends from the agents' share, as its card does (placement.ts).
+    const appLimiter = card.agent ? agentsLane(this.#deps.appLimiter) : this.#deps.appLimiter;
     let outcome: "sent" | "skipped" | "failed" = "failed";
     try {
       outcome = await appLimiter(async (slot) => {
@@ -107,9 +109,10 @@ export class Pings {
    * and in groups @-mentions the sender; one per deadline (ask-deadline.ts says why).
    */
   #remindExpiry(runId: string, ask: PendingAsk): void {
-    const { book, appLimiter, messenger, times, background } = this.#deps;
+    const { book, messenger, times, background } = this.#deps;
     const card = book.get(runId);
     if (!card) return;
+    const appLimiter = card.agent ? agentsLane(this.#deps.appLimiter) : this.#deps.appLimiter;
     const text = strings.asks.remind(ask.questions.length, formatDeadline(ask.expiresAt, times.timeZone));
     const group = card.chatType === "group";
     background.track(

@@ -7,7 +7,7 @@ import type { FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
 import { checkCard, provesGone, suggestsGone } from "../gone-cards.ts";
-import type { Limiter } from "../limits.ts";
+import { agentsLane, type Limiter } from "../limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { FeishuMetrics } from "../metrics.ts";
 import { CardPublisher } from "../publisher.ts";
@@ -76,7 +76,8 @@ export class CardPlacement {
    * ended shows its final state, and once that landed the card is done.
    */
   async recover(card: ActiveCard, messageId: string): Promise<void> {
-    const { book, appLimiter, messenger, log } = this.#d;
+    const { book, messenger, log } = this.#d;
+    const appLimiter = this.#limiterOf(card);
     const ended = isTerminal(book.runOf(card));
     const recovering = ended
       ? book.render(card)
@@ -118,7 +119,8 @@ export class CardPlacement {
   }
 
   async reply(card: ActiveCard, options: { fresh: boolean }): Promise<void> {
-    const { book, appLimiter, messenger, store, writes, registry, log, now } = this.#d;
+    const { book, messenger, store, writes, registry, log, now } = this.#d;
+    const appLimiter = this.#limiterOf(card);
     try {
       // The run id as uuid: a retried reply never posts a second card, so retrying is safe.
       // What the new card shows, when that is certain: a first attempt of a fresh run. A repeated uuid (a retry
@@ -173,6 +175,14 @@ export class CardPlacement {
     }
   }
 
+  /**
+   * An outside agent's card spends from the agents' share of the app budget (limits.ts), so that no agent,
+   * however many cards it keeps busy, delays a person's first reply or form.
+   */
+  #limiterOf(card: ActiveCard): Limiter {
+    return card.agent ? agentsLane(this.#d.appLimiter) : this.#d.appLimiter;
+  }
+
   /** `shown`: the card's content on the platform now, if known (the reply's), so it is not sent again. */
   attach(card: ActiveCard, messageId: string, shown?: string, degradeLevel: DegradeLevel = 0): void {
     const { book, registry, metrics } = this.#d;
@@ -187,7 +197,7 @@ export class CardPlacement {
       intervalMs: this.#d.cardPatchIntervalMs,
       confirmAfterMs: this.#d.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(shown !== undefined ? { shown } : {}),
-      appLimiter: this.#d.appLimiter,
+      appLimiter: this.#limiterOf(card),
       now: this.#d.now,
       logger: this.#d.log,
       ...(metrics ? { metrics } : {}),
