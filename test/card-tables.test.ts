@@ -59,6 +59,13 @@ describe("the card's table budget", () => {
     expect(checkCard(card)).toMatchObject({ ok: true });
   });
 
+  it("finds tables inside quotes too, and fences them inside the same quote", () => {
+    const quoted = (i: number) => table(i).replace(/^/gm, "> ");
+    const card = buildProgressCard({ ...view, text: [1, 2, 3, 4].map(quoted).join("\n\n") }, []);
+    expect(tablesIn(card)).toBe(3);
+    expect(markdownTexts(card).join("\n")).toContain(`> \`\`\`\n${quoted(4)}\n> \`\`\``);
+  });
+
   it("counts the preview panel's previews together, and after the text above them", () => {
     const ask: CardAsk = {
       requestId: "req_1",

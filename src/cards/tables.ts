@@ -15,6 +15,8 @@ export const MAX_CARD_TABLES = 3;
 /** A table's delimiter row under its header: `| --- | :-: |`, with at least one pipe. */
 const TABLE_DELIMITER = /^ {0,3}\|?(?: *:?-+:? *\|)+ *(?::?-+:? *)?$|^ {0,3}\| *:?-+:? *$/;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+/** Quote markers (`> `) before a line's text. */
+const PREFIX = /^ {0,3}(?:> ?)+/;
 
 /** The card with every markdown table past the first `max` turned into a code block. */
 export function budgetTables(card: Card, max = MAX_CARD_TABLES): Card {
@@ -61,13 +63,18 @@ export function defuseTables(markdown: string, budget: { left: number }): string
       out.push(line);
       continue;
     }
+    // A table may sit in a quote: its rows share the quote markers, and so must its fence.
+    const prefix = PREFIX.exec(line)?.[0] ?? "";
     const next = lines[i + 1];
-    if (next === undefined || !line.includes("|") || !TABLE_DELIMITER.test(next)) {
+    const rowOf = (row: string | undefined) =>
+      row?.startsWith(prefix) ? row.slice(prefix.length) : undefined;
+    const delimiter = rowOf(next);
+    if (delimiter === undefined || !line.includes("|") || !TABLE_DELIMITER.test(delimiter)) {
       out.push(line);
       continue;
     }
     let end = i + 2;
-    while (end < lines.length && (lines[end] ?? "").includes("|") && (lines[end] ?? "").trim() !== "")
+    for (let row = rowOf(lines[end]); row?.includes("|") && row.trim() !== ""; row = rowOf(lines[end]))
       end += 1;
     const table = lines.slice(i, end);
     if (budget.left > 0) {
@@ -78,7 +85,7 @@ export function defuseTables(markdown: string, budget: { left: number }): string
         2,
         ...table.map((row) => Math.max(0, ...(row.match(/`+/g) ?? []).map((run) => run.length))),
       );
-      const ticks = "`".repeat(longest + 1);
+      const ticks = `${prefix}${"`".repeat(longest + 1)}`;
       out.push(ticks, ...table, ticks);
     }
     i = end - 1;
