@@ -218,7 +218,7 @@ export class AgentTasks {
   /** The ask's result now, or after waiting up to `waitMs` for it to settle. */
   async wait(who: AgentPrincipal, askId: string, options: WaitOptions): Promise<AskResult> {
     const entry = this.#ask(who, askId);
-    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.get(askId)) this.ledger.markLost(askId);
+    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.state(askId)) this.ledger.markLost(askId);
     if (!this.ledger.settledOutcome(askId)) {
       const name = this.#o.nameOf?.(entry.answererId) ?? entry.answererId;
       await waitForSettle(this.#o.registry.waitForAnswer(askId), {
