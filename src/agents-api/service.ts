@@ -182,21 +182,34 @@ export class AgentTasks {
       ),
     }));
     const title = input.reason ?? questions[0]?.question ?? strings.agents.questionCardTitle(who.agent);
-    const task = existing ?? this.#open(who, to, title, true);
+    // A new question card's task is only a draft until its question is registered: a call that fails
+    // there leaves no task behind (no row that would come back as a card stuck at 执行中 after a restart).
+    const task = existing ?? this.#draft(who, to, title, true);
     const fresh = existing === undefined;
+    const previousSender = task.run.senderId;
     // A group card's forms name whose answer they wait for: the answerer of its latest question.
-    if (task.run.senderId !== answerer) this.#update(task, { senderId: answerer });
+    if (previousSender !== answerer) {
+      if (fresh) task.run = { ...task.run, senderId: answerer };
+      else this.#update(task, { senderId: answerer });
+    }
     const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
-    const ask = this.#o.registry.register({
-      sessionId: task.run.sessionId,
-      runId: task.run.id,
-      answererId: answerer,
-      questions,
-      ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
-      surfaces: ["feishu"],
-      ...(input.reason !== undefined ? { reason: input.reason } : {}),
-      timeoutMs,
-    });
+    let ask: ReturnType<AskRegistry["register"]>;
+    try {
+      ask = this.#o.registry.register({
+        sessionId: task.run.sessionId,
+        runId: task.run.id,
+        answererId: answerer,
+        questions,
+        ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+        surfaces: ["feishu"],
+        ...(input.reason !== undefined ? { reason: input.reason } : {}),
+        timeoutMs,
+      });
+    } catch (error) {
+      if (!fresh && previousSender !== answerer) this.#update(task, { senderId: previousSender });
+      throw error;
+    }
+    if (fresh) this.#adopt(task);
     const entry: AgentAsk = {
       askId: ask.requestId,
       agent: who.agent,
@@ -246,6 +259,14 @@ export class AgentTasks {
   // --------------------------------------------------------------------------------------------------
 
   #open(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
+    const task = this.#draft(who, to, title, implicit);
+    this.#adopt(task);
+    if (!implicit) this.#show(task);
+    return task;
+  }
+
+  /** A task not yet kept anywhere: nothing is written or shown until `#adopt`. */
+  #draft(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
     const chatType = to.startsWith("oc_") ? "group" : "private";
     const id = this.#newId();
     const run: RunView = {
@@ -258,11 +279,12 @@ export class AgentTasks {
       steps: [],
       startedAt: this.#o.now(),
     };
-    const task: AgentTask = { agent: who.agent, to, chatType, implicit, run };
-    this.#remember(id, task);
-    this.#o.onChange?.(run.sessionId);
-    if (!implicit) this.#show(task);
-    return task;
+    return { agent: who.agent, to, chatType, implicit, run };
+  }
+
+  #adopt(task: AgentTask): void {
+    this.#remember(task.run.id, task);
+    this.#o.onChange?.(task.run.sessionId);
   }
 
   #show(task: AgentTask): void {

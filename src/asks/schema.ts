@@ -21,7 +21,33 @@ export const LIMITS = {
   maxDescriptionChars: 500,
   maxPreviewChars: 4000,
   maxCustomInputChars: MAX_CUSTOM_INPUT_CHARS,
+  /** Metadata is the caller's tracking data, echoed to clients and kept in the ask row: a few levels suffice. */
+  maxMetadataDepth: 8,
+  maxMetadataChars: 16_384,
 } as const;
+
+/**
+ * Why `metadata` is too deep or too large to keep, or undefined. Walked with an explicit stack, never
+ * recursion: 5,000 levels of `{"a":…}` used to overflow the stack of whatever serialised it first (a 500,
+ * with the question card's task already recorded). Exact length only once the depth is known to be small.
+ */
+export function metadataProblem(value: unknown): string | undefined {
+  const max = LIMITS.maxMetadataDepth;
+  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 1 }];
+  // Every node costs at least one character of JSON, so more nodes than characters is already too large.
+  for (let seen = 0; stack.length > 0; seen += 1) {
+    if (seen > LIMITS.maxMetadataChars)
+      return `metadata must be at most ${LIMITS.maxMetadataChars} characters as JSON`;
+    const { node, depth } = stack.pop() as { node: unknown; depth: number };
+    if (typeof node !== "object" || node === null) continue;
+    if (depth > max) return `metadata must be at most ${max} levels deep`;
+    for (const child of Object.values(node)) stack.push({ node: child, depth: depth + 1 });
+  }
+  const chars = JSON.stringify(value)?.length ?? 0;
+  if (chars > LIMITS.maxMetadataChars)
+    return `metadata must be at most ${LIMITS.maxMetadataChars} characters as JSON (it has ${chars})`;
+  return undefined;
+}
 
 /**
  * Text a person reads on the form: NFC-normalized before any check (so "é" typed two ways is one label,
@@ -98,7 +124,16 @@ export const askInputSchema = z
       .array(questionSchema, { error: "questions must be an array" })
       .min(LIMITS.minQuestions, `questions must have at least ${LIMITS.minQuestions} item`)
       .max(LIMITS.maxQuestions, `questions must have at most ${LIMITS.maxQuestions} items`),
-    metadata: z.record(z.string(), z.unknown(), { error: "metadata must be an object" }).optional(),
+    metadata: z
+      .record(z.string(), z.unknown(), { error: "metadata must be an object" })
+      .superRefine((value, ctx) => {
+        const problem = metadataProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
+      .optional()
+      .describe(
+        `Optional tracking metadata, echoed back; at most ${LIMITS.maxMetadataDepth} levels deep and ${LIMITS.maxMetadataChars} characters as JSON`,
+      ),
   })
   .superRefine((input, ctx) => {
     const seen = new Set<string>();
