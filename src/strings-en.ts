@@ -56,7 +56,7 @@ export const en: Strings = {
     nonText: "I can only handle text messages for now. Please describe what you need in words.",
     emptyText: "Please write what you need after @-mentioning me.",
     signInLink: (days: number) =>
-      `Your personal sign-in link (valid for ${days} ${plural(days, "day")}, for you only, do not forward it). Open it to see your tasks and answer questions on the session page:`,
+      `Your personal sign-in link (valid for ${days} ${plural(days, "day")}, opens once, for you only, do not forward it). Open it to see your tasks and answer questions on the session page:`,
     signInPrivateOnly: "Sign-in links are only sent in private chats: send /login to me in a private chat.",
     unanswered: (index: number, header: string) => `Question ${index} "${header}" has not been answered yet`,
     elicitMissing: (title: string) => `"${title}" is required`,
@@ -326,6 +326,7 @@ export const en: Strings = {
   signIn: {
     linkExpired: "Sign-in link expired",
     linkInvalid: "Invalid sign-in link",
+    linkUsed: "Sign-in link already used",
     linkHelp: "Send /login to the bot in a private chat to get a new personal link, then open that one.",
     noSuchUser: "No such user",
     localUsers: (list: string) => `Local users you can sign in as: ${list}`,

@@ -12,6 +12,7 @@ import {
   startTaskInput,
 } from "./schemas.ts";
 import type { AgentTasks } from "./service.ts";
+import type { AgentTokenRevocations } from "./token.ts";
 
 /**
  * The same operations for agents that do not speak MCP: `POST /api/tasks`, `POST /api/tasks/:id/steps`,
@@ -22,14 +23,20 @@ import type { AgentTasks } from "./service.ts";
 
 export function mountAgentHttpApi(
   app: Express,
-  deps: { tasks: AgentTasks; authSecret: string; now: () => number; maxBodyBytes?: number },
+  deps: {
+    tasks: AgentTasks;
+    authSecret: string;
+    now: () => number;
+    maxBodyBytes?: number;
+    revocations?: AgentTokenRevocations;
+  },
 ): void {
   const router = express.Router();
   // Only /api/tasks and /api/asks are the agents' API; /api/sessions stays the session pages' (user tokens):
   // anything else leaves this router before the agent token is asked for.
   router.use((req, _res, next) => next(/^\/(tasks|asks)(\/|$)/.test(req.path) ? undefined : "router"));
   router.use(
-    requireAgent(deps.authSecret, deps.now),
+    requireAgent(deps.authSecret, deps.now, deps.revocations),
     express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 }),
   );
   const { tasks } = deps;

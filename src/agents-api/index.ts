@@ -8,6 +8,7 @@ import { mountMcp } from "./mcp.ts";
 import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
 import { agentSessions } from "./sessions.ts";
 import { AgentStore } from "./store.ts";
+import { AgentTokenStore } from "./token-store.ts";
 
 export type { AgentCardPort, AgentCardTarget } from "./service.ts";
 export { AgentTasks } from "./service.ts";
@@ -40,7 +41,14 @@ export function createAgentsApi(options: {
     ...options.tuning,
   });
   options.sessions?.add(agentSessions(tasks));
-  const deps = { tasks, authSecret: options.authSecret, now: options.now, logger: options.logger };
+  const deps = {
+    tasks,
+    authSecret: options.authSecret,
+    now: options.now,
+    logger: options.logger,
+    // Revocations written by `npm run token -- --revoke-agent|--revoke-token` into this DATA_DIR.
+    ...(options.db ? { revocations: new AgentTokenStore(options.db) } : {}),
+  };
   return {
     tasks,
     mount(app) {

@@ -13,6 +13,8 @@ import type { AgentStore } from "./store.ts";
 export interface AgentAsk {
   askId: string;
   agent: string;
+  /** The token that asked (undefined for asks from before token ids). */
+  tokenId?: string;
   taskId: string;
   answererId: string;
   createdAt: number;
@@ -52,10 +54,11 @@ export class AskLedger {
     this.#store?.saveAsk(entry);
   }
 
-  /** The ask if `agent` made it; another agent's ask is as unknown as one that never was. */
-  get(agent: string, askId: string): AgentAsk | undefined {
+  /** The ask if `who`'s token made it; anyone else's is as unknown as one that never was. */
+  get(who: { agent: string; tokenId: string }, askId: string): AgentAsk | undefined {
     const entry = this.#asks.get(askId) ?? this.#load(askId);
-    return entry && entry.agent === agent ? entry : undefined;
+    if (!entry || entry.agent !== who.agent) return undefined;
+    return entry.tokenId === undefined || entry.tokenId === who.tokenId ? entry : undefined;
   }
 
   /** An ask from before a restart, read back from the store. */

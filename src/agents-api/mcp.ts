@@ -21,7 +21,7 @@ import {
   taskResultSchema,
 } from "./schemas.ts";
 import type { AgentTasks } from "./service.ts";
-import type { AgentPrincipal } from "./token.ts";
+import type { AgentPrincipal, AgentTokenRevocations } from "./token.ts";
 import type { WaitOptions } from "./wait.ts";
 
 /**
@@ -37,25 +37,31 @@ export interface McpDeps {
   now: () => number;
   logger: Logger;
   maxBodyBytes?: number;
+  revocations?: AgentTokenRevocations;
 }
 
 export function mountMcp(app: Express, deps: McpDeps): void {
   const log = deps.logger.child({ module: "mcp" });
   const json = express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 });
-  app.post("/mcp", requireAgent(deps.authSecret, deps.now), json, async (req, res, next) => {
-    try {
-      const server = buildServer(agentOf(req), deps.tasks, log);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      res.on("close", () => {
-        void transport.close();
-        void server.close();
-      });
-      await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
-    } catch (error) {
-      next(error);
-    }
-  });
+  app.post(
+    "/mcp",
+    requireAgent(deps.authSecret, deps.now, deps.revocations),
+    json,
+    async (req, res, next) => {
+      try {
+        const server = buildServer(agentOf(req), deps.tasks, log);
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        res.on("close", () => {
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        await transport.handleRequest(req, res, req.body);
+      } catch (error) {
+        next(error);
+      }
+    },
+  );
   // Stateless: no standalone SSE stream to GET, no session to DELETE (the spec's answer is 405).
   const notAllowed = (_req: Request, res: Response) => {
     res

@@ -55,6 +55,8 @@ export interface AgentTasksOptions {
 
 interface AgentTask {
   agent: string;
+  /** The token that made it: only that token may use it (undefined for tasks from before token ids). */
+  tokenId?: string;
   to: string;
   chatType: "private" | "group";
   /** A question card opened by ask_user_questions without a task: it ends when its question does. */
@@ -101,6 +103,7 @@ export class AgentTasks {
       if (!run.success) continue;
       const task: AgentTask = {
         agent: row.agent,
+        ...(row.tokenId ? { tokenId: row.tokenId } : {}),
         to: row.to,
         chatType: row.chatType,
         implicit: row.implicit,
@@ -213,6 +216,7 @@ export class AgentTasks {
     const entry: AgentAsk = {
       askId: ask.requestId,
       agent: who.agent,
+      tokenId: who.tokenId,
       taskId: task.run.id,
       answererId: answerer,
       createdAt: ask.createdAt,
@@ -279,7 +283,7 @@ export class AgentTasks {
       steps: [],
       startedAt: this.#o.now(),
     };
-    return { agent: who.agent, to, chatType, implicit, run };
+    return { agent: who.agent, tokenId: who.tokenId, to, chatType, implicit, run };
   }
 
   #adopt(task: AgentTask): void {
@@ -338,8 +342,9 @@ export class AgentTasks {
 
   #owned(who: AgentPrincipal, taskId: string): AgentTask {
     const task = this.#tasks.get(taskId);
-    // Another agent's task is as unknown as one that never was.
-    if (!task || task.agent !== who.agent) throw new AppError("NOT_FOUND", `no task ${taskId}`);
+    // Another agent's task is as unknown as one that never was — and so is one made by another token of the
+    // same name (issue 24 item 11): a name is a label, the token is the identity.
+    if (!task || !ownedBy(task, who)) throw new AppError("NOT_FOUND", `no task ${taskId}`);
     return task;
   }
 
@@ -351,8 +356,17 @@ export class AgentTasks {
   }
 
   #ask(who: AgentPrincipal, askId: string): AgentAsk {
-    const entry = this.ledger.get(who.agent, askId);
+    const entry = this.ledger.get(who, askId);
     if (!entry) throw new AppError("NOT_FOUND", `no question ${askId}`);
     return entry;
   }
+}
+
+/**
+ * Whether `who` may use a task or ask: made by its token. Rows from before token ids (no `tokenId`) fall back
+ * to the agent's name, as they were made; every row written since carries its token's id.
+ */
+export function ownedBy(made: { agent: string; tokenId?: string | undefined }, who: AgentPrincipal): boolean {
+  if (made.agent !== who.agent) return false;
+  return made.tokenId === undefined || made.tokenId === who.tokenId;
 }
