@@ -108,6 +108,8 @@ export const en: Strings = {
     elicitHeading: (server: string) => `**The MCP server "${server}" asks you to fill this in**`,
     elicitUrlHeading: (server: string) => `**The MCP server "${server}" asks you to open a link to finish**`,
     elicitOpenLink: (url: string) => `[Open link](${url})`,
+    elicitLinkHost: (host: string, punycode?: string) =>
+      punycode ? `Opens ${host} (${punycode})` : `Opens ${host}`,
     elicitDecline: "Decline",
     elicitCancel: "Cancel",
     elicitDone: "Done",

@@ -111,6 +111,9 @@ export const zh = {
     elicitHeading: (server: string) => `**MCP 服务「${server}」请你填写**`,
     elicitUrlHeading: (server: string) => `**MCP 服务「${server}」请你打开链接完成操作**`,
     elicitOpenLink: (url: string) => `[打开链接](${url})`,
+    /** Beside the link: the host it really opens, and its punycode when that reads differently. */
+    elicitLinkHost: (host: string, punycode?: string) =>
+      punycode ? `目标网站：${host}（${punycode}）` : `目标网站：${host}`,
     elicitDecline: "拒绝",
     elicitCancel: "取消",
     elicitDone: "完成",
