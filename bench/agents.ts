@@ -155,7 +155,13 @@ async function memoryRound(r: AgentsRig, clients: Client[]) {
   const before = heapUsed();
   const asks = clients.map((_, i) =>
     r.tasks.ask(
-      { agent: `agent-${i}`, mayAsk: new Set([person(i)]), expiresAt: Date.now() + 60_000 },
+      {
+        agent: `agent-${i}`,
+        mayAsk: new Set([person(i)]),
+        expiresAt: Date.now() + 60_000,
+        tokenId: `at_bench-${i}-token`,
+        issuedAt: Date.now(),
+      },
       { to: person(i), questions: [QUESTION] },
     ),
   );

@@ -58,7 +58,7 @@ export const en: Strings = {
     nonText: "I can only handle text messages for now. Please describe what you need in words.",
     emptyText: "Please write what you need after @-mentioning me.",
     signInLink: (days: number) =>
-      `Your personal sign-in link (valid for ${days} ${plural(days, "day")}, for you only, do not forward it). Open it to see your tasks and answer questions on the session page:`,
+      `Your personal sign-in link (valid for ${days} ${plural(days, "day")}, opens once, for you only, do not forward it). Open it to see your tasks and answer questions on the session page:`,
     signInPrivateOnly: "Sign-in links are only sent in private chats: send /login to me in a private chat.",
     elicitMissing: (title: string) => `"${title}" is required`,
     elicitBadNumber: (title: string) => `"${title}" must be a number`,
@@ -109,6 +109,8 @@ export const en: Strings = {
     elicitHeading: (server: string) => `**The MCP server "${server}" asks you to fill this in**`,
     elicitUrlHeading: (server: string) => `**The MCP server "${server}" asks you to open a link to finish**`,
     elicitOpenLink: (url: string) => `[Open link](${url})`,
+    elicitLinkHost: (host: string, punycode?: string) =>
+      punycode ? `Opens ${host} (${punycode})` : `Opens ${host}`,
     elicitDecline: "Decline",
     elicitCancel: "Cancel",
     elicitDone: "Done",
@@ -329,6 +331,7 @@ export const en: Strings = {
   signIn: {
     linkExpired: "Sign-in link expired",
     linkInvalid: "Invalid sign-in link",
+    linkUsed: "Sign-in link already used",
     linkHelp: "Send /login to the bot in a private chat to get a new personal link, then open that one.",
     noSuchUser: "No such user",
     localUsers: (list: string) => `Local users you can sign in as: ${list}`,

@@ -64,7 +64,7 @@ export const zh = {
     nonText: "暂时只能处理文字消息，请用文字描述你的需求。",
     emptyText: "请在 @ 我之后写下你的需求。",
     signInLink: (days: number) =>
-      `你的个人登录链接（${days} 天内有效，仅限本人使用，请勿转发）。打开后即可在会话详情页查看任务、回答问题：`,
+      `你的个人登录链接（${days} 天内有效，只能打开一次，仅限本人使用，请勿转发）。打开后即可在会话详情页查看任务、回答问题：`,
     signInPrivateOnly: "个人登录链接只在私聊中发送：请在与我的私聊中发送 /login。",
     /** An MCP form's submit: a required field left empty, or a number field holding something else. */
     elicitMissing: (title: string) => `「${title}」是必填项`,
@@ -117,6 +117,9 @@ export const zh = {
     elicitHeading: (server: string) => `**MCP 服务「${server}」请你填写**`,
     elicitUrlHeading: (server: string) => `**MCP 服务「${server}」请你打开链接完成操作**`,
     elicitOpenLink: (url: string) => `[打开链接](${url})`,
+    /** Beside the link: the host it really opens, and its punycode when that reads differently. */
+    elicitLinkHost: (host: string, punycode?: string) =>
+      punycode ? `目标网站：${host}（${punycode}）` : `目标网站：${host}`,
     elicitDecline: "拒绝",
     elicitCancel: "取消",
     elicitDone: "完成",
@@ -347,6 +350,7 @@ export const zh = {
   signIn: {
     linkExpired: "登录链接已过期",
     linkInvalid: "登录链接无效",
+    linkUsed: "登录链接已使用过",
     linkHelp: "请在与机器人的私聊中发送 /login，获取新的个人链接后再打开。",
     noSuchUser: "没有这个用户",
     localUsers: (list: string) => `可选的本地用户：${list}`,

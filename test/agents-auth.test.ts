@@ -1,3 +1,4 @@
+import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -6,7 +7,9 @@ import { signAgentToken, verifyAgentToken } from "../src/agents-api/token.ts";
 import { parseAgentArgs } from "../src/agents-api/token-cli.ts";
 import { signToken, verifyToken } from "../src/auth/token.ts";
 import { tokenCli } from "../src/cli/token.ts";
+import { openDatabase } from "../src/store/db.ts";
 import { type AgentsRig, ALICE, BOB, QUESTION, SECRET, startAgentsRig } from "./helpers/agents.ts";
+import { tempDir } from "./helpers/core.ts";
 
 /** Forged, expired, user and other agents' tokens; oversized and malformed bodies; floods (RELIABILITY.md). */
 
@@ -43,10 +46,16 @@ describe("agent tokens", () => {
   });
 
   it("come from `npm run token -- --agent`, the token on the last line", () => {
+    // Minting records the token in the bot's database (for revocation), so it needs the bot's DATA_DIR.
+    const dataDir = tempDir();
+    openDatabase(path.join(dataDir, "bot.sqlite")).close();
     const { lines } = tokenCli(
       ["--agent", "Claude Code", "--may-ask", `${ALICE}, oc_team`, "--days", "7"],
-      { AUTH_SECRET: SECRET, DATA_DIR: "/nonexistent" },
+      { AUTH_SECRET: SECRET, DATA_DIR: dataDir },
       now,
+    );
+    expect(() => tokenCli(["--agent", "x"], { AUTH_SECRET: SECRET, DATA_DIR: "/nonexistent" }, now)).toThrow(
+      /Cannot find the bot's database/,
     );
     const check = verifyAgentToken(SECRET, lines.at(-1) ?? "", now + 6 * 86_400_000);
     expect(check.ok && [...check.principal.mayAsk]).toEqual([ALICE, "oc_team"]);

@@ -82,4 +82,37 @@ describe("HTTP API for agents", () => {
     expect((await api("GET", "/asks/nope")).status).toBe(404);
     expect((await api("POST", "/tasks", { to: "ou_stranger", title: "x" })).status).toBe(403);
   });
+
+  it("refuses metadata nested 5,000 deep with a 400 before any task exists, leaving nothing behind", async () => {
+    // Built as text: the test's own JSON.stringify would overflow on it.
+    const deep = `${'{"a":'.repeat(5000)}1${"}".repeat(5000)}`;
+    const body = `{"to":"${ALICE}","questions":${JSON.stringify([QUESTION])},"metadata":${deep}}`;
+    const response = await fetch(`${r.httpUrl}/api/asks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      error: { code: "INVALID_INPUT", message: "metadata: metadata must be at most 8 levels deep" },
+    });
+    const big = await api("POST", "/asks", {
+      to: ALICE,
+      questions: [QUESTION],
+      metadata: { x: "y".repeat(20_000) },
+    });
+    expect(big).toMatchObject({ status: 400, body: { error: { code: "INVALID_INPUT" } } });
+    // Nothing recorded that a restart could bring back as a card stuck at 执行中, and nothing shown.
+    const rows = r.core.store.db.prepare("SELECT COUNT(*) AS n FROM agent_tasks").get() as { n: number };
+    expect(rows.n).toBe(0);
+    expect(r.tasks.tasksOf(`agent:CI bot:${ALICE}`)).toEqual([]);
+    expect(r.cardsIn(p2pChatId(ALICE))).toEqual([]);
+    // Metadata within the bounds still goes through.
+    const fine = await api("POST", "/asks", {
+      to: ALICE,
+      questions: [QUESTION],
+      metadata: { a: { b: { c: 1 } } },
+    });
+    expect(fine.status).toBe(201);
+  });
 });

@@ -138,4 +138,45 @@ describe("outside agents across a bot restart", () => {
     expect(emulator.callsTo("PATCH", patchPath)).toHaveLength(before + 1);
     expect(third.cardsIn(p2pChatId(ALICE))).toEqual([cardId]);
   });
+
+  it("returns an answer given after a restart, before the agent polls again (durable asks row)", async () => {
+    const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
+    emulators.push(emulator);
+    const dataDir = tempDir();
+    const first = await startAgentsRig({ dataDir, emulator });
+    const token = first.token("Claude Code", [ALICE], 600_000);
+    const client = await first.mcp(token);
+    const asked = await client.callTool({
+      name: "ask_user_questions",
+      arguments: { to: ALICE, questions: [QUESTION], wait_s: 0 },
+    });
+    const askId = askResultSchema.parse(asked.structuredContent).ask_id;
+    const cardId = await first.until(() => first.cardsIn(p2pChatId(ALICE))[0], "the card");
+    await first.until(() => formsOn(first.cardOf(cardId)).length === 1, "the form");
+    await first.stop();
+
+    // The person answers on the restarted bot; the agent has not called since.
+    const second = await startAgentsRig({ dataDir, emulator });
+    rigs.push(second);
+    const again = await second.until(() => {
+      const c = second.cardOf(cardId);
+      return formsOn(c).length === 1 && c;
+    }, "the form back on the card");
+    const toast = await second.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: submitValue(again),
+      name: "ask0_submit",
+      formValue: { ask0_q0: "1" },
+    });
+    expect(JSON.stringify(toast)).toContain("已提交");
+    const polled = await fetch(`${second.httpUrl}/api/asks/${askId}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(await polled.json()).toMatchObject({
+      status: "answered",
+      answers: [{ selectedLabels: ["SQLite"] }],
+      answered_by: ALICE,
+    });
+  });
 });

@@ -13,6 +13,8 @@ const who: AgentPrincipal = {
   agent: "Claude Code",
   mayAsk: new Set([ALICE]),
   expiresAt: Number.MAX_SAFE_INTEGER,
+  tokenId: "at_wait-test-token",
+  issuedAt: 0,
 };
 
 function setup() {

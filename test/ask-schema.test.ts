@@ -81,6 +81,43 @@ describe("ask_user_questions input", () => {
     });
   });
 
+  it("refuses look-alike labels: a variation selector outside an emoji, Cyrillic and Greek homoglyphs, 0 for O", () => {
+    const options = (a: string, b: string) =>
+      withQuestion({
+        options: [
+          { label: a, description: "x" },
+          { label: b, description: "y" },
+        ],
+      });
+    const refused = (input: unknown) => {
+      const parsed = parseAskInput(input);
+      return parsed.ok ? "accepted" : parsed.error;
+    };
+    expect(refused(options("prod", "prod\uFE0F"))).toBe(
+      "Invalid arguments: questions.0.options.1.label: label contains a variation selector outside an emoji (U+FE0F); remove it",
+    );
+    expect(refused(options("prod", "\u0440rod"))).toBe(
+      'Invalid arguments: questions.0.options.1.label: option labels must not look alike within a question ("\u0440rod" looks like "prod")',
+    );
+    expect(refused(options("Alpha", "\u0391lpha"))).toMatch(/must not look alike/);
+    expect(refused(options("BOOT", "B00T"))).toMatch(/must not look alike/);
+    expect(refused(options("prod", "\uFF50\uFF52\uFF4F\uFF44"))).toMatch(/must not look alike/); // fullwidth, by NFKC
+    expect(refused(options("a\uFE00", "b"))).toMatch(/variation selector/);
+    expect(refused(withQuestion({ question: "Deploy\uFE0E now?" }))).toMatch(
+      /questions.0.question: question contains a variation selector/,
+    );
+    // Emoji keep their selectors; distinct words in any script stay distinct.
+    expect(refused(options("\u2764\uFE0F ship it", "1\uFE0F\u20E3 first"))).toBe("accepted");
+    expect(refused(options("prod", "Prod"))).toBe("accepted");
+    expect(refused(options("\u043F\u0440\u043E\u0434", "prod"))).toBe("accepted"); // "прод" does not look like "prod"
+    const two = sampleAsk();
+    const first = two.questions[0];
+    if (!first) throw new Error("fixture");
+    expect(
+      refused({ questions: [first, { ...first, question: first.question.replace("o", "\u043E") }] }),
+    ).toMatch(/questions.1.question: question texts must not look alike within one call/);
+  });
+
   it("says so when the arguments are not JSON", () => {
     expect(parseAskInput("{not json")).toEqual({
       ok: false,

@@ -7,7 +7,7 @@ import { WebSocket } from "ws";
 import { createApp } from "../src/app.ts";
 import { checkAnswers } from "../src/asks/answers.ts";
 import type { AskQuestion } from "../src/asks/schema.ts";
-import { signToken, verifyToken } from "../src/auth/token.ts";
+import { signLinkToken, signToken, verifyToken } from "../src/auth/token.ts";
 import { type Core, createCore } from "../src/core.ts";
 import { VIEW_MEMBERSHIP_MS } from "../src/domain/access.ts";
 import { createLogger } from "../src/logger.ts";
@@ -311,9 +311,26 @@ describe("sign-in", () => {
       }
     });
 
+    it("opens once: the same link a second time is refused with a page saying so, and sets no cookie", async () => {
+      const server = await startPageServer();
+      const link = signLinkToken(server.secret, ALICE, server.now + HOUR_MS, server.now);
+      expect((await get(server, `/auth/link?token=${link}&next=/`)).status).toBe(303);
+      const again = await get(server, `/auth/link?token=${link}&next=/`);
+      expect(again.status).toBe(401);
+      expect(await again.text()).toContain("登录链接已使用过");
+      expect(sessionSetCookie(again)).toBeNull();
+      // A plain token (older links) is spent the same way; and a link token is no cookie.
+      const plain = server.tokenFor(ALICE);
+      expect((await get(server, `/auth/link?token=${plain}`)).status).toBe(303);
+      expect((await get(server, `/auth/link?token=${plain}`)).status).toBe(401);
+      const me = await get(server, "/auth/me", { cookie: `${SESSION_COOKIE}=${link}` });
+      expect(me.status).toBe(401);
+    });
+
     it("never redirects off the site: absolute, protocol-relative and backslash targets go to /", async () => {
       const server = await startPageServer();
-      const token = server.tokenFor(ALICE);
+      // A link opens once: a fresh one per try.
+      const fresh = () => signLinkToken(server.secret, ALICE, server.now + HOUR_MS, server.now);
       for (const next of [
         "//evil.com",
         "https://evil.com",
@@ -323,13 +340,16 @@ describe("sign-in", () => {
         "evil.com",
         "/\r\nSet-Cookie: x=1",
       ]) {
-        const response = await get(server, `/auth/link?token=${token}&next=${encodeURIComponent(next)}`);
+        const response = await get(server, `/auth/link?token=${fresh()}&next=${encodeURIComponent(next)}`);
         expect(response.status, next).toBe(303);
         expect(response.headers.get("location"), next).toBe("/");
       }
-      expect((await get(server, `/auth/link?token=${token}`)).headers.get("location")).toBe("/");
+      expect((await get(server, `/auth/link?token=${fresh()}`)).headers.get("location")).toBe("/");
       // Percent signs are just characters of a path here.
-      const escaped = await get(server, `/auth/link?token=${token}&next=${encodeURIComponent("/a%0d%0ab")}`);
+      const escaped = await get(
+        server,
+        `/auth/link?token=${fresh()}&next=${encodeURIComponent("/a%0d%0ab")}`,
+      );
       expect(escaped.headers.get("location")).toBe("/a%0d%0ab");
     });
   });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { personalLink } from "../src/auth/link.ts";
-import { DEFAULT_TOKEN_TTL_MS, verifyToken } from "../src/auth/token.ts";
+import { SIGN_IN_LINK_TTL_MS, verifyToken } from "../src/auth/token.ts";
 import { type FeishuRig, startFeishuRig } from "./helpers/feishu.ts";
 
 /**
@@ -36,11 +36,20 @@ describe("/login", () => {
     const reply = await r.until(() => repliesTo(r, messageId)[0], "the reply");
     expect(reply.msgType).toBe("text");
     const text = String(JSON.parse(reply.content).text);
-    expect(text).toContain(`${Math.floor(DEFAULT_TOKEN_TTL_MS / 86_400_000)} 天内有效`);
+    expect(text).toContain(`${Math.floor(SIGN_IN_LINK_TTL_MS / 86_400_000)} 天内有效，只能打开一次`);
     const line = text.split("\n").find((l) => l.startsWith(`${PUBLIC_URL}/auth/link?token=`));
     expect(line, text).toBeDefined();
     const token = new URL(line ?? "").searchParams.get("token") ?? "";
-    expect(verifyToken(SECRET, token, Date.now())).toMatchObject({ ok: true, userId: ALICE });
+    expect(verifyToken(SECRET, token, Date.now(), undefined, { allowLink: true })).toMatchObject({
+      ok: true,
+      userId: ALICE,
+      link: true,
+    });
+    // A link token is no bearer token for the socket or the pages.
+    expect(verifyToken(SECRET, token, Date.now())).toEqual({
+      ok: false,
+      reason: "a sign-in link is not a token",
+    });
     await r.channel.idle();
     expect(repliesTo(r, messageId).map((m) => m.msgType)).toEqual(["text"]);
     expect(r.core.runner.getSession(`feishu-${r.emulator.appId}-private-${ALICE}`)).toBeUndefined();

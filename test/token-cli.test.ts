@@ -90,6 +90,16 @@ describe("npm run token", () => {
     const cookie = opened.headers.getSetCookie()[0]?.split(";")[0] ?? "";
     const me = await fetch(`${base}/auth/me`, { headers: { cookie } });
     expect(await me.json()).toEqual({ userId: "ou_alice" });
+    // The link opens once (it used to sign anyone in for 30 days); its token is no bearer token.
+    const reused = await fetch(link ?? "", { redirect: "manual" });
+    expect(reused.status).toBe(401);
+    expect(await reused.text()).toContain("登录链接已使用过");
+    const linkToken = new URL(link ?? "").searchParams.get("token") ?? "";
+    expect(verifyToken(secret, linkToken, Date.now())).toEqual({
+      ok: false,
+      reason: "a sign-in link is not a token",
+    });
+    expect(result.stdout).toMatch(/opens once, valid until/);
   }, 30_000);
 
   it("uses http://localhost:$PORT for the link when PUBLIC_URL is not set, and AUTH_SECRET when it is", async () => {

@@ -1,15 +1,17 @@
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../errors.ts";
-import { type AgentPrincipal, verifyAgentToken } from "./token.ts";
+import { type AgentPrincipal, type AgentTokenRevocations, verifyAgentToken } from "./token.ts";
 
 /**
  * `Authorization: Bearer <agent token>` on /mcp and /api/tasks|asks. A user token, a forged or an expired one
  * is refused with 401 before any body is looked at; the reason names which (it reveals nothing secret).
+ * A revoked token too: the revocations are read on every request, so `npm run token -- --revoke-agent`
+ * against a running bot holds from its next request on.
  */
 
 const principals = new WeakMap<Request, AgentPrincipal>();
 
-export function requireAgent(authSecret: string, now: () => number) {
+export function requireAgent(authSecret: string, now: () => number, revocations?: AgentTokenRevocations) {
   return (req: Request, res: Response, next: NextFunction) => {
     const header = req.get("authorization") ?? "";
     const match = /^Bearer\s+(\S+)$/i.exec(header);
@@ -18,7 +20,7 @@ export function requireAgent(authSecret: string, now: () => number) {
       next(new AppError("UNAUTHORIZED", "an agent token is required: Authorization: Bearer <token>"));
       return;
     }
-    const check = verifyAgentToken(authSecret, match[1], now());
+    const check = verifyAgentToken(authSecret, match[1], now(), revocations);
     if (!check.ok) {
       res.setHeader("WWW-Authenticate", `Bearer realm="agents", error="invalid_token"`);
       next(new AppError("UNAUTHORIZED", `agent token refused: ${check.reason}`));

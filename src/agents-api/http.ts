@@ -19,6 +19,7 @@ import {
   startTaskInput,
 } from "./schemas.ts";
 import type { AgentTasks } from "./service.ts";
+import type { AgentTokenRevocations } from "./token.ts";
 
 /**
  * The same operations for agents that do not speak MCP: `POST /api/tasks`, `POST /api/tasks/:id/steps`,
@@ -36,6 +37,7 @@ export function mountAgentHttpApi(
     maxBodyBytes?: number;
     /** Requests per token, shared with /mcp (request-rate.ts); absent: a limiter of its own. */
     requestRate?: RequestHandler;
+    revocations?: AgentTokenRevocations;
   },
 ): void {
   const router = express.Router();
@@ -43,7 +45,7 @@ export function mountAgentHttpApi(
   // anything else leaves this router before the agent token is asked for.
   router.use((req, _res, next) => next(/^\/(tasks|asks)(\/|$)/.test(req.path) ? undefined : "router"));
   router.use(
-    requireAgent(deps.authSecret, deps.now),
+    requireAgent(deps.authSecret, deps.now, deps.revocations),
     deps.requestRate ?? agentRequestRate(deps.now),
     express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 }),
   );

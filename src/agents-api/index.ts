@@ -9,6 +9,7 @@ import { agentRequestRate, type RequestRates } from "./request-rate.ts";
 import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
 import { agentSessions } from "./sessions.ts";
 import { AgentStore } from "./store.ts";
+import { AgentTokenStore } from "./token-store.ts";
 
 export type { AgentCardPort, AgentCardTarget } from "./service.ts";
 export { AgentTasks } from "./service.ts";
@@ -53,6 +54,8 @@ export function createAgentsApi(options: {
     now: options.now,
     logger: options.logger,
     requestRate,
+    // Revocations written by `npm run token -- --revoke-agent|--revoke-token` into this DATA_DIR.
+    ...(options.db ? { revocations: new AgentTokenStore(options.db) } : {}),
   };
   return {
     tasks,

@@ -4,15 +4,17 @@ import { PENDING_HINT } from "./schemas.ts";
 import type { AgentStore } from "./store.ts";
 
 /**
- * Which agent asked what, and how each of its asks ended. The registry forgets an ask the moment it settles;
- * an agent may come for the answer later (get_answers after a pending result), so settled outcomes are kept
- * here for `keepMs`. `settledOutcome` is the one function to switch to the durable ask rows once they can be
- * read by id (durable branch); everything else asks through it.
+ * Which agent asked what, and how each of its asks ended. How an ask ended is read from the durable `asks`
+ * row (the registry's `state`), whichever process settled it and whenever: an ask answered on a restarted bot
+ * before the agent called again is answered, not lost (issue 24 item 9). Memory-only registries (unit tests,
+ * no store) forget an ask once it settles, so the outcome seen here is kept for `keepMs` as a fallback.
  */
 
 export interface AgentAsk {
   askId: string;
   agent: string;
+  /** The token that asked (undefined for asks from before token ids). */
+  tokenId?: string;
   taskId: string;
   answererId: string;
   createdAt: number;
@@ -27,8 +29,10 @@ export class AskLedger {
   readonly #keepMs: number;
   readonly #off: () => void;
   readonly #store: AgentStore | undefined;
+  readonly #registry: AskRegistry;
 
   constructor(registry: AskRegistry, options: { now: () => number; keepMs?: number; store?: AgentStore }) {
+    this.#registry = registry;
     this.#now = options.now;
     this.#store = options.store;
     this.#keepMs = options.keepMs ?? 24 * 60 * 60 * 1000;
@@ -50,10 +54,11 @@ export class AskLedger {
     this.#store?.saveAsk(entry);
   }
 
-  /** The ask if `agent` made it; another agent's ask is as unknown as one that never was. */
-  get(agent: string, askId: string): AgentAsk | undefined {
+  /** The ask if `who`'s token made it; anyone else's is as unknown as one that never was. */
+  get(who: { agent: string; tokenId: string }, askId: string): AgentAsk | undefined {
     const entry = this.#asks.get(askId) ?? this.#load(askId);
-    return entry && entry.agent === agent ? entry : undefined;
+    if (!entry || entry.agent !== who.agent) return undefined;
+    return entry.tokenId === undefined || entry.tokenId === who.tokenId ? entry : undefined;
   }
 
   /** An ask from before a restart, read back from the store. */
@@ -66,20 +71,21 @@ export class AskLedger {
   }
 
   /**
-   * A pending ask the registry no longer knows was lost with the process that held it (before durable asks):
-   * its form is gone from the card, so it ends as cancelled rather than pending for ever.
+   * A pending ask the registry does not know at all — no pending entry and no `asks` row — was lost with the
+   * process that held it (before durable asks): its form is gone from the card, so it ends as cancelled
+   * rather than pending for ever. An ask with a row is never marked lost: the row says how it ended.
    */
   markLost(askId: string): void {
     const entry = this.#asks.get(askId);
-    if (!entry || entry.outcome) return;
+    if (!entry || entry.outcome || this.#registry.state(askId)) return;
     entry.outcome = { kind: "cancelled", reason: "the bot restarted while the question was open" };
     entry.settledAt = this.#now();
     this.#store?.settleAsk(askId, entry.outcome, entry.settledAt);
   }
 
-  /** How the ask ended, or undefined while it is pending. */
+  /** How the ask ended, or undefined while it is pending: the durable row first, then what was seen here. */
   settledOutcome(askId: string): AskOutcome | undefined {
-    return this.#asks.get(askId)?.outcome;
+    return this.#registry.state(askId)?.outcome ?? this.#asks.get(askId)?.outcome;
   }
 
   /** The tool result for an ask as it is now. */

@@ -37,7 +37,7 @@ import {
   taskResultSchema,
 } from "./schemas.ts";
 import type { AgentTasks } from "./service.ts";
-import type { AgentPrincipal } from "./token.ts";
+import type { AgentPrincipal, AgentTokenRevocations } from "./token.ts";
 import type { WaitOptions } from "./wait.ts";
 
 /**
@@ -57,6 +57,7 @@ export interface McpDeps {
   requestRate?: RequestHandler;
   /** zod → JSON Schema for the tool list (default z.toJSONSchema); a test counts the conversions. */
   schemaOf?: SchemaOf;
+  revocations?: AgentTokenRevocations;
 }
 
 export type SchemaOf = (schema: z.ZodType, io: "input" | "output") => Record<string, unknown>;
@@ -69,7 +70,7 @@ export function mountMcp(app: Express, deps: McpDeps): void {
   const tools = buildTools(deps.schemaOf);
   const validator = new AjvJsonSchemaValidator();
   const rate = deps.requestRate ?? agentRequestRate(deps.now);
-  app.post("/mcp", requireAgent(deps.authSecret, deps.now), rate, json, async (req, res, next) => {
+  app.post("/mcp", requireAgent(deps.authSecret, deps.now, deps.revocations), rate, json, async (req, res, next) => {
     try {
       const server = buildServer(agentOf(req), deps.tasks, log, tools, validator);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

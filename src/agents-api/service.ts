@@ -58,6 +58,8 @@ export interface AgentTasksOptions {
 
 interface AgentTask {
   agent: string;
+  /** The token that made it: only that token may use it (undefined for tasks from before token ids). */
+  tokenId?: string;
   to: string;
   chatType: "private" | "group";
   /** A question card opened by ask_user_questions without a task: it ends when its question does. */
@@ -106,6 +108,7 @@ export class AgentTasks {
       if (!run.success) continue;
       const task: AgentTask = {
         agent: row.agent,
+        ...(row.tokenId ? { tokenId: row.tokenId } : {}),
         to: row.to,
         chatType: row.chatType,
         implicit: row.implicit,
@@ -187,24 +190,38 @@ export class AgentTasks {
       ),
     }));
     const title = input.reason ?? questions[0]?.question ?? strings.agents.questionCardTitle(who.agent);
-    const task = existing ?? this.#open(who, to, title, true);
+    // A new question card's task is only a draft until its question is registered: a call that fails
+    // there leaves no task behind (no row that would come back as a card stuck at 执行中 after a restart).
+    const task = existing ?? this.#draft(who, to, title, true);
     const fresh = existing === undefined;
+    const previousSender = task.run.senderId;
     // A group card's forms name whose answer they wait for: the answerer of its latest question.
-    if (task.run.senderId !== answerer) this.#update(task, { senderId: answerer });
+    if (previousSender !== answerer) {
+      if (fresh) task.run = { ...task.run, senderId: answerer };
+      else this.#update(task, { senderId: answerer });
+    }
     const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
-    const ask = this.#o.registry.register({
-      sessionId: task.run.sessionId,
-      runId: task.run.id,
-      answererId: answerer,
-      questions,
-      ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
-      surfaces: ["feishu"],
-      ...(input.reason !== undefined ? { reason: input.reason } : {}),
-      timeoutMs,
-    });
+    let ask: ReturnType<AskRegistry["register"]>;
+    try {
+      ask = this.#o.registry.register({
+        sessionId: task.run.sessionId,
+        runId: task.run.id,
+        answererId: answerer,
+        questions,
+        ...(parsed.value.metadata ? { metadata: parsed.value.metadata } : {}),
+        surfaces: ["feishu"],
+        ...(input.reason !== undefined ? { reason: input.reason } : {}),
+        timeoutMs,
+      });
+    } catch (error) {
+      if (!fresh && previousSender !== answerer) this.#update(task, { senderId: previousSender });
+      throw error;
+    }
+    if (fresh) this.#adopt(task);
     const entry: AgentAsk = {
       askId: ask.requestId,
       agent: who.agent,
+      tokenId: who.tokenId,
       taskId: task.run.id,
       answererId: answerer,
       createdAt: ask.createdAt,
@@ -243,7 +260,7 @@ export class AgentTasks {
    */
   async wait(who: AgentPrincipal, askId: string, options: WaitOptions, held?: WaitHold): Promise<AskResult> {
     const entry = this.#ask(who, askId);
-    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.get(askId)) this.ledger.markLost(askId);
+    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.state(askId)) this.ledger.markLost(askId);
     if (!this.ledger.settledOutcome(askId)) {
       const hold = held ?? this.waits.hold(who.agent, options.waitMs);
       const name = this.#o.nameOf?.(entry.answererId) ?? entry.answererId;
@@ -276,6 +293,14 @@ export class AgentTasks {
   // --------------------------------------------------------------------------------------------------
 
   #open(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
+    const task = this.#draft(who, to, title, implicit);
+    this.#adopt(task);
+    if (!implicit) this.#show(task);
+    return task;
+  }
+
+  /** A task not yet kept anywhere: nothing is written or shown until `#adopt`. */
+  #draft(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
     const chatType = to.startsWith("oc_") ? "group" : "private";
     const id = this.#newId();
     const run: RunView = {
@@ -288,11 +313,12 @@ export class AgentTasks {
       steps: [],
       startedAt: this.#o.now(),
     };
-    const task: AgentTask = { agent: who.agent, to, chatType, implicit, run };
-    this.#remember(id, task);
-    this.#o.onChange?.(run.sessionId);
-    if (!implicit) this.#show(task);
-    return task;
+    return { agent: who.agent, tokenId: who.tokenId, to, chatType, implicit, run };
+  }
+
+  #adopt(task: AgentTask): void {
+    this.#remember(task.run.id, task);
+    this.#o.onChange?.(task.run.sessionId);
   }
 
   #show(task: AgentTask): void {
@@ -346,8 +372,9 @@ export class AgentTasks {
 
   #owned(who: AgentPrincipal, taskId: string): AgentTask {
     const task = this.#tasks.get(taskId);
-    // Another agent's task is as unknown as one that never was.
-    if (!task || task.agent !== who.agent) throw new AppError("NOT_FOUND", `no task ${taskId}`);
+    // Another agent's task is as unknown as one that never was — and so is one made by another token of the
+    // same name (issue 24 item 11): a name is a label, the token is the identity.
+    if (!task || !ownedBy(task, who)) throw new AppError("NOT_FOUND", `no task ${taskId}`);
     return task;
   }
 
@@ -359,8 +386,17 @@ export class AgentTasks {
   }
 
   #ask(who: AgentPrincipal, askId: string): AgentAsk {
-    const entry = this.ledger.get(who.agent, askId);
+    const entry = this.ledger.get(who, askId);
     if (!entry) throw new AppError("NOT_FOUND", `no question ${askId}`);
     return entry;
   }
+}
+
+/**
+ * Whether `who` may use a task or ask: made by its token. Rows from before token ids (no `tokenId`) fall back
+ * to the agent's name, as they were made; every row written since carries its token's id.
+ */
+export function ownedBy(made: { agent: string; tokenId?: string | undefined }, who: AgentPrincipal): boolean {
+  if (made.agent !== who.agent) return false;
+  return made.tokenId === undefined || made.tokenId === who.tokenId;
 }

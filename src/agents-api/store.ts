@@ -12,6 +12,7 @@ import type { Db } from "../store/db.ts";
 export interface StoredTask {
   id: string;
   agent: string;
+  tokenId?: string;
   to: string;
   chatType: "private" | "group";
   implicit: boolean;
@@ -56,6 +57,7 @@ const outcomeSchema = z.discriminatedUnion("kind", [
 interface TaskRow {
   id: string;
   agent: string;
+  token_id: string | null;
   target: string;
   chat_type: string;
   implicit: number;
@@ -65,6 +67,7 @@ interface TaskRow {
 interface AskRow {
   ask_id: string;
   agent: string;
+  token_id: string | null;
   task_id: string;
   answerer_id: string;
   created_at: number;
@@ -80,8 +83,8 @@ export class AgentStore {
     // Prepared once: report_progress writes a row per call.
     this.#sql = {
       saveTask: db.prepare(
-        `INSERT INTO agent_tasks (id, agent, target, chat_type, implicit, run_json, status, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO agent_tasks (id, agent, target, chat_type, implicit, run_json, status, updated_at, token_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT(id) DO UPDATE SET run_json = excluded.run_json, status = excluded.status,
            updated_at = excluded.updated_at`,
       ),
@@ -97,8 +100,8 @@ export class AgentStore {
          ORDER BY c.created_at`,
       ),
       saveAsk: db.prepare(
-        `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at, token_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
       settleAsk: db.prepare(
         "UPDATE agent_asks SET outcome_json = ?, settled_at = ? WHERE ask_id = ? AND outcome_json IS NULL",
@@ -117,6 +120,7 @@ export class AgentStore {
       JSON.stringify(task.run),
       task.status,
       now,
+      task.tokenId ?? null,
     );
   }
 
@@ -133,12 +137,21 @@ export class AgentStore {
   saveAsk(ask: {
     askId: string;
     agent: string;
+    tokenId?: string | undefined;
     taskId: string;
     answererId: string;
     createdAt: number;
     expiresAt: number;
   }): void {
-    this.#sql.saveAsk.run(ask.askId, ask.agent, ask.taskId, ask.answererId, ask.createdAt, ask.expiresAt);
+    this.#sql.saveAsk.run(
+      ask.askId,
+      ask.agent,
+      ask.taskId,
+      ask.answererId,
+      ask.createdAt,
+      ask.expiresAt,
+      ask.tokenId ?? null,
+    );
   }
 
   settleAsk(askId: string, outcome: AskOutcome, now: number): void {
@@ -148,6 +161,7 @@ export class AgentStore {
   ask(askId: string):
     | {
         agent: string;
+        tokenId?: string;
         taskId: string;
         answererId: string;
         createdAt: number;
@@ -162,6 +176,7 @@ export class AgentStore {
       row.outcome_json === null ? undefined : outcomeSchema.safeParse(safeJson(row.outcome_json));
     return {
       agent: row.agent,
+      ...(row.token_id !== null ? { tokenId: row.token_id } : {}),
       taskId: row.task_id,
       answererId: row.answerer_id,
       createdAt: row.created_at,
@@ -176,6 +191,7 @@ function toTask(row: TaskRow): StoredTask {
   return {
     id: row.id,
     agent: row.agent,
+    ...(row.token_id !== null ? { tokenId: row.token_id } : {}),
     to: row.target,
     chatType: row.chat_type === "group" ? "group" : "private",
     implicit: row.implicit === 1,

@@ -40,6 +40,8 @@ export interface ElicitationAsk {
   /** Form mode: the fields; URL mode: none, and `url` to open. */
   fields: ElicitField[];
   url?: string;
+  /** URL mode: the host `url` really opens, shown beside the link (harness/agents/mcp/elicit-url.ts). */
+  urlHost?: { unicode: string; ascii: string };
 }
 
 /** What goes back to the server (MCP ElicitResult). */

@@ -24,3 +24,26 @@ export function findInvisible(text: string): string | undefined {
   if (codePoint === undefined) return undefined;
   return `U+${codePoint.toString(16).toUpperCase().padStart(4, "0")}`;
 }
+
+/**
+ * Variation selectors (issue 24 item 16) are marks, not format characters, so the rule above lets them by:
+ * `prod` + U+FE0F shows as `prod`. Kept only where they belong to an emoji: VS15/VS16 (U+FE0E, U+FE0F)
+ * after an emoji, or in a keycap (`1️⃣` is `1`, U+FE0F, U+20E3). Every other selector — VS1–14, the
+ * ideographic VS17–256, the Mongolian free variation selectors, VS15/16 after ordinary text — is refused.
+ */
+const KEYCAP_BASE = String.raw`[0-9\#\*]`;
+const STRAY_VS = new RegExp(
+  [
+    String.raw`[\u{FE00}-\u{FE0D}\u{E0100}-\u{E01EF}\u{180B}-\u{180D}\u{180F}]`,
+    String.raw`(?<!${EMOJI})(?<!${KEYCAP_BASE})[\u{FE0E}\u{FE0F}]`,
+    String.raw`(?<=${KEYCAP_BASE})[\u{FE0E}\u{FE0F}](?!\u{20E3})`,
+  ].join("|"),
+  "v",
+);
+
+/** The first variation selector in `text` that is not part of an emoji, as `U+FE0F`; undefined when none. */
+export function findStrayVariationSelector(text: string): string | undefined {
+  const codePoint = STRAY_VS.exec(text)?.[0].codePointAt(0);
+  if (codePoint === undefined) return undefined;
+  return `U+${codePoint.toString(16).toUpperCase().padStart(4, "0")}`;
+}

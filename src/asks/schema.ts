@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_CUSTOM_INPUT_CHARS } from "./answer-rule.ts";
-import { findInvisible } from "./invisible.ts";
+import { skeleton } from "./confusables.ts";
+import { findInvisible, findStrayVariationSelector } from "./invisible.ts";
 
 /**
  * The `ask_user_questions` tool: its input and output, with the seed's limits
@@ -21,7 +22,33 @@ export const LIMITS = {
   maxDescriptionChars: 500,
   maxPreviewChars: 4000,
   maxCustomInputChars: MAX_CUSTOM_INPUT_CHARS,
+  /** Metadata is the caller's tracking data, echoed to clients and kept in the ask row: a few levels suffice. */
+  maxMetadataDepth: 8,
+  maxMetadataChars: 16_384,
 } as const;
+
+/**
+ * Why `metadata` is too deep or too large to keep, or undefined. Walked with an explicit stack, never
+ * recursion: 5,000 levels of `{"a":…}` used to overflow the stack of whatever serialised it first (a 500,
+ * with the question card's task already recorded). Exact length only once the depth is known to be small.
+ */
+export function metadataProblem(value: unknown): string | undefined {
+  const max = LIMITS.maxMetadataDepth;
+  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 1 }];
+  // Every node costs at least one character of JSON, so more nodes than characters is already too large.
+  for (let seen = 0; stack.length > 0; seen += 1) {
+    if (seen > LIMITS.maxMetadataChars)
+      return `metadata must be at most ${LIMITS.maxMetadataChars} characters as JSON`;
+    const { node, depth } = stack.pop() as { node: unknown; depth: number };
+    if (typeof node !== "object" || node === null) continue;
+    if (depth > max) return `metadata must be at most ${max} levels deep`;
+    for (const child of Object.values(node)) stack.push({ node: child, depth: depth + 1 });
+  }
+  const chars = JSON.stringify(value)?.length ?? 0;
+  if (chars > LIMITS.maxMetadataChars)
+    return `metadata must be at most ${LIMITS.maxMetadataChars} characters as JSON (it has ${chars})`;
+  return undefined;
+}
 
 /**
  * Text a person reads on the form: NFC-normalized before any check (so "é" typed two ways is one label,
@@ -92,13 +119,68 @@ export const questionSchema = z
     });
   });
 
+/**
+ * Rules for what an asker sends, not for rows already kept (store/asks.ts parses those with
+ * `questionSchema`, and a row from an older version must still load): no variation selector outside an
+ * emoji, and no two labels of a question — nor two questions of a call — with the same confusable skeleton
+ * (asks/confusables.ts), so `prod` beside `prod`+U+FE0F or a Cyrillic `рrod` cannot be offered as two choices.
+ */
+function lookAlikes(questions: readonly AskQuestion[], ctx: z.RefinementCtx): void {
+  const issue = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: "custom", path, message });
+  const texts = new Map<string, string>();
+  questions.forEach((question, i) => {
+    const fields: [(string | number)[], string, string | undefined][] = [
+      [[i, "question"], "question", question.question],
+      [[i, "header"], "header", question.header],
+    ];
+    question.options.forEach((option, j) => {
+      fields.push([[i, "options", j, "label"], "label", option.label]);
+      fields.push([[i, "options", j, "description"], "description", option.description]);
+      fields.push([[i, "options", j, "preview"], "preview", option.preview]);
+    });
+    for (const [path, what, value] of fields) {
+      const found = value === undefined ? undefined : findStrayVariationSelector(value);
+      if (found) issue(path, `${what} contains a variation selector outside an emoji (${found}); remove it`);
+    }
+    const other = texts.get(skeleton(question.question));
+    if (other !== undefined && other !== question.question)
+      issue(
+        [i, "question"],
+        `question texts must not look alike within one call ("${question.question}" looks like "${other}")`,
+      );
+    texts.set(skeleton(question.question), question.question);
+    const labels = new Map<string, string>();
+    question.options.forEach((option, j) => {
+      const key = skeleton(option.label);
+      const seen = labels.get(key);
+      if (seen !== undefined && seen !== option.label)
+        issue(
+          [i, "options", j, "label"],
+          `option labels must not look alike within a question ("${option.label}" looks like "${seen}")`,
+        );
+      labels.set(key, option.label);
+    });
+  });
+}
+
 export const askInputSchema = z
   .strictObject({
     questions: z
       .array(questionSchema, { error: "questions must be an array" })
       .min(LIMITS.minQuestions, `questions must have at least ${LIMITS.minQuestions} item`)
-      .max(LIMITS.maxQuestions, `questions must have at most ${LIMITS.maxQuestions} items`),
-    metadata: z.record(z.string(), z.unknown(), { error: "metadata must be an object" }).optional(),
+      .max(LIMITS.maxQuestions, `questions must have at most ${LIMITS.maxQuestions} items`)
+      .superRefine(lookAlikes),
+    metadata: z
+      .record(z.string(), z.unknown(), { error: "metadata must be an object" })
+      .superRefine((value, ctx) => {
+        const problem = metadataProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
+      .optional()
+      .describe(
+        `Optional tracking metadata, echoed back; at most ${LIMITS.maxMetadataDepth} levels deep and ${LIMITS.maxMetadataChars} characters as JSON`,
+      ),
   })
   .superRefine((input, ctx) => {
     const seen = new Set<string>();

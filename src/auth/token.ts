@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 
@@ -7,27 +7,75 @@ import type { TokenRevocations } from "../store/token-revocations.ts";
  * `sub` is the Feishu open_id the bearer acts as; `exp` and `iat` (issued at) are Unix times in milliseconds.
  * A token is revoked when its user was revoked after it was issued (store/token-revocations.ts); tokens from
  * before `iat` existed count as issued at 0, so any revocation ends them.
+ *
+ * A token issued "in the future" (`iat` beyond `MAX_CLOCK_SKEW_MS` from now) is refused: signed with a
+ * later `iat`, it would outlive every revocation written before that time (issue 24 item 15). Once that
+ * time has come it would be good again, so tokens also carry the user's revocation generation (`gen`, read
+ * from the store when they are minted): a revocation moves the generation on, and a token of an earlier
+ * generation is revoked whatever its clock said. Tokens without `gen` (older ones, or minted where the bot's
+ * database could not be read) fall back to the `iat` rule.
+ *
+ * A sign-in link carries a token of its own kind (`use: "link"`, a nonce `jti`, a day at most): it is good
+ * only at `/auth/link`, and there only once (web/auth.ts); everywhere else it is refused.
  */
+
+/** How far ahead of this clock a token's `iat` may be: the clocks of the CLI's machine and the bot's. */
+export const MAX_CLOCK_SKEW_MS = 2 * 60 * 1000;
+/** A personal sign-in link opens once, within a day (the cookie it sets is the browser's sign-in). */
+export const SIGN_IN_LINK_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** Tokens made with `npm run token` for desktop clients and agents: revocable, so they may last a while. */
 export const DEFAULT_TOKEN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 /** A browser sign-in (the session page's cookie): a working day, so a forgotten browser does not stay in. */
 export const DEFAULT_SIGNIN_TTL_MS = 12 * 60 * 60 * 1000;
 
-export function signToken(secret: string, userId: string, expiresAt: number, issuedAt = Date.now()): string {
-  const claims = { sub: userId, exp: expiresAt, iat: issuedAt };
+export function signToken(
+  secret: string,
+  userId: string,
+  expiresAt: number,
+  issuedAt = Date.now(),
+  generation?: number,
+): string {
+  const claims = {
+    sub: userId,
+    exp: expiresAt,
+    iat: issuedAt,
+    ...(generation !== undefined ? { gen: generation } : {}),
+  };
+  const payload = Buffer.from(JSON.stringify(claims)).toString("base64url");
+  return `v1.${payload}.${mac(secret, payload)}`;
+}
+
+/** A sign-in link's token: `use: "link"` and a random `jti`, so no two links are the same text. */
+export function signLinkToken(
+  secret: string,
+  userId: string,
+  expiresAt: number,
+  issuedAt: number,
+  generation?: number,
+): string {
+  const claims = {
+    sub: userId,
+    exp: expiresAt,
+    iat: issuedAt,
+    ...(generation !== undefined ? { gen: generation } : {}),
+    use: "link",
+    jti: randomBytes(12).toString("base64url"),
+  };
   const payload = Buffer.from(JSON.stringify(claims)).toString("base64url");
   return `v1.${payload}.${mac(secret, payload)}`;
 }
 
 export type TokenCheck =
-  | { ok: true; userId: string; expiresAt: number; issuedAt: number }
+  | { ok: true; userId: string; expiresAt: number; issuedAt: number; generation?: number; link: boolean }
   | { ok: false; reason: string };
 
 const claimsSchema = z.object({
   sub: z.string().min(1),
   exp: z.number(),
   iat: z.number().optional(),
+  gen: z.number().int().min(0).optional(),
+  use: z.literal("link").optional(),
 });
 
 export function verifyToken(
@@ -35,6 +83,7 @@ export function verifyToken(
   token: string,
   now: number,
   revocations?: TokenRevocations,
+  options: { allowLink?: boolean } = {},
 ): TokenCheck {
   const parts = token.split(".");
   if (parts.length !== 3 || parts[0] !== "v1") return { ok: false, reason: "malformed token" };
@@ -52,11 +101,25 @@ export function verifyToken(
   }
   const claims = claimsSchema.safeParse(json);
   if (!claims.success) return { ok: false, reason: "malformed token" };
-  const { sub, exp, iat = 0 } = claims.data;
+  const { sub, exp, iat = 0, gen, use } = claims.data;
+  if (use === "link" && !options.allowLink) return { ok: false, reason: "a sign-in link is not a token" };
   if (exp <= now) return { ok: false, reason: "token expired" };
-  const notBefore = revocations?.notBefore(sub);
-  if (notBefore !== undefined && iat < notBefore) return { ok: false, reason: "token revoked" };
-  return { ok: true, userId: sub, expiresAt: exp, issuedAt: iat };
+  if (iat > now + MAX_CLOCK_SKEW_MS) return { ok: false, reason: "token issued in the future" };
+  const held = { userId: sub, issuedAt: iat, ...(gen !== undefined ? { generation: gen } : {}) };
+  if (isRevoked(held, revocations)) return { ok: false, reason: "token revoked" };
+  return { ok: true, ...held, expiresAt: exp, link: use === "link" };
+}
+
+/** The one revocation rule, for a token being checked and for a socket it opened (ws/hub.ts heartbeat). */
+export function isRevoked(
+  token: { userId: string; issuedAt: number; generation?: number },
+  revocations: TokenRevocations | undefined,
+): boolean {
+  if (!revocations) return false;
+  if (token.generation !== undefined && revocations.generation)
+    return token.generation < revocations.generation(token.userId);
+  const notBefore = revocations.notBefore(token.userId);
+  return notBefore !== undefined && token.issuedAt < notBefore;
 }
 
 function mac(secret: string, payload: string): string {

@@ -26,9 +26,8 @@ export function elicitForm(
   const who = e.url !== undefined ? s.elicitUrlHeading(server) : s.elicitHeading(server);
   // Above it, the ask form's own heading: in a group it says whose answer the form waits for.
   const heading = `${askHeading(c, index + 1, total)}\n${who}`;
-  const elements: CardNode[] = [
-    { tag: "markdown", content: `${heading}\n\n${message}${url ? `\n\n${s.elicitOpenLink(url)}` : ""}` },
-  ];
+  const link = url ? `\n\n${s.elicitOpenLink(url)}${linkHost(e, c)}` : "";
+  const elements: CardNode[] = [{ tag: "markdown", content: `${heading}\n\n${message}${link}` }];
   e.fields.forEach((field, j) => {
     elements.push({ tag: "markdown", content: fieldLabel(field, c) });
     elements.push(fieldNode(field, formFields.elicit(index, j), c));
@@ -61,6 +60,19 @@ export function elicitForm(
       button("cancel", s.elicitCancel, false),
     );
   return { tag: "form", name: formFields.form(index), elements };
+}
+
+/**
+ * Where the link really goes, beside it (issue 24 item 12): a look-alike `gооgle.com` shows its punycode
+ * `xn--ggle-55da.com` too. Monospace, so `l` and `I` differ; the host was checked in the harness
+ * (harness/agents/mcp/elicit-url.ts), and only characters a host can hold are kept here.
+ */
+function linkHost(e: ElicitationAsk, c: AskContext): string {
+  if (!e.urlHost) return "";
+  const code = (host: string) => `\`${host.replace(/[\s`<>]/g, "")}\``;
+  const { unicode, ascii } = e.urlHost;
+  const words = c.strings.card.elicitLinkHost;
+  return `　${unicode === ascii ? words(code(ascii)) : words(code(unicode), code(ascii))}`;
 }
 
 function fieldLabel(field: ElicitField, c: AskContext): string {

@@ -1,11 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
-import { agentTokenLines, parseAgentArgs } from "../agents-api/token-cli.ts";
+import { agentRevokeLines, agentTokenLines, parseAgentArgs } from "../agents-api/token-cli.ts";
+import { AgentTokenStore } from "../agents-api/token-store.ts";
 import { personalLink } from "../auth/link.ts";
 import { resolveAuthSecret } from "../auth/secret.ts";
+import { DEFAULT_TOKEN_TTL_MS, signToken } from "../auth/token.ts";
 import { loadConfig } from "../config.ts";
 import { describeError } from "../errors.ts";
-import { openDatabase } from "../store/db.ts";
+import { type Db, openDatabase } from "../store/db.ts";
 import { SqliteTokenRevocations } from "../store/token-revocations.ts";
 
 /**
@@ -42,7 +44,10 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
     const agent = parseAgentArgs(argv.slice(1));
     if (!agent.ok) throw new TokenCliError(agent.error, 2);
     const config = loadConfig(env);
-    return { lines: agentTokenLines(agent.value, secretFor(config), linkBase(config), now) };
+    const secret = secretFor(config);
+    return withDatabase(config, (db) => ({
+      lines: agentTokenLines(agent.value, secret, linkBase(config), now, new AgentTokenStore(db)),
+    }));
   }
   const [userId, daysText] = argv;
   if (!userId) throw new TokenCliError("usage: npm run token -- <open_id> [days]", 2);
@@ -51,21 +56,23 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
     throw new TokenCliError("days must be a positive number", 2);
   const config = loadConfig(env);
   const secret = secretFor(config);
-  const { url, token, expiresAt } = personalLink({
-    publicUrl: linkBase(config),
-    authSecret: secret,
-    userId,
-    now,
-    ...(days !== undefined ? { ttlMs: days * 24 * 60 * 60 * 1000 } : {}),
-  });
+  const ttlMs = days !== undefined ? days * 24 * 60 * 60 * 1000 : DEFAULT_TOKEN_TTL_MS;
+  // The user's revocation generation, so a later --revoke ends these whatever this machine's clock says.
+  const generation = generationOf(config, userId);
+  const gen = generation !== undefined ? { generation } : {};
+  // The link opens once, within a day (auth/link.ts); the bare token below is the desktop client's.
+  const link = personalLink({ publicUrl: linkBase(config), authSecret: secret, userId, now, ttlMs, ...gen });
+  const expiresAt = now + ttlMs;
+  const token = signToken(secret, userId, expiresAt, now, generation);
   const lines = [
-    `Sign-in link for ${userId} (valid until ${new Date(expiresAt).toISOString()}):`,
-    `  ${url}`,
+    `Sign-in link for ${userId} (opens once, valid until ${new Date(link.expiresAt).toISOString()}):`,
+    `  ${link.url}`,
   ];
   if (!config.publicUrlGiven)
     lines.push("  (PUBLIC_URL is not set, so this link only opens on the bot's own machine)");
   if (!config.publicUrlGiven && config.port === 0) lines.push(PORT_ZERO_NOTE);
-  const output: TokenCliOutput = { lines: [...lines, "Token:", token] };
+  lines.push(`Token for desktop clients (valid until ${new Date(expiresAt).toISOString()}):`);
+  const output: TokenCliOutput = { lines: [...lines, token] };
   return output;
 }
 
@@ -84,21 +91,63 @@ function linkBase(config: ReturnType<typeof loadConfig>): string {
 /**
  * `npm run token -- --revoke <open_id>`: every token of that user issued until now stops working — page
  * cookies, links and desktop tokens alike; a running bot refuses them at once and closes their open
- * sockets at its next heartbeat. New tokens work again.
+ * sockets at its next heartbeat. New tokens work again. Only an open_id: an agent's name or token id has
+ * its own flags (`--revoke-agent`, `--revoke-token`), and anything else used to be "revoked" as a user no
+ * token could name, while the agent's tokens kept working (issue 24 item 8).
  */
-function revoke(userId: string | undefined): void {
-  if (!userId) {
-    process.stderr.write("usage: npm run token -- --revoke <open_id>\n");
-    process.exit(2);
-  }
-  const config = loadConfig(process.env);
-  const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
+export function revokeCli(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  now: number,
+): { lines: string[]; exitCode: number } {
+  const [flag, target] = argv;
+  if (flag === "--revoke-agent" || flag === "--revoke-token")
+    return withDatabase(loadConfig(env), (db) => agentRevokeLines(argv, new AgentTokenStore(db), now));
+  if (!target || argv.length !== 2) throw new TokenCliError("usage: npm run token -- --revoke <open_id>", 2);
+  if (!/^ou_[A-Za-z0-9_-]{1,64}$/.test(target))
+    throw new TokenCliError(
+      [
+        `--revoke takes a person's open_id (ou_…), not "${target}".`,
+        "  An agent's tokens: npm run token -- --revoke-agent <name>, or --revoke-token <token id>.",
+      ].join("\n"),
+      2,
+    );
+  return withDatabase(loadConfig(env), (db) => {
+    new SqliteTokenRevocations(db).revoke(target, now);
+    return {
+      lines: [`revoked every token of ${target} issued until ${new Date(now).toISOString()}`],
+      exitCode: 0,
+    };
+  });
+}
+
+/**
+ * The running bot's database, or a TokenCliError: a revocation or a token record written anywhere else
+ * would be a success the bot never sees (the old `--revoke` made a fresh database where it was run).
+ */
+function withDatabase<T>(config: ReturnType<typeof loadConfig>, use: (db: Db) => T): T {
+  const file = path.resolve(config.dataDir, "bot.sqlite");
+  if (!fs.existsSync(file))
+    throw new TokenCliError(
+      [
+        `Cannot find the bot's database ${file}`,
+        "  (the bot creates it on its first start). Run this with the server's DATA_DIR,",
+        "  e.g. DATA_DIR=/srv/bot/data npm run token -- …",
+      ].join("\n"),
+      1,
+    );
+  const db = openDatabase(file);
   try {
-    new SqliteTokenRevocations(db).revoke(userId, Date.now());
+    return use(db);
   } finally {
     db.close();
   }
-  process.stdout.write(`revoked every token of ${userId} issued until ${new Date().toISOString()}\n`);
+}
+
+/** The user's revocation generation from the bot's database; undefined when there is none in DATA_DIR yet. */
+function generationOf(config: ReturnType<typeof loadConfig>, userId: string): number | undefined {
+  if (!fs.existsSync(path.resolve(config.dataDir, "bot.sqlite"))) return undefined;
+  return withDatabase(config, (db) => new SqliteTokenRevocations(db).generation(userId));
 }
 
 /** The secret the running server signs with, or a TokenCliError saying what to set. */
@@ -122,16 +171,14 @@ function secretFor(config: ReturnType<typeof loadConfig>): string {
 }
 
 function main(): void {
-  if (process.argv[2] === "--revoke") {
-    try {
-      return revoke(process.argv[3]);
-    } catch (error) {
-      process.stderr.write(`${describeError(error)}\n`);
-      process.exit(1);
-    }
-  }
+  const argv = process.argv.slice(2);
   try {
-    const { lines } = tokenCli(process.argv.slice(2), process.env, Date.now());
+    if (argv[0]?.startsWith("--revoke")) {
+      const { lines, exitCode } = revokeCli(argv, process.env, Date.now());
+      (exitCode === 0 ? process.stdout : process.stderr).write(`${lines.join("\n")}\n`);
+      process.exit(exitCode);
+    }
+    const { lines } = tokenCli(argv, process.env, Date.now());
     process.stdout.write(`${lines.join("\n")}\n`);
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : describeError(error)}\n`);

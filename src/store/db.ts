@@ -244,6 +244,38 @@ export const MIGRATIONS: readonly string[] = [
   -- A failed run's error in every language when the bot wrote it (JSON: locale -> text); NULL otherwise.
   ALTER TABLE runs ADD COLUMN error_words_json TEXT;
   `,
+  // doors-tokens (issue 24 items 8, 11, 15): agent tokens and their revocations, the token behind each task and
+  // ask, users' revocation generations, spent sign-in links.
+  `
+  -- Agent tokens as npm run token -- --agent minted them, so a revocation by name or id knows what it revoked.
+  CREATE TABLE IF NOT EXISTS issued_agent_tokens (
+    token_id    TEXT PRIMARY KEY,
+    agent       TEXT NOT NULL,
+    may_json    TEXT NOT NULL,
+    issued_at   INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    revoked_at  INTEGER
+  );
+  CREATE INDEX IF NOT EXISTS issued_agent_tokens_by_agent ON issued_agent_tokens(agent);
+  -- Every agent token of that name issued before not_before is refused (npm run token -- --revoke-agent).
+  CREATE TABLE IF NOT EXISTS revoked_agent_names (
+    agent       TEXT PRIMARY KEY,
+    not_before  INTEGER NOT NULL,
+    revoked_at  INTEGER NOT NULL
+  );
+  -- The token that made a task or an ask: only it may use them (NULL for rows from before this column).
+  ALTER TABLE agent_tasks ADD COLUMN token_id TEXT;
+  ALTER TABLE agent_asks ADD COLUMN token_id TEXT;
+  -- Each revocation of a user moves their generation on; tokens carry the generation they were minted in.
+  ALTER TABLE token_revocations ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+  -- A sign-in link opens once: the hash of each link token spent at /auth/link, until it would expire.
+  CREATE TABLE IF NOT EXISTS spent_sign_in_links (
+    link_hash   TEXT PRIMARY KEY,
+    spent_at    INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS spent_sign_in_links_by_expiry ON spent_sign_in_links(expires_at);
+  `,
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type express from "express";
 import type { Request, Response } from "express";
 import { DEFAULT_SIGNIN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
@@ -38,24 +39,37 @@ const MAX_NEXT_CHARS = 2000;
 export function mountAuth(app: express.Express, options: AuthOptions): void {
   const log = options.logger.child({ module: "web-auth" });
   const signInTtlMs = options.signInTtlMs ?? DEFAULT_SIGNIN_TTL_MS;
+  const spendLink = linkSpender(options.revocations);
 
   app.get("/auth/link", (req, res) => {
     const token = queryParam(req, "token");
     const check = token
-      ? verifyToken(options.authSecret, token, options.now(), options.revocations)
+      ? verifyToken(options.authSecret, token, options.now(), options.revocations, { allowLink: true })
       : { ok: false as const, reason: "no token" };
-    if (!check.ok) {
-      log.info({ reason: check.reason }, "sign-in link refused");
-      const expired = check.reason === "token expired";
-      return sendMessagePage(res, 401, {
-        title: expired ? strings.signIn.linkExpired : strings.signIn.linkInvalid,
-        body: strings.signIn.linkHelp,
-      });
+    // A link opens once (issue 24 item 15): whoever finds it in a chat log or a browser history later gets
+    // nothing. Older links carrying a plain user token are spent the same way.
+    const spent = check.ok && token && !spendLink(linkKey(token), check.expiresAt, options.now());
+    if (!check.ok || spent) {
+      const reason = check.ok ? "link already used" : check.reason;
+      log.info({ reason }, "sign-in link refused");
+      const title =
+        reason === "token expired"
+          ? strings.signIn.linkExpired
+          : spent
+            ? strings.signIn.linkUsed
+            : strings.signIn.linkInvalid;
+      return sendMessagePage(res, 401, { title, body: strings.signIn.linkHelp });
     }
     log.info({ userId: check.userId }, "signed in with a personal link");
     // The cookie gets a token of its own, for a browser's lifetime: the link's may last far longer.
     const expiresAt = Math.min(check.expiresAt, options.now() + signInTtlMs);
-    const cookieToken = signToken(options.authSecret, check.userId, expiresAt, options.now());
+    const cookieToken = signToken(
+      options.authSecret,
+      check.userId,
+      expiresAt,
+      options.now(),
+      options.revocations?.generation?.(check.userId),
+    );
     signIn(req, res, cookieToken, expiresAt - options.now());
   });
 
@@ -74,7 +88,13 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
         });
       }
       log.info({ userId: user.openId }, "signed in as a local user");
-      const token = signToken(options.authSecret, user.openId, options.now() + signInTtlMs, options.now());
+      const token = signToken(
+        options.authSecret,
+        user.openId,
+        options.now() + signInTtlMs,
+        options.now(),
+        options.revocations?.generation?.(user.openId),
+      );
       signIn(req, res, token, signInTtlMs);
     });
   }
@@ -105,6 +125,23 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
     const name = options.localUsers?.find((user) => user.openId === userId)?.name;
     res.json({ userId, ...(name ? { name } : {}) });
   });
+}
+
+/** Where spent links are kept: the revocations' table, or (no store, unit tests) this process's memory. */
+function linkSpender(revocations: TokenRevocations | undefined) {
+  if (revocations?.spendLink) return revocations.spendLink.bind(revocations);
+  const spent = new Map<string, number>();
+  return (key: string, expiresAt: number, now: number): boolean => {
+    for (const [old, until] of spent) if (until < now) spent.delete(old);
+    if (spent.has(key)) return false;
+    spent.set(key, expiresAt);
+    return true;
+  };
+}
+
+/** Links are kept by hash: the table never holds a token that could be replayed. */
+function linkKey(token: string): string {
+  return createHash("sha256").update(token).digest("base64url");
 }
 
 /**

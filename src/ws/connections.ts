@@ -25,7 +25,7 @@ export interface Connection {
   /** Set once its socket has closed: a closed connection is in no index and never re-enters one. */
   closed: boolean;
   /** The token it signed in with: checked again at every heartbeat (expiry, revocation). */
-  token: { issuedAt: number; expiresAt: number };
+  token: { issuedAt: number; expiresAt: number; generation?: number };
 }
 
 interface Entry {

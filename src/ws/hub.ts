@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { checkAnswers } from "../asks/answers.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
-import { verifyToken } from "../auth/token.ts";
+import { isRevoked, verifyToken } from "../auth/token.ts";
 import { canViewSession } from "../domain/access.ts";
 import type { ExternalSessions } from "../domain/external-sessions.ts";
 import type { AskSurface, SessionRuns } from "../domain/ports.ts";
@@ -156,7 +156,11 @@ export class WsHub implements AskSurface {
         return refuse(socket, 401, "Unauthorized");
       }
       this.#wss.handleUpgrade(request, socket, head, (ws) =>
-        this.#pool.accept(ws, check.userId, { issuedAt: check.issuedAt, expiresAt: check.expiresAt }),
+        this.#pool.accept(ws, check.userId, {
+          issuedAt: check.issuedAt,
+          expiresAt: check.expiresAt,
+          ...(check.generation !== undefined ? { generation: check.generation } : {}),
+        }),
       );
     });
   }
@@ -171,8 +175,7 @@ export class WsHub implements AskSurface {
 
   #tokenHolds(connection: Connection): boolean {
     if (connection.token.expiresAt <= this.#deps.now()) return false;
-    const notBefore = this.#deps.revocations?.notBefore(connection.userId);
-    return notBefore === undefined || connection.token.issuedAt >= notBefore;
+    return !isRevoked({ userId: connection.userId, ...connection.token }, this.#deps.revocations);
   }
 
   #onFrame(connection: Connection, text: string | null): void {

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { formatIssues } from "../../../asks/schema.ts";
 import { ConfigError, describeError } from "../../../errors.ts";
+import { normalizeHost } from "./elicit-url.ts";
 
 /**
  * `MCP_CONFIG`: the `{"mcpServers": {...}}` file Claude Desktop and Claude Code read, so people can reuse the
@@ -19,12 +20,27 @@ function serverNameProblem(name: string): string | undefined {
 
 const stringMap = z.record(z.string(), z.string({ error: "values must be strings" }));
 
+/**
+ * Not part of the shared file format: the hosts this server's URL-mode elicitations may send a person to
+ * (`auth.example.com`, or `*.example.com` for its subdomains). Without it any https host may be shown, always
+ * named beside the link (elicit-url.ts).
+ */
+const elicitationHosts = z
+  .array(
+    z.string().refine((host) => normalizeHost(host.startsWith("*.") ? host.slice(2) : host) !== undefined, {
+      message: "elicitationHosts: each entry is a host name such as auth.example.com or *.example.com",
+    }),
+    { error: "elicitationHosts must be an array of host names" },
+  )
+  .optional();
+
 const stdioServer = z.strictObject({
   type: z.literal("stdio").optional(),
   command: z.string({ error: "command must be a string" }).trim().min(1, "command must not be empty"),
   args: z.array(z.string(), { error: "args must be an array of strings" }).default([]),
   env: stringMap.optional(),
   cwd: z.string().optional(),
+  elicitationHosts,
 });
 
 const httpServer = z.strictObject({
@@ -33,6 +49,7 @@ const httpServer = z.strictObject({
     message: "url must start with http:// or https://",
   }),
   headers: stringMap.optional(),
+  elicitationHosts,
 });
 
 const serverSchema = z.union([stdioServer, httpServer], {

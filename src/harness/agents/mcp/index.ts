@@ -4,6 +4,7 @@ import type { Logger } from "../../../logger.ts";
 import type { ToolContext } from "../../dispatcher.ts";
 import type { Isolation } from "../isolation.ts";
 import { loadMcpConfig } from "./config.ts";
+import { checkElicitUrl } from "./elicit-url.ts";
 import { connectMcpServers, type ElicitationHandler, type McpTools } from "./servers.ts";
 
 export { type ElicitationHandler, MCP_TOOL_SEPARATOR, type McpTools } from "./servers.ts";
@@ -41,10 +42,18 @@ export interface ElicitationHost {
  * card cannot show is declined (and logged); the server cancelling its request withdraws the form.
  */
 export function elicitThrough(host: ElicitationHost, logger: Logger): ElicitationHandler {
-  return async ({ server, params, ctx, signal }) => {
+  return async ({ server, urlHosts, params, ctx, signal }) => {
     const scoped: ToolContext = { ...ctx, signal: AbortSignal.any([ctx.signal, signal]) };
-    if (params.mode === "url")
-      return host.elicit({ server, message: params.message, fields: [], url: params.url }, scoped);
+    if (params.mode === "url") {
+      // https only, the host named on the card, and only the hosts MCP_CONFIG allows (elicit-url.ts).
+      const url = checkElicitUrl(params.url, urlHosts);
+      if (!url.ok) {
+        logger.warn({ mcpServer: server, reason: url.reason }, "MCP elicitation declined: link refused");
+        return { action: "decline" };
+      }
+      const ask = { server, message: params.message, fields: [], url: url.href, urlHost: url.host };
+      return host.elicit(ask, scoped);
+    }
     const fields = elicitFields(params.requestedSchema);
     if (!fields.ok) {
       logger.warn({ mcpServer: server, error: fields.error }, "MCP elicitation declined: form not supported");

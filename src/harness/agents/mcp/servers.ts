@@ -25,6 +25,8 @@ export const MCP_TOOL_SEPARATOR = "__";
 /** What an `elicitation/create` needs from the bot: a person to ask, found through the tool call behind it. */
 export type ElicitationHandler = (request: {
   server: string;
+  /** The server's `elicitationHosts` from MCP_CONFIG: where its URL-mode requests may send a person. */
+  urlHosts?: string[];
   params: ElicitRequest["params"];
   ctx: ToolContext;
   signal: AbortSignal;
@@ -148,6 +150,7 @@ async function connectOne(
     try {
       const answer = await elicit({
         server: name,
+        ...(config.elicitationHosts ? { urlHosts: config.elicitationHosts } : {}),
         params: request.params,
         ctx: call.ctx,
         signal: extra.signal,
