@@ -1,6 +1,6 @@
 import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
 import type { AskResult } from "./schemas.ts";
-import { PENDING_HINT } from "./schemas.ts";
+import { pendingHint } from "./schemas.ts";
 import type { AgentStore } from "./store.ts";
 
 /**
@@ -8,6 +8,10 @@ import type { AgentStore } from "./store.ts";
  * an agent may come for the answer later (get_answers after a pending result), so settled outcomes are kept
  * here for `keepMs`. `settledOutcome` is the one function to switch to the durable ask rows once they can be
  * read by id (durable branch); everything else asks through it.
+ *
+ * An answer to an ask whose id never reached the agent (the client's own timeout cut the call that asked) is
+ * never lost: until some result of that ask is handed to a caller still there (`handed`), asking the same
+ * questions again (`twinKey`) finds it here.
  */
 
 export interface AgentAsk {
@@ -19,6 +23,10 @@ export interface AgentAsk {
   expiresAt: number;
   outcome?: AskOutcome;
   settledAt?: number;
+  /** The same agent, scope (task or person) and questions: what makes a repeated ask the same one. */
+  twinKey?: string;
+  /** A result of this ask (so its id) reached a caller still there. */
+  handed?: boolean;
 }
 
 export class AskLedger {
@@ -27,6 +35,8 @@ export class AskLedger {
   readonly #keepMs: number;
   readonly #off: () => void;
   readonly #store: AgentStore | undefined;
+  /** twinKey → the answered ask whose id the agent was never handed. */
+  readonly #undelivered = new Map<string, string>();
 
   constructor(registry: AskRegistry, options: { now: () => number; keepMs?: number; store?: AgentStore }) {
     this.#now = options.now;
@@ -38,6 +48,8 @@ export class AskLedger {
       entry.outcome = outcome;
       entry.settledAt = this.#now();
       this.#store?.settleAsk(entry.askId, outcome, entry.settledAt);
+      if (outcome.kind === "answered" && entry.twinKey && !entry.handed)
+        this.#undelivered.set(entry.twinKey, entry.askId);
     });
   }
 
@@ -77,6 +89,21 @@ export class AskLedger {
     this.#store?.settleAsk(askId, entry.outcome, entry.settledAt);
   }
 
+  /** A result of the ask reached the agent: it knows the id, so asking the same again is a new question. */
+  handed(askId: string): void {
+    const entry = this.#asks.get(askId);
+    if (!entry) return;
+    entry.handed = true;
+    if (entry.twinKey && this.#undelivered.get(entry.twinKey) === askId)
+      this.#undelivered.delete(entry.twinKey);
+  }
+
+  /** The answered ask with this twinKey whose id never reached the agent, if any. */
+  undeliveredTwin(twinKey: string): string | undefined {
+    const askId = this.#undelivered.get(twinKey);
+    return askId !== undefined && this.#asks.get(askId)?.handed !== true ? askId : undefined;
+  }
+
   /** How the ask ended, or undefined while it is pending. */
   settledOutcome(askId: string): AskOutcome | undefined {
     return this.#asks.get(askId)?.outcome;
@@ -85,7 +112,7 @@ export class AskLedger {
   /** The tool result for an ask as it is now. */
   result(askId: string): AskResult {
     const outcome = this.settledOutcome(askId);
-    if (!outcome) return { status: "pending", ask_id: askId, hint: PENDING_HINT };
+    if (!outcome) return { status: "pending", ask_id: askId, hint: pendingHint(askId) };
     if (outcome.kind === "answered")
       return {
         status: "answered",
@@ -108,6 +135,10 @@ export class AskLedger {
   #sweep(): void {
     const now = this.#now();
     for (const [id, entry] of this.#asks)
-      if (entry.settledAt !== undefined && now - entry.settledAt > this.#keepMs) this.#asks.delete(id);
+      if (entry.settledAt !== undefined && now - entry.settledAt > this.#keepMs) {
+        this.#asks.delete(id);
+        if (entry.twinKey && this.#undelivered.get(entry.twinKey) === id)
+          this.#undelivered.delete(entry.twinKey);
+      }
   }
 }

@@ -23,12 +23,14 @@ import {
 import type { AgentTasks } from "./service.ts";
 import type { AgentPrincipal } from "./token.ts";
 import type { WaitOptions } from "./wait.ts";
+import { callerOf, cancelledIds, WaitingCalls } from "./waiting-calls.ts";
 
 /**
  * MCP over Streamable HTTP at /mcp, stateless: each POST gets its own McpServer and transport, bound to the
  * agent of its token. Nothing of a conversation lives in this process between calls — the asks do (the
  * registry, durable rows) — so a bot restart or a second instance loses no session, and a client never has
- * to re-initialise. A long ask is one POST whose SSE stream carries the progress notifications.
+ * to re-initialise. A long ask is one POST whose SSE stream carries the progress notifications; a
+ * `notifications/cancelled` for it, arriving on a POST of its own, ends its wait (`WaitingCalls`).
  */
 
 export interface McpDeps {
@@ -42,9 +44,14 @@ export interface McpDeps {
 export function mountMcp(app: Express, deps: McpDeps): void {
   const log = deps.logger.child({ module: "mcp" });
   const json = express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 });
+  const waiting = new WaitingCalls();
   app.post("/mcp", requireAgent(deps.authSecret, deps.now), json, async (req, res, next) => {
     try {
-      const server = buildServer(agentOf(req), deps.tasks, log);
+      const caller = callerOf(req.get("authorization"));
+      for (const id of cancelledIds(req.body))
+        if (waiting.cancel(caller, id))
+          log.info({ agent: agentOf(req).agent, requestId: id }, "agent cancelled a waiting call");
+      const server = buildServer(agentOf(req), deps.tasks, log, { waiting, caller });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on("close", () => {
         void transport.close();
@@ -74,7 +81,18 @@ export function mountMcp(app: Express, deps: McpDeps): void {
   );
 }
 
-export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger): McpServer {
+/** Where a waiting call is found by a later `notifications/cancelled` of the same caller. */
+export interface CallWaits {
+  waiting: WaitingCalls;
+  caller: string;
+}
+
+export function buildServer(
+  who: AgentPrincipal,
+  tasks: AgentTasks,
+  log: Logger,
+  calls: CallWaits = { waiting: new WaitingCalls(), caller: "" },
+): McpServer {
   // Refusals (not allowed, rate-limited, bad input) are what an operator looks for when an agent says "it failed".
   const refused = (error: AppError) =>
     log.info({ agent: who.agent, code: error.code, reason: error.message }, "agent call refused");
@@ -113,7 +131,9 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
     (input, extra) =>
       result(async () => {
         const askId = tasks.ask(who, input);
-        return tasks.wait(who, askId, waitOptions(input.wait_s, extra, log));
+        return waitCancellable(calls, extra, (signal) =>
+          tasks.wait(who, askId, waitOptions(input.wait_s, extra, log, signal)),
+        );
       }, refused),
   );
   server.registerTool(
@@ -125,7 +145,13 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
       outputSchema: askResultSchema,
     },
     (input, extra) =>
-      result(() => tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log)), refused),
+      result(
+        () =>
+          waitCancellable(calls, extra, (signal) =>
+            tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log, signal)),
+          ),
+        refused,
+      ),
   );
   server.registerTool(
     "cancel_question",
@@ -152,6 +178,7 @@ export function buildServer(who: AgentPrincipal, tasks: AgentTasks, log: Logger)
 
 interface ToolExtra {
   signal: AbortSignal;
+  requestId: string | number;
   _meta?: { progressToken?: string | number };
   sendNotification: (notification: {
     method: "notifications/progress";
@@ -159,11 +186,30 @@ interface ToolExtra {
   }) => Promise<void>;
 }
 
-function waitOptions(waitS: number | undefined, extra: ToolExtra, log: Logger): WaitOptions {
+/** A wait that ends when the call's own stream goes or its caller cancels its request id on another POST. */
+async function waitCancellable<T>(
+  calls: CallWaits,
+  extra: ToolExtra,
+  wait: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const entered = calls.waiting.enter(calls.caller, extra.requestId);
+  try {
+    return await wait(AbortSignal.any([extra.signal, entered.signal]));
+  } finally {
+    entered.done();
+  }
+}
+
+function waitOptions(
+  waitS: number | undefined,
+  extra: ToolExtra,
+  log: Logger,
+  signal: AbortSignal,
+): WaitOptions {
   const token = extra._meta?.progressToken;
   return {
     waitMs: (waitS ?? DEFAULT_WAIT_S) * 1000,
-    signal: extra.signal,
+    signal,
     ...(token !== undefined
       ? {
           onProgress: ({ count, message }) =>

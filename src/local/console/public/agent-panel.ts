@@ -5,7 +5,7 @@
  * goes in with textContent, never as HTML.
  */
 
-export const PANEL_BLOCKS: readonly (readonly [string, string])[] = [
+const PANEL_BLOCKS: readonly (readonly [string, string])[] = [
   ["claudeCode", "Claude Code"],
   ["claudeCodeJson", "Claude Code · .mcp.json"],
   ["codexToml", "Codex · ~/.codex/config.toml"],
