@@ -16,7 +16,7 @@ import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
-import { createShutdown, installProcessGuard } from "./process-guard.ts";
+import { createShutdown, installProcessGuard, watchParent } from "./process-guard.ts";
 import { PublicAddress } from "./public-url.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
@@ -79,6 +79,8 @@ async function main(): Promise<void> {
   });
   process.on("SIGINT", () => shutdown("SIGINT", 0));
   process.on("SIGTERM", () => shutdown("SIGTERM", 0));
+  // Under `npm start` a signal to npm stops at its shell: the parent going away is our signal then.
+  watchParent({ onGone: () => shutdown("parent process gone", 0) });
 
   const metrics = createMetrics({ registry: new Registry(), sources: core });
   // PUBLIC_URL, or localhost on the port listen binds (PORT=0 learns it there): read live, never copied.

@@ -86,3 +86,28 @@ export function createShutdown(options: ShutdownOptions): (reason: string, exitC
     );
   };
 }
+
+/**
+ * Calls `onGone` once the process that started us has gone (we were re-parented). `npm start` runs the bot as
+ * npm → sh → node: a supervisor's SIGTERM reaches npm, npm passes it to `sh`, and `sh` dies of it without
+ * passing it on, so the bot used to run on alone (issue 25). Watching the parent is the one way that works on
+ * every OS and under every launcher (npm, pnpm, tsx, a shell script). A process started by the init process
+ * (ppid 1 or 0) has nothing to watch for.
+ */
+export function watchParent(options: {
+  onGone: (ppid: number) => void;
+  intervalMs?: number;
+  ppid?: () => number;
+}): () => void {
+  const ppid = options.ppid ?? (() => process.ppid);
+  const first = ppid();
+  if (first <= 1) return () => {};
+  const timer = setInterval(() => {
+    const now = ppid();
+    if (now === first) return;
+    clearInterval(timer);
+    options.onGone(now);
+  }, options.intervalMs ?? 1_000);
+  timer.unref();
+  return () => clearInterval(timer);
+}

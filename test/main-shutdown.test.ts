@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type MainProcess, startMain } from "./helpers/main-process.ts";
@@ -54,5 +56,44 @@ describe("shutdown with nobody reading the bot's output", () => {
     expect(Date.now() - at).toBeLessThan(8_000);
     const next = await start(dataDir);
     expect(next.port).toBeGreaterThan(0);
+  });
+});
+
+describe("npm start under a process manager", () => {
+  it("stops the bot when the npm process is sent SIGTERM (npm → sh → node)", async () => {
+    const dataDir = tempDataDir();
+    const npm = spawn("npm", ["start", "--silent"], {
+      cwd: path.resolve(import.meta.dirname, ".."),
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: "0", DATA_DIR: dataDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    npm.stdout?.on("data", (chunk: Buffer) => {
+      output += String(chunk);
+    });
+    npm.stderr?.on("data", (chunk: Buffer) => {
+      output += String(chunk);
+    });
+    const pidFile = path.join(dataDir, "bot.pid");
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    let bot = 0;
+    try {
+      await until(() => output.includes('"msg":"listening"'), "npm start listening", 30_000);
+      bot = Number(fs.readFileSync(pidFile, "utf8"));
+      expect(bot).not.toBe(npm.pid);
+      npm.kill("SIGTERM");
+      // The bot itself goes, through its graceful stop (it removes its pid file on the way out).
+      await until(() => !alive(bot) && !fs.existsSync(pidFile), "the bot gone after npm's SIGTERM", 15_000);
+    } finally {
+      if (bot > 0 && alive(bot)) process.kill(bot, "SIGKILL");
+      if (npm.exitCode === null) npm.kill("SIGKILL");
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../src/logger.ts";
-import { createShutdown } from "../src/process-guard.ts";
+import { createShutdown, watchParent } from "../src/process-guard.ts";
 
 /** The way out on a signal: a deadline, the lock released on every path, a second signal that ends it now. */
 
@@ -69,5 +69,35 @@ describe("createShutdown", () => {
     shutdown("SIGINT", 0);
     await vi.advanceTimersByTimeAsync(0);
     expect(events).toEqual(["release", "exit 1"]);
+  });
+});
+
+describe("watchParent", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("tells once when the process that started us is gone (we were re-parented)", async () => {
+    let ppid = 4242;
+    const gone: number[] = [];
+    watchParent({ onGone: (now) => gone.push(now), ppid: () => ppid });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(gone).toEqual([]);
+    ppid = 1;
+    await vi.advanceTimersByTimeAsync(1_000);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(gone).toEqual([1]);
+  });
+
+  it("watches nothing when started by the init process", async () => {
+    let ppid = 1;
+    const gone: number[] = [];
+    watchParent({ onGone: (now) => gone.push(now), ppid: () => ppid });
+    ppid = 7;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(gone).toEqual([]);
   });
 });
