@@ -18,7 +18,7 @@ import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
 import { createLogger, wantsPrettyLogs } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
-import { installProcessGuard } from "./process-guard.ts";
+import { createShutdown, installProcessGuard, watchParent } from "./process-guard.ts";
 import { PublicAddress } from "./public-url.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
@@ -26,6 +26,12 @@ import { lockDataDir } from "./store/lock.ts";
 import { selectLocale } from "./strings.ts";
 import { connectionCap, readOpenFilesLimit } from "./web/fd-limit.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
+
+/**
+ * A graceful stop's limit: under the 10 s a container runtime gives before SIGKILL (docker stop), so the
+ * lock is released and the exit code is ours.
+ */
+const SHUTDOWN_DEADLINE_MS = 8_000;
 
 /** Composition root: config → logger → store → core → Feishu (or the local emulator) → HTTP → listen → resume. */
 async function main(): Promise<void> {
@@ -68,30 +74,32 @@ async function main(): Promise<void> {
   // An MCP server's questions (elicitation) become forms on the card, through the same registry as the model's.
   mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
 
-  // Whatever has started so far is stopped on the way out; shutdown may come at any point.
+  // Whatever has started so far is stopped on the way out; shutdown may come at any point, and has a deadline.
   const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server } = {};
-  let stopping = false;
-  const shutdown = async (reason: string, exitCode: number) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ reason }, "shutting down");
-    await core.runner.stop();
-    // An ACP agent's child processes go with us (a live child would keep its pipes and our exit waiting).
-    await agent.agent.close?.();
-    await mcp?.close();
-    await started.feishu?.close();
-    await started.emulator?.close();
-    await core.hub.close();
-    started.server?.closeAllConnections();
-    await new Promise<void>((resolve) =>
-      started.server ? started.server.close(() => resolve()) : resolve(),
-    );
-    db.close();
-    dataDirLock.release();
-    process.exit(exitCode);
-  };
-  process.on("SIGINT", () => void shutdown("SIGINT", 0));
-  process.on("SIGTERM", () => void shutdown("SIGTERM", 0));
+  const shutdown = createShutdown({
+    deadlineMs: SHUTDOWN_DEADLINE_MS,
+    logger,
+    release: () => dataDirLock.release(),
+    exit: (code) => process.exit(code),
+    async stop() {
+      await core.runner.stop();
+      // An ACP agent's child processes go with us (a live child would keep its pipes and our exit waiting).
+      await agent.agent.close?.();
+      await mcp?.close();
+      await started.feishu?.close();
+      await started.emulator?.close();
+      await core.hub.close();
+      started.server?.closeAllConnections();
+      await new Promise<void>((resolve) =>
+        started.server ? started.server.close(() => resolve()) : resolve(),
+      );
+      db.close();
+    },
+  });
+  process.on("SIGINT", () => shutdown("SIGINT", 0));
+  process.on("SIGTERM", () => shutdown("SIGTERM", 0));
+  // Under `npm start` a signal to npm stops at its shell: the parent going away is our signal then.
+  watchParent({ onGone: () => shutdown("parent process gone", 0) });
 
   const metrics = createMetrics({ registry: new Registry(), sources: core });
   // PUBLIC_URL, or localhost on the port listen binds (PORT=0 learns it there): read live, never copied.
@@ -124,7 +132,7 @@ async function main(): Promise<void> {
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
     onFatal: (error) => {
       logger.fatal({ err: describeError(error) }, "feishu long connection lost for good");
-      void shutdown("long connection lost", 1);
+      shutdown("long connection lost", 1);
     },
   });
 

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
 import type { AskRegistry } from "./asks/registry.ts";
 import type { ConnectionState, FeishuMetrics } from "./feishu/metrics.ts";
 import type { Store } from "./store/repos.ts";
@@ -8,7 +8,9 @@ import type { WsHub } from "./ws/hub.ts";
  * `/metrics` in Prometheus' text format, through prom-client, on a registry the caller owns: nothing is
  * registered on prom-client's global default registry, so two apps in one process (tests) never collide and
  * importing this file has no effect. Gauges read their figure at scrape time; counters and histograms are fed
- * by the Feishu side through the `FeishuMetrics` port.
+ * by the Feishu side through the `FeishuMetrics` port. prom-client's default process metrics (CPU, memory, event
+ * loop lag, handles, GC) go on the same registry, next to ours: what an operator's dashboards expect of a Node
+ * service.
  */
 
 export interface MetricsSources {
@@ -34,6 +36,7 @@ const CONNECTION_STATES: readonly ConnectionState[] = [
 export function createMetrics(options: { registry: Registry; sources: MetricsSources }): Metrics {
   const { registry, sources } = options;
   const registers = [registry];
+  collectDefaultMetrics({ register: registry });
 
   const patches = new Counter({
     name: "fpb_card_patches_total",

@@ -226,6 +226,15 @@ describe("/metrics", () => {
     expect(sample(after, 'fpb_card_patches_total{outcome="stopped",code="230031"}')).toBe(1);
   });
 
+  it("includes the process's default metrics (prom-client's) next to ours", async () => {
+    const { base } = await start();
+    const text = await scrape(base);
+    expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes \d/m);
+    expect(text).toContain("fpb_pending_asks 0");
+  });
+
   it("registers nothing on prom-client's global registry, so two apps in one process do not collide", async () => {
     await start();
     await start();

@@ -1,23 +1,21 @@
 import type { Express } from "express";
+import { type ConnectRecipes, connectRecipes } from "./connect-recipes.ts";
 import { AGENT_TOKEN_TTL_MS, signAgentToken } from "./token.ts";
 
 /**
  * Local mode only: `GET /console/api/agent-setup` hands the console a ready agent token and the lines that
- * connect Claude Code and Codex to this bot. The console already lets anyone at it act as Alice, Bob or
+ * connect Claude Code, Codex and Gemini CLI to this bot (the recipes' one owner is connect-recipes.ts). The console already lets anyone at it act as Alice, Bob or
  * Carol, so a token that may ask them (and the local group) gives nothing the page does not.
  */
 
 export const LOCAL_AGENT_NAME = "Local Agent";
 
-export interface AgentSetup {
+export interface AgentSetup extends ConnectRecipes {
   agent: string;
   mayAsk: string[];
   token: string;
   expiresAt: number;
   mcpUrl: string;
-  claudeCode: string;
-  codexToml: string;
-  codexEnv: string;
   curl: string;
 }
 
@@ -40,15 +38,7 @@ export function agentSetup(options: {
     token,
     expiresAt,
     mcpUrl,
-    claudeCode: `claude mcp add --transport http feishu ${mcpUrl} --header "Authorization: Bearer ${token}"`,
-    codexToml: [
-      "[mcp_servers.feishu]",
-      `url = "${mcpUrl}"`,
-      'bearer_token_env_var = "FEISHU_AGENT_TOKEN"',
-      "# ask_user_questions waits up to wait_s (default 50 s): keep the tool timeout above it",
-      "tool_timeout_sec = 120",
-    ].join("\n"),
-    codexEnv: `export FEISHU_AGENT_TOKEN=${token}`,
+    ...connectRecipes({ mcpUrl, token }),
     curl: `curl -X POST ${options.publicUrl}/api/tasks -H "Authorization: Bearer ${token}" -H "content-type: application/json" -d '{"to":"${options.mayAsk[0] ?? "ou_…"}","title":"Hello from curl"}'`,
   };
 }

@@ -1,4 +1,6 @@
 import { ASK_TOOL_DESCRIPTION } from "../asks/schema.ts";
+import { CLIENT_TIMEOUTS } from "./connect-recipes.ts";
+import { DEFAULT_WAIT_S } from "./schemas.ts";
 
 /** What the models read about each tool: when to use it, what comes back, what never to do with it. */
 export const TOOL_DESCRIPTIONS = {
@@ -24,14 +26,18 @@ export const TOOL_DESCRIPTIONS = {
     "Give task_id to ask on your task's card, or to for a new question card. In a group (oc_…) set answerer",
     "to the open_id of the one person whose answer counts. Always say in reason why you ask; it is shown.",
     "Never ask for passwords, tokens, keys or other secrets: this is not a channel for them.",
-    "The call waits up to wait_s seconds (default 50). If the result's status is pending, the person has",
-    "not answered yet: call get_answers with the ask_id to keep waiting. status timeout or cancelled means",
-    "no answer will come. answers has one entry per question: {question, selectedLabels, customInput}.",
+    `The call waits up to wait_s seconds (default ${DEFAULT_WAIT_S}). Keep wait_s under your client's own`,
+    `limit on one tool call, or the client gives up before you see the ask_id: ${CLIENT_TIMEOUTS.join("; ")}.`,
+    "If the result's status is pending, the person has not answered yet: call get_answers with the ask_id",
+    "to keep waiting; the answer is kept for you whenever it comes. If your call was cut off before you saw",
+    "an ask_id, ask the same questions again on the same task: you join the open question, no second form.",
+    "status timeout or cancelled means no answer will come. answers has one entry per question:",
+    "{question, selectedLabels, customInput}.",
     "",
     ASK_TOOL_DESCRIPTION,
   ].join("\n"),
   get_answers: [
-    "Wait up to wait_s seconds (default 50) for the answers to an earlier ask_user_questions call and",
+    `Wait up to wait_s seconds (default ${DEFAULT_WAIT_S}) for the answers to an earlier ask_user_questions call and`,
     "return them: the same result shape. Call it again while the status is pending.",
   ].join(" "),
   cancel_question: "Withdraw a question you no longer need answered: its form leaves the card.",

@@ -16,8 +16,8 @@ export class AgentGuard {
     this.#perTarget = new RateLimiter(options.perTarget ?? { max: 10, windowMs: 60_000 }, options.now);
   }
 
-  /** `where`: the chat the card goes to (an open_id or a chat id); `person`: who is asked to answer. */
-  mayShow(who: AgentPrincipal, where: string, person: string): void {
+  /** The allow-list alone: a call that shows nothing new (joining an open question) costs no budget. */
+  mayReach(who: AgentPrincipal, where: string): void {
     if (!who.mayAsk.has(where)) {
       const allowed = [...who.mayAsk].join(", ") || "nobody";
       throw new AppError(
@@ -25,6 +25,11 @@ export class AgentGuard {
         `agent "${who.agent}" may not ask ${where}: its token allows ${allowed}`,
       );
     }
+  }
+
+  /** `where`: the chat the card goes to (an open_id or a chat id); `person`: who is asked to answer. */
+  mayShow(who: AgentPrincipal, where: string, person: string): void {
+    this.mayReach(who, where);
     const agentKey = `agent:${who.agent}`;
     const targetKeys = [...new Set([where, person])];
     const waitMs = Math.max(

@@ -1,6 +1,6 @@
 import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
 import type { AskResult } from "./schemas.ts";
-import { PENDING_HINT } from "./schemas.ts";
+import { pendingHint } from "./schemas.ts";
 import type { AgentStore } from "./store.ts";
 
 /**
@@ -8,6 +8,10 @@ import type { AgentStore } from "./store.ts";
  * row (the registry's `state`), whichever process settled it and whenever: an ask answered on a restarted bot
  * before the agent called again is answered, not lost (issue 24 item 9). Memory-only registries (unit tests,
  * no store) forget an ask once it settles, so the outcome seen here is kept for `keepMs` as a fallback.
+ *
+ * An answer to an ask whose id never reached the agent (the client's own timeout cut the call that asked) is
+ * never lost: until some result of that ask is handed to a caller still there (`handed`), asking the same
+ * questions again (`twinKey`) finds it here.
  */
 
 export interface AgentAsk {
@@ -21,6 +25,10 @@ export interface AgentAsk {
   expiresAt: number;
   outcome?: AskOutcome;
   settledAt?: number;
+  /** The same agent, scope (task or person) and questions: what makes a repeated ask the same one. */
+  twinKey?: string;
+  /** A result of this ask (so its id) reached a caller still there. */
+  handed?: boolean;
 }
 
 export class AskLedger {
@@ -30,6 +38,8 @@ export class AskLedger {
   readonly #off: () => void;
   readonly #store: AgentStore | undefined;
   readonly #registry: AskRegistry;
+  /** twinKey → the answered ask whose id the agent was never handed. */
+  readonly #undelivered = new Map<string, string>();
 
   constructor(registry: AskRegistry, options: { now: () => number; keepMs?: number; store?: AgentStore }) {
     this.#registry = registry;
@@ -42,6 +52,8 @@ export class AskLedger {
       entry.outcome = outcome;
       entry.settledAt = this.#now();
       this.#store?.settleAsk(entry.askId, outcome, entry.settledAt);
+      if (outcome.kind === "answered" && entry.twinKey && !entry.handed)
+        this.#undelivered.set(entry.twinKey, entry.askId);
     });
   }
 
@@ -83,6 +95,21 @@ export class AskLedger {
     this.#store?.settleAsk(askId, entry.outcome, entry.settledAt);
   }
 
+  /** A result of the ask reached the agent: it knows the id, so asking the same again is a new question. */
+  handed(askId: string): void {
+    const entry = this.#asks.get(askId);
+    if (!entry) return;
+    entry.handed = true;
+    if (entry.twinKey && this.#undelivered.get(entry.twinKey) === askId)
+      this.#undelivered.delete(entry.twinKey);
+  }
+
+  /** The answered ask with this twinKey whose id never reached the agent, if any. */
+  undeliveredTwin(twinKey: string): string | undefined {
+    const askId = this.#undelivered.get(twinKey);
+    return askId !== undefined && this.#asks.get(askId)?.handed !== true ? askId : undefined;
+  }
+
   /** How the ask ended, or undefined while it is pending: the durable row first, then what was seen here. */
   settledOutcome(askId: string): AskOutcome | undefined {
     return this.#registry.state(askId)?.outcome ?? this.#asks.get(askId)?.outcome;
@@ -91,7 +118,7 @@ export class AskLedger {
   /** The tool result for an ask as it is now. */
   result(askId: string): AskResult {
     const outcome = this.settledOutcome(askId);
-    if (!outcome) return { status: "pending", ask_id: askId, hint: PENDING_HINT };
+    if (!outcome) return { status: "pending", ask_id: askId, hint: pendingHint(askId) };
     if (outcome.kind === "answered")
       return {
         status: "answered",
@@ -114,6 +141,10 @@ export class AskLedger {
   #sweep(): void {
     const now = this.#now();
     for (const [id, entry] of this.#asks)
-      if (entry.settledAt !== undefined && now - entry.settledAt > this.#keepMs) this.#asks.delete(id);
+      if (entry.settledAt !== undefined && now - entry.settledAt > this.#keepMs) {
+        this.#asks.delete(id);
+        if (entry.twinKey && this.#undelivered.get(entry.twinKey) === id)
+          this.#undelivered.delete(entry.twinKey);
+      }
   }
 }

@@ -39,12 +39,14 @@ import {
 import type { AgentTasks } from "./service.ts";
 import type { AgentPrincipal, AgentTokenRevocations } from "./token.ts";
 import type { WaitOptions } from "./wait.ts";
+import { callerOf, cancelledIds, WaitingCalls } from "./waiting-calls.ts";
 
 /**
  * MCP over Streamable HTTP at /mcp, stateless: each POST gets its own protocol shell and transport, bound to the
  * agent of its token, over tool definitions built once. Nothing of a conversation lives in this process between calls — the asks do (the
  * registry, durable rows) — so a bot restart or a second instance loses no session, and a client never has
- * to re-initialise. A long ask is one POST whose SSE stream carries the progress notifications.
+ * to re-initialise. A long ask is one POST whose SSE stream carries the progress notifications; a
+ * `notifications/cancelled` for it, arriving on a POST of its own, ends its wait (`WaitingCalls`).
  */
 
 export interface McpDeps {
@@ -70,9 +72,14 @@ export function mountMcp(app: Express, deps: McpDeps): void {
   const tools = buildTools(deps.schemaOf);
   const validator = new AjvJsonSchemaValidator();
   const rate = deps.requestRate ?? agentRequestRate(deps.now);
+  const waiting = new WaitingCalls();
   app.post("/mcp", requireAgent(deps.authSecret, deps.now, deps.revocations), rate, json, async (req, res, next) => {
     try {
-      const server = buildServer(agentOf(req), deps.tasks, log, tools, validator);
+      const caller = callerOf(req.get("authorization"));
+      for (const id of cancelledIds(req.body))
+        if (waiting.cancel(caller, id))
+          log.info({ agent: agentOf(req).agent, requestId: id }, "agent cancelled a waiting call");
+      const server = buildServer(agentOf(req), deps.tasks, log, tools, validator, { waiting, caller });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on("close", () => {
         void transport.close();
@@ -122,6 +129,7 @@ interface ToolContext {
   tasks: AgentTasks;
   log: Logger;
   refused: (error: AppError) => void;
+  calls: CallWaits;
 }
 
 function tool<S extends z.ZodType>(
@@ -192,8 +200,10 @@ export function buildTools(schemaOf: SchemaOf = toJsonSchema): ReadonlyMap<strin
         description: TOOL_DESCRIPTIONS.ask_user_questions,
         input: askUserQuestionsInput,
         output: askResultSchema,
-        run: ({ who, tasks, log }, input, extra) =>
-          tasks.askAndWait(who, input, waitOptions(input.wait_s, extra, log)),
+        run: ({ who, tasks, log, calls }, input, extra) =>
+          waitCancellable(calls, extra, (signal) =>
+            tasks.askAndWait(who, input, waitOptions(input.wait_s, extra, log, signal)),
+          ),
       },
       schemaOf,
     ),
@@ -204,8 +214,10 @@ export function buildTools(schemaOf: SchemaOf = toJsonSchema): ReadonlyMap<strin
         description: TOOL_DESCRIPTIONS.get_answers,
         input: getAnswersInput,
         output: askResultSchema,
-        run: ({ who, tasks, log }, input, extra) =>
-          tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log)),
+        run: ({ who, tasks, log, calls }, input, extra) =>
+          waitCancellable(calls, extra, (signal) =>
+            tasks.wait(who, input.ask_id, waitOptions(input.wait_s, extra, log, signal)),
+          ),
       },
       schemaOf,
     ),
@@ -239,6 +251,13 @@ export function buildTools(schemaOf: SchemaOf = toJsonSchema): ReadonlyMap<strin
  * The protocol shell of one request, bound to its agent: the low-level Server with the prebuilt tools. It is
  * per request because a stateless transport serves one request; it holds no schema work of its own.
  */
+
+/** Where a waiting call is found by a later `notifications/cancelled` of the same caller. */
+export interface CallWaits {
+  waiting: WaitingCalls;
+  caller: string;
+}
+
 export function buildServer(
   who: AgentPrincipal,
   tasks: AgentTasks,
@@ -246,6 +265,7 @@ export function buildServer(
   tools: ReadonlyMap<string, Tool> = buildTools(),
   // The SDK makes a fresh Ajv per Server unless given one (the costliest part of a request after the schemas).
   validator: AjvJsonSchemaValidator = new AjvJsonSchemaValidator(),
+  calls: CallWaits = { waiting: new WaitingCalls(), caller: "" },
 ): Server {
   // Refusals (not allowed, rate-limited, bad input) are what an operator looks for when an agent says "it failed".
   const refused = (error: AppError) =>
@@ -259,13 +279,14 @@ export function buildServer(
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const found = tools.get(request.params.name);
     if (!found) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
-    return found.call({ who, tasks, log, refused }, request.params.arguments, extra);
+    return found.call({ who, tasks, log, refused, calls }, request.params.arguments, extra);
   });
   return server;
 }
 
 interface ToolExtra {
   signal: AbortSignal;
+  requestId: string | number;
   _meta?: { progressToken?: string | number };
   sendNotification: (notification: {
     method: "notifications/progress";
@@ -273,11 +294,30 @@ interface ToolExtra {
   }) => Promise<void>;
 }
 
-function waitOptions(waitS: number | undefined, extra: ToolExtra, log: Logger): WaitOptions {
+/** A wait that ends when the call's own stream goes or its caller cancels its request id on another POST. */
+async function waitCancellable<T>(
+  calls: CallWaits,
+  extra: ToolExtra,
+  wait: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const entered = calls.waiting.enter(calls.caller, extra.requestId);
+  try {
+    return await wait(AbortSignal.any([extra.signal, entered.signal]));
+  } finally {
+    entered.done();
+  }
+}
+
+function waitOptions(
+  waitS: number | undefined,
+  extra: ToolExtra,
+  log: Logger,
+  signal: AbortSignal,
+): WaitOptions {
   const token = extra._meta?.progressToken;
   return {
     waitMs: (waitS ?? DEFAULT_WAIT_S) * 1000,
-    signal: extra.signal,
+    signal,
     ...(token !== undefined
       ? {
           onProgress: ({ count, message }) =>

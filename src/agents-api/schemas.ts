@@ -92,5 +92,10 @@ export type AskUserQuestionsInput = z.infer<typeof askUserQuestionsInput>;
 export type FinishTaskInput = z.infer<typeof finishTaskInput>;
 export type AskResult = z.infer<typeof askResultSchema>;
 
-export const PENDING_HINT =
-  "Not answered yet. Call get_answers with this ask_id to keep waiting; the question stays open until its timeout.";
+/**
+ * A pending result's hint, naming the id: the model may have been cut off from the call that asked (its
+ * client's timeout), and this line is what tells it how to get the answer later.
+ */
+export const pendingHint = (askId: string): string =>
+  `Not answered yet. Call get_answers with ask_id "${askId}" to keep waiting (the answer is kept for you ` +
+  "whenever it comes); the question stays open until its timeout. Do not ask it again.";

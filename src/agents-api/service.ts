@@ -179,7 +179,6 @@ export class AgentTasks {
     if (!group && input.answerer !== undefined && input.answerer !== to)
       throw new AppError("INVALID_INPUT", "answerer: in a private chat only its person can answer");
     const answerer = input.answerer ?? to;
-    this.#guard.mayShow(who, to, answerer);
     const questions = parsed.value.questions.map((question) => ({
       ...question,
       // Option previews from outside agents are plain text: no fence of their own, so no markdown renders.
@@ -189,6 +188,14 @@ export class AgentTasks {
           : { ...option, preview: option.preview.replaceAll("```", "'''") },
       ),
     }));
+    const twinKey = JSON.stringify([who.agent, existing?.run.id ?? `to:${to}`, answerer, questions]);
+    const twin = this.#twin(who, existing, to, answerer, questions) ?? this.ledger.undeliveredTwin(twinKey);
+    if (twin !== undefined) {
+      this.#guard.mayReach(who, to);
+      this.#o.logger?.info({ agent: who.agent, askId: twin }, "agent asked again: joined the open question");
+      return twin;
+    }
+    this.#guard.mayShow(who, to, answerer);
     const title = input.reason ?? questions[0]?.question ?? strings.agents.questionCardTitle(who.agent);
     // A new question card's task is only a draft until its question is registered: a call that fails
     // there leaves no task behind (no row that would come back as a card stuck at 执行中 after a restart).
@@ -226,6 +233,7 @@ export class AgentTasks {
       answererId: answerer,
       createdAt: ask.createdAt,
       expiresAt: ask.expiresAt,
+      twinKey,
     };
     this.ledger.add(entry);
     this.#o.logger?.info(
@@ -274,6 +282,9 @@ export class AgentTasks {
         hold.release();
       }
     }
+    // Handed to a caller still there, the id is known: a later answer is for get_answers, and asking the
+    // same again once this one has ended is a new question.
+    if (!options.signal?.aborted) this.ledger.handed(askId);
     return this.ledger.result(askId);
   }
 
@@ -368,6 +379,27 @@ export class AgentTasks {
     if (pending) return;
     const answered = outcome === "answered";
     this.#finish(task, "completed", answered ? strings.agents.answered : strings.agents.notAnswered);
+  }
+
+  /**
+   * The same questions from the same agent to the same answerer, still open, on the same task (or, without a
+   * task, on a question card for the same person): a client whose own timeout cut the first call asks again
+   * and must land on the form already shown, not stack a second one (issue 31).
+   */
+  #twin(
+    who: AgentPrincipal,
+    existing: AgentTask | undefined,
+    to: string,
+    answerer: string,
+    questions: unknown,
+  ): string | undefined {
+    const same = JSON.stringify(questions);
+    for (const ask of this.#o.registry.getPendingForSession(`agent:${who.agent}:${to}`)) {
+      const scoped = existing ? ask.runId === existing.run.id : this.#tasks.get(ask.runId)?.implicit === true;
+      if (!scoped || ask.answererId !== answerer || !this.ledger.get(who, ask.requestId)) continue;
+      if (JSON.stringify(ask.questions) === same) return ask.requestId;
+    }
+    return undefined;
   }
 
   #owned(who: AgentPrincipal, taskId: string): AgentTask {

@@ -1,7 +1,10 @@
 /**
  * A waiting call: until the ask settles, `waitMs` passes, or the caller goes away — whichever comes first.
- * Meanwhile `onProgress` every `intervalMs` ("等待 Alice 在飞书回答 · 3 分钟"): MCP clients give up on a silent
- * call (Codex after 60 s) and Claude Code resets its idle timer on each progress notification.
+ * Meanwhile `onProgress` every `intervalMs` ("等待 Alice 在飞书回答 · 3 分钟"): clients that reset their timer on
+ * progress (MCP Inspector, the TypeScript SDK's `resetTimeoutOnProgress`) keep waiting, and every client can
+ * show whom the call waits for. Progress does NOT extend Claude Code's limit: it ends a call at exactly
+ * `MCP_TOOL_TIMEOUT` (issue 31 measured it), so the tool's description tells models to keep wait_s under each
+ * client's limit (connect-recipes.ts `CLIENT_TIMEOUTS`).
  * The ask itself is never cancelled here: it lives until its own deadline, whoever is waiting.
  */
 

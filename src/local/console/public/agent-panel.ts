@@ -1,13 +1,16 @@
 /**
  * 连接外部 Agent: a folded panel in the console with a ready agent token and the lines that connect Claude
- * Code and Codex to this bot (GET /console/api/agent-setup, local mode only). Text only: every value goes in
- * with textContent, never as HTML.
+ * Code, Codex and Gemini CLI to this bot (GET /console/api/agent-setup, local mode only; the lines come from
+ * src/agents-api/connect-recipes.ts, which the README's blocks are checked against). Text only: every value
+ * goes in with textContent, never as HTML.
  */
 
-const BLOCKS: readonly (readonly [string, string])[] = [
+const PANEL_BLOCKS: readonly (readonly [string, string])[] = [
   ["claudeCode", "Claude Code"],
+  ["claudeCodeJson", "Claude Code · .mcp.json"],
   ["codexToml", "Codex · ~/.codex/config.toml"],
   ["codexEnv", "Codex · 环境变量"],
+  ["geminiJson", "Gemini CLI · ~/.gemini/settings.json"],
   ["curl", "HTTP API (curl)"],
   ["token", "Agent token"],
 ];
@@ -24,7 +27,7 @@ export function renderAgentPanel(doc: Document, setup: Record<string, unknown>):
   const allowed = Array.isArray(setup.mayAsk) ? setup.mayAsk.join(", ") : "";
   intro.textContent = `“${String(setup.agent)}”可以向 ${allowed} 提问。把下面任一段配置给你的 Agent,它就能在这里开进度卡片、提问、收到回答。`;
   panel.append(intro);
-  for (const [key, title] of BLOCKS) {
+  for (const [key, title] of PANEL_BLOCKS) {
     const value = setup[key];
     if (typeof value !== "string") continue;
     const heading = doc.createElement("div");
