@@ -97,7 +97,7 @@ export type ConsoleEvent =
   | {
       type: "message";
       change: "created" | "patched" | "recalled";
-      via?: "patch" | "card_update" | "callback";
+      via?: "patch" | "card_update" | "callback" | "edit";
       message: ConsoleMessage;
     }
   | { type: "log"; entry: LogEntry };

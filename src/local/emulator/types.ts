@@ -89,6 +89,8 @@ export interface MessageView {
   threadId?: string;
   /** Successful PATCHes plus delayed updates through card/update. */
   patches: number;
+  /** Edits of a text or post message (PUT, 编辑消息); absent until the first. */
+  edits?: number;
   recalled: boolean;
   senderType: SenderType;
   /** appId for the bot, open_id for users. */
@@ -128,7 +130,8 @@ export interface MessagesApi {
 export interface EmulatorEvents {
   message_created: MessageView;
   /** `callback`: the card of a callback response, applied through `applyCallbackCard`. */
-  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" };
+  /** `edit`: a text message the bot edited (PUT /im/v1/messages/:id). */
+  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" | "edit" };
   message_recalled: MessageView;
   call: RecordedCall;
   /** A long-connection frame sent or received (or a connection opened/closed). */
