@@ -35,6 +35,17 @@ export const en: Strings = {
     timedOut: "No answer arrived before the deadline, so the task went on without one",
     remind: (count: number, at: string) =>
       `${count} ${plural(count, "question")} ${count === 1 ? "is" : "are"} waiting for your answer and will close at ${at}. Please answer on the card`,
+    timeInZone: (time: string, zone: string) => `${time} (${zone})`,
+    ended: {
+      answered: (who: string) => `The question was answered by ${who}`,
+      answeredOnWeb: (who: string) => `The question was answered by ${who} on the web page`,
+      answeredByCaller: "The question was answered by the caller",
+      declined: (who: string) => `The question was declined by ${who}`,
+      you: "you",
+    },
+    answeredOnWebBy: (mention: string, at: string) => `✅ Answered on the web page by ${mention} at ${at}`,
+    answeredOnWebYou: (at: string) => `✅ Answered on the web page at ${at}`,
+    answeredByCaller: "✅ Answered by the caller",
     sentenceBreak: ". ",
     deadlineDate: (month: number, day: number) => `${MONTHS[month - 1] ?? month} ${day}`,
   },

@@ -34,6 +34,23 @@ export const zh = {
     },
     timedOut: "未在期限内收到回答，任务已不等回答继续执行",
     remind: (count: number, at: string) => `有 ${count} 个问题等你回答，将于 ${at} 失效，请在卡片中作答`,
+    /** A time in a text message, which every reader sees alike: with its zone (15:42（GMT+8）). */
+    timeInZone: (time: string, zone: string) => `${time}（${zone}）`,
+    /**
+     * The @-ping and the reminder once their question ended, edited in place (a recall would leave
+     * 撤回了一条消息): `who` is an @-mention in a group, 你 in a private chat.
+     */
+    ended: {
+      answered: (who: string) => `问题已由 ${who} 回答`,
+      answeredOnWeb: (who: string) => `问题已由 ${who} 在网页端回答`,
+      answeredByCaller: "问题已由调用方回答",
+      declined: (who: string) => `${who} 拒绝回答了问题`,
+      you: "你",
+    },
+    /** The card once its question was answered on the session page: a success, with who and when. */
+    answeredOnWebBy: (mention: string, at: string) => `✅ ${mention} 已在网页端回答（${at}）`,
+    answeredOnWebYou: (at: string) => `✅ 已在网页端回答（${at}）`,
+    answeredByCaller: "✅ 已由调用方回答",
     /** Between "the question is gone" and what the run did about it (一句。另一句). */
     sentenceBreak: "。",
     /** A deadline's date when it is not today (`12月2日 15:42`); month 1–12. */

@@ -160,7 +160,7 @@ describe("every text on a shared card, in every language it lists", () => {
     const reasons: NonNullable<ProgressView["notice"]>[] = [
       { kind: "timeout" },
       { kind: "cancelled" },
-      { kind: "answered", surface: "websocket" },
+      { kind: "answered", surface: "websocket", userId: "ou_alice", at: 0, timeZone: "Asia/Shanghai" },
       { kind: "answered", surface: "mcp" },
     ];
     for (const notice of reasons) {

@@ -227,7 +227,7 @@ function render(
   const steps = stepsMarkdown(view, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
   elements.push(...outcome(view, budget, s, level > 0));
-  elements.push(...askNotice(view, s));
+  elements.push(...askNotice(view, s, view.chatType === "group"));
   if (shownAsks.length > 0) {
     const context: AskContext = {
       sessionId: view.sessionId,
