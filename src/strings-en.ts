@@ -52,6 +52,9 @@ export const en: Strings = {
   feishu: {
     onlySender: "Only the person who sent the message can do this",
     submitted: "Submitted",
+    submittedOtherWins: (numbers: string) =>
+      `Submitted: for question ${numbers}, the text under Other is the answer; the option picked above was not used`,
+    numberSeparator: ", ",
     askExpired: "This question is no longer open",
     unknownAction: "This action is out of date. Refresh and try again",
     callbackTimeout: "Timed out. Please try again later",
@@ -108,6 +111,7 @@ export const en: Strings = {
       `**Waiting for the sender to answer${total > 1 ? ` (${index}/${total})` : ""}**`,
     summaryWaitingSender: (questions: number) =>
       `Waiting for the sender to answer ${questions} ${plural(questions, "question")}`,
+    askStepGroup: (mention: string) => `Waiting for ${mention} to answer`,
     selectPlaceholder: "Choose one",
     questionLine: (header: string, question: string) => `**${header}:** ${question}`,
     quotedHeader: (header: string) => `"${header}"`,
@@ -116,6 +120,7 @@ export const en: Strings = {
     multiSelectPlaceholder: "Choose any",
     otherPlaceholder: "Other (optional)",
     submit: "Submit",
+    submitAll: "Submit all",
     elicitHeading: (server: string) => `**The MCP server "${server}" asks you to fill this in**`,
     elicitUrlHeading: (server: string) => `**The MCP server "${server}" asks you to open a link to finish**`,
     elicitOpenLink: (url: string) => `[Open link](${url})`,
@@ -139,6 +144,8 @@ export const en: Strings = {
     truncated: "… (too long to show here; see the session details for the full text)",
     cancelledNote: "The task was cancelled.",
     cancelTask: "Cancel task",
+    cancelConfirmTitle: "Cancel the task?",
+    cancelConfirmText: "The task stops, and its open questions close.",
     retry: "Retry",
     details: "Session details",
     elapsed: (seconds: number) =>
@@ -208,10 +215,11 @@ export const en: Strings = {
     failed:
       "The demo task failed after its first step: could not reach the build service (an error simulated by the /fail command)",
     scanTitle: "Scan the workspace",
-    quickDone: "**Done** This is the `/quick` demo reply: one step, no questions.",
-    longDone: "**Done** `/long` ran 20 steps and asked nothing.",
-    noAnswer: "**Done** No answer came, so it went on with the recommended option (Docker).",
-    doneAsChosen: "**Done** Carried out as you chose:",
+    quickDone: "**Done** — this is the `/quick` demo reply: one step, no questions.",
+    longDone: "**Done** — `/long` ran 20 steps and asked nothing.",
+    noAnswer: "**Done** — no answer came, so it went on with the recommended option (Docker).",
+    doneAsChosen: "**Done** — carried out as you chose:",
+    doneAsSenderChose: "**Done** — carried out as the sender chose:",
     otherAnswer: (text: string) => `Other: ${text}`,
     listSeparator: ", ",
     deployFallback: "deployment config",

@@ -59,6 +59,10 @@ export const zh = {
   feishu: {
     onlySender: "仅消息发送者可操作",
     submitted: "已提交",
+    /** A single choice and 其他 text both given: the text is the answer (answer-rule.ts); the toast says so. */
+    submittedOtherWins: (numbers: string) =>
+      `已提交：第 ${numbers} 题按「其他」中填写的内容作答，所选项未采用`,
+    numberSeparator: "、",
     askExpired: "问题已失效",
     unknownAction: "操作已失效，请刷新后重试",
     callbackTimeout: "处理超时，请稍后重试",
@@ -113,6 +117,8 @@ export const zh = {
     askHeadingSender: (index: number, total: number) =>
       `**等待发起人回答${total > 1 ? `（${index}/${total}）` : ""}**`,
     summaryWaitingSender: (questions: number) => `等待发起人回答 ${questions} 个问题`,
+    /** The bot's question step on a group card: whom it waits for (`mention` is an `<at>`). */
+    askStepGroup: (mention: string) => `等待 ${mention} 回答`,
     selectPlaceholder: "请选择",
     /** A question's line on the form: its header in brackets, then the question (both already escaped). */
     questionLine: (header: string, question: string) => `**【${header}】** ${question}`,
@@ -124,6 +130,8 @@ export const zh = {
     multiSelectPlaceholder: "可多选",
     otherPlaceholder: "其他(可选)",
     submit: "提交",
+    /** The one submit of stacked questions (/parallel): it sends every question on the card at once. */
+    submitAll: "全部提交",
     /** An MCP server's form (elicitation): which server asks, and its two other answers and URL mode's. */
     elicitHeading: (server: string) => `**MCP 服务「${server}」请你填写**`,
     elicitUrlHeading: (server: string) => `**MCP 服务「${server}」请你打开链接完成操作**`,
@@ -148,6 +156,9 @@ export const zh = {
     truncated: "…（内容过长，完整内容请在会话详情中查看）",
     cancelledNote: "任务已取消。",
     cancelTask: "取消任务",
+    /** The client's dialog before 取消任务 goes out. */
+    cancelConfirmTitle: "取消任务？",
+    cancelConfirmText: "任务会停止，等待中的问题也会失效。",
     retry: "重试",
     details: "会话详情",
     elapsed: (seconds: number) =>
@@ -220,6 +231,8 @@ export const zh = {
     longDone: "**完成** `/long` 执行了 20 步，没有提问。",
     noAnswer: "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。",
     doneAsChosen: "**完成** 已按你的选择执行：",
+    /** A group's card is read by everyone: 你 would mean each reader. */
+    doneAsSenderChose: "**完成** 已按发起人的选择执行：",
     otherAnswer: (text: string) => `其他：${text}`,
     listSeparator: "、",
     deployFallback: "部署配置",
