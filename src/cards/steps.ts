@@ -60,7 +60,10 @@ export function stepsMarkdown(
   const line = (step: ProgressStepView) => {
     // A step without words of its own reads as its agent wrote it.
     const titleText = wordsIn(step.words?.title, s) ?? step.title;
-    const summaryText = wordsIn(step.words?.summary, s) ?? step.summary;
+    // A cancelled task's question ended with it: its 提问已取消 would repeat the header's 已取消.
+    const endedByCancel =
+      view.status === "cancelled" && step.tool === ASK_TOOL_NAME && step.status !== "done";
+    const summaryText = endedByCancel ? undefined : (wordsIn(step.words?.summary, s) ?? step.summary);
     const named = view.answerer !== undefined && step.tool === ASK_TOOL_NAME && step.words?.title;
     const title = named
       ? s.card.askStepGroup(`<at id=${view.answerer}></at>`)
