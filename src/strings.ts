@@ -42,6 +42,23 @@ export const zh = {
     },
     timedOut: "未在期限内收到回答，任务已不等回答继续执行",
     remind: (count: number, at: string) => `有 ${count} 个问题等你回答，将于 ${at} 失效，请在卡片中作答`,
+    /** A time in a text message, which every reader sees alike: with its zone (15:42（GMT+8）). */
+    timeInZone: (time: string, zone: string) => `${time}（${zone}）`,
+    /**
+     * The @-ping and the reminder once their question ended, edited in place (a recall would leave
+     * 撤回了一条消息): `who` is an @-mention in a group, 你 in a private chat.
+     */
+    ended: {
+      answered: (who: string) => `问题已由 ${who} 回答`,
+      answeredOnWeb: (who: string) => `问题已由 ${who} 在网页端回答`,
+      answeredByCaller: "问题已由调用方回答",
+      declined: (who: string) => `${who} 拒绝回答了问题`,
+      you: "你",
+    },
+    /** The card once its question was answered on the session page: a success, with who and when. */
+    answeredOnWebBy: (mention: string, at: string) => `✅ ${mention} 已在网页端回答（${at}）`,
+    answeredOnWebYou: (at: string) => `✅ 已在网页端回答（${at}）`,
+    answeredByCaller: "✅ 已由调用方回答",
     /** Between "the question is gone" and what the run did about it (一句。另一句). */
     sentenceBreak: "。",
     /** A deadline's date when it is not today (`12月2日 15:42`); month 1–12. */
@@ -50,6 +67,10 @@ export const zh = {
   feishu: {
     onlySender: "仅消息发送者可操作",
     submitted: "已提交",
+    /** A single choice and 其他 text both given: the text is the answer (answer-rule.ts); the toast says so. */
+    submittedOtherWins: (numbers: string) =>
+      `已提交：第 ${numbers} 题按「其他」中填写的内容作答，所选项未采用`,
+    numberSeparator: "、",
     askExpired: "问题已失效",
     unknownAction: "操作已失效，请刷新后重试",
     callbackTimeout: "处理超时，请稍后重试",
@@ -102,6 +123,8 @@ export const zh = {
     askHeadingSender: (index: number, total: number) =>
       `**等待发起人回答${total > 1 ? `（${index}/${total}）` : ""}**`,
     summaryWaitingSender: (questions: number) => `等待发起人回答 ${questions} 个问题`,
+    /** The bot's question step on a group card: whom it waits for (`mention` is an `<at>`). */
+    askStepGroup: (mention: string) => `等待 ${mention} 回答`,
     selectPlaceholder: "请选择",
     /** A question's line on the form: its header in brackets, then the question (both already escaped). */
     questionLine: (header: string, question: string) => `**【${header}】** ${question}`,
@@ -113,6 +136,8 @@ export const zh = {
     multiSelectPlaceholder: "可多选",
     otherPlaceholder: "其他(可选)",
     submit: "提交",
+    /** The one submit of stacked questions (/parallel): it sends every question on the card at once. */
+    submitAll: "全部提交",
     /** An MCP server's form (elicitation): which server asks, and its two other answers and URL mode's. */
     elicitHeading: (server: string) => `**MCP 服务「${server}」请你填写**`,
     elicitUrlHeading: (server: string) => `**MCP 服务「${server}」请你打开链接完成操作**`,
@@ -143,6 +168,9 @@ export const zh = {
       `卡片内容太多，部分内容只以${language === "en_us" ? "英文" : "中文"}显示`,
     cancelledNote: "任务已取消。",
     cancelTask: "取消任务",
+    /** The client's dialog before 取消任务 goes out. */
+    cancelConfirmTitle: "取消任务？",
+    cancelConfirmText: "任务会停止，等待中的问题也会失效。",
     retry: "重试",
     details: "会话详情",
     elapsed: (seconds: number) =>
@@ -215,6 +243,8 @@ export const zh = {
     longDone: "**完成** `/long` 执行了 20 步，没有提问。",
     noAnswer: "**完成** 没有收到你的回答，已按推荐选项（Docker）继续。",
     doneAsChosen: "**完成** 已按你的选择执行：",
+    /** A group's card is read by everyone: 你 would mean each reader. */
+    doneAsSenderChose: "**完成** 已按发起人的选择执行：",
     otherAnswer: (text: string) => `其他：${text}`,
     listSeparator: "、",
     deployFallback: "部署配置",

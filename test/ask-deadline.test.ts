@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { AskOutcome } from "../src/asks/registry.ts";
 import { formatDeadline as formatDeadlineIn, goneNoticeText } from "../src/cards/ask-words.ts";
 import type { Card } from "../src/cards/model.ts";
 import { DEFAULT_ASK_TIMES, extendedText, formatDeadline, goneQuestion } from "../src/feishu/ask-deadline.ts";
@@ -44,10 +45,10 @@ async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<
   return started;
 }
 /** The card's side on the fake messenger: all timers fake, time moves only when the test moves it. */
-async function fakeRig(): Promise<FakeChannelRig> {
+async function fakeRig(options: { askPing?: boolean } = {}): Promise<FakeChannelRig> {
   vi.useFakeTimers();
   vi.setSystemTime(FIFTEEN_HUNDRED);
-  const started = await startFakeChannel({ askTimeoutMs: 15 * MIN, askPing: false });
+  const started = await startFakeChannel({ askTimeoutMs: 15 * MIN, askPing: false, ...options });
   fakeRigs.push(started);
   return started;
 }
@@ -107,13 +108,24 @@ describe("the deadline, written once", () => {
   it("keeps why a question is gone as a fact, and words it in one line per language", () => {
     expect(goneQuestion({ kind: "timeout" })).toEqual({ kind: "timeout" });
     expect(goneQuestion({ kind: "cancelled", reason: "x" })).toEqual({ kind: "cancelled" });
-    const web = goneQuestion({ kind: "answered", answers: [], surface: "websocket", userId: ALICE });
-    expect(web).toEqual({ kind: "answered", surface: "websocket" });
+    const at = Date.UTC(2026, 11, 1, 7, 42);
+    const answer: AskOutcome = { kind: "answered", answers: [], surface: "websocket", userId: ALICE };
+    const web = goneQuestion(answer, at, "Asia/Shanghai");
+    expect(web).toEqual({
+      kind: "answered",
+      surface: "websocket",
+      userId: ALICE,
+      at,
+      timeZone: "Asia/Shanghai",
+    });
     expect(goneQuestion({ kind: "answered", answers: [], surface: "feishu", userId: ALICE })).toBeUndefined();
     expect(goneNoticeText({ kind: "timeout" }, catalogues.zh_cn)).toContain("问题已失效：已超时");
     expect(goneNoticeText({ kind: "cancelled" }, catalogues.zh_cn)).toBe("问题已失效：已取消");
-    expect(goneNoticeText({ kind: "answered", surface: "websocket" }, catalogues.zh_cn)).toBe(
-      "问题已失效：已由网页端回答",
+    // An answer on the session page is a success, with when and (in a group) who: never 问题已失效.
+    expect(goneNoticeText(web!, catalogues.zh_cn)).toBe("✅ 已在网页端回答（15:42）");
+    expect(goneNoticeText(web!, catalogues.zh_cn, "@Bob")).toBe("✅ @Bob 已在网页端回答（15:42）");
+    expect(goneNoticeText(web!, catalogues.en_us, "@Bob")).toBe(
+      "✅ Answered on the web page by @Bob at 15:42",
     );
     expect(goneNoticeText({ kind: "timeout" }, catalogues.en_us)).toMatch(/^The question is no longer open/);
   });
@@ -132,7 +144,8 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     expect(botTexts(r)).toHaveLength(0);
     vi.advanceTimersByTime(2_000);
     const reminder = await r.until(() => botTexts(r)[0], "the reminder");
-    expect(reminder.content).toContain("15:15");
+    // A text reads the same for everyone: the time names its zone.
+    expect(reminder.content).toContain("15:15（GMT+8）");
     expect(reminder.content).not.toContain("<at");
 
     const extended = await r.click({
@@ -187,6 +200,35 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     expect(done).toContain("问题已失效：已超时");
     expect(done).toContain("没有收到你的回答");
     expect(r.core.registry.state(ask.requestId)?.status).toBe("timeout");
+    // Both reminders now say the question expired, edited in place: nothing was recalled.
+    await r.until(
+      () => botTexts(r).every((m) => m.content.includes("问题已失效：已超时")),
+      "edited reminders",
+    );
+    expect(botTexts(r).map((m) => [m.edits, m.recalled])).toEqual([
+      [1, false],
+      [1, false],
+    ]);
+  });
+
+  it("group chat: the @-ping and the reminder are edited to say who answered once the card took the answer", async () => {
+    const r = await fakeRig({ askPing: true });
+    const { cardId, requestId, ask, sessionId } = await waiting(r, "group");
+    const ping = await r.until(() => botTexts(r)[0], "the @-ping");
+    expect(ping.content).toContain(strings.feishu.askPing(ask.questions.length));
+    vi.advanceTimersByTime(10 * MIN + 1_000);
+    await r.until(() => botTexts(r)[1], "the reminder");
+    const answered = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      name: "ask0_submit",
+      value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
+      formValue: { ask0_q0: "0", ask0_q1: ["0"] },
+    });
+    expect(answered.toast?.type).toBe("success");
+    const said = JSON.stringify({ text: `问题已由 <at user_id="${ALICE}"></at> 回答` });
+    await r.until(() => botTexts(r).every((m) => m.content === said), "both messages edited");
+    expect(botTexts(r).map((m) => m.recalled)).toEqual([false, false]);
   });
 
   it("group chat: the expiry reminder @-mentions the sender", async () => {
@@ -197,7 +239,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     expect(reminder.content).toContain(ALICE);
   });
 
-  it("answered on the session page: the card's form goes and says 已由网页端回答; the old form gets 问题已失效", async () => {
+  it("answered on the session page: the card's form goes and says 已在网页端回答; the old form's submit gets 问题已失效", async () => {
     const r = await rig({ withServer: true });
     const { cardId, requestId, ask, sessionId } = await waiting(r);
     const client = await r.connect(ALICE);
@@ -218,10 +260,12 @@ describe("deadlines, reminders and 延长 on fake time", () => {
       formValue: { ask0_q0: "0", ask0_q1: ["0"] },
     });
     expect(stale.toast).toEqual({ type: "warning", content: strings.feishu.askExpired });
+    // A success, said as one (with when), not 问题已失效.
     await r.until(
-      () => textOf(r.cardOf(cardId)).includes("问题已失效：已由网页端回答"),
-      "the reason on the card",
+      () => textOf(r.cardOf(cardId)).includes("✅ 已在网页端回答（15:0"),
+      "the answer on the card",
     );
+    expect(textOf(r.cardOf(cardId))).not.toContain("问题已失效");
     client.close();
   });
 

@@ -61,8 +61,9 @@ async function asked(r: FakeChannelRig, input: { chatType: "p2p" | "group"; text
   const cardId = await r.progressCard(userMessageId);
   const card = await r.until(() => {
     const c = r.cardOf(cardId);
-    return formsOn(c).length === input.forms && c;
-  }, `${input.forms} form(s) on the card`);
+    // Asks shown in full: stacked asks share one form, each named in its submit.
+    return requestIdsOn(c).length === input.forms && c;
+  }, `${input.forms} ask(s) on the card`);
   return { cardId, card };
 }
 

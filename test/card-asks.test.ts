@@ -93,7 +93,8 @@ describe("many parallel asks on one card", () => {
       const card = buildProgressCard(VIEW, asks(n));
       expect(validateCard(card), `${n} asks`).toMatchObject({ ok: true });
       expect(countComponents(card)).toBeLessThanOrEqual(200);
-      const forms = formsOn(card).length;
+      // Asks shown in full (stacked in one form from two on), the rest named in the compact block.
+      const forms = requestIdsOn(card).length;
       expect(forms).toBeGreaterThanOrEqual(Math.min(n, 4));
       if (forms < n) expect(cardText(card)).toContain(`还有 ${(n - forms) * 4} 个问题`);
     }
@@ -107,7 +108,7 @@ describe("many parallel asks on one card", () => {
     const shown = [20_000, 10_000, 6_000].map((maxBytes) => {
       const card = buildProgressCard(VIEW, asks, { limits: { maxBytes, maxComponents: 200 } });
       expect(cardSize(card)).toBeLessThanOrEqual(maxBytes);
-      return formsOn(card).length;
+      return requestIdsOn(card).length;
     });
     expect(shown).toEqual([3, 2, 1]);
   });
@@ -135,8 +136,10 @@ describe("many parallel asks on one card", () => {
     // The fake stored it after the emulator's content checks: Feishu would have accepted it as an update.
     expect(validateCard(card)).toMatchObject({ ok: true });
     expect(countComponents(card)).toBeLessThanOrEqual(200);
-    const forms = formsOn(card);
-    expect(forms.length).toBeGreaterThanOrEqual(1);
+    // The asks shown in full share one form (ask-form.ts askForms); the rest wait in the compact block.
+    const forms = requestIdsOn(card);
+    expect(formsOn(card)).toEqual(["asks"]);
+    expect(forms.length).toBeGreaterThanOrEqual(2);
     expect(forms.length).toBeLessThan(6);
     const waiting = (6 - forms.length) * 4;
     const text = cardText(card);
@@ -160,7 +163,7 @@ describe("many parallel asks on one card", () => {
       const c = r.cardOf(cardId);
       return cardText(c).includes(`还有 ${waiting - 4} 个问题`) && c;
     }, "one ask fewer in the compact block");
-    expect(formsOn(after)).toHaveLength(forms.length);
+    expect(requestIdsOn(after)).toHaveLength(forms.length);
     expect(countComponents(after)).toBeLessThanOrEqual(200);
   });
 });
@@ -212,37 +215,87 @@ describe("a submit that leaves a question unanswered", () => {
     expect(r.core.registry.get(requestId ?? "")).toBeDefined();
   });
 
-  it("keeps a stacked form's failed entries when another form is answered (its own are all it can keep)", async () => {
+  it("stacks /parallel's questions in one form with one submit: what was typed for an unfinished ask comes back", async () => {
     const r = await startFakeChannel({ askPing: false });
     rigs.push(r);
     const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/parallel" });
     const cardId = await r.progressCard(userMessageId);
     const card = await r.until(() => {
       const c = r.cardOf(cardId);
-      return formsOn(c).length === 2 && c;
-    }, "two forms");
+      return requestIdsOn(c).length === 2 && c;
+    }, "two asks");
+    // One form, one submit: a submit sends only its own form's fields (feishu-platform §6.5), so with a form
+    // per ask, whatever was typed into the other form was lost when the answer's card re-rendered it.
+    expect(formsOn(card)).toEqual(["asks"]);
+    const submits = JSON.stringify(card).match(/"form_action_type":"submit"/g) ?? [];
+    expect(submits).toHaveLength(1);
+    expect(cardText(card)).toContain("全部提交");
     const [first, second] = requestIdsOn(card);
-    // The second form (附加功能) is submitted empty but for its 其他 text: refused, kept.
-    const refused = await r.click({
+    const stackValue = (c: Card) => {
+      const match = /"stack":"([^"]+)"/.exec(JSON.stringify(c));
+      return { ...submitValue(r, first ?? ""), stack: match?.[1] ?? "" };
+    };
+    // The person picks a deployment and starts typing under 附加功能's 其他, without finishing it (blank).
+    const partly = await r.click({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      value: stackValue(card),
+      name: "asks_submit",
+      formValue: { ask0_q0: "0", ask0_c0: "", ask1_q0: [], ask1_c0: " " },
+    });
+    // The complete ask is answered; the other is named and comes back as it was typed.
+    expect(partly.toast).toEqual({ type: "warning", content: "第 1 题「附加功能」还没有回答" });
+    expect(r.core.registry.state(first ?? "")?.status).toBe("answered");
+    const left = partly.card?.data ?? card;
+    expect(requestIdsOn(left)).toEqual([second]);
+    expect(fieldsOf(left, "ask0").get("ask0_c0")).toMatchObject({ default_value: " " });
+
+    const rest = await r.click({
       messageId: cardId,
       operatorOpenId: ALICE,
       value: submitValue(r, second ?? ""),
-      name: "ask1_submit",
-      formValue: { ask1_q0: [], ask1_c0: " " },
+      name: "ask0_submit",
+      formValue: { ask0_q0: ["1"], ask0_c0: "RTL" },
     });
-    expect(refused.toast?.content).toBe("第 1 题「附加功能」：请至少选择一项或填写其他");
-    expect(fieldsOf(refused.card?.data ?? card, "ask1").get("ask1_c0")).toMatchObject({ default_value: " " });
-    const answered = await r.click({
+    expect(rest.toast?.content).toBe("已提交");
+    expect(r.core.registry.state(second ?? "")?.status).toBe("answered");
+  });
+
+  it("answers every stacked ask in one submit, and says where 其他 text replaced a single choice", async () => {
+    const r = await startFakeChannel({ askPing: false });
+    rigs.push(r);
+    const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/parallel" });
+    const cardId = await r.progressCard(userMessageId);
+    const card = await r.until(() => {
+      const c = r.cardOf(cardId);
+      return requestIdsOn(c).length === 2 && c;
+    }, "two asks");
+    const [first, second] = requestIdsOn(card);
+    const stack = /"stack":"([^"]+)"/.exec(JSON.stringify(card))?.[1] ?? "";
+    // Only the sender's submit counts, for every ask in the stack.
+    const bob = await r.click({
+      messageId: cardId,
+      operatorOpenId: "ou_bob00000000000000000000000000000",
+      value: { ...submitValue(r, first ?? ""), stack },
+      name: "asks_submit",
+      formValue: { ask0_q0: "1", ask1_q0: ["1"] },
+    });
+    expect(bob.toast?.type).toBe("error");
+    expect(r.core.registry.get(first ?? "")).toBeDefined();
+    const both = await r.click({
       messageId: cardId,
       operatorOpenId: ALICE,
-      value: submitValue(r, first ?? ""),
-      name: "ask0_submit",
-      formValue: { ask0_q0: "0" },
+      value: { ...submitValue(r, first ?? ""), stack },
+      name: "asks_submit",
+      formValue: { ask0_q0: "0", ask0_c0: "先灰度", ask1_q0: ["0"] },
     });
-    expect(answered.toast?.content).toBe("已提交");
-    // The remaining ask is now the card's first form, still showing what was submitted for it.
-    const left = answered.card?.data ?? card;
-    expect(requestIdsOn(left)).toEqual([second]);
-    expect(fieldsOf(left, "ask0").get("ask0_c0")).toMatchObject({ default_value: " " });
+    expect(both.toast).toEqual({
+      type: "success",
+      content: "已提交：第 1 题按「其他」中填写的内容作答，所选项未采用",
+    });
+    expect([first, second].map((id) => r.core.registry.state(id ?? "")?.status)).toEqual([
+      "answered",
+      "answered",
+    ]);
   });
 });

@@ -116,28 +116,29 @@ describe("buildProgressCard", () => {
   it("keeps the task buttons outside every form, and the requestId out of every name", () => {
     const card = buildProgressCard(view, [ask, { ...ask, requestId: "req-2" }]);
     expect(buttonTexts(card, false)).toEqual(["取消任务", "会话详情"]);
-    expect(buttonTexts(card, true)).toEqual(["提交", "提交"]);
+    // Stacked asks share one form and its one submit (ask-form.ts askForms).
+    expect(buttonTexts(card, true)).toEqual(["全部提交"]);
     const names = nodes(card).flatMap((entry) =>
       "name" in entry.node && entry.node.name ? [entry.node.name] : [],
     );
     expect(names.some((name) => name.includes("req-"))).toBe(false);
   });
 
-  it("stacks several forms with names unique across the card", () => {
+  it("stacks several asks in one form, with names unique across the card and each ask's id in its submit", () => {
     const card = buildProgressCard(view, [
       ask,
       { ...ask, requestId: "req-2" },
       { ...ask, requestId: "req-3" },
     ]);
     valid(card);
-    expect(forms(card).map((form) => form.name)).toEqual(["ask0", "ask1", "ask2"]);
+    expect(forms(card).map((form) => form.name)).toEqual(["asks"]);
     const names = nodes(card).flatMap((entry) =>
       "name" in entry.node && entry.node.name ? [entry.node.name] : [],
     );
     expect(new Set(names).size).toBe(names.length);
     expect(names).toContain("ask2_q1");
     expect(card.config.summary?.content).toBe("等待你回答 6 个问题");
-    expect(JSON.stringify(forms(card)[1])).toContain('"requestId":"req-2"');
+    expect(JSON.stringify(forms(card)[0])).toContain('"stack":"0:req-1 1:req-2 2:req-3"');
   });
 
   it("shows previews folded under single-select questions only", () => {
@@ -174,7 +175,8 @@ describe("buildProgressCard", () => {
       "**结果**\n**done** here",
     ],
     ["failed", { error: "boom", endedAt: 2_000 }, "red", "失败", ["重试", "会话详情"], "**失败原因**\nboom"],
-    ["cancelled", { endedAt: 2_000 }, "grey", "已取消", ["重试", "会话详情"], "任务已取消。"],
+    // Cancelled: said once, by the header's tag (the body's 任务已取消 repeated it).
+    ["cancelled", { endedAt: 2_000 }, "grey", "已取消", ["重试", "会话详情"], "**步骤**"],
   ] as const)(
     "renders %s with no form even when asks are passed",
     (status, extra, template, tag, buttons, body) => {
@@ -188,6 +190,63 @@ describe("buildProgressCard", () => {
       expect(card.header?.subtitle?.content).toMatch(/^用时 /);
     },
   );
+
+  it("asks before 取消任务 goes out: the button carries the client's confirm dialog, which the checker accepts", () => {
+    const card = buildProgressCard(view, [ask], { locales: ["zh_cn", "en_us"] });
+    valid(card);
+    const cancel = nodes(card).find(
+      (entry) => entry.node.tag === "button" && entry.node.text.content === "取消任务",
+    )?.node;
+    expect(cancel?.tag === "button" && cancel.confirm).toEqual({
+      title: {
+        tag: "plain_text",
+        content: "取消任务？",
+        i18n_content: { zh_cn: "取消任务？", en_us: "Cancel the task?" },
+      },
+      text: {
+        tag: "plain_text",
+        content: "任务会停止，等待中的问题也会失效。",
+        i18n_content: {
+          zh_cn: "任务会停止，等待中的问题也会失效。",
+          en_us: "The task stops, and its open questions close.",
+        },
+      },
+    });
+  });
+
+  it("says a cancelled task was cancelled once: the header's tag, not again in the body", () => {
+    const card = buildProgressCard(
+      { ...view, status: "cancelled", endedAt: 2_000, notice: { kind: "cancelled" } },
+      [],
+      { strings: undefined },
+    );
+    valid(card);
+    const { config: _summary, ...shown } = card;
+    const mentions = JSON.stringify(shown).match(/已取消|任务已取消|问题已失效/g) ?? [];
+    // The tag's content and its zh_cn entry: one text on screen.
+    expect(mentions).toEqual(["已取消", "已取消"]);
+  });
+
+  it("names whom a group card's question step waits for, since the whole chat reads it", () => {
+    const asking = {
+      ...view,
+      chatType: "group" as const,
+      steps: [
+        {
+          tool: "ask_user_questions",
+          title: "等待你的回答",
+          status: "running" as const,
+          words: { title: { zh_cn: "等待你的回答", en_us: "Waiting for your answer" } },
+        },
+      ],
+    };
+    const text = JSON.stringify(buildProgressCard(asking, [ask]));
+    expect(text).toContain("⏳ 等待 <at id=ou_a></at> 回答");
+    expect(text).not.toContain("等待你的回答");
+    expect(JSON.stringify(buildProgressCard({ ...asking, chatType: undefined }, [ask]))).toContain(
+      "⏳ 等待你的回答",
+    );
+  });
 
   it("renders the recovery state with 任务正在恢复执行 and no form", () => {
     const card = buildProgressCard({ ...view, status: "recovering" }, [ask]);

@@ -170,7 +170,7 @@ describe("every text on a shared card, in every language it lists", () => {
     const reasons: NonNullable<ProgressView["notice"]>[] = [
       { kind: "timeout" },
       { kind: "cancelled" },
-      { kind: "answered", surface: "websocket" },
+      { kind: "answered", surface: "websocket", userId: "ou_alice", at: 0, timeZone: "Asia/Shanghai" },
       { kind: "answered", surface: "mcp" },
     ];
     for (const notice of reasons) {
@@ -241,8 +241,12 @@ describe("a group card on the channel, in both languages", () => {
     const shown = allShownIn(deadline, "Asia/Shanghai");
     expect(shown?.zh_cn).toMatch(/^⏰ 请在 12月1日 00:1\d 前回答$/);
     expect(shown?.en_us).toMatch(/^⏰ Please answer by Dec 1 00:1\d$/);
-    // The ask's step is the bot's words too (the demo's other steps are its script, shown as written).
-    expect(textWith(r.cardOf(cardId), "**步骤**")?.en_us).toContain("⏳ Waiting for your answer");
+    // The ask's step is the bot's words too (the demo's other steps are its script, shown as written); on a
+    // group card it names whom it waits for, since everyone reads it.
+    const waitingStep = textWith(r.cardOf(cardId), "**步骤**");
+    expect(waitingStep?.en_us).toContain(`⏳ Waiting for <at id=${ALICE}></at> to answer`);
+    expect(waitingStep?.zh_cn).toContain(`⏳ 等待 <at id=${ALICE}></at> 回答`);
+    expect(JSON.stringify(r.cardOf(cardId))).not.toContain("等待你的回答");
 
     vi.advanceTimersByTime(20 * 60_000 + 1_000);
     const notice = await r.until(() => textWith(r.cardOf(cardId), "问题已失效"), "the notice");
@@ -252,7 +256,9 @@ describe("a group card on the channel, in both languages", () => {
       const found = textWith(r.cardOf(cardId), "**步骤**");
       return String(found?.en_us).includes("❌") && found;
     }, "the failed step");
-    expect(steps.en_us).toContain("❌ Waiting for your answer · The user did not answer in time");
-    expect(steps.zh_cn).toContain("❌ 等待你的回答 · 用户未在规定时间内回答");
+    expect(steps.en_us).toContain(
+      `❌ Waiting for <at id=${ALICE}></at> to answer · The user did not answer in time`,
+    );
+    expect(steps.zh_cn).toContain(`❌ 等待 <at id=${ALICE}></at> 回答 · 用户未在规定时间内回答`);
   });
 });

@@ -324,11 +324,13 @@ describe("mapFormValue", () => {
       { requestId: "req-0", questions: [deploy] },
       { requestId: "req-1", questions: QUESTIONS },
     ]);
-    const form = card.body.elements.filter((node) => node.tag === "form")[1];
-    if (form?.tag !== "form") throw new Error("expected a second form");
+    // Both asks share one form (ask-form.ts askForms); the second ask's fields are the ask1_… ones.
+    const form = card.body.elements.find((node) => node.tag === "form");
+    if (form?.tag !== "form") throw new Error("expected the stacked form");
     const fields = form.elements.filter(
       (node): node is Extract<CardNode, { name: string; required: boolean }> =>
-        node.tag === "select_static" || node.tag === "multi_select_static" || node.tag === "input",
+        (node.tag === "select_static" || node.tag === "multi_select_static" || node.tag === "input") &&
+        node.name.startsWith("ask1_"),
     );
     // What Feishu sends for that form: the third option of the select, every option of the multi-select,
     // empty inputs.
@@ -338,7 +340,7 @@ describe("mapFormValue", () => {
       if (field.tag === "multi_select_static") formValue[field.name] = field.options.map((o) => o.value);
       if (field.tag === "input") formValue[field.name] = "";
     }
-    expect(mapFormValue(QUESTIONS, formValue, form.name)).toEqual({
+    expect(mapFormValue(QUESTIONS, formValue, "ask1")).toEqual({
       ok: true,
       answers: [
         { question: deploy.question, selectedLabels: ["Serverless"], customInput: null },

@@ -237,6 +237,38 @@ describe.each([
     expect(await p.messenger.messageStatus(source)).toEqual({ deleted: false });
   });
 
+  it("edits its own text messages in place, 20 times at most, and refuses cards, users' and recalled messages", async () => {
+    const p = await open();
+    const source = fromAlice(p);
+    const { messageId } = await p.messenger.sendText({ chatId: "oc_team" }, "有 1 个问题等你回答", {
+      mentionOpenIds: [ALICE],
+    });
+    await p.messenger.editText(messageId, "问题已回答", { mentionOpenIds: [ALICE] });
+    expect(p.stored(messageId)).toMatchObject({
+      msgType: "text",
+      content: JSON.stringify({ text: `<at user_id="${ALICE}"></at> 问题已回答` }),
+      edits: 1,
+      patches: 0,
+    });
+    for (let i = 2; i <= 20; i += 1) await p.messenger.editText(messageId, `v${i}`);
+    expect(shape(await failure(p.messenger.editText(messageId, "v21")))).toEqual(
+      business("im.message.update", 230001),
+    );
+    expect(p.stored(messageId)).toMatchObject({ content: JSON.stringify({ text: "v20" }), edits: 20 });
+    const aCard = await p.messenger.replyCard(source, card("x"));
+    expect(shape(await failure(p.messenger.editText(aCard.messageId, "x")))).toEqual(
+      business("im.message.update", 230001),
+    );
+    expect(shape(await failure(p.messenger.editText(source, "x")))).toEqual(
+      business("im.message.update", 230001),
+    );
+    const recalled = await p.messenger.sendText({ chatId: "oc_team" }, "gone");
+    p.recall(recalled.messageId);
+    expect(shape(await failure(p.messenger.editText(recalled.messageId, "x")))).toEqual(
+      business("im.message.update", 230011),
+    );
+  });
+
   it("refuses replies to a message it does not know, cards and texts alike, and creates nothing", async () => {
     const p = await open();
     const unknown = "om_0000000000000000000000000000dead";

@@ -73,24 +73,30 @@ export function mountMcp(app: Express, deps: McpDeps): void {
   const validator = new AjvJsonSchemaValidator();
   const rate = deps.requestRate ?? agentRequestRate(deps.now);
   const waiting = new WaitingCalls();
-  app.post("/mcp", requireAgent(deps.authSecret, deps.now, deps.revocations), rate, json, async (req, res, next) => {
-    try {
-      const caller = callerOf(req.get("authorization"));
-      for (const id of cancelledIds(req.body))
-        if (waiting.cancel(caller, id))
-          log.info({ agent: agentOf(req).agent, requestId: id }, "agent cancelled a waiting call");
-      const server = buildServer(agentOf(req), deps.tasks, log, tools, validator, { waiting, caller });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      res.on("close", () => {
-        void transport.close();
-        void server.close();
-      });
-      await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
-    } catch (error) {
-      next(error);
-    }
-  });
+  app.post(
+    "/mcp",
+    requireAgent(deps.authSecret, deps.now, deps.revocations),
+    rate,
+    json,
+    async (req, res, next) => {
+      try {
+        const caller = callerOf(req.get("authorization"));
+        for (const id of cancelledIds(req.body))
+          if (waiting.cancel(caller, id))
+            log.info({ agent: agentOf(req).agent, requestId: id }, "agent cancelled a waiting call");
+        const server = buildServer(agentOf(req), deps.tasks, log, tools, validator, { waiting, caller });
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        res.on("close", () => {
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        await transport.handleRequest(req, res, req.body);
+      } catch (error) {
+        next(error);
+      }
+    },
+  );
   // Stateless: no standalone SSE stream to GET, no session to DELETE (the spec's answer is 405).
   const notAllowed = (_req: Request, res: Response) => {
     res

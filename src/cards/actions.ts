@@ -13,6 +13,8 @@ export const askSubmitValue = z.strictObject({
   sessionId: id,
   requestId: id,
   sender: id,
+  /** The submit of stacked asks' one form: which ask each `ask{i}` is (form-fields.ts writeStack). */
+  stack: z.string().min(1).max(4000).optional(),
 });
 
 export const progressValue = z.strictObject({

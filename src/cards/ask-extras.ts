@@ -32,8 +32,19 @@ export function askExtraLines(view: AskExtrasView, waiting: boolean, s: Strings)
   return lines;
 }
 
-export function askNotice(view: AskExtrasView, s: Strings): CardNode[] {
-  return view.notice ? [{ tag: "markdown", content: escapeText(goneNoticeText(view.notice, s)) }] : [];
+/**
+ * `group`: the card is read by the whole chat, so an answer on the session page names who gave it (an
+ * `<at>`, which Feishu shows as the name); the rest of the line is escaped text.
+ */
+export function askNotice(view: AskExtrasView, s: Strings, group = false): CardNode[] {
+  const { notice } = view;
+  if (!notice) return [];
+  // Letters only, so escaping leaves it as it is and it can be swapped for the tag afterwards.
+  const marker = "ZZANSWERERZZ";
+  const named = group && notice.kind === "answered" && notice.surface === "websocket";
+  const text = escapeText(goneNoticeText(notice, s, named ? marker : undefined));
+  const content = named ? text.replace(marker, `<at id=${notice.userId}></at>`) : text;
+  return [{ tag: "markdown", content }];
 }
 
 export function askExtraButtons(

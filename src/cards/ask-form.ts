@@ -3,7 +3,7 @@ import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings.ts";
 import type { AskSubmitValue } from "./actions.ts";
 import { elicitForm } from "./elicit-form.ts";
-import { formFields } from "./form-fields.ts";
+import { formFields, writeStack } from "./form-fields.ts";
 import type { FormDraft } from "./form-value.ts";
 import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
@@ -68,6 +68,51 @@ export function askHeading(c: AskContext, index: number, total: number): string 
   if (c.chatType !== "group") return s.card.askHeading(index, total);
   if (!OPEN_ID.test(c.senderId)) return s.card.askHeadingSender(index, total);
   return s.card.askHeadingGroup(`<at id=${c.senderId}></at>`, index, total);
+}
+
+/**
+ * The forms of the asks shown in full. Two or more question asks share **one** form with one submit: a submit
+ * sends only its own form's fields (feishu-platform §6.5), and the card that answers it re-renders every
+ * form, so with a form per ask whatever was typed into the others was lost. In one form, everything typed
+ * is sent together: complete asks are answered, the rest come back pre-filled. An MCP server's form keeps its
+ * own (its 拒绝 / 取消 answer only it).
+ */
+export function askForms(asks: readonly CardAsk[], total: number, c: AskContext): FormNode[] {
+  const questionAsks = asks.flatMap((ask, askIndex) => (ask.elicitation ? [] : [{ ask, askIndex }]));
+  if (questionAsks.length < 2) return asks.map((ask, i) => askForm(ask, i, total, c));
+  const stacked: CardNode[] = [];
+  for (const [k, { ask, askIndex }] of questionAsks.entries()) {
+    if (k > 0) stacked.push({ tag: "hr" });
+    // Its own form's elements without its submit button (the last one): the stack has one for all.
+    stacked.push(...askForm(ask, askIndex, total, c).elements.slice(0, -1));
+  }
+  const first = questionAsks[0]?.ask.requestId ?? "";
+  const value: AskSubmitValue = {
+    kind: "feishu_ask",
+    act: "submit",
+    sessionId: c.sessionId,
+    requestId: first,
+    sender: c.senderId,
+    stack: writeStack(questionAsks.map(({ ask, askIndex }) => ({ askIndex, requestId: ask.requestId }))),
+  };
+  stacked.push({
+    tag: "button",
+    name: formFields.stackSubmit,
+    text: { tag: "plain_text", content: c.strings.card.submitAll },
+    type: "primary_filled",
+    form_action_type: "submit",
+    behaviors: [{ type: "callback", value }],
+  });
+  const forms: FormNode[] = [];
+  let placed = false;
+  for (const [i, ask] of asks.entries()) {
+    if (ask.elicitation) forms.push(askForm(ask, i, total, c));
+    else if (!placed) {
+      forms.push({ tag: "form", name: formFields.stack, elements: stacked });
+      placed = true;
+    }
+  }
+  return forms;
 }
 
 export function askForm(ask: CardAsk, index: number, total: number, c: AskContext): FormNode {

@@ -14,11 +14,15 @@ export interface DeadlineFact {
   now: number;
 }
 
-/** Why the run's last question ended without an answer from the card itself. */
+/**
+ * Why the run's last question ended without an answer from the card itself. An answer on the session page
+ * is a success, said as one with who and when (已在网页端回答); only a timeout or a cancel is 问题已失效.
+ */
 export type GoneQuestion =
   | { kind: "timeout" }
   | { kind: "cancelled" }
-  | { kind: "answered"; surface: "websocket" | "mcp" };
+  | { kind: "answered"; surface: "websocket"; userId: string; at: number; timeZone: string }
+  | { kind: "answered"; surface: "mcp" };
 
 /** `15:42` in the zone, with the catalogue's date (`12月2日 15:42`, `Dec 2 15:42`) when not on `now`'s day. */
 export function formatDeadline(at: number, timeZone: string, now: number, s: Strings): string {
@@ -61,14 +65,20 @@ export function deadlineMarkup(at: number, timeZone: string, now: number): strin
   return day(at) === day(now) ? tag("time") : `${tag("date_short")} ${tag("time")}`;
 }
 
-/** The card's one line about a gone question (问题已失效：已超时。…), in the catalogue `s`. */
-export function goneNoticeText(gone: GoneQuestion, s: Strings): string {
+/**
+ * The card's one line about a gone question (问题已失效：已超时。…), in the catalogue `s`, as plain text.
+ * `mention` words the answerer in a group (an `<at>` the caller adds after escaping); absent, 你 is meant.
+ */
+export function goneNoticeText(gone: GoneQuestion, s: Strings, mention?: string): string {
   switch (gone.kind) {
     case "timeout":
       return `${s.asks.goneLine(s.asks.gone.timeout)}${s.asks.sentenceBreak}${s.asks.timedOut}`;
     case "cancelled":
       return s.asks.goneLine(s.asks.gone.cancelled);
-    case "answered":
-      return s.asks.goneLine(gone.surface === "websocket" ? s.asks.gone.web : s.asks.gone.mcp);
+    case "answered": {
+      if (gone.surface === "mcp") return s.asks.answeredByCaller;
+      const time = formatDeadline(gone.at, gone.timeZone, gone.at, s);
+      return mention === undefined ? s.asks.answeredOnWebYou(time) : s.asks.answeredOnWebBy(mention, time);
+    }
   }
 }

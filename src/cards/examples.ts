@@ -71,7 +71,7 @@ export function exampleCards(): Record<string, Card> {
   };
   return {
     "agent-task-asking": buildProgressCard(agentTask, [
-      { ...bothQuestions, reason: "两种部署方式都可行,需要你来定" },
+      { ...bothQuestions, reason: "两种部署方式都可行，需要你来定" },
     ]),
     "agent-task-completed": buildProgressCard(
       { ...agentTask, status: "completed", text: "Done: migrated 12 tables", endedAt: T0 + 95_000 },

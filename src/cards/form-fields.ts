@@ -11,6 +11,8 @@
  *   question j's 其他     `ask{i}_c{j}`      (input)
  *   MCP form field j     `ask{i}_f{j}`      (asks/elicitation.ts)
  *   a button             `ask{i}_{act}`     (submit / decline / cancel, all submit buttons of the form)
+ *   stacked asks' form   `asks`, its one submit `asks_submit` (two or more question asks share one form,
+ *                        each keeping its `ask{i}_…` field names; the button's value says which ask is `i`)
  * The parsers accept only what the builders write (plain decimal indices, no leading zeros, bounded
  * length): anything else in a callback is not one of our fields and is ignored.
  */
@@ -27,7 +29,22 @@ export const formFields = {
   custom: (askIndex: number, questionIndex: number): string => field(askIndex, "custom", questionIndex),
   elicit: (askIndex: number, fieldIndex: number): string => field(askIndex, "elicit", fieldIndex),
   button: (askIndex: number, act: ButtonAct): string => `ask${askIndex}_${act}`,
+  stack: "asks",
+  stackSubmit: "asks_submit",
 };
+
+/** The asks a stacked form holds, for its submit's value: `0:req-a 1:req-b` (form index, request id). */
+export function writeStack(asks: readonly { askIndex: number; requestId: string }[]): string {
+  return asks.map((ask) => `${ask.askIndex}:${ask.requestId}`).join(" ");
+}
+
+/** A stacked submit's value back to its asks; entries that are not ours are dropped. */
+export function readStack(value: string): { askIndex: number; requestId: string }[] {
+  return value.split(" ").flatMap((entry) => {
+    const match = /^(0|[1-9]\d{0,2}):([^\s:]{1,300})$/.exec(entry);
+    return match?.[2] ? [{ askIndex: Number(match[1]), requestId: match[2] }] : [];
+  });
+}
 
 function field(askIndex: number, kind: FieldKind, index: number): string {
   return `ask${askIndex}_${KIND_LETTER[kind]}${index}`;

@@ -111,6 +111,8 @@ export const buttonNode = z.strictObject({
   size: z.enum(["tiny", "small", "medium", "large"]).optional(),
   width: z.enum(["default", "fill"]).optional(),
   form_action_type: z.enum(["submit", "reset"]).optional(),
+  /** 二次确认弹窗 (D-button): the client asks before it sends the callback; both texts are required. */
+  confirm: z.strictObject({ title: plainText, text: plainText }).optional(),
   behaviors: z.array(z.union([callbackBehavior, openUrlBehavior])).min(1),
   ...common,
 });

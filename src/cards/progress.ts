@@ -2,7 +2,7 @@ import type { RunStatus } from "../domain/types.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
-import { type AskContext, askForm, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
+import { type AskContext, askForm, askForms, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
 import { localizeCard } from "./i18n.ts";
 import { escapeText, sanitizeMarkdown } from "./markdown.ts";
 import {
@@ -230,10 +230,13 @@ function render(
 
   const elements: CardNode[] = [];
   if (view.status === "recovering") elements.push({ tag: "markdown", content: `⏳ ${s.recovering}` });
-  const steps = stepsMarkdown(view, budget, s);
+  const answerer = view.chatType === "group" ? { answerer: view.senderId } : {};
+  const steps = stepsMarkdown({ ...view, ...answerer }, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
   elements.push(...outcome(view, budget, s, level > 0));
-  elements.push(...askNotice(view, s));
+  // A cancelled card says so once, in its header's tag: not again as 任务已取消 and 问题已失效：已取消.
+  const cancelledAsk = view.status === "cancelled" && view.notice?.kind === "cancelled";
+  if (!cancelledAsk) elements.push(...askNotice(view, s, view.chatType === "group"));
   if (shownAsks.length > 0) {
     const context: AskContext = {
       sessionId: view.sessionId,
@@ -244,7 +247,7 @@ function render(
     };
     const withForms = shownAsks.slice(0, fullForms);
     elements.push({ tag: "hr" });
-    elements.push(...withForms.map((ask, i) => askForm(ask, i, shownAsks.length, context)));
+    elements.push(...askForms(withForms, shownAsks.length, context));
     const rest = shownAsks.slice(fullForms);
     if (rest.length > 0) elements.push(compactAsks(rest, view.detailsUrl, s));
     elements.push(...askExtraLines(view, true, s));
@@ -304,7 +307,8 @@ function outcome(view: ProgressView, budget: Budget, s: Strings, plain: boolean)
     case "failed":
       return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(errorIn(view, s)))}` }];
     case "cancelled":
-      return [{ tag: "markdown", content: s.card.cancelledNote }];
+      // The header's tag says 已取消; the body adds nothing but what the run had written so far.
+      return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
     default:
       return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
   }
@@ -330,6 +334,11 @@ function actionButtons(view: ProgressView, s: Strings, waiting: boolean): Column
       tag: "button",
       text: { tag: "plain_text", content: s.card.cancelTask },
       type: "danger",
+      // One click used to end the task: the client's own dialog asks first (D-button `confirm`).
+      confirm: {
+        title: { tag: "plain_text", content: s.card.cancelConfirmTitle },
+        text: { tag: "plain_text", content: s.card.cancelConfirmText },
+      },
       behaviors: [{ type: "callback", value: progress("cancel") }],
     });
   }

@@ -1,3 +1,4 @@
+import { ASK_TOOL_NAME } from "../asks/schema.ts";
 import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
 import { catalogues, LOCALES, type Strings } from "../strings.ts";
 import type { Budget } from "./ask-form.ts";
@@ -40,8 +41,12 @@ export function wordsIn(words: Readonly<Record<string, string>> | undefined, s: 
   return text === "" ? undefined : text;
 }
 
+/**
+ * `answerer`: in a group, whom the bot's own 等待你的回答 step waits for (an open id): everyone reads the card,
+ * so it names that person (`等待 @Bob 回答`, an `<at>` Feishu shows as the name) instead of 你.
+ */
 export function stepsMarkdown(
-  view: { steps: readonly ProgressStepView[]; status: RunStatus },
+  view: { steps: readonly ProgressStepView[]; status: RunStatus; answerer?: string },
   budget: Pick<Budget, "steps">,
   s: Strings,
 ): string | undefined {
@@ -55,8 +60,14 @@ export function stepsMarkdown(
   const line = (step: ProgressStepView) => {
     // A step without words of its own reads as its agent wrote it.
     const titleText = wordsIn(step.words?.title, s) ?? step.title;
-    const summaryText = wordsIn(step.words?.summary, s) ?? step.summary;
-    const title = escapeText(truncate(oneLine(titleText), 60));
+    // A cancelled task's question ended with it: its 提问已取消 would repeat the header's 已取消.
+    const endedByCancel =
+      view.status === "cancelled" && step.tool === ASK_TOOL_NAME && step.status !== "done";
+    const summaryText = endedByCancel ? undefined : (wordsIn(step.words?.summary, s) ?? step.summary);
+    const named = view.answerer !== undefined && step.tool === ASK_TOOL_NAME && step.words?.title;
+    const title = named
+      ? s.card.askStepGroup(`<at id=${view.answerer}></at>`)
+      : escapeText(truncate(oneLine(titleText), 60));
     const note = summaryText ? ` · ${escapeText(truncate(oneLine(summaryText), 80))}` : "";
     return `${STEP_ICONS[step.status]} ${title}${note}`;
   };

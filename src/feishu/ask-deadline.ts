@@ -70,12 +70,36 @@ export function deadlineView(
   return view;
 }
 
-/** Why a question is gone, for the card to word; none when the card itself took the answer. */
-export function goneQuestion(outcome: AskOutcome): GoneQuestion | undefined {
+/**
+ * A deadline in a text message (the reminder): every reader sees the same text, so the time names its zone
+ * (`15:42（GMT+8）`); a card shows each reader their own time instead.
+ */
+export function deadlineInZone(at: number, timeZone: string, now: number, s: Strings = strings): string {
+  return s.asks.timeInZone(formatIn(at, timeZone, now, s), zoneName(timeZone, at));
+}
+
+/** `GMT+8`, `GMT-4:30`, `GMT` for UTC: the zone's offset at `at`, readable without knowing zone names. */
+export function zoneName(timeZone: string, at: number): string {
+  const part = new Intl.DateTimeFormat("en-US", { timeZone, timeZoneName: "shortOffset" })
+    .formatToParts(at)
+    .find((p) => p.type === "timeZoneName");
+  return part?.value ?? timeZone;
+}
+
+/**
+ * Why a question is gone, for the card to word; none when the card itself took the answer. An answer on
+ * the session page keeps who gave it and when (`at`, the moment it settled), for 已在网页端回答.
+ */
+export function goneQuestion(
+  outcome: AskOutcome,
+  at = 0,
+  timeZone = "Asia/Shanghai",
+): GoneQuestion | undefined {
   switch (outcome.kind) {
     case "answered":
-      if (outcome.surface === "websocket" || outcome.surface === "mcp")
-        return { kind: "answered", surface: outcome.surface };
+      if (outcome.surface === "websocket")
+        return { kind: "answered", surface: "websocket", userId: outcome.userId, at, timeZone };
+      if (outcome.surface === "mcp") return { kind: "answered", surface: "mcp" };
       return undefined;
     case "timeout":
       return { kind: "timeout" };

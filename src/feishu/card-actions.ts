@@ -7,7 +7,7 @@ import {
   parseActionValue,
   type QueueValue,
 } from "../cards/actions.ts";
-import { formFields, parseButtonName } from "../cards/form-fields.ts";
+import { formFields, parseButtonName, readStack } from "../cards/form-fields.ts";
 import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value.ts";
 import type { Card } from "../cards/model.ts";
 import { oneLine } from "../cards/text.ts";
@@ -139,6 +139,7 @@ function submitAnswer(
   if (ask.elicitation)
     return answerElicitation(deps, ask, ask.elicitation, value, operator, formValue, name, active);
   if (value.act !== "submit") return toast("warning", strings.feishu.unknownAction);
+  if (value.stack !== undefined) return submitStack(deps, value.stack, operator, formValue, active);
   // The submit button names its form; without one of our names, any form's fields count (form-value.ts).
   const submitted = parseButtonName(name);
   const formName = submitted?.act === "submit" ? formFields.form(submitted.askIndex) : undefined;
@@ -157,11 +158,66 @@ function submitAnswer(
     surface: "feishu",
     userId: operator,
   });
+  const done = submittedText(otherWins(ask, formValue, formName));
   // Settling removed the form from the card state synchronously; the response carries the card without it.
   return withCard(
-    toast(won ? "success" : "warning", won ? strings.feishu.submitted : strings.feishu.askExpired),
+    toast(won ? "success" : "warning", won ? done : strings.feishu.askExpired),
     active && deps.cards.render(active),
   );
+}
+
+/** 其他 text replaces a single choice picked with it (answer-rule.ts): which questions (1-based) it did so in. */
+function otherWins(ask: PendingAsk, formValue: unknown, formName: string | undefined): number[] {
+  return readDraft(ask.questions, formValue, formName).flatMap((entry, j) =>
+    !ask.questions[j]?.multiSelect && entry.choices.length > 0 && entry.custom.trim() !== "" ? [j + 1] : [],
+  );
+}
+
+/** 已提交, or (where 其他 replaced a choice) a toast that says so, where it happens. */
+function submittedText(replaced: readonly number[]): Localized {
+  return replaced.length > 0
+    ? inEveryLocale((s) => s.feishu.submittedOtherWins(replaced.join(s.feishu.numberSeparator)))
+    : strings.feishu.submitted;
+}
+
+/**
+ * The one form of stacked asks (ask-form.ts askForms): everything typed arrives together, so every ask it
+ * completes is answered and the others keep what was typed (pre-filled), none of it lost. The toast names
+ * the first question still open, if any.
+ */
+function submitStack(
+  deps: CardActionDeps,
+  stack: string,
+  operator: string,
+  formValue: unknown,
+  active: ActiveCard | undefined,
+): CallbackResult {
+  const { registry } = deps;
+  const held = readStack(stack).flatMap(({ askIndex, requestId }) => {
+    const ask = registry.get(requestId);
+    return ask ? [{ ask, formName: formFields.form(askIndex) }] : [];
+  });
+  if (held.length === 0)
+    return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
+  if (held.some(({ ask }) => ask.answererId !== operator)) return toast("error", strings.feishu.onlySender);
+  let missing: Localized | undefined;
+  let answered = 0;
+  const replaced: number[] = [];
+  for (const { ask, formName } of held) {
+    const mapped = mapFormValue(ask.questions, formValue, formName);
+    if (!mapped.ok) {
+      active?.drafts.set(ask.requestId, readDraft(ask.questions, formValue, formName));
+      missing ??= inEveryLocale((s) => unansweredReason(s, ask.questions, mapped.questionIndex));
+      continue;
+    }
+    const by = { surface: "feishu", userId: operator };
+    if (registry.complete(ask.sessionId, ask.requestId, mapped.answers, by)) answered += 1;
+    replaced.push(...otherWins(ask, formValue, formName));
+  }
+  const card = active && deps.cards.render(active);
+  if (missing) return withCard(toast("warning", missing), card);
+  if (answered === 0) return withCard(toast("warning", strings.feishu.askExpired), card);
+  return withCard(toast("success", submittedText(replaced)), card);
 }
 
 /** An MCP server's form (asks/elicitation.ts): 提交 checks the fields; 拒绝 / 取消 need nothing filled in. */

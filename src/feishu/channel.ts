@@ -116,6 +116,7 @@ export class FeishuChannel implements AskSurface {
     });
     this.#lifecycle = new CardLifecycle({
       book,
+      times: this.times,
       writes,
       pings: this.#pings,
       background,

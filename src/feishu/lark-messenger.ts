@@ -9,6 +9,7 @@ import {
   FeishuApiError,
   type FeishuMessenger,
   type MessageTarget,
+  textContent,
 } from "./messenger.ts";
 
 /**
@@ -147,16 +148,24 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
       );
     },
     async sendText(target, text, opts) {
-      const mentions = (opts?.mentionOpenIds ?? [])
-        .map((id) => `<at user_id="${id.replace(/"/g, "")}"></at>`)
-        .join(" ");
-      const body = JSON.stringify({ text: mentions ? `${mentions} ${text}` : text });
+      const body = textContent(text, opts?.mentionOpenIds);
       if (opts?.replyTo) {
         const res = await reply(opts.replyTo, { msg_type: "text", content: body }, opts.inThread);
         return { messageId: res.data.message_id };
       }
       const res = await call("im.message.create", createRequest(target, "text", body), messageData);
       return { messageId: res.data.message_id };
+    },
+    async editText(messageId, text, opts) {
+      await call(
+        "im.message.update",
+        {
+          method: "PUT",
+          url: `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}`,
+          data: { msg_type: "text", content: textContent(text, opts?.mentionOpenIds) },
+        },
+        envelope,
+      );
     },
     async recall(messageId) {
       await call(

@@ -23,10 +23,26 @@ export interface FeishuMessenger {
     text: string,
     options?: { mentionOpenIds?: string[]; replyTo?: string; inThread?: boolean },
   ): Promise<{ messageId: string }>;
+  /**
+   * Rewrites one of the bot's own text messages (编辑消息, feishu-platform §3.6): the chat keeps the message,
+   * marked edited, instead of a recall's 撤回了一条消息. `mentionOpenIds` as for `sendText`.
+   */
+  editText(messageId: string, text: string, options?: { mentionOpenIds?: string[] }): Promise<void>;
   recall(messageId: string): Promise<void>;
   /** What the platform says about one message now: `deleted` once it was recalled or deleted. */
   messageStatus(messageId: string): Promise<{ deleted: boolean }>;
   botInfo(): Promise<{ openId: string; name: string }>;
+}
+
+/** A text message's body with its @-mentions in front, the same for every messenger (the contract compares them). */
+export function textContent(text: string, mentionOpenIds: readonly string[] = []): string {
+  const mentions = mentionOpenIds.map((id) => mentionTag(id)).join(" ");
+  return JSON.stringify({ text: mentions ? `${mentions} ${text}` : text });
+}
+
+/** An @-mention inside a text message (Feishu shows the person's name). */
+export function mentionTag(openId: string): string {
+  return `<at user_id="${openId.replace(/"/g, "")}"></at>`;
 }
 
 /** An Open API call gives up after this long unless told otherwise. */

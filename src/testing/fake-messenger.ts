@@ -5,6 +5,7 @@ import {
   FeishuApiError,
   type FeishuMessenger,
   type MessageTarget,
+  textContent,
 } from "../feishu/messenger.ts";
 import { contentFor, type MessageStore } from "../local/emulator/state.ts";
 import type { MessageView } from "../local/emulator/types.ts";
@@ -62,6 +63,7 @@ const API_NAMES: Record<MessengerMethod, string> = {
   sendCard: "im.message.create",
   patchCard: "im.message.patch",
   sendText: "im.message.create",
+  editText: "im.message.update",
   recall: "im.message.delete",
   messageStatus: "im.message.get",
   botInfo: "bot.info",
@@ -191,10 +193,7 @@ export class FakeMessenger implements FeishuMessenger {
     options?: { mentionOpenIds?: string[]; replyTo?: string; inThread?: boolean },
   ) {
     // The same text the SDK messenger sends: `<at>` tags in front of it (the contract compares contents).
-    const mentions = (options?.mentionOpenIds ?? []).map(
-      (id) => `<at user_id="${id.replace(/"/g, "")}"></at>`,
-    );
-    const body = JSON.stringify({ text: mentions.length > 0 ? `${mentions.join(" ")} ${text}` : text });
+    const body = textContent(text, options?.mentionOpenIds);
     const replyTo = options?.replyTo;
     return this.#call(
       { method: "sendText", target, text, ...(replyTo ? { messageId: replyTo } : {}), ...opts(options) },
@@ -204,6 +203,13 @@ export class FakeMessenger implements FeishuMessenger {
           : this.platform.create(target, "text", body),
       replyTo ? "im.message.reply" : undefined,
     );
+  }
+
+  async editText(messageId: string, text: string, options?: { mentionOpenIds?: string[] }): Promise<void> {
+    await this.#call({ method: "editText", messageId, text, ...opts(options) }, () => {
+      this.platform.edit(messageId, "text", textContent(text, options?.mentionOpenIds));
+      return {};
+    });
   }
 
   async recall(messageId: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { MessageTarget } from "../feishu/messenger.ts";
-import { checkCardContent, checkContent } from "../local/emulator/content.ts";
+import { checkCardContent, checkContent, EDITS_PER_MESSAGE } from "../local/emulator/content.ts";
 import { CODES, fail } from "../local/emulator/errors.ts";
 import { p2pChatId } from "../local/emulator/ids.ts";
 import { KeyedWindows, SlidingWindow } from "../local/emulator/limits.ts";
@@ -113,6 +113,20 @@ export class FakePlatform {
       throw fail(CODES.imRateLimited, "This operation triggers the frequency limit");
     checkCardContent(content, { update: true });
     this.store.applyUpdate(messageId, content, now);
+  }
+
+  /** 编辑消息, checked in the order of the emulator's PUT route. */
+  edit(messageId: string, msgType: "text" | "post", content: string): void {
+    const message = this.store.require(messageId);
+    if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
+    if (message.senderType !== "app")
+      throw fail(CODES.messageInvalid, "only messages sent by this app can be edited");
+    if (message.msgType !== "text" && message.msgType !== "post")
+      throw fail(CODES.messageInvalid, "only text and post messages can be edited; cards are patched");
+    if ((message.edits ?? 0) >= EDITS_PER_MESSAGE)
+      throw fail(CODES.messageInvalid, `a message can be edited at most ${EDITS_PER_MESSAGE} times`);
+    checkContent(msgType, content);
+    this.store.applyEdit(messageId, content, this.clock.now());
   }
 
   recall(messageId: string): void {

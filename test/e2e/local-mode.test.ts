@@ -494,34 +494,67 @@ describe("local mode in a browser", () => {
   );
 
   it(
-    "/parallel: two forms on one card; answering one keeps the other",
+    "/parallel: both asks in one form with one submit, so what was typed for either is sent, not wiped",
     async () => {
       const page = await openConsole(BOB, p2p(BOB));
       const sent = await sendMessage(page, "/parallel 同时问我两件事");
       const { selector, card } = await progressCardFor(page, sent);
-      await expect.poll(() => formsOf(card).count(), { timeout: WAIT_MS }).toBe(2);
-      const deploy = formAsking(card, DEPLOY);
-      const features = formAsking(card, FEATURES);
-      await expect(deploy.count()).resolves.toBe(1);
-      await expect(features.count()).resolves.toBe(1);
+      await expect.poll(() => formAsking(card, FEATURES).count(), { timeout: WAIT_MS }).toBe(1);
+      // One form holds both asks, with one 全部提交: a Feishu submit sends only its own form's fields.
+      await expect(formsOf(card).count()).resolves.toBe(1);
+      const form = formAsking(card, DEPLOY);
+      await expect(form.count()).resolves.toBe(1);
+      await expect(card.getByTestId("submit-button").count()).resolves.toBe(1);
+      await expect(card.getByTestId("submit-button").textContent()).resolves.toBe("全部提交");
       await expect(card.getByTestId("card").textContent()).resolves.toContain("需要你的回答（2/2）");
       toDocs(await messageShot(page, "console-parallel", selector, { cardOnly: true }), "console-parallel");
 
-      await chooseDeploy(deploy, "systemd");
-      await expect(submitForm(page, deploy)).resolves.toEqual({ type: "success", content: "已提交" });
-      await expect.poll(() => formsOf(card).count(), { timeout: WAIT_MS }).toBe(1);
-      await features.waitFor({ timeout: WAIT_MS });
-      await expect(deploy.count()).resolves.toBe(0);
-      await waitForTemplate(card, "orange");
-      await messageShot(page, "card-parallel-one-left", selector);
-
-      await checkFeatures(features, ["多语言"]);
-      await expect(submitForm(page, features)).resolves.toEqual({ type: "success", content: "已提交" });
+      // A choice for the first ask, and 其他 text typed for the second: both go with the one submit.
+      await chooseDeploy(form, "systemd");
+      await form.locator('[data-testid="form-field"][data-tag="input"]').nth(1).fill("RTL 支持");
+      await expect(submitForm(page, form)).resolves.toEqual({ type: "success", content: "已提交" });
       await waitForTemplate(card, "green");
       await expect(formsOf(card).count()).resolves.toBe(0);
       const text = await cardText(card);
       expect(text).toContain("新服务要用哪种方式部署？ systemd");
-      expect(text).toContain("需要同时开启哪些功能？ 多语言");
+      expect(text).toContain("需要同时开启哪些功能？ 其他：RTL 支持");
+      await messageShot(page, "card-parallel-answered", selector);
+    },
+    TEST_MS,
+  );
+
+  it(
+    "取消任务 asks first: 取消 in the dialog sends nothing, 确定 cancels, and the card says 已取消 once",
+    async () => {
+      const page = await openConsole(ALICE, p2p(ALICE));
+      const sent = await sendMessage(page, "帮我给新服务选一个部署方案");
+      const { selector, card } = await progressCardFor(page, sent);
+      await waitForTemplate(card, "orange");
+      const cancel = card.getByTestId("card-button").filter({ hasText: "取消任务" });
+      const actions: string[] = [];
+      page.on("request", (request) => {
+        if (request.url().endsWith("/console/api/actions")) actions.push(request.url());
+      });
+      await cancel.click();
+      const dialog = page.getByTestId("confirm-dialog");
+      await dialog.waitFor({ timeout: WAIT_MS });
+      await expect(dialog.textContent()).resolves.toContain("取消任务？");
+      await expect(dialog.textContent()).resolves.toContain("任务会停止，等待中的问题也会失效。");
+      await shot(page, "console-cancel-confirm");
+      await dialog.getByTestId("confirm-cancel").click();
+      await expect(dialog.count()).resolves.toBe(0);
+      expect(actions).toEqual([]);
+      await expect(formsOf(card).count()).resolves.toBe(1);
+
+      await cancel.click();
+      const answered = page.waitForResponse((response) => response.url().endsWith("/console/api/actions"));
+      await page.getByTestId("confirm-dialog").getByTestId("confirm-ok").click();
+      const body = (await (await answered).json()) as { toast?: { content?: string } };
+      expect(body.toast?.content).toBe("已取消任务");
+      await waitForTemplate(card, "grey");
+      const text = await cardText(card);
+      expect(text.match(/取消/g) ?? []).toEqual(["取消"]);
+      await messageShot(page, "card-cancelled", selector);
     },
     TEST_MS,
   );

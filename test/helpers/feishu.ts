@@ -6,6 +6,7 @@ import type { Express } from "express";
 import { WebSocket } from "ws";
 import { createApp, type ServerLimits } from "../../src/app.ts";
 import { signToken } from "../../src/auth/token.ts";
+import { readStack } from "../../src/cards/form-fields.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
 import type { FeishuChannel, FeishuChannelOptions } from "../../src/feishu/channel.ts";
@@ -261,9 +262,15 @@ export function formsOn(card: Card): string[] {
   return card.body.elements.flatMap((node) => (node.tag === "form" ? [node.name] : []));
 }
 
-/** The request ids carried by the submit buttons of a card's forms, in order. */
+/**
+ * The request ids carried by the submit buttons of a card's forms, in order: a stacked asks' one form
+ * (cards/ask-form.ts askForms) carries each of its asks in the submit's `stack`.
+ */
 export function requestIdsOn(card: Card): string[] {
-  return [...JSON.stringify(card).matchAll(/"requestId":"([^"]+)"/g)].map((m) => m[1] ?? "");
+  const values = JSON.stringify(card).matchAll(
+    /"requestId":"([^"]+)","sender":"[^"]*"(?:,"stack":"([^"]+)")?/g,
+  );
+  return [...values].flatMap((m) => (m[2] ? readStack(m[2]).map((ask) => ask.requestId) : [m[1] ?? ""]));
 }
 
 export function cardText(card: Card): string {

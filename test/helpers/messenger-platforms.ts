@@ -56,6 +56,7 @@ export async function emulatorPlatform(options: PlatformOptions): Promise<Platfo
     sendCard: ["POST", () => /^\/open-apis\/im\/v1\/messages$/],
     sendText: ["POST", () => /^\/open-apis\/im\/v1\/messages$/],
     patchCard: ["PATCH", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
+    editText: ["PUT", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
     recall: ["DELETE", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
     messageStatus: ["GET", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
     botInfo: ["GET", () => /^\/open-apis\/bot\/v3\/info$/],

@@ -213,7 +213,7 @@ describe.each(TRANSPORTS)("over the %s transport", (transport) => {
       const { messageId } = await s.say({ chatType: "p2p", senderOpenId: ALICE, text: "/parallel" });
       const cardId = await s.progressCard(messageId);
       const sessionId = s.privateSessionId(ALICE);
-      await until(() => formsOn(s.cardOf(cardId)).length === 2, "two forms on the card");
+      await until(() => requestIdsOn(s.cardOf(cardId)).length === 2, "two asks on the card");
       await s.channel.idle();
       const [first, second] = s.core.registry.getPendingForSession(sessionId);
       // Answering the second question on the desktop removes its form: that PATCH is held for 1.5 s on the way.

@@ -4,7 +4,7 @@ import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import { CARD_PATCHABLE_MS } from "../../store/feishu.ts";
 import { strings } from "../../strings.ts";
-import { goneQuestion } from "../ask-deadline.ts";
+import { type AskTimes, goneQuestion } from "../ask-deadline.ts";
 import { checkCard, tellChatCardGone } from "../gone-cards.ts";
 import type { QueuedCards } from "../queued-cards.ts";
 import type { ActiveCard } from "./card-book.ts";
@@ -18,6 +18,8 @@ import { CardPlacement, type PlacementDeps } from "./placement.ts";
  */
 export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone"> {
   pings: Pings;
+  /** The zone a card writes an answer's time in (已在网页端回答（15:42）). */
+  times: Pick<AskTimes, "timeZone">;
   queuedCards: QueuedCards;
   runner: Pick<SessionRuns, "activeRun" | "abandon" | "getRun">;
 }
@@ -158,11 +160,11 @@ export class CardLifecycle {
   }
 
   askSettled(ask: PendingAsk, outcome: AskOutcome): void {
-    this.#d.pings.settled(ask.requestId);
+    this.#d.pings.settled(ask, outcome);
     const card = this.#d.book.get(ask.runId);
     if (!card) return;
     card.drafts.delete(ask.requestId);
-    card.notice = goneQuestion(outcome);
+    card.notice = goneQuestion(outcome, this.#d.now(), this.#d.times.timeZone);
     card.publisher?.request();
   }
 

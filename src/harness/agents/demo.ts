@@ -113,7 +113,7 @@ export function createDemoAgent(): Agent {
       for (const chosen of choicesOf(answers)) {
         await ctx.callTool("apply_choice", chosen, { title: choiceTitle(chosen) });
       }
-      return { text: finalReply(answers) };
+      return { text: finalReply(answers, ctx.session.chatType === "group") };
     },
   };
 }
@@ -154,7 +154,7 @@ async function ask(ctx: AgentContext, input: AskInput): Promise<AskAnswer[]> {
   return result.success ? result.data.answers : [];
 }
 
-function finalReply(answers: AskAnswer[]): string {
+function finalReply(answers: AskAnswer[], group: boolean): string {
   if (answers.length === 0) return strings.demo.noAnswer;
   const lines = answers.map((answer) => {
     // The person typed the 其他 text: quoted as text in this markdown answer, so it cannot restyle the card.
@@ -162,5 +162,5 @@ function finalReply(answers: AskAnswer[]): string {
     const parts = [...answer.selectedLabels, ...custom];
     return `- **${answer.question}** ${parts.join(strings.demo.listSeparator)}`;
   });
-  return [strings.demo.doneAsChosen, "", ...lines].join("\n");
+  return [group ? strings.demo.doneAsSenderChose : strings.demo.doneAsChosen, "", ...lines].join("\n");
 }

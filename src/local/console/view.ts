@@ -101,7 +101,7 @@ export type ConsoleEvent =
   | {
       type: "message";
       change: "created" | "patched" | "recalled";
-      via?: "patch" | "card_update" | "callback" | "revert";
+      via?: "patch" | "card_update" | "callback" | "revert" | "edit";
       message: ConsoleMessage;
     }
   | { type: "log"; entry: LogEntry };
@@ -131,7 +131,7 @@ export function frameEntry(frame: FrameRecord): NewLogEntry | undefined {
   if (frame.kind === "ping" || frame.kind === "pong") return undefined;
   const arrow = frame.direction === "out" ? "→" : "←";
   const part = frame.sum !== undefined && frame.sum > 1 ? ` [${(frame.seq ?? 0) + 1}/${frame.sum}]` : "";
-  const retry = frame.attempt !== undefined && frame.attempt > 1 ? ` (第 ${frame.attempt} 次投递)` : "";
+  const retry = frame.attempt !== undefined && frame.attempt > 1 ? `（第 ${frame.attempt} 次投递）` : "";
   const what =
     frame.kind === "ack"
       ? `ack ${frame.code ?? ""}${frame.late ? " 超时后到达" : ""}`

@@ -72,7 +72,7 @@ export async function click(
   if (applied.ok) return { ...answered, card: "applied" };
   return {
     ...answered,
-    toast: { type: "error", content: `卡片更新失败(错误码 ${applied.code})` },
+    toast: { type: "error", content: `卡片更新失败（错误码 ${applied.code}）` },
     card: "rejected",
     error: `${applied.code}: ${applied.reason}`,
   };

@@ -27,6 +27,9 @@ export function contentBytes(content: string): number {
 }
 
 /** Throws the platform's error for content that may not be sent as `msgType`. */
+/** 编辑消息: "一条消息最多可编辑 20 次" (the page names no code for the 21st: 230001 is assumed). */
+export const EDITS_PER_MESSAGE = 20;
+
 export function checkContent(msgType: string, content: string): void {
   if (msgType === "interactive") {
     checkCardContent(content);

@@ -59,6 +59,7 @@ const storedMessage = z.object({
   rootId: z.string().optional(),
   threadId: z.string().optional(),
   patches: z.number(),
+  edits: z.number().optional(),
   recalled: z.boolean(),
   senderType: z.enum(["app", "user"]),
   senderId: z.string(),

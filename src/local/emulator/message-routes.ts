@@ -1,6 +1,12 @@
 import type { Response, Router } from "express";
 import { z } from "zod";
-import { checkCardContent, checkContent, degradedCardContent, MSG_TYPES } from "./content.ts";
+import {
+  checkCardContent,
+  checkContent,
+  degradedCardContent,
+  EDITS_PER_MESSAGE,
+  MSG_TYPES,
+} from "./content.ts";
 import type { EmulatorContext } from "./context.ts";
 import { CODES, fail } from "./errors.ts";
 import { callLocals, ok, parse } from "./http.ts";
@@ -27,6 +33,9 @@ const replyBody = z.object({
   uuid: z.string().max(50).optional(),
 });
 const patchBody = z.object({ content: z.string() });
+/** 编辑消息 takes text and post only (cards are PATCHed). */
+const editBody = z.object({ msg_type: z.enum(["text", "post"]), content: z.string() });
+
 const messageParams = z.object({ message_id: z.string().min(1) });
 
 /** The IM message endpoints (feishu-platform §3.1–3.3). */
@@ -118,6 +127,25 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     checkCardContent(body.content, { update: true });
     const updated = messages.applyUpdate(messageId, body.content, now);
     ctx.observer.emit("message_patched", { message: updated, via: "patch" });
+    ok(res, {});
+  });
+
+  /** 编辑消息 (`PUT`): the app's own text or post messages, not recalled, at most 20 times. */
+  router.put("/open-apis/im/v1/messages/:message_id", (req, res) => {
+    const { message_id: messageId } = parse(messageParams, req.params);
+    callLocals(res).messageId = messageId;
+    const body = parse(editBody, req.body);
+    const message = messages.require(messageId);
+    if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
+    if (message.senderType !== "app")
+      throw fail(CODES.messageInvalid, "only messages sent by this app can be edited");
+    if (message.msgType !== "text" && message.msgType !== "post")
+      throw fail(CODES.messageInvalid, "only text and post messages can be edited; cards are patched");
+    if ((message.edits ?? 0) >= EDITS_PER_MESSAGE)
+      throw fail(CODES.messageInvalid, `a message can be edited at most ${EDITS_PER_MESSAGE} times`);
+    checkContent(body.msg_type, body.content);
+    const updated = messages.applyEdit(messageId, body.content, clock.now());
+    ctx.observer.emit("message_patched", { message: updated, via: "edit" });
     ok(res, {});
   });
 

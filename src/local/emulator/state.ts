@@ -155,6 +155,17 @@ export class MessageStore {
     return { ...message };
   }
 
+  /** A text message's new content (编辑消息): counted apart from PATCHes, which are for cards. */
+  applyEdit(messageId: string, content: string, now: number): MessageView {
+    const message = this.#mutable(messageId);
+    message.content = content;
+    message.updatedAt = now;
+    message.revision += 1;
+    message.edits = (message.edits ?? 0) + 1;
+    this.#persist(message);
+    return { ...message };
+  }
+
   recall(messageId: string, now: number): MessageView {
     const message = this.#mutable(messageId);
     message.recalled = true;

@@ -95,6 +95,8 @@ export interface MessageView {
   threadId?: string;
   /** Successful PATCHes plus delayed updates through card/update. */
   patches: number;
+  /** Edits of a text or post message (PUT, 编辑消息); absent until the first. */
+  edits?: number;
   recalled: boolean;
   senderType: SenderType;
   /** appId for the bot, open_id for users. */
@@ -138,9 +140,10 @@ export interface EmulatorEvents {
   message_created: MessageView;
   /**
    * `callback`: the card of a callback response, shown to its clicker (`applyCallbackCard`); `revert`: an
-   * update that landed while a callback was answered, undone as Feishu undoes it.
+   * update that landed while a callback was answered, undone as Feishu undoes it; `edit`: a text message the
+   * bot edited (PUT /im/v1/messages/:id).
    */
-  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" | "revert" };
+  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" | "revert" | "edit" };
   message_recalled: MessageView;
   call: RecordedCall;
   /** A long-connection frame sent or received (or a connection opened/closed). */

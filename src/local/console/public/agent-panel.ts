@@ -20,12 +20,12 @@ export function renderAgentPanel(doc: Document, setup: Record<string, unknown>):
   panel.className = "agent-panel";
   panel.dataset.testid = "agent-setup";
   const summary = doc.createElement("summary");
-  summary.textContent = "连接外部 Agent(MCP)";
+  summary.textContent = "连接外部 Agent（MCP）";
   panel.append(summary);
   const intro = doc.createElement("p");
   intro.className = "agent-intro";
   const allowed = Array.isArray(setup.mayAsk) ? setup.mayAsk.join(", ") : "";
-  intro.textContent = `“${String(setup.agent)}”可以向 ${allowed} 提问。把下面任一段配置给你的 Agent,它就能在这里开进度卡片、提问、收到回答。`;
+  intro.textContent = `“${String(setup.agent)}”可以向 ${allowed} 提问。把下面任一段配置给你的 Agent，它就能在这里开进度卡片、提问、收到回答。`;
   panel.append(intro);
   for (const [key, title] of PANEL_BLOCKS) {
     const value = setup[key];

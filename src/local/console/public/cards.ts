@@ -81,7 +81,15 @@ interface Ctx extends Required<Omit<RenderOptions, "locale">> {
   form: HTMLFormElement | undefined;
   /** The language dates are written in (`<local_datetime>`). */
   locale: string | undefined;
+  /** The client's own words (a confirm dialog's buttons), in its language. */
+  chrome: { ok: string; cancel: string };
 }
+
+/** What a Feishu client writes on a 二次确认弹窗's buttons, by its language. */
+const DIALOG_BUTTONS: Record<string, { ok: string; cancel: string }> = {
+  zh_cn: { ok: "确定", cancel: "取消" },
+  en_us: { ok: "Confirm", cancel: "Cancel" },
+};
 
 const text = (value: unknown): string => str(record(value)?.content) ?? "";
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
@@ -107,6 +115,7 @@ export function renderCard(input: unknown, options: RenderOptions = {}): HTMLEle
     mentionName: options.mentionName ?? (() => undefined),
     form: undefined,
     locale: options.locale,
+    chrome: DIALOG_BUTTONS[options.locale ?? "zh_cn"] ?? { ok: "确定", cancel: "取消" },
   };
   const json = record(card);
   const width = oneOf(record(json?.config)?.width_mode, ["compact", "fill"], "default");
@@ -342,6 +351,39 @@ export function readFormFields(form: ParentNode): FormField[] {
   }));
 }
 
+/** The client's dialog before a button with `confirm` acts: resolves true on 确定, false on 取消 or Esc. */
+function askToConfirm(title: string, body: string, ctx: Ctx): Promise<boolean> {
+  const dialog = h("dialog", { class: "fc-confirm", "data-testid": "confirm-dialog" });
+  const ok = h("button", {
+    type: "button",
+    class: "fc-btn fc-btn-primary fc-btn-medium",
+    "data-testid": "confirm-ok",
+    text: ctx.chrome.ok,
+  });
+  const cancel = h("button", {
+    type: "button",
+    class: "fc-btn fc-btn-default fc-btn-medium",
+    "data-testid": "confirm-cancel",
+    text: ctx.chrome.cancel,
+  });
+  dialog.append(
+    h("div", { class: "fc-confirm-title", text: title }),
+    h("div", { class: "fc-confirm-text", text: body }),
+    h("div", { class: "fc-confirm-actions" }, cancel, ok),
+  );
+  document.body.append(dialog);
+  return new Promise((resolve) => {
+    const close = (answer: boolean) => {
+      dialog.remove();
+      resolve(answer);
+    };
+    ok.addEventListener("click", () => close(true));
+    cancel.addEventListener("click", () => close(false));
+    dialog.addEventListener("cancel", () => close(false));
+    dialog.showModal();
+  });
+}
+
 function resetForm(form: ParentNode): void {
   for (const element of form.querySelectorAll<HTMLElement>('[data-testid="form-field"]')) {
     if (element.dataset.tag === "multi_select_static")
@@ -369,6 +411,9 @@ function renderButton(node: Json, ctx: Ctx): HTMLElement {
 
 async function clickButton(node: Json, button: HTMLButtonElement, ctx: Ctx): Promise<void> {
   if (node.form_action_type === "reset" && ctx.form) return resetForm(ctx.form);
+  // 二次确认弹窗: the client asks first, and a "no" sends nothing (D-button `confirm`).
+  const confirm = record(node.confirm);
+  if (confirm && !(await askToConfirm(text(confirm.title), text(confirm.text), ctx))) return undefined;
   for (const behavior of nodes(node.behaviors)) {
     const url = behavior.type === "open_url" ? safeUrl(behavior.default_url ?? behavior.pc_url) : undefined;
     if (url) ctx.openUrl(url);
