@@ -44,10 +44,12 @@ const segment = fc.oneof(
   { weight: 1, arbitrary: word.map((w) => `${w}_(${w})`) },
   { weight: 1, arbitrary: fc.constantFrom("%E4%B8%AD%E6%96%87", "a%20b", "v1.2.3", "C++", "a+b") },
 );
-// Values as URLSearchParams writes them: spaces become `+`, everything else outside its set is escaped.
+// Values as URLSearchParams writes them: spaces become `+`, everything else outside its set is escaped. No
+// `*` and no `..`: URLSearchParams leaves both raw, and the reader's linkifier (linkify-it) ends a link at
+// `..`, which says nothing about the card.
 const value = fc
-  .string({ unit: fc.constantFrom(..."ab z/:?=&+%中文-_.~!*'"), maxLength: 12 })
-  .map((text) => new URLSearchParams({ v: text }).toString().slice(2));
+  .string({ unit: fc.constantFrom(..."ab z/:?=&+%中文-_.~!'"), maxLength: 12 })
+  .map((text) => new URLSearchParams({ v: text.replace(/\.{2,}/g, ".") }).toString().slice(2));
 const query = fc.array(fc.tuple(word, fc.oneof(value, fc.constantFrom("a+b", "1", "%2F", "x%3Ay"))), {
   minLength: 1,
   maxLength: 4,
@@ -93,6 +95,9 @@ describe("links on a card", () => {
     fc.assert(
       fc.property(url, fc.constantFrom(...places), (link, place) => {
         const text = place(link);
+        // A bare URL ending in GFM's trailing punctuation (`?a=*`, as URLSearchParams leaves `*`) ends before
+        // it for every autolinker, ours and the reader's alike: only a delimited link can carry that ending.
+        fc.pre(!/[?!.,:;*_~']$/.test(link) || /\]\(|^<|<$/.test(text.replace(link, "")));
         expect(linksIn(sanitizeMarkdown(text)), JSON.stringify(text)).toEqual([link]);
       }),
       { numRuns: 400 },

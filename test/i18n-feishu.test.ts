@@ -106,7 +106,7 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
         const c = r.cardOf(cardId);
         return c.header?.template === "green" && c;
       }, "the completed card");
-      expect(readAs(done, "en_us")).toContain("**Done** Carried out as you chose:");
+      expect(readAs(done, "en_us")).toContain("**Done** — carried out as you chose:");
       expect(readAs(done, "en_us")).toContain("Deployment: Docker (recommended)");
     });
 

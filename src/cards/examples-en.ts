@@ -74,7 +74,7 @@ export function englishExampleCards(): Record<string, Card> {
           },
           { title: "Deployment: Docker (recommended)", status: "done", summary: "Generated Dockerfile" },
         ],
-        text: "**Done** Carried out as you chose:\n\n- **How should the new service be deployed?** Docker (recommended)",
+        text: "**Done** — carried out as you chose:\n\n- **How should the new service be deployed?** Docker (recommended)",
         endedAt: T0 + 74_000,
       },
       [],

@@ -182,6 +182,11 @@ describe("the console's language switch (issue 19)", () => {
     await screenshot(page, "console-english-card", '[data-testid="message-list"]');
 
     await cancel.click();
+    // 取消任务 asks first (its documented confirm dialog), in the viewer's language.
+    const dialog = page.getByTestId("confirm-dialog");
+    await dialog.waitFor({ timeout: WAIT_MS });
+    expect(await dialog.textContent()).toContain("Cancel the task?");
+    await dialog.getByTestId("confirm-ok").click();
     await page.getByTestId("toast").filter({ hasText: "Task cancelled" }).waitFor({ timeout: WAIT_MS });
     await card.getByTestId("card-button").filter({ hasText: "Retry" }).waitFor({ timeout: WAIT_MS });
 
