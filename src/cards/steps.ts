@@ -64,7 +64,11 @@ export function stepsMarkdown(
     const endedByCancel =
       view.status === "cancelled" && step.tool === ASK_TOOL_NAME && step.status !== "done";
     const summaryText = endedByCancel ? undefined : (wordsIn(step.words?.summary, s) ?? step.summary);
-    const named = view.answerer !== undefined && step.tool === ASK_TOOL_NAME && step.words?.title;
+    // Only the bot's own 等待你的回答 is reworded: a step titled otherwise (请求权限：…) keeps its words.
+    const named =
+      view.answerer !== undefined &&
+      step.tool === ASK_TOOL_NAME &&
+      LOCALES.every((code) => step.words?.title?.[code] === catalogues[code].model.askTitle);
     const title = named
       ? s.card.askStepGroup(`<at id=${view.answerer}></at>`)
       : escapeText(truncate(oneLine(titleText), 60));

@@ -491,6 +491,9 @@ export class SessionRunner implements SessionRuns {
       },
       reportStep: (key, update) => this.#reportStep(run, reported, key, update),
       reportBatch: ({ text, steps }) => {
+        // A batch flushed after a cancel (the coalescer's end-of-turn flush) is the stopped agent's last word:
+        // the cancelled card does not take it.
+        if (signal.aborted) return;
         if (text !== undefined) run.text = text;
         for (const [key, update] of steps) this.#reportStep(run, reported, key, update, false);
         this.#touch(run);
