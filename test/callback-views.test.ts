@@ -93,8 +93,14 @@ describe("a click on a group's card", () => {
     expect(r.fake.callsTo("patchCard", cardId).at(-1)?.card).toEqual(answer.card?.data);
   });
 
-  it("a submit of one of two forms: the others see it leave once the bot PATCHes", async () => {
-    const { r, cardId, card } = await groupCard("/parallel", 2);
+  it("a submit of one of two stacked asks: the others see it leave once the bot PATCHes", async () => {
+    // /parallel's two asks share one form (ask-form.ts askForms); wait until both are on it.
+    const { r, cardId } = await groupCard("/parallel", 1);
+    const card = await r.until(() => {
+      const c = r.cardOf(cardId);
+      return requestIdsOn(c).length === 2 && c;
+    }, "both asks on the card");
+    await r.idle();
     const [first, second] = requestIdsOn(card);
     const ask = r.core.registry.get(first!)!;
     const answer = await r.click({

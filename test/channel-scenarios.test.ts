@@ -96,9 +96,10 @@ describe("the channel's cards and forms, on fake time", () => {
     expect(requestIdsOn(response.card!.data)).toEqual([second]);
     const after = await r.until(() => {
       const c = r.cardOf(cardId);
-      return formsOn(c).length === 1 && c;
-    }, "one form left");
+      return requestIdsOn(c).length === 1 && c;
+    }, "one ask left");
     expect(requestIdsOn(after)).toEqual([second]);
+    expect(formsOn(after)).toHaveLength(1);
   });
 
   it("lets only the sender answer in a group, and refuses an empty submit without losing the form", async () => {

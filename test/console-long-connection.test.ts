@@ -8,6 +8,7 @@ import { startLongConnection } from "../src/feishu/long-connection.ts";
 import type { FeishuEventHandlers } from "../src/feishu/transport.ts";
 import { LOCAL_USERS, type LogEntry, mountConsole } from "../src/local/console/index.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
+import { contentFor } from "../src/local/emulator/state.ts";
 import { createLogger } from "../src/logger.ts";
 import { FAST_LONG_CONNECTION } from "./helpers/feishu.ts";
 
@@ -103,9 +104,9 @@ describe("the console over the long connection", () => {
       status: 200,
       toast: { type: "success", content: "已提交" },
     });
-    expect(JSON.parse(rig.emulator.messages.getMessage(messageId)?.content ?? "")).toEqual(
-      cards["progress-completed"],
-    );
+    // Applied for the clicker (a callback's card reaches its clicker alone, feishu-platform §2.3).
+    const message = rig.emulator.messages.getMessage(messageId);
+    expect(JSON.parse(message ? contentFor(message, ALICE.openId) : "")).toEqual(cards["progress-completed"]);
     const callbacks = (await rig.log()).filter((entry) => entry.kind === "callback");
     expect(callbacks).toHaveLength(1);
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { exampleCards } from "../src/cards/examples.ts";
 import { ACK_DEADLINE_MS, METHOD } from "../src/local/emulator/index.ts";
+import { contentFor } from "../src/local/emulator/state.ts";
 import { ALICE, longConnectionFixtures, sentCard, waitFor } from "./helpers/long-connection.ts";
 import { payloadOf } from "./helpers/raw-long-connection.ts";
 
@@ -50,7 +51,9 @@ describe("callbacks that fail on the platform's side", () => {
       card: { type: "raw", data: completed },
     });
     expect(await clicking).toMatchObject({ card: "applied", toast: { content: "及时" }, status: 200 });
-    expect(JSON.parse(emu.messages.getMessage(cardId)?.content ?? "")).toEqual(completed);
+    // Applied for the clicker (a callback's card reaches its clicker alone, feishu-platform §2.3).
+    const message = emu.messages.getMessage(cardId);
+    expect(JSON.parse(message ? contentFor(message, ALICE) : "")).toEqual(completed);
   });
 
   it("a callback frame typed card (subscription not in effect) is dropped by the SDK: the click times out", async () => {

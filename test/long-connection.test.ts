@@ -81,7 +81,8 @@ describe("the bot over the long connection (real WSClient)", () => {
       card: "applied",
       toast: { type: "success", content: "已提交" },
     });
-    expect(formsOn(r.cardOf(cardId))).toEqual([]); // the answer's card is what the message shows now
+    // The answer's card is what the clicker's message shows now; the others see it once the bot PATCHes.
+    expect(formsOn(r.cardOf(cardId, ALICE))).toEqual([]);
 
     const frames = emu.longConnection.frames;
     const message = frames.find((f) => f.kind === "event" && f.eventType === "im.message.receive_v1");

@@ -19,6 +19,7 @@ import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
 import { checkCard } from "../../src/local/emulator/card-checker/index.ts";
 import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
+import { contentFor } from "../../src/local/emulator/state.ts";
 import { createLogger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { until as waitUntil } from "./wait.ts";
@@ -61,7 +62,8 @@ export interface FeishuRig {
   /** The progress card (the bot's reply carrying a card) to a user message, once it exists. */
   progressCard(userMessageId: string): Promise<string>;
   /** The card JSON currently stored for a message in the emulator (after PATCHes). */
-  cardOf(messageId: string): Card;
+  /** The card as `viewer` sees it (a callback's card reaches its clicker alone), else as every member does. */
+  cardOf(messageId: string, viewer?: string): Card;
   until<T>(probe: () => T | undefined | false, what: string, timeoutMs?: number): Promise<T>;
   stop(): Promise<void>;
 }
@@ -231,10 +233,10 @@ export async function startFeishuRig(
     progressCard(userMessageId) {
       return until(() => cardReplyingTo(emulator, userMessageId), `a card replying to ${userMessageId}`);
     },
-    cardOf(messageId) {
+    cardOf(messageId, viewer) {
       const message = emulator.messages.getMessage(messageId);
       if (!message) throw new Error(`no message ${messageId}`);
-      return JSON.parse(message.content) as Card;
+      return JSON.parse(contentFor(message, viewer)) as Card;
     },
     until,
     async stop() {
