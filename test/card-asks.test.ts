@@ -244,7 +244,10 @@ describe("a submit that leaves a question unanswered", () => {
       formValue: { ask0_q0: "0", ask0_c0: "", ask1_q0: [], ask1_c0: " " },
     });
     // The complete ask is answered; the other is named and comes back as it was typed.
-    expect(partly.toast).toEqual({ type: "warning", content: "第 1 题「附加功能」：请至少选择一项或填写其他" });
+    expect(partly.toast).toEqual({
+      type: "warning",
+      content: "第 1 题「附加功能」：请至少选择一项或填写其他",
+    });
     expect(r.core.registry.state(first ?? "")?.status).toBe("answered");
     const left = partly.card?.data ?? card;
     expect(requestIdsOn(left)).toEqual([second]);

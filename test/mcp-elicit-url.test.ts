@@ -9,7 +9,12 @@ describe("URL-mode elicitation links", () => {
   const through = () => {
     const shown: ElicitationAsk[] = [];
     const handler = elicitThrough(
-      { elicit: async (ask) => (shown.push(ask), { action: "accept" }) },
+      {
+        elicit: async (ask) => {
+          shown.push(ask);
+          return { action: "accept" };
+        },
+      },
       createLogger({ level: "silent" }),
     );
     const ctx = { signal: new AbortController().signal } as unknown as ToolContext;

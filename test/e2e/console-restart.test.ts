@@ -121,7 +121,9 @@ describe("a console tab across a restart of local mode", () => {
       // What every member sees once the bot's PATCH after the callback landed (the answer's card reached only
       // the clicker): the one ask still waiting.
       await expect
-        .poll(async () => requestIds((await revisions(cardId ?? "")).at(-1)?.card).length, { timeout: WAIT_MS })
+        .poll(async () => requestIds((await revisions(cardId ?? "")).at(-1)?.card).length, {
+          timeout: WAIT_MS,
+        })
         .toBe(1);
       const waitingBefore = requestIds((await revisions(cardId ?? "")).at(-1)?.card);
 
