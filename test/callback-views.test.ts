@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { sessionIdOf } from "../src/domain/session-id.ts";
+import { submitValue } from "./helpers/agents.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText, formsOn, requestIdsOn } from "./helpers/feishu.ts";
 
@@ -94,27 +95,36 @@ describe("a click on a group's card", () => {
   });
 
   it("a submit of one of two stacked asks: the others see it leave once the bot PATCHes", async () => {
-    // /parallel's two asks share one form (ask-form.ts askForms); wait until both are on it.
+    // /parallel's two asks share one form with one submit (ask-form.ts askForms); wait until both are on it.
     const { r, cardId } = await groupCard("/parallel", 1);
     const card = await r.until(() => {
       const c = r.cardOf(cardId);
       return requestIdsOn(c).length === 2 && c;
     }, "both asks on the card");
     await r.idle();
+    expect(formsOn(card)).toEqual(["asks"]);
     const [first, second] = requestIdsOn(card);
-    const ask = r.core.registry.get(first!)!;
+    const before = patchesOf(r, cardId);
+    // The card's own 全部提交 (its value lists both asks), with only the first ask filled in.
     const answer = await r.click({
       messageId: cardId,
       operatorOpenId: ALICE,
-      value: { kind: "feishu_ask", act: "submit", sessionId: ask.sessionId, requestId: first, sender: ALICE },
-      name: "ask0_submit",
-      formValue: { ask0_q0: "0" },
+      value: submitValue(card, "asks"),
+      name: "asks_submit",
+      formValue: { ask0_q0: "0", ask0_c0: "", ask1_q0: [], ask1_c0: "" },
     });
-    expect(answer.toast?.content).toBe("已提交");
+    expect(answer.toast?.type).toBe("warning"); // the second ask is still open, and named
+    expect(r.core.registry.state(first!)?.status).toBe("answered");
+    // The clicker sees the answer's card, the first ask gone; Bob still sees both live until the PATCH.
     expect(requestIdsOn(answer.card!.data)).toEqual([second]);
-    expect(requestIdsOn(r.cardOf(cardId, BOB))).toEqual([first, second]); // an answered form, still live
+    expect(r.cardOf(cardId, ALICE)).toEqual(answer.card?.data);
+    expect(requestIdsOn(r.cardOf(cardId, BOB))).toEqual([first, second]);
+    await vi.advanceTimersByTimeAsync(SETTLE_MS - 100);
+    expect(patchesOf(r, cardId)).toBe(before); // nothing while the answer settles (it would be reverted)
     await r.idle();
+    expect(patchesOf(r, cardId)).toBe(before + 1);
     expect(requestIdsOn(r.cardOf(cardId, BOB))).toEqual([second]);
+    expect(r.cardOf(cardId, ALICE)).toEqual(r.cardOf(cardId, BOB));
   });
 
   it("a toast-only answer (only the sender may answer) sends no PATCH", async () => {

@@ -3,6 +3,7 @@ import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
 import { feishuPrivateSessionId } from "../src/harness/tools.ts";
 import { strings } from "../src/strings.ts";
 import { FakeMessenger } from "../src/testing/fake-messenger.ts";
+import { submitValue as buttonValue } from "./helpers/agents.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText, formsOn, requestIdsOn } from "./helpers/feishu.ts";
 
@@ -84,16 +85,19 @@ describe("the channel's cards and forms, on fake time", () => {
       const c = r.cardOf(cardId);
       return requestIdsOn(c).length === 2 && c;
     }, "two asks");
+    expect(formsOn(card)).toEqual(["asks"]); // one form, one 全部提交 for both
     const [first, second] = requestIdsOn(card);
     const response = await r.click({
       messageId: cardId,
       operatorOpenId: ALICE,
-      value: submitValue(r, first!),
-      name: "ask0_submit",
-      formValue: { ask0_q0: "0" },
+      value: buttonValue(card, "asks"),
+      name: "asks_submit",
+      formValue: { ask0_q0: "0", ask0_c0: "", ask1_q0: [], ask1_c0: "" },
     });
-    expect(response.toast?.content).toBe("已提交");
+    expect(response.toast?.type).toBe("warning"); // the second ask, still open, is named
+    expect(r.core.registry.get(first!)).toBeUndefined(); // the first is answered
     expect(requestIdsOn(response.card!.data)).toEqual([second]);
+    // The clicker sees that at once; the card as every member sees it follows once the bot PATCHes.
     const after = await r.until(() => {
       const c = r.cardOf(cardId);
       return requestIdsOn(c).length === 1 && c;
