@@ -160,6 +160,9 @@ async function prepare(
     transport: transport === "webhook" ? "webhook" : "ws",
     askPing: false,
     askTimeoutMs: 600_000,
+    // Feishu's callbacks come from many addresses; this client is one, so it gets a whole cap's worth of slots
+    // (the per-address share is measured in RELIABILITY.md, not here).
+    serverLimits: { maxConnectionsPerAddress: 4096 },
   });
   return { transport, arrival, rig, cards: await cardsWithForms(rig, count) };
 }
