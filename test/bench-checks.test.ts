@@ -187,6 +187,11 @@ describe("the benchmarks' verdict", () => {
       "FAILED agents: PATCHes for the question cards is 40, target 0",
       "FAILED agents: get_answers calls that returned the answer is 39/40, target 40/40",
     ]);
+    // The memory round's waits refused at once (another token's ask) measured nothing: a negative KiB per call.
+    expect(failures(agentsChecks({ ...agents, waitsEndedEarly: 0 }))).toEqual([]);
+    expect(failures(agentsChecks({ ...agents, waitsEndedEarly: 60 }))).toEqual([
+      "FAILED agents: memory round: waits ended before measured is 60, target 0",
+    ]);
     const durable = { pending: 10_000, restored: 10_000, cards: 100, lost: 0, doubled: 0 };
     expect(failures(durableChecks(durable))).toEqual([]);
     expect(failures(durableChecks({ ...durable, lost: 1, doubled: 3 }))).toEqual([
