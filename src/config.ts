@@ -2,6 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
 import { type AcpConfig, acpConfigFrom, acpEnvShape, acpProblems } from "./harness/agents/acp/config.ts";
+import { isInside } from "./harness/agents/agent-user.ts";
 import { DEFAULT_RUN_BUDGET } from "./harness/agents/budget.ts";
 import { isolationEnvShape, type SandboxSetting } from "./harness/agents/isolation-config.ts";
 import { LOCALES, type Locale } from "./strings.ts";
@@ -150,6 +151,8 @@ export interface ConfigBase {
   /** The interface to listen on: 127.0.0.1 in local mode unless HOST says otherwise; all interfaces in feishu mode. */
   host: string | undefined;
   dataDir: string;
+  /** WORKSPACES_DIR: the chats' workspaces (default `DATA_DIR/workspaces`). */
+  workspacesDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** The bot's language: replies, summaries and each card's `content`; cards carry every locale besides. */
   locale: Locale;
@@ -188,7 +191,15 @@ export interface ConfigBase {
    * AGENT_SANDBOX, what child processes must not see (DATA_DIR, the MCP_CONFIG file, absolute), and the PATH
    * `bwrap` is looked up on (harness/agents/isolation.ts).
    */
-  isolation: { sandbox: SandboxSetting; hidden: string[]; searchPath: string };
+  isolation: {
+    sandbox: SandboxSetting;
+    hidden: string[];
+    searchPath: string;
+    /** AGENT_USER as written (resolved against /etc/passwd by isolation.ts). */
+    agentUser?: string;
+    dataDir: string;
+    workspacesDir: string;
+  };
 }
 
 const WEBHOOK_NEEDS_KEY =
@@ -226,6 +237,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     // Local mode's console lets anyone act as any user: loopback only, unless the operator asks for more.
     host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
+    workspacesDir: e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, "workspaces"),
     logLevel: e.LOG_LEVEL,
     locale: e.BOT_LOCALE ?? (isLarkDomain(e.FEISHU_DOMAIN) ? "en_us" : "zh_cn"),
     agent: {
@@ -259,8 +271,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     isolation: {
       sandbox: e.AGENT_SANDBOX,
-      hidden: [path.resolve(e.DATA_DIR), ...(e.MCP_CONFIG ? [path.resolve(e.MCP_CONFIG)] : [])],
+      hidden: [
+        path.resolve(e.DATA_DIR),
+        // Workspaces moved out of DATA_DIR are hidden as a whole too; each child gets its own bound back.
+        ...(e.WORKSPACES_DIR && !isInside(path.resolve(e.WORKSPACES_DIR), path.resolve(e.DATA_DIR))
+          ? [path.resolve(e.WORKSPACES_DIR)]
+          : []),
+        ...(e.MCP_CONFIG ? [path.resolve(e.MCP_CONFIG)] : []),
+      ],
       searchPath: env.PATH ?? "",
+      ...(e.AGENT_USER ? { agentUser: e.AGENT_USER } : {}),
+      dataDir: path.resolve(e.DATA_DIR),
+      workspacesDir: path.resolve(e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, "workspaces")),
     },
   };
   const behaviour: FeishuAppBehaviour = {

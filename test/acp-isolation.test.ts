@@ -1,4 +1,4 @@
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -32,9 +32,14 @@ afterEach(async () => {
 });
 
 /** A bot in feishu mode (webhooks to the emulator) whose agent is the hostile one; `ask` returns the answer. */
-async function hostileBot(sandbox: "auto" | "off") {
+async function hostileBot(
+  sandbox: "auto" | "off",
+  asUser?: { user: string; workspacesDir: string; base: string },
+) {
   const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-iso-"));
+  const dataDir = asUser
+    ? path.join(asUser.base, "data")
+    : fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-iso-"));
   const entry: { child?: ChildProcess; emulator: Emulator } = { emulator };
   running.push(entry);
   const bot = await startMain({
@@ -51,6 +56,7 @@ async function hostileBot(sandbox: "auto" | "off") {
       AGENT_SANDBOX: sandbox,
       ACP_COMMAND: process.execPath,
       ACP_ARGS: JSON.stringify(["--import", TSX_LOADER, HOSTILE]),
+      ...(asUser ? { AGENT_USER: asUser.user, WORKSPACES_DIR: asUser.workspacesDir } : {}),
     },
   });
   entry.child = bot.child;
@@ -105,6 +111,88 @@ describe("what an ACP agent can reach", () => {
     // The attack of issue 24 item 3, as it still stands here: the notice is not a figure of speech.
     expect(await ask("/environ")).toContain(`environ leaked FEISHU_APP_SECRET=${secret}`);
     expect(await ask(`/peek ${path.join(dataDir, "bot.sqlite")}`)).toMatch(/peeked \d+ bytes/);
+  });
+});
+
+/**
+ * AGENT_USER=nobody needs root (setpriv switches users) and a checkout `nobody` can read (the agent is this
+ * repository's fixture run by node): a CI checkout under a 0700 folder would not be, so it is asked first.
+ */
+const NOBODY_CAN_RUN_FIXTURE =
+  process.getuid?.() === 0 &&
+  spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-r", HOSTILE])
+    .status === 0 &&
+  spawnSync("setpriv", [
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "--",
+    "test",
+    "-r",
+    fileURLToPath(TSX_LOADER),
+  ]).status === 0;
+
+describe("AGENT_USER: the agent as another user, without a sandbox", () => {
+  it.skipIf(!NOBODY_CAN_RUN_FIXTURE)(
+    "finds no secret in any environment it can read, cannot open bot.sqlite, and still writes its workspace",
+    async () => {
+      const base = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-user-"));
+      fs.chmodSync(base, 0o755); // nobody must reach the workspaces beside DATA_DIR
+      const workspacesDir = path.join(base, "workspaces");
+      const { bot, ask, dataDir, secret } = await hostileBot("off", { user: "nobody", workspacesDir, base });
+      await waitUntil(() => bot.output().includes("as user nobody (uid 65534)"), "the notice", 10_000, 20);
+      expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
+      const environ = await ask("/environ");
+      expect(environ).toContain("environ has no secret");
+      expect(environ).not.toContain(secret);
+      expect(await ask(`/peek ${path.join(dataDir, "bot.sqlite")}`)).toContain("EACCES");
+      // The bot (root) writes for it through the door, and what it writes is the agent's own.
+      expect(await ask("/write notes.txt hello")).toContain("written");
+      expect(await ask("/peek notes.txt")).toContain("peeked 5 bytes");
+      const written = fs
+        .readdirSync(workspacesDir, { recursive: true, withFileTypes: true })
+        .find((entry) => entry.name === "notes.txt");
+      expect(written).toBeDefined();
+      expect(fs.statSync(path.join(written!.parentPath, "notes.txt")).uid).toBe(65534);
+    },
+  );
+
+  it("refuses a start it cannot keep: unknown user, root, not root, workspaces inside DATA_DIR without bwrap", () => {
+    const passwd = () => "root:x:0:0::/root:/bin/sh\nagent:x:1001:1001::/home/agent:/bin/sh\n";
+    const base = {
+      sandbox: "off" as const,
+      hidden: [],
+      searchPath: "",
+      which: () => "/usr/bin/setpriv",
+      passwd,
+    };
+    const data = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-agent-user-"));
+    const start =
+      (agentUser: string, more: { isRoot?: boolean; workspacesDir?: string } = {}) =>
+      () =>
+        resolveIsolation({
+          ...base,
+          agentUser,
+          dataDir: data,
+          workspacesDir: more.workspacesDir ?? path.join(os.tmpdir(), "fpb-elsewhere"),
+          isRoot: () => more.isRoot ?? true,
+        });
+    expect(start("ghost")).toThrow(ConfigError);
+    expect(start("ghost")).toThrow(/no such user/);
+    expect(start("root")).toThrow(/is root/);
+    expect(start("0:0")).toThrow(/is root/);
+    expect(start("agent", { isRoot: false })).toThrow(/must run as root/);
+    expect(start("agent", { workspacesDir: path.join(data, "workspaces") })).toThrow(
+      /WORKSPACES_DIR outside DATA_DIR/,
+    );
+    const isolation = start("1001")();
+    expect(isolation.user).toEqual({ name: "1001", uid: 1001, gid: 1001 });
+    expect(isolation.wrap({ command: "agent-bin", args: ["--acp"], cwd: "/" })).toEqual({
+      command: "/usr/bin/setpriv",
+      args: ["--reuid=1001", "--regid=1001", "--clear-groups", "--", "agent-bin", "--acp"],
+    });
+    expect(start("1001:50")().user).toEqual({ name: "1001:50", uid: 1001, gid: 50 });
+    expect(fs.statSync(data).mode & 0o777).toBe(0o700);
   });
 });
 

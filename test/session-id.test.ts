@@ -12,7 +12,7 @@ import {
 // The ids and paths earlier versions stored (rows, workspaces on disk, links on sent cards), written out
 // literally here so a change to the builder cannot pass by changing the expectation with it.
 describe("session identity", () => {
-  const where = { dataDir: "/data", ownerId: "ou_alice", title: "t" };
+  const where = { workspacesDir: "/data/workspaces", ownerId: "ou_alice", title: "t" };
 
   it("builds a private chat's id and workspace exactly as stored before", () => {
     const key: SessionKey = { kind: "feishu-private", appId: "cli_a1", openId: "ou_alice" };

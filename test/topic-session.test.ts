@@ -23,7 +23,12 @@ describe("topic session identity", () => {
     } as const;
     expect(sessionIdOf(key)).toBe("feishu-cli_a1-group-oc_team-topic-om_root");
     expect(
-      feishuSession(key, { dataDir: "/data", chatId: "oc_team", ownerId: "ou_a", title: "t" }),
+      feishuSession(key, {
+        workspacesDir: "/data/workspaces",
+        chatId: "oc_team",
+        ownerId: "ou_a",
+        title: "t",
+      }),
     ).toMatchObject({
       chatType: "group",
       workspace: path.join("/data", "workspaces", "feishu-chat", "oc_team", "topics", "om_root"),
@@ -31,7 +36,7 @@ describe("topic session identity", () => {
   });
 
   it("records the topic on the session it makes, and every reader reads it from there", () => {
-    const where = { dataDir: "/data", chatId: "oc_team", ownerId: "ou_a", title: "t" };
+    const where = { workspacesDir: "/data/workspaces", chatId: "oc_team", ownerId: "ou_a", title: "t" };
     const topic = feishuSession(
       { kind: "feishu-topic", appId: "cli_a1", chatId: "oc_team", rootMessageId: "om_root" },
       where,

@@ -7,10 +7,10 @@ import type { SessionInfo } from "./types.ts";
  *
  * The ids and paths are stored (SQLite rows, workspaces on disk, links on cards already sent), so they must
  * stay byte-identical to what earlier versions wrote:
- * - a Feishu private chat: `feishu-{appId}-private-{openId}`, workspace `{dataDir}/workspaces/feishu-private/{openId}`
- * - a Feishu group chat:   `feishu-{appId}-group-{chatId}`,   workspace `{dataDir}/workspaces/feishu-chat/{chatId}`
+ * - a Feishu private chat: `feishu-{appId}-private-{openId}`, workspace `{workspaces}/feishu-private/{openId}`
+ * - a Feishu group chat:   `feishu-{appId}-group-{chatId}`,   workspace `{workspaces}/feishu-chat/{chatId}`
  * - a topic of a group (issue 19): `feishu-{appId}-group-{chatId}-topic-{rootMessageId}`, workspace
- *   `{dataDir}/workspaces/feishu-chat/{chatId}/topics/{rootMessageId}` — under its group's id and workspace.
+ *   `{workspaces}/feishu-chat/{chatId}/topics/{rootMessageId}` — under its group's id and workspace.
  *   Keyed by the topic's root message, not its thread id: with FEISHU_REPLY_IN_THREAD the task starts before
  *   the thread exists (feishu/topics.ts).
  *
@@ -38,15 +38,18 @@ export function sessionIdOf(key: SessionKey): string {
   }
 }
 
-/** The agent's working directory for the session (kept per chat, so it survives restarts). */
-export function workspaceOf(key: SessionKey, dataDir: string): string {
+/**
+ * The agent's working directory for the session (kept per chat, so it survives restarts). `workspaces` is
+ * WORKSPACES_DIR: `DATA_DIR/workspaces` unless the operator moved it out (README, "What an agent can reach").
+ */
+export function workspaceOf(key: SessionKey, workspaces: string): string {
   switch (key.kind) {
     case "feishu-private":
-      return path.join(dataDir, "workspaces", "feishu-private", key.openId);
+      return path.join(workspaces, "feishu-private", key.openId);
     case "feishu-group":
-      return path.join(dataDir, "workspaces", "feishu-chat", key.chatId);
+      return path.join(workspaces, "feishu-chat", key.chatId);
     case "feishu-topic":
-      return path.join(dataDir, "workspaces", "feishu-chat", key.chatId, "topics", key.rootMessageId);
+      return path.join(workspaces, "feishu-chat", key.chatId, "topics", key.rootMessageId);
   }
 }
 
@@ -56,14 +59,14 @@ export function workspaceOf(key: SessionKey, dataDir: string): string {
  */
 export function feishuSession(
   key: SessionKey,
-  where: { dataDir: string; chatId: string; ownerId: string; title: string },
+  where: { workspacesDir: string; chatId: string; ownerId: string; title: string },
 ): SessionInfo {
   return {
     id: sessionIdOf(key),
     channel: "feishu",
     chatType: chatTypeOf(key),
     chatId: where.chatId,
-    workspace: workspaceOf(key, where.dataDir),
+    workspace: workspaceOf(key, where.workspacesDir),
     ownerId: where.ownerId,
     title: where.title,
     ...(key.kind === "feishu-topic"

@@ -45,6 +45,8 @@ export interface FeishuChannelOptions {
   /** The app id names sessions: `feishu-{appId}-private-{openId}` (domain/session-id.ts). */
   appId: string;
   dataDir: string;
+  /** WORKSPACES_DIR (default `DATA_DIR/workspaces`). */
+  workspacesDir?: string;
   /** Base of the 会话详情 link (card-book.ts); without it cards carry none (feishu mode without PUBLIC_URL). */
   publicUrl?: () => string;
   cardPatchIntervalMs: number;
@@ -242,6 +244,7 @@ export class FeishuChannel implements AskSurface {
     const route = routeInbound(message, text ?? "", {
       appId: this.#o.appId,
       dataDir: this.#o.dataDir,
+      ...(this.#o.workspacesDir !== undefined ? { workspacesDir: this.#o.workspacesDir } : {}),
       replyInThread: this.#o.replyInThread ?? false,
       // A reply in a topic that came without its thread_id (facts: topic groups) finds the topic's session.
       knownTopic: knownTopicIn(this.#o.runner, this.#o.appId, message.chatId),

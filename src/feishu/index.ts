@@ -13,7 +13,7 @@ export type { FeishuRuntime } from "./runtime.ts";
  */
 export async function startFeishu(options: {
   config: Pick<RunnableConfig, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
-    Partial<Pick<RunnableConfig, "asks">>;
+    Partial<Pick<RunnableConfig, "asks" | "workspacesDir">>;
   /** The live public URL (public-url.ts PublicAddress): with PORT=0 it is known only after listen. */
   publicUrl?: () => string;
   core: FeishuCore;
@@ -39,6 +39,7 @@ export async function startFeishu(options: {
     now,
     appId,
     dataDir: config.dataDir,
+    ...(config.workspacesDir !== undefined ? { workspacesDir: config.workspacesDir } : {}),
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
     askPing: feishu.askPing,

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { oneLine, truncate } from "../cards/text.ts";
 import { feishuSession, feishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
@@ -32,6 +33,8 @@ export interface InboundRoute {
 export interface TopicRouteOptions {
   appId: string;
   dataDir: string;
+  /** WORKSPACES_DIR, where chats' workspaces go (default `DATA_DIR/workspaces`). */
+  workspacesDir?: string;
   /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it. */
   replyInThread: boolean;
   /** Whether the topic rooted at this message of the chat already has a session (none known when omitted). */
@@ -47,7 +50,8 @@ export function routeInbound(
   options: TopicRouteOptions,
 ): InboundRoute {
   const { appId, dataDir } = options;
-  const where = { dataDir, chatId: message.chatId, ownerId: message.senderOpenId };
+  const workspacesDir = options.workspacesDir ?? path.join(dataDir, "workspaces");
+  const where = { workspacesDir, chatId: message.chatId, ownerId: message.senderOpenId };
   const at = (key: SessionKey, title: string, kind: ChatSessionKind): InboundRoute => ({
     kind,
     session: feishuSession(key, { ...where, title }),

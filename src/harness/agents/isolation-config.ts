@@ -14,6 +14,14 @@ export const isolationEnvShape = {
   AGENT_SANDBOX: z
     .enum(["auto", "bwrap", "off"], { message: "AGENT_SANDBOX accepts auto, bwrap or off" })
     .default("auto"),
+  /**
+   * Another user the children run as (a name from /etc/passwd, or `uid` / `uid:gid`), through util-linux's
+   * `setpriv`; the bot must run as root. Such a child cannot read the bot's `/proc/PID/environ` or a `0700`
+   * `DATA_DIR` even without the sandbox.
+   */
+  AGENT_USER: z.string().trim().min(1).optional(),
+  /** Where chats' workspaces live (default `DATA_DIR/workspaces`); outside DATA_DIR for AGENT_USER without bwrap. */
+  WORKSPACES_DIR: z.string().trim().min(1).optional(),
 };
 
 /**

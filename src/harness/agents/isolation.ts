@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ConfigError } from "../../errors.ts";
+import { type AgentUser, asAgentUser, parseAgentUser, prepareAgentUser } from "./agent-user.ts";
 import type { SandboxSetting } from "./isolation-config.ts";
 
 /**
@@ -20,6 +21,8 @@ import type { SandboxSetting } from "./isolation-config.ts";
 
 export interface Isolation {
   readonly kind: "bwrap" | "none";
+  /** AGENT_USER: the user the children run as (absent: the bot's own). */
+  readonly user?: AgentUser;
   /** One sentence for the start-up log: what the children get, and what they do not. */
   readonly notice: string;
   /** The command line that starts `command` isolated, working in `cwd` with `writable` bound back. */
@@ -42,9 +45,43 @@ export interface IsolationOptions {
   searchPath: string;
   /** Finds an executable on the search path (injected for tests). */
   which?: (name: string, searchPath: string) => string | undefined;
+  /** AGENT_USER as written; with it `dataDir` and `workspacesDir` are checked (agent-user.ts). */
+  agentUser?: string;
+  dataDir?: string;
+  workspacesDir?: string;
+  /** Injected for tests: /etc/passwd's text and whether the bot runs as root. */
+  passwd?: () => string;
+  isRoot?: () => boolean;
 }
 
 export function resolveIsolation(options: IsolationOptions): Isolation {
+  const base = resolveSandbox(options);
+  if (!options.agentUser) return base;
+  const user = parseAgentUser(
+    options.agentUser,
+    (options.passwd ?? (() => fs.readFileSync("/etc/passwd", "utf8")))(),
+  );
+  const setpriv = (options.which ?? whichOnPath)("setpriv", options.searchPath);
+  if (!setpriv)
+    throw new ConfigError(
+      `AGENT_USER=${options.agentUser}: setpriv was not found on PATH (apt install util-linux)`,
+    );
+  prepareAgentUser(user, {
+    dataDir: options.dataDir ?? options.hidden[0] ?? "",
+    workspacesDir: options.workspacesDir ?? "",
+    sandboxed: base.kind === "bwrap",
+    isRoot: (options.isRoot ?? (() => process.getuid?.() === 0))(),
+  });
+  return {
+    kind: base.kind,
+    user,
+    notice: `${base.notice}; as user ${user.name} (uid ${user.uid}), which cannot read this process's environment or DATA_DIR (0700)`,
+    // bwrap (as root, no user namespace needed) sets up the mounts, then setpriv drops to the agent's user.
+    wrap: (launch) => base.wrap({ ...launch, ...asAgentUser(setpriv, user, launch) }),
+  };
+}
+
+function resolveSandbox(options: IsolationOptions): Isolation {
   if (options.sandbox === "off") return none("AGENT_SANDBOX=off");
   const bwrap = (options.which ?? whichOnPath)("bwrap", options.searchPath);
   if (bwrap) return bubblewrap(bwrap, options.hidden);

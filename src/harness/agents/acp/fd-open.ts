@@ -85,13 +85,24 @@ export async function openRegularForRead(root: string, wanted: string, shown = w
   }
 }
 
+/** AGENT_USER's ids: what the bot creates for the agent (as root) becomes the agent's, so it can change it. */
+export interface FileOwner {
+  uid: number;
+  gid: number;
+}
+
 /**
  * Opens (creating it and its missing parents) `wanted` for writing, without truncating: the caller truncates
  * once it holds the right file. The directory is judged by its descriptor; the file is created in that
  * directory itself, and a symlink as the last component is refused rather than followed.
  */
-export async function openRegularForWrite(root: string, wanted: string, shown = wanted): Promise<OpenedFile> {
-  const dir = await openDirInside(root, path.dirname(wanted), shown);
+export async function openRegularForWrite(
+  root: string,
+  wanted: string,
+  shown = wanted,
+  owner?: FileOwner,
+): Promise<OpenedFile> {
+  const dir = await openDirInside(root, path.dirname(wanted), shown, owner);
   try {
     const name = path.basename(wanted);
     const target = (await hasProcFd()) ? `/proc/self/fd/${dir.handle.fd}/${name}` : path.join(dir.real, name);
@@ -101,6 +112,9 @@ export async function openRegularForWrite(root: string, wanted: string, shown = 
       if (real === undefined || !inside(root, real)) throw outside(shown);
       const stat = await handle.stat();
       if (!stat.isFile()) throw notRegular(shown);
+      // Through the descriptor: the file chowned is the file checked.
+      if (owner && (stat.uid !== owner.uid || stat.gid !== owner.gid))
+        await handle.chown(owner.uid, owner.gid);
       return { handle, real, size: stat.size };
     } catch (error) {
       await handle.close();
@@ -116,6 +130,7 @@ async function openDirInside(
   root: string,
   dir: string,
   shown: string,
+  owner?: FileOwner,
 ): Promise<{ handle: FileHandle; real: string }> {
   let handle: FileHandle;
   try {
@@ -127,7 +142,7 @@ async function openDirInside(
     if (parent === dir) throw error;
     // A dangling symlink here would have `mkdir` fail and tell nothing; refuse it plainly.
     if (await isLink(dir)) throw outside(shown);
-    const above = await openDirInside(root, parent, shown);
+    const above = await openDirInside(root, parent, shown, owner);
     try {
       const name = path.basename(dir);
       const viaParent = (await hasProcFd())
@@ -142,6 +157,7 @@ async function openDirInside(
         .catch((e: unknown) => {
           throw errorCode(e) === "ELOOP" || errorCode(e) === "ENOTDIR" ? outside(shown) : e;
         });
+      if (owner) await handle.chown(owner.uid, owner.gid);
     } finally {
       await above.handle.close();
     }

@@ -93,7 +93,10 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
   async function run(ctx: AgentContext): Promise<AgentResult> {
     clearTimeout(idleTimers.get(ctx.session.id));
     idleTimers.delete(ctx.session.id);
-    const workspace = await openWorkspace(ctx.session.workspace);
+    const workspace = await openWorkspace(
+      ctx.session.workspace,
+      isolation.user ? { owner: isolation.user } : {},
+    );
     const fresh = !processes.get(ctx.session.id)?.alive;
     const proc = fresh ? start(ctx.session.id, workspace.root) : processes.get(ctx.session.id);
     if (!proc) throw new Error("ACP agent process missing");

@@ -1,7 +1,7 @@
 import fs, { type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import { openRegularForRead, openRegularForWrite, WorkspaceFileError } from "./fd-open.ts";
+import { type FileOwner, openRegularForRead, openRegularForWrite, WorkspaceFileError } from "./fd-open.ts";
 
 /**
  * The agent's `fs/read_text_file` and `fs/write_text_file`, confined to the session's workspace. Every door
@@ -31,6 +31,8 @@ export interface WorkspaceLimits {
   /** Every file request ends by then. */
   timeoutMs?: number;
   now?: () => number;
+  /** AGENT_USER: files and directories written for the agent become its user's (fd-open.ts). */
+  owner?: FileOwner;
 }
 
 export const WORKSPACE_LIMITS = {
@@ -43,6 +45,7 @@ const CHUNK_BYTES = 64 * 1024;
 
 export async function openWorkspace(dir: string, limits: WorkspaceLimits = {}): Promise<WorkspaceFs> {
   await fs.mkdir(dir, { recursive: true });
+  if (limits.owner) await fs.chown(dir, limits.owner.uid, limits.owner.gid);
   const root = await fs.realpath(dir);
   const maxRead = limits.maxReadBytes ?? WORKSPACE_LIMITS.maxReadBytes;
   const maxWrite = limits.maxWriteBytes ?? WORKSPACE_LIMITS.maxWriteBytes;
@@ -87,7 +90,7 @@ export async function openWorkspace(dir: string, limits: WorkspaceLimits = {}): 
             "too_large",
             `Refused: the content for ${shown} is ${bytes.length} bytes; one write carries at most ${maxWrite} bytes`,
           );
-        const opened = await openRegularForWrite(root, resolve(file), shown);
+        const opened = await openRegularForWrite(root, resolve(file), shown, limits.owner);
         try {
           // Truncated only now, once the descriptor is known to be the workspace's own regular file.
           await opened.handle.truncate(0);
