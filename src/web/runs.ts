@@ -1,9 +1,8 @@
 import type express from "express";
 import type { Response } from "express";
 import { oneLine, truncate } from "../cards/text.ts";
-import { canViewSession } from "../domain/access.ts";
 import type { ExternalSessions } from "../domain/external-sessions.ts";
-import type { SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import type { RunStatus, RunView } from "../domain/types.ts";
 import { viewerOf } from "./auth.ts";
 
@@ -32,7 +31,7 @@ export interface RunSummary {
 }
 
 export interface RunsOptions {
-  runner: SessionRuns;
+  runner: RunFeed;
   external?: ExternalSessions;
   authSecret: string;
   now: () => number;
@@ -54,7 +53,7 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
       res.json({ activeRunId: latest?.status === "running" ? latest.id : null, runs: runs.map(summary) });
       return;
     }
-    if (!canViewSession(runner, userId, sessionId)) return forbidden(res);
+    if (!runner.canView(userId, sessionId)) return forbidden(res);
     const active = runner.activeRun(sessionId);
     res.json({
       activeRunId: active?.id ?? null,
@@ -77,12 +76,12 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
     }
     const run = runner.getRun(runId);
     if (!run || run.sessionId !== sessionId) return forbidden(res);
-    if (run.senderId !== userId && !canViewSession(runner, userId, sessionId)) return forbidden(res);
+    if (run.senderId !== userId && !runner.canView(userId, sessionId)) return forbidden(res);
     res.json({
       run,
       active: runner.activeRun(sessionId)?.id === run.id,
       // The run page links "back to the chat" only for those the session page will let in.
-      canViewSession: canViewSession(runner, userId, sessionId),
+      canViewSession: runner.canView(userId, sessionId),
     });
   });
 }

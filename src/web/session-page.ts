@@ -1,9 +1,8 @@
 import fs from "node:fs";
 import type express from "express";
 import type { Response } from "express";
-import { canViewSession } from "../domain/access.ts";
 import type { ExternalSessions } from "../domain/external-sessions.ts";
-import type { SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
@@ -22,7 +21,7 @@ import { mountRunApi } from "./runs.ts";
  */
 
 export interface SessionPageOptions {
-  runner: SessionRuns;
+  runner: RunFeed;
   /** Outside agents' sessions, shown read-only beside the runner's (domain/external-sessions.ts). */
   external?: ExternalSessions;
   authSecret: string;
@@ -130,9 +129,9 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
       res.json({ id: sessionId, title: external.title, channel: "agent", chatType: external.chatType });
       return;
     }
-    const session = options.runner.getSession(sessionId);
+    const session = options.runner.session(sessionId);
     // Unknown and not-yours answer alike, so nobody can probe which sessions exist (as the hub does).
-    if (!session || !canViewSession(options.runner, userId, sessionId)) {
+    if (!session || !options.runner.canView(userId, sessionId)) {
       res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
       return;
     }

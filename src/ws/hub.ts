@@ -4,9 +4,9 @@ import { WebSocketServer } from "ws";
 import { checkAnswers } from "../asks/answers.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import { isRevoked, verifyToken } from "../auth/token.ts";
-import { canViewSession } from "../domain/access.ts";
 import type { ExternalSessions } from "../domain/external-sessions.ts";
-import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { AskSurface, RunCommands } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
@@ -32,7 +32,7 @@ export type { HubSocket } from "./connections.ts";
 
 export interface HubDeps {
   registry: AskRegistry;
-  runner: SessionRuns;
+  runner: RunFeed & Pick<RunCommands, "cancel">;
   authSecret: string;
   /** Revoked tokens are refused at the upgrade, and open connections using one close at the next heartbeat. */
   revocations?: TokenRevocations;
@@ -224,7 +224,7 @@ export class WsHub implements AskSurface {
     const canAnswer = active?.senderId === connection.userId;
     // topics (issue 19): a topic session is named and placed in its group, so a client can list it as a topic;
     // every other session's frame stays as it was.
-    const session = this.#deps.runner.getSession(sessionId);
+    const session = this.#deps.runner.session(sessionId);
     const topic = topicInfo(session);
     const title = topic ? session?.title : undefined;
     this.#send(connection, {
@@ -315,7 +315,7 @@ export class WsHub implements AskSurface {
   #canView(userId: string, sessionId: string): boolean {
     const external = this.#deps.external?.sourceOf(sessionId);
     if (external) return external.canView(userId, sessionId);
-    return canViewSession(this.#deps.runner, userId, sessionId);
+    return this.#deps.runner.canView(userId, sessionId);
   }
 
   #activeRun(sessionId: string): RunView | undefined {
