@@ -68,3 +68,51 @@ export interface RunEvents extends Record<string, unknown> {
 export type CardPlacement =
   | { kind: "reply"; chatId: string; messageId: string }
   | { kind: "send"; to: { openId: string } | { chatId: string }; chatType: "private" | "group" };
+
+/** Feeds read as one; more can join later (outside agents' tasks are mounted after the core is built). */
+export interface JoinedFeed extends RunFeed {
+  add(feed: RunFeed): void;
+}
+
+const NO_QUEUE: QueuedPreview = Object.freeze({ items: [], total: 0 }) as QueuedPreview;
+
+/**
+ * The feed that holds a session answers everything about it (the first that knows it, in joining order);
+ * a run by id comes from the first feed that has it; a listener hears every feed, those joined later too.
+ */
+export function joinFeeds(...initial: RunFeed[]): JoinedFeed {
+  const feeds = [...initial];
+  /** Each listener as a way to subscribe it to one more feed, and its subscriptions so far. */
+  const listeners: { subscribe: (feed: RunFeed) => () => void; offs: (() => void)[] }[] = [];
+  const holder = (sessionId: string) => feeds.find((feed) => feed.session(sessionId) !== undefined);
+  return {
+    add(feed) {
+      feeds.push(feed);
+      for (const entry of listeners) entry.offs.push(entry.subscribe(feed));
+    },
+    on(event, listener) {
+      const entry = { subscribe: (feed: RunFeed) => feed.on(event, listener), offs: [] as (() => void)[] };
+      for (const feed of feeds) entry.offs.push(entry.subscribe(feed));
+      listeners.push(entry);
+      return () => {
+        for (const off of entry.offs) off();
+        const at = listeners.indexOf(entry);
+        if (at >= 0) listeners.splice(at, 1);
+      };
+    },
+    getRun(runId) {
+      for (const feed of feeds) {
+        const run = feed.getRun(runId);
+        if (run) return run;
+      }
+      return undefined;
+    },
+    session: (sessionId) => holder(sessionId)?.session(sessionId),
+    activeRun: (sessionId) => holder(sessionId)?.activeRun(sessionId),
+    currentRun: (sessionId) => holder(sessionId)?.currentRun(sessionId),
+    runs: (sessionId, limit) => holder(sessionId)?.runs(sessionId, limit) ?? [],
+    queuedPreview: (sessionId, limit, chars) =>
+      holder(sessionId)?.queuedPreview(sessionId, limit, chars) ?? NO_QUEUE,
+    canView: (userId, sessionId) => holder(sessionId)?.canView(userId, sessionId) ?? false,
+  };
+}
