@@ -287,7 +287,7 @@ export class WsHub implements AskSurface {
   #cancel(connection: Connection, sessionId: string): void {
     // Some sessions' runs are not stopped from a page: an outside agent's task ends when its agent says so.
     if (this.#deps.runs.session(sessionId)?.allows.cancel === false) {
-      return this.#error(connection, sessionId, "forbidden", "this session's task is ended by its agent");
+      return this.#error(connection, sessionId, "forbidden", "an outside agent's task is ended by its agent");
     }
     // Strangers learn nothing, not even whether something is running.
     if (!this.#deps.runs.canView(connection.userId, sessionId)) {
