@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AskRegistry } from "./asks/registry.ts";
-import { ExternalSessions } from "./domain/external-sessions.ts";
+import { type JoinedFeed, joinFeeds } from "./domain/run-feed.ts";
 import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
 import { SessionRunner } from "./harness/runner.ts";
@@ -39,8 +39,11 @@ export interface Core {
   runner: SessionRunner;
   hub: WsHub;
   revocations: SqliteTokenRevocations;
-  /** Outside agents' sessions (agents-api adds its tasks), shown by the hub and the session page. */
-  external: ExternalSessions;
+  /**
+   * Every run, the runner's and whatever joins later (agents-api adds its tasks): what the hub and the
+   * session pages read (domain/run-feed.ts).
+   */
+  runs: JoinedFeed;
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
@@ -79,11 +82,11 @@ export function createCore(options: CoreOptions): Core {
     members: new SessionMembers(options.db),
   });
   const revocations = new SqliteTokenRevocations(options.db);
-  const external = new ExternalSessions();
+  const runs = joinFeeds(runner);
   const hub = new WsHub({
-    external,
     registry,
-    runner,
+    runs,
+    commands: runner,
     authSecret: options.authSecret,
     revocations,
     now,
@@ -92,5 +95,5 @@ export function createCore(options: CoreOptions): Core {
     ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
-  return { store, registry, dispatcher, runner, hub, revocations, external };
+  return { store, registry, dispatcher, runner, hub, revocations, runs };
 }

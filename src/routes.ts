@@ -16,7 +16,7 @@ import { mountSessionPages } from "./web/session-page.ts";
  */
 export function serviceRoutes(options: {
   feishu: Pick<FeishuRuntime, "routes">;
-  core: Pick<Core, "runner"> & Partial<Pick<Core, "revocations" | "external">>;
+  core: Pick<Core, "runs"> & Partial<Pick<Core, "revocations">>;
   authSecret: string;
   logger: Logger;
   now: () => number;
@@ -35,8 +35,7 @@ export function serviceRoutes(options: {
     ...options.feishu.routes,
     (app: Express) =>
       mountSessionPages(app, {
-        runner: core.runner,
-        ...(core.external ? { external: core.external } : {}),
+        runs: core.runs,
         authSecret,
         ...(core.revocations ? { revocations: core.revocations } : {}),
         ...(options.signInTtlMs !== undefined ? { signInTtlMs: options.signInTtlMs } : {}),
@@ -66,7 +65,7 @@ export function serviceRoutes(options: {
  * router answers 404 for paths it does not know). main.ts and the README test both build them here.
  */
 export function agentRoutes(options: {
-  core: Pick<Core, "registry" | "external">;
+  core: Pick<Core, "registry" | "runs">;
   feishu: Pick<FeishuRuntime, "channel">;
   db: Db;
   authSecret: string;
@@ -82,7 +81,7 @@ export function agentRoutes(options: {
   const agentsApi = createAgentsApi({
     registry: core.registry,
     cards: agentCardsOn(options.feishu.channel),
-    sessions: core.external,
+    runs: core.runs,
     db: options.db,
     authSecret,
     askTimeoutMs: options.askTimeoutMs,

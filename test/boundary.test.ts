@@ -256,3 +256,76 @@ describe("the dependency rule", () => {
     expect(edgesOf(file, source).map(violation).filter(Boolean)).toEqual([]);
   });
 });
+
+/**
+ * The run feed (issue 26, domain/run-feed.ts): the readers of runs depend on `RunFeed` alone, so a new kind
+ * of run (or runs of another instance) joins the feed instead of every reader. They may not name an owner of
+ * runs, not even as a type; comments may.
+ */
+const RUN_OWNERS = new Set(["SessionRunner", "AgentTasks", "AgentTaskFeed"]);
+const RUN_READERS = /^src\/(ws|web|feishu)\//;
+
+/** The owners of runs a source names in its code (identifiers: imports, types, values; not comments). */
+function ownersNamed(file: string, source: string): string[] {
+  const tree = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const named = new Set<string>();
+  const visit = (node: ts.Node): void => {
+    if (ts.isIdentifier(node) && RUN_OWNERS.has(node.text)) named.add(node.text);
+    ts.forEachChild(node, visit);
+  };
+  visit(tree);
+  return [...named];
+}
+
+/** An import by `agents-api` of the Feishu channel (its cards reach Feishu through the feed's readers). */
+function agentsApiReachesFeishu(edge: Edge): boolean {
+  if (!edge.from.startsWith("src/agents-api/") || !edge.spec.startsWith(".")) return false;
+  return path.posix.join(path.posix.dirname(edge.from), edge.spec).startsWith("src/feishu/");
+}
+
+describe("the run feed's rules", () => {
+  const files = filesUnder("src").map((file) => file.split(path.sep).join("/"));
+
+  it("ws, web and feishu read runs through RunFeed: they name neither SessionRunner nor AgentTasks", () => {
+    const readers = files.filter((file) => RUN_READERS.test(file));
+    const offenders = readers.flatMap((file) =>
+      ownersNamed(file, fs.readFileSync(file, "utf8")).map((owner) => `${file}: ${owner}`),
+    );
+    expect(readers.length).toBeGreaterThan(30);
+    expect(offenders).toEqual([]);
+  });
+
+  it("agents-api imports nothing from feishu/", () => {
+    const agents = files.filter((file) => file.startsWith("src/agents-api/"));
+    const offenders = agents.flatMap((file) =>
+      edgesOf(file, fs.readFileSync(file, "utf8"))
+        .filter(agentsApiReachesFeishu)
+        .map((edge) => `${file}: ${edge.spec}`),
+    );
+    expect(agents.length).toBeGreaterThan(10);
+    expect(offenders).toEqual([]);
+  });
+
+  it.each([
+    ["src/ws/x.ts", 'import type { SessionRunner } from "../harness/runner.ts";'],
+    ["src/web/x.ts", "export function f(tasks: { t: AgentTasks }) { return tasks; }"],
+    ["src/feishu/x.ts", 'import { type SessionRuns as R, SessionRunner } from "../domain/ports.ts";'],
+    ["src/web/x.ts", "const feed = new AgentTaskFeed(lookup);"],
+  ])("refuses a reader naming an owner of runs in %s: %s", (file, source) => {
+    expect(ownersNamed(file, source)).not.toEqual([]);
+  });
+
+  it("lets a reader mention an owner in a comment, and name the feed", () => {
+    const source =
+      '// fed by SessionRunner and AgentTasks\nimport type { RunFeed } from "../domain/run-feed.ts";';
+    expect(ownersNamed("src/ws/x.ts", source)).toEqual([]);
+  });
+
+  it.each([
+    ["src/agents-api/x.ts", 'import { CardBook } from "../feishu/progress/card-book.ts";'],
+    ["src/agents-api/x.ts", 'export type { FeishuChannel } from "../feishu/channel.ts";'],
+    ["src/agents-api/x.ts", 'const m = await import("../feishu/index.ts");'],
+  ])("refuses agents-api reaching the Feishu channel in %s: %s", (file, source) => {
+    expect(edgesOf(file, source).filter(agentsApiReachesFeishu)).not.toEqual([]);
+  });
+});

@@ -94,7 +94,7 @@ async function startPageServer(
     routes: [
       (app) =>
         mountSessionPages(app, {
-          runner: core.runner,
+          runs: core.runs,
           authSecret: secret,
           now: () => clock,
           logger,

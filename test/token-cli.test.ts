@@ -57,7 +57,7 @@ async function startServer(dataDir: string): Promise<string> {
   const core = createCore({ db, logger, agent, tools: [], askTimeoutMs: 60_000, authSecret });
   const routes = [
     (app: Parameters<typeof mountSessionPages>[0]) =>
-      mountSessionPages(app, { runner: core.runner, authSecret, now: Date.now, logger }),
+      mountSessionPages(app, { runs: core.runs, authSecret, now: Date.now, logger }),
   ];
   const { server } = createApp({ ...core, logger, routes });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

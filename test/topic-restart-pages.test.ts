@@ -102,7 +102,7 @@ describe("topic sessions on the session page and over the WebSocket", () => {
       routes: ({ core }) => [
         (app) =>
           mountSessionPages(app, {
-            runner: core.runner,
+            runs: core.runs,
             authSecret: "test-secret-0123456789",
             now: Date.now,
             logger: createLogger({ level: "silent" }),

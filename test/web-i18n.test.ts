@@ -57,7 +57,7 @@ async function startPagesWithCore(locale: Locale): Promise<{ base: string; core:
     logger,
     routes: [
       (app) =>
-        mountSessionPages(app, { runner: core.runner, authSecret: "s", now: Date.now, logger, localUsers }),
+        mountSessionPages(app, { runs: core.runs, authSecret: "s", now: Date.now, logger, localUsers }),
     ],
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

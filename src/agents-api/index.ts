@@ -1,13 +1,12 @@
 import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
-import type { ExternalSessions } from "../domain/external-sessions.ts";
+import type { JoinedFeed } from "../domain/run-feed.ts";
 import type { Logger } from "../logger.ts";
 import type { Db } from "../store/db.ts";
 import { mountAgentHttpApi } from "./http.ts";
 import { mountMcp } from "./mcp.ts";
 import { agentRequestRate, type RequestRates } from "./request-rate.ts";
 import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
-import { agentSessions } from "./sessions.ts";
 import { AgentStore } from "./store.ts";
 import { AgentTokenStore } from "./token-store.ts";
 
@@ -27,8 +26,8 @@ export function createAgentsApi(options: {
   askTimeoutMs: number;
   now: () => number;
   logger: Logger;
-  /** The hub's and session page's outside sessions (core.external): each task shows there too. */
-  sessions?: ExternalSessions;
+  /** The run feed the hub and the session pages read (core.runs): the tasks join it. */
+  runs?: Pick<JoinedFeed, "add">;
   tuning?: Pick<
     AgentTasksOptions,
     "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId" | "waits"
@@ -43,10 +42,9 @@ export function createAgentsApi(options: {
     askTimeoutMs: options.askTimeoutMs,
     logger: options.logger.child({ module: "agents" }),
     ...(options.db ? { store: new AgentStore(options.db) } : {}),
-    ...(options.sessions ? { onChange: options.sessions.changed.bind(options.sessions) } : {}),
     ...options.tuning,
   });
-  options.sessions?.add(agentSessions(tasks));
+  options.runs?.add(tasks.feed);
   const requestRate = agentRequestRate(options.now, options.requestRates);
   const deps = {
     tasks,

@@ -17,6 +17,7 @@ import type {
   ReportProgressInput,
   StartTaskInput,
 } from "./schemas.ts";
+import { AgentTaskFeed } from "./sessions.ts";
 import { type AgentStore, storedRunSchema } from "./store.ts";
 import type { AgentPrincipal } from "./token.ts";
 import { type WaitOptions, waitForSettle } from "./wait.ts";
@@ -52,8 +53,6 @@ export interface AgentTasksOptions {
   /** Tasks and asks kept across restarts; without it they live in memory only. */
   store?: AgentStore;
   logger?: Logger;
-  /** Told whenever a task's run changes, so the session page's subscribers see it (sessions.ts). */
-  onChange?: (sessionId: string) => void;
 }
 
 interface AgentTask {
@@ -77,12 +76,19 @@ export class AgentTasks {
   readonly #newId: () => string;
   readonly ledger: AskLedger;
   readonly waits: WaitSlots;
+  /** The tasks as the run feed's sessions (sessions.ts): what the hub and the session pages read. */
+  readonly feed: AgentTaskFeed;
 
   constructor(options: AgentTasksOptions) {
     this.#o = options;
     this.#newId = options.newId ?? randomUUID;
     this.#guard = new AgentGuard(options);
     this.waits = new WaitSlots(options.waits);
+    this.feed = new AgentTaskFeed({
+      tasksOf: (sessionId) => this.tasksOf(sessionId),
+      taskRun: (runId) => this.#tasks.get(runId)?.run,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
     this.ledger = new AskLedger(options.registry, {
       now: options.now,
       ...(options.store ? { store: options.store } : {}),
@@ -329,7 +335,7 @@ export class AgentTasks {
 
   #adopt(task: AgentTask): void {
     this.#remember(task.run.id, task);
-    this.#o.onChange?.(task.run.sessionId);
+    this.feed.changed(task.run);
   }
 
   #show(task: AgentTask): void {
@@ -359,7 +365,7 @@ export class AgentTasks {
     task.run = { ...task.run, ...patch };
     this.#save(task);
     this.#o.cards.update(task.run);
-    this.#o.onChange?.(task.run.sessionId);
+    this.feed.changed(task.run);
   }
 
   #finish(task: AgentTask, status: "completed" | "failed" | "cancelled", text: string | undefined): void {

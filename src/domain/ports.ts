@@ -1,3 +1,4 @@
+import type { RunEvents, RunFeed } from "./run-feed.ts";
 import type { QueuedMessage, RunView, SessionInfo } from "./types.ts";
 
 /**
@@ -16,38 +17,11 @@ export type ActionResult<T = object> =
   | ({ ok: true } & T)
   | { ok: false; reason: "forbidden" | "not_running" | "not_found" | "not_retryable" };
 
-export interface RunnerEvents extends Record<string, unknown> {
-  /** A run began: from a message, from the queue (`queueId`), from a retry, or resumed after a restart. */
-  run_started: {
-    run: RunView;
-    source: Record<string, unknown> | undefined;
-    queueId?: string;
-    resumed: boolean;
-  };
-  run_updated: RunView;
-  queue_changed: { sessionId: string; queued: QueuedMessage[] };
-}
+/** The runner's events are the feed's (domain/run-feed.ts). */
+export type RunnerEvents = RunEvents;
 
-/** Sessions and their runs as a channel sees them (implemented by harness/runner.ts). */
-export interface SessionRuns {
-  on<K extends keyof RunnerEvents>(event: K, listener: (payload: RunnerEvents[K]) => void): () => void;
-  getSession(sessionId: string): SessionInfo | undefined;
-  activeRun(sessionId: string): RunView | undefined;
-  /** The active run, or else the most recent one. */
-  currentRun(sessionId: string): RunView | undefined;
-  getRun(runId: string): RunView | undefined;
-  /** A session's runs, newest first. */
-  runs(sessionId: string, limit: number): RunView[];
-  queued(sessionId: string): QueuedMessage[];
-  queuedPreview(
-    sessionId: string,
-    limit: number,
-    chars: number,
-  ): { items: Pick<QueuedMessage, "id" | "senderId" | "text" | "createdAt">[]; total: number };
-  hasQueuedFrom(sessionId: string, userId: string): boolean;
-  now(): number;
-  noteInChat(sessionId: string, userId: string): void;
-  lastSeenInChat(sessionId: string, userId: string): number | undefined;
+/** What a channel may do to the bot's own runs (harness/runner.ts). */
+export interface RunCommands {
   /** A channel's inbound message, written with `claim` (its de-duplication row) in one transaction. */
   accept(
     input: { session: SessionInfo; senderId: string; text: string; source?: Record<string, unknown> },
@@ -63,6 +37,16 @@ export interface SessionRuns {
   ): ActionResult<{ result: SubmitResult }>;
   promote(queueId: string, userId: string): ActionResult<{ position: number }>;
   unqueue(queueId: string, userId: string): ActionResult;
+}
+
+/** Sessions and their runs as a channel sees them (implemented by harness/runner.ts). */
+export interface SessionRuns extends RunFeed, RunCommands {
+  getSession(sessionId: string): SessionInfo | undefined;
+  queued(sessionId: string): QueuedMessage[];
+  hasQueuedFrom(sessionId: string, userId: string): boolean;
+  now(): number;
+  noteInChat(sessionId: string, userId: string): void;
+  lastSeenInChat(sessionId: string, userId: string): number | undefined;
 }
 
 /**

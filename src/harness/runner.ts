@@ -1,6 +1,8 @@
 import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
+import { canViewSession } from "../domain/access.ts";
 import type { ActionResult, RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
+import type { RunSession } from "../domain/run-feed.ts";
 import type { QueuedMessage, RunView, SessionInfo, Step } from "../domain/types.ts";
 import { describeError, ModelError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
@@ -13,6 +15,7 @@ import { Emitter } from "../util/emitter.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { Agent, AgentContext, ReportedStep } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
+import { feedSession, placementOf } from "./run-reads.ts";
 import { ShutdownError } from "./shutdown.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";
 import { createTurnRunner, MAX_STEPS_KEPT } from "./turn-runner.ts";
@@ -105,6 +108,14 @@ export class SessionRunner implements SessionRuns {
 
   getSession(sessionId: string): SessionInfo | undefined {
     return this.#deps.store.getSession(sessionId);
+  }
+
+  session(sessionId: string): RunSession | undefined {
+    return feedSession(this.getSession(sessionId));
+  }
+
+  canView(userId: string, sessionId: string): boolean {
+    return canViewSession(this, userId, sessionId);
   }
 
   activeRun(sessionId: string): RunView | undefined {
@@ -322,8 +333,8 @@ export class SessionRunner implements SessionRuns {
         if (step.status === "running" && !resumes.has(step.id)) step.status = "failed";
       const status = waiting.length > 0 ? "running" : "recovering";
       const launched = this.#launch(session, { ...run, status }, true);
-      const source = this.#deps.store.runSource(run.id);
-      this.#events.emit("run_started", { run: snapshot(launched), source, resumed: true });
+      const card = placementOf(this.#deps.store.runSource(run.id));
+      this.#events.emit("run_started", { run: snapshot(launched), card, resumed: true });
       resumed.push(launched);
     }
     for (const sessionId of this.#deps.store.sessionsWithQueue()) {
@@ -382,7 +393,7 @@ export class SessionRunner implements SessionRuns {
     this.#launch(session, run, false);
     this.#events.emit("run_started", {
       run: snapshot(run),
-      source,
+      card: placementOf(source),
       ...(queueId ? { queueId } : {}),
       resumed: false,
     });

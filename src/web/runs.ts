@@ -1,9 +1,7 @@
 import type express from "express";
 import type { Response } from "express";
 import { oneLine, truncate } from "../cards/text.ts";
-import { canViewSession } from "../domain/access.ts";
-import type { ExternalSessions } from "../domain/external-sessions.ts";
-import type { SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import type { RunStatus, RunView } from "../domain/types.ts";
 import { viewerOf } from "./auth.ts";
 
@@ -32,33 +30,25 @@ export interface RunSummary {
 }
 
 export interface RunsOptions {
-  runner: SessionRuns;
-  external?: ExternalSessions;
+  /** Every run, whoever runs it (core.runs). */
+  runs: RunFeed;
   authSecret: string;
   now: () => number;
 }
 
 export function mountRunApi(app: express.Express, options: RunsOptions): void {
-  const { runner } = options;
+  const { runs: feed } = options;
 
   app.get("/api/sessions/:id/runs", (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const sessionId = req.params.id;
-    const source = options.external?.sourceOf(sessionId);
-    if (source) {
-      if (!source.canView(userId, sessionId)) return forbidden(res);
-      const runs = source.runs(sessionId, HISTORY_LIMIT);
-      const latest = source.session(sessionId)?.run;
-      res.json({ activeRunId: latest?.status === "running" ? latest.id : null, runs: runs.map(summary) });
-      return;
-    }
-    if (!canViewSession(runner, userId, sessionId)) return forbidden(res);
-    const active = runner.activeRun(sessionId);
+    if (!feed.canView(userId, sessionId)) return forbidden(res);
+    const active = feed.activeRun(sessionId);
     res.json({
       activeRunId: active?.id ?? null,
-      runs: runner.runs(sessionId, HISTORY_LIMIT).map(summary),
+      runs: feed.runs(sessionId, HISTORY_LIMIT).map(summary),
     });
   });
 
@@ -67,22 +57,15 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const { id: sessionId, runId } = req.params;
-    const source = options.external?.sourceOf(sessionId);
-    if (source) {
-      const run = source.run(sessionId, runId);
-      if (!run || !source.canView(userId, sessionId)) return forbidden(res);
-      const latest = source.session(sessionId)?.run;
-      res.json({ run, active: latest?.id === run.id && run.status === "running", canViewSession: true });
-      return;
-    }
-    const run = runner.getRun(runId);
+    const run = feed.getRun(runId);
     if (!run || run.sessionId !== sessionId) return forbidden(res);
-    if (run.senderId !== userId && !canViewSession(runner, userId, sessionId)) return forbidden(res);
+    const mayViewSession = feed.canView(userId, sessionId);
+    if (run.senderId !== userId && !mayViewSession) return forbidden(res);
     res.json({
       run,
-      active: runner.activeRun(sessionId)?.id === run.id,
+      active: feed.activeRun(sessionId)?.id === run.id,
       // The run page links "back to the chat" only for those the session page will let in.
-      canViewSession: canViewSession(runner, userId, sessionId),
+      canViewSession: mayViewSession,
     });
   });
 }

@@ -1,9 +1,7 @@
 import fs from "node:fs";
 import type express from "express";
 import type { Response } from "express";
-import { canViewSession } from "../domain/access.ts";
-import type { ExternalSessions } from "../domain/external-sessions.ts";
-import type { SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
@@ -22,9 +20,8 @@ import { mountRunApi } from "./runs.ts";
  */
 
 export interface SessionPageOptions {
-  runner: SessionRuns;
-  /** Outside agents' sessions, shown read-only beside the runner's (domain/external-sessions.ts). */
-  external?: ExternalSessions;
+  /** Every run, whoever runs it (core.runs): the bot's own and outside agents' tasks alike. */
+  runs: RunFeed;
   authSecret: string;
   now: () => number;
   logger: Logger;
@@ -120,19 +117,9 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
       return;
     }
     const sessionId = req.params.id;
-    const source = options.external?.sourceOf(sessionId);
-    if (source) {
-      const external = source.session(sessionId);
-      if (!external || !source.canView(userId, sessionId)) {
-        res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
-        return;
-      }
-      res.json({ id: sessionId, title: external.title, channel: "agent", chatType: external.chatType });
-      return;
-    }
-    const session = options.runner.getSession(sessionId);
+    const session = options.runs.session(sessionId);
     // Unknown and not-yours answer alike, so nobody can probe which sessions exist (as the hub does).
-    if (!session || !canViewSession(options.runner, userId, sessionId)) {
+    if (!session || !options.runs.canView(userId, sessionId)) {
       res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
       return;
     }

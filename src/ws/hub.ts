@@ -4,11 +4,9 @@ import { WebSocketServer } from "ws";
 import { checkAnswers } from "../asks/answers.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import { isRevoked, verifyToken } from "../auth/token.ts";
-import { canViewSession } from "../domain/access.ts";
-import type { ExternalSessions } from "../domain/external-sessions.ts";
-import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { AskSurface, RunCommands } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
-import type { RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
@@ -23,7 +21,6 @@ import {
   MAX_FRAME_BYTES,
   parseClientFrame,
   type ServerFrame,
-  type SessionSnapshot,
 } from "./protocol.ts";
 import { sessionSnapshot } from "./snapshot.ts";
 import { credential, refuse } from "./upgrade.ts";
@@ -32,7 +29,10 @@ export type { HubSocket } from "./connections.ts";
 
 export interface HubDeps {
   registry: AskRegistry;
-  runner: SessionRuns;
+  /** Every run, whoever runs it (core.runs): the hub names no owner of runs. */
+  runs: RunFeed;
+  /** Cancelling, for a session whose `allows.cancel` says a viewer may. */
+  commands: Pick<RunCommands, "cancel">;
   authSecret: string;
   /** Revoked tokens are refused at the upgrade, and open connections using one close at the next heartbeat. */
   revocations?: TokenRevocations;
@@ -41,8 +41,6 @@ export interface HubDeps {
   heartbeatIntervalMs?: number;
   /** Overrides of DEFAULT_WS_LIMITS (tests use small ones). */
   limits?: Partial<WsLimits>;
-  /** Sessions the runner does not run (outside agents' tasks): shown read-only, their questions answerable. */
-  external?: ExternalSessions;
 }
 
 export const WS_PATH = "/ws";
@@ -97,9 +95,8 @@ export class WsHub implements AskSurface {
         }
         this.#sendAround(ask, cancelledFrame(ask, outcome));
       }),
-      deps.runner.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
-      deps.runner.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
-      deps.external?.onChange((sessionId) => this.#sendToSubscribers(sessionId)) ?? (() => {}),
+      deps.runs.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
+      deps.runs.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
     );
     this.#heartbeat = setInterval(
       () => this.#pool.beat((connection) => this.#tokenHolds(connection)),
@@ -209,7 +206,7 @@ export class WsHub implements AskSurface {
 
   #subscribe(connection: Connection, sessionId: string): void {
     // An unknown session is "forbidden" too, so a stranger cannot probe which sessions exist.
-    if (!this.#canView(connection.userId, sessionId)) {
+    if (!this.#deps.runs.canView(connection.userId, sessionId)) {
       return this.#error(connection, sessionId, "forbidden", "you may not view this session");
     }
     if (!this.#pool.subscribe(connection, sessionId)) {
@@ -220,11 +217,11 @@ export class WsHub implements AskSurface {
         "this connection is subscribed to too many sessions; unsubscribe from one first",
       );
     }
-    const active = this.#activeRun(sessionId);
+    const active = this.#deps.runs.activeRun(sessionId);
     const canAnswer = active?.senderId === connection.userId;
     // topics (issue 19): a topic session is named and placed in its group, so a client can list it as a topic;
     // every other session's frame stays as it was.
-    const session = this.#deps.runner.getSession(sessionId);
+    const session = this.#deps.runs.session(sessionId);
     const topic = topicInfo(session);
     const title = topic ? session?.title : undefined;
     this.#send(connection, {
@@ -232,7 +229,11 @@ export class WsHub implements AskSurface {
       sessionId,
       data: { canAnswer, ...(topic ? { topic, ...(title !== undefined ? { title } : {}) } : {}) },
     });
-    this.#send(connection, { type: "session_snapshot", sessionId, data: this.#snapshot(sessionId) });
+    this.#send(connection, {
+      type: "session_snapshot",
+      sessionId,
+      data: sessionSnapshot(this.#deps.runs, sessionId),
+    });
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
       if (ask.elicitation) continue;
       // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
@@ -284,12 +285,12 @@ export class WsHub implements AskSurface {
   }
 
   #cancel(connection: Connection, sessionId: string): void {
-    // An outside agent's task ends when its agent says so (finish_task); the page cannot stop it.
-    if (this.#deps.external?.sourceOf(sessionId)) {
+    // Some sessions' runs are not stopped from a page: an outside agent's task ends when its agent says so.
+    if (this.#deps.runs.session(sessionId)?.allows.cancel === false) {
       return this.#error(connection, sessionId, "forbidden", "an outside agent's task is ended by its agent");
     }
     // Strangers learn nothing, not even whether something is running.
-    if (!this.#canView(connection.userId, sessionId)) {
+    if (!this.#deps.runs.canView(connection.userId, sessionId)) {
       return this.#error(
         connection,
         sessionId,
@@ -297,8 +298,8 @@ export class WsHub implements AskSurface {
         "only the person who started the task may cancel it",
       );
     }
-    const run = this.#deps.runner.activeRun(sessionId);
-    const result = this.#deps.runner.cancel(sessionId, connection.userId);
+    const run = this.#deps.runs.activeRun(sessionId);
+    const result = this.#deps.commands.cancel(sessionId, connection.userId);
     if (result.ok && run)
       return this.#send(connection, { type: "cancelled", sessionId, data: { runId: run.id } });
     if (!result.ok && result.reason === "forbidden") {
@@ -310,25 +311,6 @@ export class WsHub implements AskSurface {
       );
     }
     this.#error(connection, sessionId, "not_running", "no task is running in this session");
-  }
-
-  #canView(userId: string, sessionId: string): boolean {
-    const external = this.#deps.external?.sourceOf(sessionId);
-    if (external) return external.canView(userId, sessionId);
-    return canViewSession(this.#deps.runner, userId, sessionId);
-  }
-
-  #activeRun(sessionId: string): RunView | undefined {
-    const external = this.#deps.external?.sourceOf(sessionId)?.session(sessionId);
-    if (external) return external.run.status === "running" ? external.run : undefined;
-    return this.#deps.runner.activeRun(sessionId);
-  }
-
-  /** An outside agent's session has its latest task and never a queue. */
-  #snapshot(sessionId: string): SessionSnapshot {
-    const external = this.#deps.external?.sourceOf(sessionId)?.session(sessionId);
-    if (!external) return sessionSnapshot(this.#deps.runner, sessionId);
-    return { active: external.run.status === "running", run: external.run, queued: [], queuedCount: 0 };
   }
 
   /**
@@ -348,7 +330,7 @@ export class WsHub implements AskSurface {
   #sendToSubscribers(sessionId: string): void {
     const subscribers = this.#pool.subscribers(sessionId);
     if (!subscribers) return;
-    const snapshot = this.#snapshot(sessionId);
+    const snapshot = sessionSnapshot(this.#deps.runs, sessionId);
     for (const connection of subscribers)
       this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
   }

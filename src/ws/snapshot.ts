@@ -1,4 +1,4 @@
-import type { SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import type { SessionSnapshot } from "./protocol.ts";
 
 /**
@@ -15,7 +15,7 @@ export const SNAPSHOT_TEXT_MAX = 200;
 export const SNAPSHOT_INPUT_MAX = 2000;
 
 export function sessionSnapshot(
-  runner: Pick<SessionRuns, "activeRun" | "currentRun" | "queuedPreview">,
+  runner: Pick<RunFeed, "activeRun" | "currentRun" | "queuedPreview">,
   sessionId: string,
 ): SessionSnapshot {
   const active = runner.activeRun(sessionId);

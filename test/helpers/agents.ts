@@ -59,7 +59,7 @@ export async function startAgentsRig(
         registry: core.registry,
         cards: agentCardsOn(channel),
         db: core.store.db,
-        sessions: core.external,
+        runs: core.runs,
         authSecret: SECRET,
         askTimeoutMs: 60_000,
         now: Date.now,
@@ -76,8 +76,7 @@ export async function startAgentsRig(
       tasks = api.tasks;
       const pages = (app: Parameters<typeof api.mount>[0]) =>
         mountSessionPages(app, {
-          runner: core.runner,
-          external: core.external,
+          runs: core.runs,
           authSecret: RIG_AUTH_SECRET,
           now: Date.now,
           logger: createLogger({ level: "silent" }),

@@ -53,7 +53,7 @@ async function startBot() {
     routes: [
       (app) =>
         mountSessionPages(app, {
-          runner: core.runner,
+          runs: core.runs,
           authSecret: secret,
           revocations: core.revocations,
           now: Date.now,

@@ -1,5 +1,6 @@
 import type { AskOutcome, PendingAsk } from "../../asks/registry.ts";
-import type { AgentCardTarget, RunnerEvents, SessionRuns } from "../../domain/ports.ts";
+import type { AgentCardTarget, RunCommands } from "../../domain/ports.ts";
+import type { RunEvents, RunFeed } from "../../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import { CARD_PATCHABLE_MS } from "../../store/feishu.ts";
@@ -21,7 +22,7 @@ export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone"> {
   /** The zone a card writes an answer's time in (已在网页端回答（15:42）). */
   times: Pick<AskTimes, "timeZone">;
   queuedCards: QueuedCards;
-  runner: Pick<SessionRuns, "activeRun" | "abandon" | "getRun">;
+  runner: Pick<RunFeed, "activeRun" | "getRun"> & Pick<RunCommands, "abandon">;
 }
 
 export class CardLifecycle {
@@ -36,7 +37,7 @@ export class CardLifecycle {
     this.#place = new CardPlacement({ ...deps, cardGone: (card) => this.cardGone(card) });
   }
 
-  runStarted(event: RunnerEvents["run_started"]): void {
+  runStarted(event: RunEvents["run_started"]): void {
     const { run } = event;
     const { book, store, log, background } = this.#d;
     if (event.resumed) {
@@ -55,13 +56,11 @@ export class CardLifecycle {
       }
       // The process died before the card was recorded (its reply may have reached Feishu or not): reply
       // again. The same uuid gives back the card Feishu created, if it did, within the hour.
-      if (event.source?.channel !== "feishu") return;
+      if (event.card?.kind !== "reply") return;
       log.info({ runId: run.id }, "resumed run had no card recorded; replying again");
     }
-    if (event.source?.channel !== "feishu") return;
-    const chatId = String(event.source.chatId ?? "");
-    const sourceMessageId = String(event.source.messageId ?? "");
-    const card = book.open(run, { chatId, sourceMessageId });
+    if (event.card?.kind !== "reply") return;
+    const card = book.open(run, { chatId: event.card.chatId, sourceMessageId: event.card.messageId });
     if (event.queueId) {
       background.track(
         this.#d.queuedCards.started(event.queueId, {
