@@ -15,6 +15,8 @@ const WIRE = [
   "test/local-restart.test.ts",
   "test/long-connection*.test.ts",
   "test/acp-*.test.ts",
+  // Each file starts its own Postgres server (or stops one, or starts child processes on it).
+  "test/cluster/**/*.test.ts",
 ];
 
 export default defineConfig({
