@@ -1,58 +1,13 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import type { Card } from "../src/cards/model.ts";
-import type { AcpAgent } from "../src/harness/agents/acp/index.ts";
+import { describe, expect, it } from "vitest";
 import { createLogger } from "../src/logger.ts";
 import { fixtureAgent } from "./helpers/acp.ts";
-import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+import { ALICE, acpRigs, ask, BOB, cancelValue, settled, stepsIn } from "./helpers/acp-rig.ts";
+import { cardText, formsOn, requestIdsOn } from "./helpers/feishu.ts";
 
-const ALICE = "ou_alice000000000000000000000000000";
-const BOB = "ou_bob00000000000000000000000000000";
-const GROUP = "oc_acp_group";
-
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-
-async function rig(agent: AcpAgent, dataDir?: string): Promise<FeishuRig> {
-  const r = await startFeishuRig({ agent, tools: [], ...(dataDir ? { dataDir } : {}) });
-  closers.push(() => agent.close());
-  closers.push(() => r.stop());
-  return r;
-}
-
-/** Sends a private message as Alice; the progress card's id. */
-async function ask(r: FeishuRig, text: string, group = false): Promise<string> {
-  const id = await r.send({
-    chatType: group ? "group" : "p2p",
-    senderOpenId: ALICE,
-    text,
-    ...(group ? { chatId: GROUP, mentionBot: true } : {}),
-  });
-  return r.progressCard(id);
-}
-
-function settled(r: FeishuRig, cardId: string, template = "green"): Promise<Card> {
-  return r.until(
-    () => {
-      const card = r.cardOf(cardId);
-      return card.header?.template === template && card;
-    },
-    `a ${template} card`,
-    20_000,
-  );
-}
-
-/** The step list as a reader in `locale` sees it (the i18n_content of the 步骤 block). */
-function stepsIn(card: Card, locale: "zh_cn" | "en_us"): string {
-  for (const element of card.body.elements)
-    if (element.tag === "markdown" && element.content.startsWith("**步骤**"))
-      return element.i18n_content?.[locale] ?? "";
-  return "";
-}
+const { closers, rig } = acpRigs();
 
 describe("AGENT=acp behind the card (scripted ACP agent as a child process, emulator, SDK)", () => {
   it("shows the plan as a checklist, tool calls as steps with kind and summary, and the streamed answer, without thoughts", async () => {
@@ -93,7 +48,7 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
         name: "ask0_submit",
         formValue: { ask0_q0: "0", ask0_c0: "" },
       });
-    expect((await click(BOB)).toast?.content).toBe("仅消息发送者可操作");
+    expect((await click(BOB)).toast?.content).toBe("仅任务发起人可以回答此问题");
     expect(r.core.registry.get(requestId)).toBeDefined();
     expect((await click(ALICE)).toast?.content).toBe("已提交");
     const done = cardText(await settled(r, cardId));
@@ -227,10 +182,3 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(cardText(await settled(second, await ask(second, "/count")))).toContain("第 2 次提问(会话已恢复)");
   });
 });
-
-/** The 取消任务 button's callback value, as the card carries it. */
-function cancelValue(card: Card): Record<string, string> {
-  const match = /\{"kind":"progress","act":"cancel"[^}]*\}/.exec(cardText(card));
-  if (!match) throw new Error("no 取消任务 button on the card");
-  return JSON.parse(match[0]);
-}

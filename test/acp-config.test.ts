@@ -2,7 +2,7 @@ import type { RequestPermissionRequest } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { parseAskInput } from "../src/asks/schema.ts";
 import { loadConfig } from "../src/config.ts";
-import { permissionAsk, permissionOutcome } from "../src/harness/agents/acp/permission.ts";
+import { permissionAsk, permissionOutcome, refusedIn } from "../src/harness/agents/acp/permission.ts";
 
 const request = (names: string[]): RequestPermissionRequest => ({
   sessionId: "s",
@@ -95,5 +95,29 @@ describe("ACP permission requests as asks", () => {
       outcome: "cancelled",
     });
     expect(permissionOutcome("not json", optionIds)).toEqual({ outcome: "cancelled" });
+  });
+  it("counts as a refusal only a pick of a reject option or 不允许, not a timeout, a cancel or typed text", () => {
+    const answered = (labels: string[], custom: string | null = null) =>
+      JSON.stringify({ answers: [{ question: "q", selectedLabels: labels, customInput: custom }] });
+    const lone = permissionAsk(request(["Allow"]), about);
+    expect(refusedIn(answered(["不允许"]), lone.refusals)).toBe(true);
+    expect(refusedIn(answered(["Allow"]), lone.refusals)).toBe(false);
+    const ask = permissionAsk(
+      {
+        sessionId: "s",
+        toolCall: { toolCallId: "t" },
+        options: [
+          { optionId: "a", name: "Allow", kind: "allow_once" },
+          { optionId: "r", name: "Reject", kind: "reject_once" },
+          { optionId: "n", name: "Never", kind: "reject_always" },
+        ],
+      },
+      about,
+    );
+    expect(refusedIn(answered(["Reject"]), ask.refusals)).toBe(true);
+    expect(refusedIn(answered(["Never"]), ask.refusals)).toBe(true);
+    expect(refusedIn(answered(["Allow"]), ask.refusals)).toBe(false);
+    expect(refusedIn(answered([], "no thanks"), ask.refusals)).toBe(false);
+    expect(refusedIn(JSON.stringify({ error: "Session cancelled" }), ask.refusals)).toBe(false);
   });
 });

@@ -81,7 +81,8 @@ describe("npm start with AGENT=acp", () => {
           formValue: { ask0_q0: "0", ask0_c0: "" },
         }),
       );
-    expect((await click(BOB)).body).toMatchObject({ toast: { content: "仅消息发送者可操作" } });
+    // This emulator's directory names nobody: the refusal says whose question it is without a name.
+    expect((await click(BOB)).body).toMatchObject({ toast: { content: "仅任务发起人可以回答此问题" } });
     expect((await click(ALICE)).body).toMatchObject({ toast: { type: "success", content: "已提交" } });
     await until(() => cardOf(cardId).includes('"template":"green"'), "the completed card");
     expect(cardOf(cardId)).toContain("权限结果: selected allow");

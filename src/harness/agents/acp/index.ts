@@ -9,7 +9,7 @@ import type { Agent, AgentContext, AgentResult } from "../agent.ts";
 import { type Isolation, NO_ISOLATION } from "../isolation.ts";
 import { CoalescingSink } from "./coalesce.ts";
 import type { AcpConfig } from "./config.ts";
-import { permissionAsk, permissionOutcome } from "./permission.ts";
+import { permissionAsk, permissionOutcome, refusedIn } from "./permission.ts";
 import { AcpProcess } from "./process.ts";
 import { fileSessionIds, type SessionIdStore } from "./session-ids.ts";
 import { createTerminalHost } from "./terminals.ts";
@@ -156,6 +156,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
               signal: requestSignal,
             });
             if (requestSignal.aborted) return { outcome: { outcome: "cancelled" } };
+            if (refusedIn(result, ask.refusals)) reporter.refused(request.toolCall.toolCallId);
             return { outcome: permissionOutcome(result, ask.optionIds) };
           } catch (error) {
             // The run was cancelled while the form was open: ACP wants the `cancelled` outcome then.
@@ -190,6 +191,9 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         ctx.signal.removeEventListener("abort", cancel);
       }
       updates.flush();
+      // The agent stopped itself after the person said no (codex-acp answers a refusal with `cancelled`).
+      if (response.stopReason === "cancelled" && reporter.anyRefused && !ctx.signal.aborted)
+        return { text: reporter.text, ending: "rejected" };
       return finish(response.stopReason, reporter.text);
     } finally {
       watchdog.stop();

@@ -26,6 +26,8 @@ export interface PermissionAsk {
   };
   /** Option label on the card → the agent's option id. */
   optionIds: Map<string, string>;
+  /** The labels that say no: the agent's reject options and the 不允许 offered beside a lone option. */
+  refusals: Set<string>;
 }
 
 const CANCELLED: RequestPermissionOutcome = { outcome: "cancelled" };
@@ -37,17 +39,19 @@ export function permissionAsk(
   // A form offers 2–4 choices; more than four is unheard of in practice, so the first four are offered.
   const offered = request.options.slice(0, LIMITS.maxOptions);
   const optionIds = new Map<string, string>();
+  const refusals = new Set<string>();
   const options = offered.map((option) => {
     const label = uniqueLabel(option, optionIds);
     optionIds.set(label, option.optionId);
+    if (option.kind === "reject_once" || option.kind === "reject_always") refusals.add(label);
     return { label, description: strings.acp.optionKinds[option.kind] };
   });
   // One option alone cannot make a form; "不允许" beside it answers cancelled.
-  if (options.length < LIMITS.minOptions)
-    options.push({
-      label: uniqueLabel({ name: strings.acp.rejectLabel }, optionIds),
-      description: strings.acp.optionKinds.reject_once,
-    });
+  if (options.length < LIMITS.minOptions) {
+    const label = uniqueLabel({ name: strings.acp.rejectLabel }, optionIds);
+    refusals.add(label);
+    options.push({ label, description: strings.acp.optionKinds.reject_once });
+  }
   const title = about.title || request.toolCall.toolCallId;
   const question = strings.acp.permissionQuestion(title, strings.acp.toolKinds[about.kind], about.where);
   return {
@@ -63,6 +67,7 @@ export function permissionAsk(
       metadata: { source: "acp_permission", toolCallId: request.toolCall.toolCallId },
     },
     optionIds,
+    refusals,
   };
 }
 
@@ -81,6 +86,17 @@ export function permissionOutcome(
   const label = parsed.data.answers[0]?.selectedLabels[0];
   const optionId = label === undefined ? undefined : optionIds.get(label);
   return optionId === undefined ? CANCELLED : { outcome: "selected", optionId };
+}
+
+/**
+ * The person answered the form by saying no (picked a reject option or 不允许): a choice, not a failure.
+ * A timeout, a cancel or a typed answer is not a refusal.
+ */
+export function refusedIn(result: string, refusals: ReadonlySet<string>): boolean {
+  const parsed = askResult.safeParse(parseJson(result));
+  if (!parsed.success || "error" in parsed.data) return false;
+  const label = parsed.data.answers[0]?.selectedLabels[0];
+  return label !== undefined && refusals.has(label);
 }
 
 function uniqueLabel(option: Pick<PermissionOption, "name">, taken: ReadonlyMap<string, string>): string {

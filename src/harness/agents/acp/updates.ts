@@ -1,13 +1,8 @@
-import type {
-  ContentBlock,
-  SessionUpdate,
-  ToolCallContent,
-  ToolCallUpdate,
-  ToolKind,
-} from "@agentclientprotocol/sdk";
+import type { ContentBlock, SessionUpdate, ToolCallUpdate, ToolKind } from "@agentclientprotocol/sdk";
 import { PLAN_STEP_TOOL } from "../../../domain/types.ts";
 import { inEveryLocale, strings } from "../../../strings.ts";
 import type { AgentContext, ReportedStep } from "../agent.ts";
+import { hidePaths, type StepSummary, summarize } from "./step-summary.ts";
 
 /**
  * Turns one prompt turn's `session/update` notifications into what the card shows: the plan as a checklist
@@ -30,7 +25,7 @@ interface ToolState {
   title: string;
   kind: ToolKind;
   status: ReportedStep["status"];
-  summary?: string;
+  summary?: StepSummary;
   /** The paths it touches, as announced by any of its updates. */
   where: string;
 }
@@ -49,19 +44,20 @@ export class TurnReporter {
   /** A tool ran since the last text: the next text starts a new paragraph rather than gluing on. */
   #paragraph = false;
   #planLength = 0;
+  /** Calls whose permission the person refused: they end 已拒绝 (stopped), whatever failure the agent reports. */
+  readonly #refused = new Set<string>();
 
   readonly #roots: string[];
 
   /** `roots`: the workspace's paths, shown relative on the card (the reader knows which chat this is). */
   constructor(sink: Sink, roots: readonly string[] = []) {
     this.#sink = sink;
-    this.#roots = [...new Set(roots)]
-      .filter((root) => root.length > 1)
-      .map((root) => `${root.replace(/\/$/, "")}/`);
+    this.#roots = [...new Set(roots)];
   }
 
+  /** Host paths off the card: relative inside the workspace, elided outside (step-summary.ts). */
   #short(text: string): string {
-    return this.#roots.reduce((out, root) => out.replaceAll(root, ""), text);
+    return hidePaths(text, this.#roots);
   }
 
   /** The agent's message so far (the final answer once the turn stops). */
@@ -98,6 +94,17 @@ export class TurnReporter {
     );
   }
 
+  /** The person refused this call's permission: its step reads ⏹️ … · 已拒绝 from now on. */
+  refused(toolCallId: string): void {
+    this.#refused.add(toolCallId);
+    if (this.#tools.has(toolCallId)) this.#tool({ toolCallId }, false);
+  }
+
+  /** Whether the person refused a permission in this turn. */
+  get anyRefused(): boolean {
+    return this.#refused.size > 0;
+  }
+
   #appendText(content: ContentBlock): void {
     if (content.type !== "text" || content.text === "") return;
     // Past the cap the answer ends in "…" and further chunks are dropped (the turn itself goes on).
@@ -121,19 +128,43 @@ export class TurnReporter {
     };
     // Where it acts says nothing new when the title names the same path already.
     if (state.where && state.title.includes(state.where)) state.where = "";
-    const summary = mapOptional(summarize(call), (text) => this.#short(text)) ?? known?.summary;
+    const summary = this.#shortSummary(summarize(call)) ?? known?.summary;
     if (summary) state.summary = summary;
     this.#tools.set(call.toolCallId, state);
     this.#paragraph = true;
     const shown = state.title || call.toolCallId;
-    this.#sink.reportStep(`tool:${call.toolCallId}`, {
-      tool: `acp_${state.kind}`,
+    const title = {
       title: `${strings.acp.toolKinds[state.kind]} · ${shown}`,
       // The kind is our word, the title the agent's: each language frames it in its own (读取 / Read).
       words: { title: inEveryLocale((s) => `${s.acp.toolKinds[state.kind]} · ${shown}`) },
+    };
+    // Refused by the person (the agent then reports it failed, or never again): stopped, and said so.
+    if (this.#refused.has(call.toolCallId) && state.status !== "done") {
+      state.status = "stopped";
+      this.#sink.reportStep(`tool:${call.toolCallId}`, {
+        tool: `acp_${state.kind}`,
+        title: title.title,
+        words: { ...title.words, summary: inEveryLocale((s) => s.acp.refusedStep) },
+        status: "stopped",
+        summary: strings.acp.refusedStep,
+      });
+      return;
+    }
+    this.#sink.reportStep(`tool:${call.toolCallId}`, {
+      tool: `acp_${state.kind}`,
+      title: title.title,
+      words: state.summary?.words ? { ...title.words, summary: state.summary.words } : title.words,
       status: state.status,
-      ...(state.summary ? { summary: state.summary } : {}),
+      ...(state.summary ? { summary: state.summary.text } : {}),
     });
+  }
+
+  #shortSummary(summary: StepSummary | undefined): StepSummary | undefined {
+    if (!summary) return undefined;
+    const words = summary.words
+      ? Object.fromEntries(Object.entries(summary.words).map(([code, text]) => [code, this.#short(text)]))
+      : undefined;
+    return { text: this.#short(summary.text), ...(words ? { words } : {}) };
   }
 
   /** Every plan update is the whole plan (ACP): entries are replaced in place, surplus ones removed. */
@@ -150,35 +181,6 @@ export class TurnReporter {
       this.#sink.reportStep(`plan:${index}`, null);
     this.#planLength = entries.length;
   }
-}
-
-/** One line saying what the call did or touches: its text output, the file it changes, or where it looks. */
-function summarize(call: ToolCallUpdate): string | undefined {
-  for (const item of call.content ?? []) {
-    const line = contentLine(item);
-    if (line) return line;
-  }
-  const where = call.locations?.map((location) => location.path).join(", ");
-  if (where) return where;
-  if (typeof call.rawOutput === "string" && call.rawOutput.trim() !== "") return firstLine(call.rawOutput);
-  return undefined;
-}
-
-function contentLine(item: ToolCallContent): string | undefined {
-  if (item.type === "diff") return `diff ${item.path}`;
-  if (item.type === "terminal") return undefined;
-  if (item.content.type === "text" && item.content.text.trim() !== "") return firstLine(item.content.text);
-  if (item.content.type === "resource_link") return item.content.uri;
-  return undefined;
-}
-
-function firstLine(text: string): string {
-  const line = text.trim().split("\n")[0] ?? "";
-  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
-}
-
-function mapOptional(value: string | undefined, map: (value: string) => string): string | undefined {
-  return value === undefined ? undefined : map(value);
 }
 
 function locationsOf(call: ToolCallUpdate): string {
