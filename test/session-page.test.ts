@@ -540,7 +540,7 @@ describe("the WebSocket with the sign-in cookie", () => {
       origin: server.base,
     });
     alice.send({ type: "subscribe", sessionId: session.id });
-    expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false });
+    expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false, canCancel: true });
 
     const run = startRun(server.core, session, ALICE);
     const ask = await alice.next("ask_user_questions");
@@ -586,7 +586,7 @@ describe("the WebSocket with the sign-in cookie", () => {
 
     const again = await server.connect({ cookie, origin: server.base });
     again.send({ type: "subscribe", sessionId: session.id });
-    expect((await again.next("subscribed")).data).toEqual({ canAnswer: true });
+    expect((await again.next("subscribed")).data).toEqual({ canAnswer: true, canCancel: true });
     expect((await again.next("ask_user_questions")).data.requestId).toBe(ask.data.requestId);
   });
 

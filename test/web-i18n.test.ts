@@ -122,7 +122,7 @@ describe("the session page in the bot's language", () => {
       expect(script.includes(word), word).toBe(false);
     // The only Chinese words left are icons.ts's default labels, which the console (not this page) uses.
     const chinese = new Set(script.match(/[\u3400-\u9fff]+/g));
-    expect([...chinese].sort()).toEqual(["失败", "已完成", "未开始", "进行中"].sort());
+    expect([...chinese].sort()).toEqual(["失败", "已停止", "已完成", "未开始", "进行中"].sort());
   });
 });
 

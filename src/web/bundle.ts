@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -17,18 +18,28 @@ import { build } from "esbuild";
 
 const builds = new Map<string, Promise<Buffer>>();
 
+/**
+ * Where `npm run build` put the entry's bundle: `dist/…/public/session.js` beside where `session.ts` would be.
+ * The compiled service has no TypeScript to bundle, and builds nothing at run time.
+ */
+export function prebuiltBundle(entry: URL): URL {
+  return new URL(entry.href.replace(/\.ts$/, ".js"));
+}
+
 export function browserBundle(entry: URL): Promise<Buffer> {
   const key = entry.href;
   let pending = builds.get(key);
   if (!pending) {
-    pending = bundle(entry);
+    const prebuilt = prebuiltBundle(entry);
+    pending =
+      !fs.existsSync(entry) && fs.existsSync(prebuilt) ? fs.promises.readFile(prebuilt) : bundle(entry);
     builds.set(key, pending);
     pending.catch(() => builds.delete(key));
   }
   return pending;
 }
 
-async function bundle(entry: URL): Promise<Buffer> {
+export async function bundle(entry: URL): Promise<Buffer> {
   const result = await build({
     entryPoints: [fileURLToPath(entry)],
     bundle: true,

@@ -1,6 +1,7 @@
+import { EXTEND_MINUTES } from "../asks/person-actions.ts";
 import type { Strings } from "../strings.ts";
 import { escapeHtml } from "./auth.ts";
-import { PAGE_STRINGS_ID, type PageStrings } from "./public/page-text.ts";
+import { PAGE_STRINGS_ID, type PageActions, type PageStrings } from "./public/page-text.ts";
 
 /**
  * The session page in the bot's language. public/session.html is a template: `{{page.title}}` and the like
@@ -12,9 +13,22 @@ import { PAGE_STRINGS_ID, type PageStrings } from "./public/page-text.ts";
 
 const EMPTY_BLOCK = `<script type="application/json" id="${PAGE_STRINGS_ID}">null</script>`;
 
-/** What the page's script gets: the `web` table and the card's words for a run's status (one owner). */
+/** What the page's script gets: the `web` table and the card's words for a run's status and buttons (one owner). */
 export function pageStrings(table: Strings): PageStrings {
-  return { ...table.web, status: { ...table.card.status } };
+  const actions: PageActions = {
+    deadline: table.asks.deadline("{time}"),
+    extend: table.asks.extend(EXTEND_MINUTES),
+    extended: table.asks.extended("{time}"),
+    extendLimit: table.asks.extendLimit,
+    cancelTask: table.card.cancelTask,
+    confirmTitle: table.card.cancelConfirmTitle,
+    confirmText: table.card.cancelConfirmText,
+    taskCancelled: table.feishu.taskCancelled,
+    taskNotRunning: table.feishu.taskNotRunning,
+    decline: table.card.declineAsk,
+    declined: table.feishu.askDeclined,
+  };
+  return { ...table.web, status: { ...table.card.status }, actions };
 }
 
 /**

@@ -295,11 +295,20 @@ async function messageShot(
   selector: string,
   options: { cardOnly?: boolean } = {},
 ): Promise<string> {
-  const [message, list] = await Promise.all([
-    page.locator(selector).boundingBox(),
-    page.getByTestId("message-list").boundingBox(),
-  ]);
-  if (!message || !list) throw new Error(`nothing to photograph for ${name}`);
+  // A running card is replaced on the page at every update: between the replacement's removal and its
+  // arrival there is no box to measure, so measure again until both are there.
+  const [message, list] = await until(
+    async () => {
+      const boxes = await Promise.all([
+        page.locator(selector).boundingBox({ timeout: 2_000 }),
+        page.getByTestId("message-list").boundingBox({ timeout: 2_000 }),
+      ]);
+      return boxes[0] && boxes[1] ? ([boxes[0], boxes[1]] as const) : undefined;
+    },
+    `something to photograph for ${name}`,
+    WAIT_MS,
+    50,
+  );
   const extra = Math.ceil(message.height - list.height + 32);
   try {
     if (extra > 0) await page.setViewportSize({ width: VIEWPORT.width, height: VIEWPORT.height + extra });
@@ -421,10 +430,13 @@ describe("local mode in a browser", () => {
       const form = formAsking(card, DEPLOY);
       await form.waitFor({ timeout: WAIT_MS });
 
-      // Bob fills it in and submits: refused, the form stays.
+      // Bob fills it in and submits: refused, naming who may answer; the form stays.
       await switchUser(page, BOB);
       await chooseDeploy(form, "Kubernetes");
-      await expect(submitForm(page, form)).resolves.toEqual({ type: "error", content: "仅消息发送者可操作" });
+      await expect(submitForm(page, form)).resolves.toEqual({
+        type: "error",
+        content: "仅 @Alice 可以回答此问题",
+      });
       await shot(page, "group-refused");
       await expect(formsOf(card).count()).resolves.toBe(1);
       await waitForTemplate(card, "orange");

@@ -265,7 +265,7 @@ describe("signing in to the session page from the console", () => {
   );
 
   it(
-    "a group card says whose answer it waits for; another member still gets 仅消息发送者可操作",
+    "a group card says whose answer it waits for; another member's submit is told who may answer",
     async () => {
       const consolePage = await openConsole(ALICE, GROUP);
       const card = await cardFor(consolePage, await send(consolePage, "帮我选部署方案", { mention: true }));
@@ -282,7 +282,7 @@ describe("signing in to the session page from the console", () => {
       const answered = consolePage.waitForResponse((r) => r.url().endsWith("/console/api/actions"));
       await form.getByTestId("submit-button").click();
       const body = (await (await answered).json()) as { toast?: { content: string } };
-      expect(body.toast?.content).toBe("仅消息发送者可操作");
+      expect(body.toast?.content).toBe("仅 @Alice 可以回答此问题");
 
       // One reminder for the question, replying to its card or its message, never a recalled one.
       const reminders = consolePage

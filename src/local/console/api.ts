@@ -53,6 +53,8 @@ export function consoleApi(ctx: ConsoleContext): Router {
   api.get("/chats", (_req, res) => {
     res.json({
       bot: { openId: ctx.emulator.botOpenId, name: ctx.emulator.botName },
+      // The language the console starts in until its viewer picks one: the bot's (BOT_LOCALE).
+      locale: ctx.emulator.clientLocale,
       users: LOCAL_USERS,
       chats: ctx.chats,
     });

@@ -31,7 +31,7 @@ export function createConsoleContext(options: {
   const mentions = new Map<string, MentionRef[]>();
   return {
     ...options,
-    chats: localChats(),
+    chats: localChats(emulator.clientLocale),
     mentions,
     directory,
     view: (message) =>

@@ -14,9 +14,11 @@ export const LOCAL_USERS: LocalUser[] = [
 
 export const LOCAL_GROUP_CHAT_ID = "oc_local_group";
 export const LOCAL_GROUP_NAME = "本地测试群";
+export const LOCAL_GROUP_NAME_EN = "Local test group";
 /** A topic group (话题群, issue 19): every message starts a topic, replies go into topics. */
 export const LOCAL_TOPIC_GROUP_CHAT_ID = "oc_local_topics";
 export const LOCAL_TOPIC_GROUP_NAME = "本地话题群";
+export const LOCAL_TOPIC_GROUP_NAME_EN = "Local topic group";
 
 export interface ConsoleChat {
   chatId: string;
@@ -29,8 +31,12 @@ export interface ConsoleChat {
   mode?: "topic";
 }
 
-/** The chats the console shows: every user's private chat with the bot (the emulator's `oc_p2p_<openId>`), then the group. */
-export function localChats(): ConsoleChat[] {
+/**
+ * The chats the console shows: every user's private chat with the bot (the emulator's `oc_p2p_<openId>`),
+ * then the groups, named in the bot's language (a Lark tenant's groups have English names).
+ */
+export function localChats(locale = "zh_cn"): ConsoleChat[] {
+  const english = locale === "en_us";
   return [
     ...LOCAL_USERS.map(
       (user): ConsoleChat => ({
@@ -44,13 +50,13 @@ export function localChats(): ConsoleChat[] {
     {
       chatId: LOCAL_GROUP_CHAT_ID,
       type: "group",
-      name: LOCAL_GROUP_NAME,
+      name: english ? LOCAL_GROUP_NAME_EN : LOCAL_GROUP_NAME,
       memberIds: LOCAL_USERS.map((user) => user.openId),
     },
     {
       chatId: LOCAL_TOPIC_GROUP_CHAT_ID,
       type: "group",
-      name: LOCAL_TOPIC_GROUP_NAME,
+      name: english ? LOCAL_TOPIC_GROUP_NAME_EN : LOCAL_TOPIC_GROUP_NAME,
       memberIds: LOCAL_USERS.map((user) => user.openId),
       mode: "topic",
     },

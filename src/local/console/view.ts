@@ -101,7 +101,7 @@ export type ConsoleEvent =
   | {
       type: "message";
       change: "created" | "patched" | "recalled";
-      via?: "patch" | "card_update" | "callback" | "revert" | "edit";
+      via?: "patch" | "card_update" | "callback" | "revert" | "edit" | "cardkit" | "stream";
       message: ConsoleMessage;
     }
   | { type: "log"; entry: LogEntry };

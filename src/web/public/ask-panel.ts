@@ -49,6 +49,9 @@ export function createAskPanel(
     text: PageStrings["panel"];
     canAnswer?: boolean;
     onSubmit?: (answers: PanelAnswer[]) => void;
+    /** With both: a 拒绝回答 button before 提交 (an outside agent's question); nothing needs filling in. */
+    declineText?: string;
+    onDecline?: () => void;
   },
 ): AskPanel {
   const TEXT = options.text;
@@ -169,9 +172,23 @@ export function createAskPanel(
   const error = el("p", { class: "error-note", "data-testid": "error-note", role: "alert" });
   const submit = el("button", { type: "button", class: "submit", "data-testid": "submit" }, TEXT.submit);
   const actions = el("div", { class: "actions" });
+  const decline =
+    options.declineText && options.onDecline
+      ? el(
+          "button",
+          { type: "button", class: "secondary-button", "data-testid": "decline" },
+          options.declineText,
+        )
+      : undefined;
+  if (decline) actions.append(decline);
   actions.append(submit);
   root.append(error, actions);
   error.hidden = true;
+
+  decline?.addEventListener("click", () => {
+    if (!canAnswer || busy || stale) return;
+    options.onDecline?.();
+  });
 
   submit.addEventListener("click", () => {
     if (!canSubmit(questions, states, { canAnswer, busy: busy || stale })) return;
@@ -206,6 +223,10 @@ export function createAskPanel(
     readOnly.hidden = canAnswer;
     root.classList.toggle("read-only", !canAnswer);
     submit.disabled = !canSubmit(questions, states, { canAnswer, busy: busy || stale });
+    if (decline) {
+      decline.disabled = locked;
+      decline.hidden = !canAnswer;
+    }
     submit.textContent = busy ? TEXT.submitting : TEXT.submit;
   }
 

@@ -17,7 +17,7 @@ interface Icon {
   strokes?: string[];
   shapes?: Shape[];
 }
-export type IconName = "done" | "failed" | "running" | "pending" | "bot" | "group";
+export type IconName = "done" | "failed" | "running" | "pending" | "stopped" | "bot" | "group";
 
 const ICONS: Record<IconName, Icon> = {
   done: { disc: "#2ea121", strokes: ["M7 12.5l3.2 3.2L17 9"] },
@@ -38,6 +38,11 @@ const ICONS: Record<IconName, Icon> = {
         "stroke-width": 2,
       },
     ],
+  },
+  // Stopped by a cancel or refused by the person: a grey disc with a square, not a failure's red cross.
+  stopped: {
+    disc: "#8f959e",
+    shapes: [{ tag: "rect", x: 8.5, y: 8.5, width: 7, height: 7, rx: 1, fill: "#fff" }],
   },
   bot: {
     strokes: ["M12 3.5v3"],
@@ -71,6 +76,8 @@ export const STATUS_EMOJI: Record<string, IconName | undefined> = {
   "❌": "failed",
   "⏳": "running",
   "⬜": "pending",
+  // Without its variation selector: the keys make a character class, and the pattern takes the U+FE0F after.
+  "\u23F9": "stopped",
 };
 /**
  * Accessible names when the caller gives none: the console's (it is the Chinese Feishu client's stand-in and
@@ -81,6 +88,7 @@ const LABELS: Partial<Record<IconName, string>> = {
   failed: "失败",
   running: "进行中",
   pending: "未开始",
+  stopped: "已停止",
 };
 
 /** An <svg> for `name` (done, failed, running, bot, group), 1em square unless `size` says otherwise. */
@@ -122,7 +130,10 @@ export function svgIcon(
  * Swaps the status emoji in rendered card text for icons, in place. Only text nodes are touched, so nothing
  * a card says is ever parsed as markup.
  */
-export function iconizeStatusEmoji<E extends Node>(root: E): E {
+export function iconizeStatusEmoji<E extends Node>(
+  root: E,
+  labels: Partial<Record<IconName, string>> = LABELS,
+): E {
   const pattern = new RegExp(`[${Object.keys(STATUS_EMOJI).join("")}]\\uFE0F?`, "gu");
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const hits: Text[] = [];
@@ -136,7 +147,7 @@ export function iconizeStatusEmoji<E extends Node>(root: E): E {
       ...parts
         .map((part) => {
           const icon = STATUS_EMOJI[part];
-          return icon ? svgIcon(icon) : part;
+          return icon ? svgIcon(icon, { label: labels[icon] ?? LABELS[icon] }) : part;
         })
         .filter((part) => part !== ""),
     );

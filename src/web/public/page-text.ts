@@ -7,7 +7,26 @@ import type { Strings } from "../../strings.ts";
  * the catalogues is bundled into the script.
  */
 
-export type PageStrings = Strings["web"] & { status: Readonly<Record<string, string>> };
+export type PageStrings = Strings["web"] & {
+  status: Readonly<Record<string, string>>;
+  /** The card's words for what the page offers too (延长, 取消任务 and its confirmation), one owner. */
+  actions: PageActions;
+};
+
+/** `{time}` is filled in by the page, in its viewer's own zone. */
+export interface PageActions {
+  deadline: string;
+  extend: string;
+  extended: string;
+  extendLimit: string;
+  cancelTask: string;
+  confirmTitle: string;
+  confirmText: string;
+  taskCancelled: string;
+  taskNotRunning: string;
+  decline: string;
+  declined: string;
+}
 
 /** The `<script type="application/json">` element that carries them (a data block: CSP does not run it). */
 export const PAGE_STRINGS_ID = "page-strings";
@@ -29,7 +48,7 @@ export function parsePageStrings(json: string): PageStrings {
   return parsed;
 }
 
-const SECTIONS = ["page", "errors", "asks", "panel", "icons", "status"] as const;
+const SECTIONS = ["page", "errors", "asks", "panel", "run", "icons", "status", "actions"] as const;
 
 function isPageStrings(value: unknown): value is PageStrings {
   if (!isRecord(value) || typeof value.lang !== "string") return false;

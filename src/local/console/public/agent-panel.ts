@@ -5,29 +5,37 @@
  * goes in with textContent, never as HTML.
  */
 
-const PANEL_BLOCKS: readonly (readonly [string, string])[] = [
+import { CONSOLE_WORDS, type ConsoleLocale, isConsoleLocale, LOCALE_EVENT } from "./words.ts";
+
+const panelBlocks = (codexEnv: string): readonly (readonly [string, string])[] => [
   ["claudeCode", "Claude Code"],
   ["claudeCodeJson", "Claude Code · .mcp.json"],
   ["codexToml", "Codex · ~/.codex/config.toml"],
-  ["codexEnv", "Codex · 环境变量"],
+  ["codexEnv", codexEnv],
   ["geminiJson", "Gemini CLI · ~/.gemini/settings.json"],
   ["curl", "HTTP API (curl)"],
   ["token", "Agent token"],
 ];
 
-export function renderAgentPanel(doc: Document, setup: Record<string, unknown>): HTMLDetailsElement {
+/** The panel in `locale` (the console's language: the page's scripts share it through LOCALE_EVENT). */
+export function renderAgentPanel(
+  doc: Document,
+  setup: Record<string, unknown>,
+  locale: ConsoleLocale = "zh_cn",
+): HTMLDetailsElement {
+  const w = CONSOLE_WORDS[locale].agents;
   const panel = doc.createElement("details");
   panel.className = "agent-panel";
   panel.dataset.testid = "agent-setup";
   const summary = doc.createElement("summary");
-  summary.textContent = "连接外部 Agent（MCP）";
+  summary.textContent = w.summary;
   panel.append(summary);
   const intro = doc.createElement("p");
   intro.className = "agent-intro";
-  const allowed = Array.isArray(setup.mayAsk) ? setup.mayAsk.join(", ") : "";
-  intro.textContent = `“${String(setup.agent)}”可以向 ${allowed} 提问。把下面任一段配置给你的 Agent，它就能在这里开进度卡片、提问、收到回答。`;
+  const allowed = Array.isArray(setup.mayAsk) ? setup.mayAsk.join(w.allowedSeparator) : "";
+  intro.textContent = w.intro(String(setup.agent), allowed);
   panel.append(intro);
-  for (const [key, title] of PANEL_BLOCKS) {
+  for (const [key, title] of panelBlocks(w.codexEnv)) {
     const value = setup[key];
     if (typeof value !== "string") continue;
     const heading = doc.createElement("div");
@@ -47,7 +55,18 @@ async function mount() {
   if (!host) return;
   const response = await fetch("/console/api/agent-setup", { cache: "no-store" });
   if (!response.ok) return;
-  host.prepend(renderAgentPanel(document, await response.json()));
+  const setup = await response.json();
+  // The console's script may have chosen its language already (console.ts sets it from /chats).
+  let panel = renderAgentPanel(document, setup, document.documentElement.lang === "en" ? "en_us" : "zh_cn");
+  host.prepend(panel);
+  document.addEventListener(LOCALE_EVENT, (event) => {
+    const locale = event instanceof CustomEvent && isConsoleLocale(event.detail) ? event.detail : "zh_cn";
+    const open = panel.open;
+    const next = renderAgentPanel(document, setup, locale);
+    next.open = open;
+    panel.replaceWith(next);
+    panel = next;
+  });
 }
 
 if (typeof document !== "undefined") {

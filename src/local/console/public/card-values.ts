@@ -8,7 +8,7 @@
  * what it checks).
  */
 
-export const REQUIRED_MISSING = "有必填项未填写";
+import { words } from "./words.ts";
 
 const FIELD_TAGS = new Set(["select_static", "multi_select_static", "input"]);
 
@@ -79,11 +79,13 @@ export function safeUrl(url: unknown): string | undefined {
   return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : undefined;
 }
 
-/** A one-line description of a card for the chat list: its summary, else its title. */
-export function cardPreview(card: unknown): string {
-  const summary = record(record(record(card)?.config)?.summary)?.content;
-  const title = record(record(record(card)?.header)?.title)?.content;
-  return `[卡片] ${typeof summary === "string" && summary ? summary : typeof title === "string" ? title : ""}`.trim();
+/** A one-line description of a card for the chat list: its summary, else its title, in the console's language. */
+export function cardPreview(card: unknown, locale?: string): string {
+  const shown = locale ? localizeCard(card, locale) : card;
+  const summary = record(record(record(shown)?.config)?.summary)?.content;
+  const title = record(record(record(shown)?.header)?.title)?.content;
+  const label = typeof summary === "string" && summary ? summary : typeof title === "string" ? title : "";
+  return `${words().cardPreview} ${label}`.trim();
 }
 
 /**
@@ -96,7 +98,7 @@ export function resolveMentions(
   mentionName: (openId: string) => string | undefined,
 ): string {
   return String(content ?? "").replace(AT_TAG, (_match, _quote, id: string) => {
-    if (id === "all") return "@所有人";
+    if (id === "all") return `@${words().mentionAll}`;
     return `@${mentionName(id) ?? id}`;
   });
 }

@@ -10,13 +10,13 @@ import {
   list,
   localizeCard,
   missingRequired,
-  REQUIRED_MISSING,
   record,
   resolveLocalDatetimes,
   resolveMentions,
   safeUrl,
 } from "./card-values.ts";
 import { h, setSafeHtml } from "./dom.ts";
+import { CONSOLE_WORDS, type ConsoleWords, consoleLocale, isConsoleLocale } from "./words.ts";
 
 /**
  * Renders Card JSON 2.0 (the subset in src/cards/model.ts, plus a few neighbours) the way the Feishu client
@@ -33,7 +33,6 @@ export {
   collectFormValue,
   localizeCard,
   missingRequired,
-  REQUIRED_MISSING,
   resolveMentions,
   safeUrl,
 } from "./card-values.ts";
@@ -83,6 +82,8 @@ interface Ctx extends Required<Omit<RenderOptions, "locale">> {
   locale: string | undefined;
   /** The client's own words (a confirm dialog's buttons), in its language. */
   chrome: { ok: string; cancel: string };
+  /** The client's other words (placeholders it supplies, what it cannot show). */
+  words: ConsoleWords;
 }
 
 /** What a Feishu client writes on a 二次确认弹窗's buttons, by its language. */
@@ -116,12 +117,13 @@ export function renderCard(input: unknown, options: RenderOptions = {}): HTMLEle
     form: undefined,
     locale: options.locale,
     chrome: DIALOG_BUTTONS[options.locale ?? "zh_cn"] ?? { ok: "确定", cancel: "取消" },
+    words: CONSOLE_WORDS[isConsoleLocale(options.locale) ? options.locale : consoleLocale()],
   };
   const json = record(card);
   const width = oneOf(record(json?.config)?.width_mode, ["compact", "fill"], "default");
   const root = h("div", { class: `fc-card fc-width-${width}`, "data-testid": "card" });
   if (json?.schema !== "2.0") {
-    root.append(h("div", { class: "fc-unsupported", text: "[不支持的卡片：仅能显示 Card JSON 2.0]" }));
+    root.append(h("div", { class: "fc-unsupported", text: ctx.words.unsupportedCard }));
     return root;
   }
   const header = record(json.header);
@@ -170,7 +172,7 @@ function renderTag(node: Json, ctx: Ctx): HTMLElement {
     case "markdown":
       return renderMarkdown(node, ctx);
     case "div":
-      return renderDiv(node);
+      return renderDiv(node, ctx);
     case "hr":
       return h("hr", { class: "fc-hr" });
     case "column_set":
@@ -182,13 +184,13 @@ function renderTag(node: Json, ctx: Ctx): HTMLElement {
     case "button":
       return renderButton(node, ctx);
     case "select_static":
-      return renderSelect(node);
+      return renderSelect(node, ctx);
     case "multi_select_static":
-      return renderMultiSelect(node);
+      return renderMultiSelect(node, ctx);
     case "input":
       return renderInput(node);
     default:
-      return h("div", { class: "fc-unsupported", text: `[暂不支持的组件：${String(node.tag ?? "?")}]` });
+      return h("div", { class: "fc-unsupported", text: ctx.words.unsupportedTag(String(node.tag ?? "?")) });
   }
 }
 
@@ -205,14 +207,15 @@ function renderMarkdown(node: Json, ctx: Ctx): HTMLElement {
       element,
       markdownToHtml(resolveLocalDatetimes(resolveMentions(node.content, ctx.mentionName), ctx.locale)),
     ),
+    ctx.words.icons,
   );
 }
 
-function renderDiv(node: Json): HTMLElement {
+function renderDiv(node: Json, ctx: Ctx): HTMLElement {
   const element = h("div", { class: "fc-markdown fc-div" });
   const content = record(node.text);
   if (content?.tag === "lark_md")
-    return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(content.content)));
+    return iconizeStatusEmoji(setSafeHtml(element, markdownToHtml(content.content)), ctx.words.icons);
   element.textContent = text(content);
   return element;
 }
@@ -268,7 +271,7 @@ function renderForm(node: Json, ctx: Ctx): HTMLElement {
   return form;
 }
 
-function renderSelect(node: Json): HTMLElement {
+function renderSelect(node: Json, ctx: Ctx): HTMLElement {
   const name = str(node.name) ?? "";
   const select = h("select", {
     class: `fc-select${node.width === "fill" ? " fc-fill" : ""}`,
@@ -279,7 +282,12 @@ function renderSelect(node: Json): HTMLElement {
     "aria-label": text(node.placeholder) || name,
   });
   select.append(
-    h("option", { value: "", disabled: true, selected: true, text: text(node.placeholder) || "请选择" }),
+    h("option", {
+      value: "",
+      disabled: true,
+      selected: true,
+      text: text(node.placeholder) || ctx.words.selectPlaceholder,
+    }),
   );
   const options = nodes(node.options);
   // initial_option wins over initial_index (1-based, 0 = none), as the docs say.
@@ -296,7 +304,7 @@ function renderSelect(node: Json): HTMLElement {
   return select;
 }
 
-function renderMultiSelect(node: Json): HTMLElement {
+function renderMultiSelect(node: Json, ctx: Ctx): HTMLElement {
   const chosen = new Set(list(node.selected_values));
   const box = h("fieldset", {
     class: `fc-multi${node.width === "fill" ? " fc-fill" : ""}`,
@@ -305,7 +313,12 @@ function renderMultiSelect(node: Json): HTMLElement {
     "data-name": str(node.name) ?? "",
     "data-required": node.required === true ? "true" : "false",
   });
-  box.append(h("legend", { class: "fc-multi-placeholder", text: text(node.placeholder) || "可多选" }));
+  box.append(
+    h("legend", {
+      class: "fc-multi-placeholder",
+      text: text(node.placeholder) || ctx.words.multiPlaceholder,
+    }),
+  );
   for (const option of nodes(node.options)) {
     box.append(
       h(
@@ -421,7 +434,7 @@ async function clickButton(node: Json, button: HTMLButtonElement, ctx: Ctx): Pro
   let action: CardAction;
   if (node.form_action_type === "submit" && ctx.form) {
     const fields = readFormFields(ctx.form);
-    if (missingRequired(fields).length > 0) return ctx.onNotice(REQUIRED_MISSING);
+    if (missingRequired(fields).length > 0) return ctx.onNotice(ctx.words.requiredMissing);
     action = buttonAction(node, collectFormValue(fields));
   } else if (callbackValue(node) !== undefined) {
     action = buttonAction(node);

@@ -3,6 +3,7 @@ import type { CardAction } from "./card-values.ts";
 import { cardPreview, renderCard } from "./cards.ts";
 import { h } from "./dom.ts";
 import type { ConsoleMessage, LocalUser } from "./types.ts";
+import { consoleLocale, words } from "./words.ts";
 
 /**
  * Messages as the Feishu chat shows them: the bot on the left, people on the right, a quote of the message a
@@ -34,14 +35,18 @@ export function seenBy(message: ConsoleMessage, userId: string): ConsoleMessage 
 
 /** A one-line preview of a message (chat list, reply quotes). */
 export function messagePreview(message: ConsoleMessage): string {
-  if (message.recalled) return "此消息已撤回";
-  if (message.card) return cardPreview(message.card);
+  if (message.recalled) return words().recalled;
+  if (message.card) return cardPreview(message.card, consoleLocale());
   if (message.text) return message.text.map((s) => (s.type === "at" ? `@${s.name}` : s.text)).join("");
   return `[${message.msgType}]`;
 }
 
 export function formatTime(ms: number): string {
-  return new Date(ms).toLocaleTimeString("zh-CN", { hour: "2-digit", minute: "2-digit", hour12: false });
+  return new Date(ms).toLocaleTimeString(words().htmlLang, {
+    hour: "2-digit",
+    minute: "2-digit",
+    hour12: false,
+  });
 }
 
 /** What a message on screen can reach: the people, other messages, and the console's handlers. */
@@ -78,7 +83,7 @@ export function renderMessage(shared: ConsoleMessage, view: MessageView): HTMLEl
     return h(
       "div",
       { class: "msg-system", "data-recalled": "true", ...attributes },
-      `${message.sender.name} 撤回了一条消息`,
+      words().recalledBy(message.sender.name),
     );
   const row = h("div", {
     class: ["msg", fromBot ? "msg-bot" : "msg-user", message.sender.id === view.currentUserId && "msg-own"],
@@ -105,13 +110,13 @@ function replyQuote(message: ConsoleMessage, view: MessageView): HTMLElement | n
   const parentId = message.parentId;
   if (!parentId) return null;
   const parent = view.lookup(parentId);
-  const label = parent ? `回复 ${parent.sender.name}：${messagePreview(parent)}` : "回复一条消息";
+  const label = parent ? words().replyTo(parent.sender.name, messagePreview(parent)) : words().replyToUnknown;
   return h("button", {
     type: "button",
     class: "msg-reply",
     "data-testid": "message-reply-ref",
     "data-parent-id": parentId,
-    title: "跳到原消息",
+    title: words().jumpToParent,
     text: label,
     onclick: () => view.onJump(parentId),
   });
@@ -119,9 +124,10 @@ function replyQuote(message: ConsoleMessage, view: MessageView): HTMLElement | n
 
 function messageBody(message: ConsoleMessage, view: MessageView): HTMLElement {
   if (message.card) {
+    // A CardKit card in streaming mode: its streamed element types out (console.css draws the caret).
     return h(
       "div",
-      { class: "msg-card" },
+      { class: isStreaming(message.card) ? "msg-card streaming" : "msg-card" },
       renderCard(message.card, {
         onAction: (action) => view.onAction(message.messageId, action),
         onNotice: view.onNotice,
@@ -147,9 +153,9 @@ function messageBody(message: ConsoleMessage, view: MessageView): HTMLElement {
 
 function footer(message: ConsoleMessage, view: MessageView): HTMLElement {
   const notes: string[] = [];
-  if (message.card && message.patches > 0) notes.push(`已更新 ${message.patches} 次`);
-  if (message.views?.[view.currentUserId] !== undefined)
-    notes.push("回调卡片：仅你可见，其他成员仍看到更新前的卡片");
+  if (message.card && message.patches > 0) notes.push(words().patched(message.patches));
+  if (isStreaming(message.card)) notes.push(words().streaming);
+  if (message.views?.[view.currentUserId] !== undefined) notes.push(words().ownView);
   return h(
     "div",
     { class: "msg-foot" },
@@ -158,10 +164,16 @@ function footer(message: ConsoleMessage, view: MessageView): HTMLElement {
       type: "button",
       class: "msg-action",
       "data-testid": "message-reply",
-      text: "回复",
+      text: words().reply,
       onclick: () => view.onReply(message),
     }),
     // Topics and threads (topics.ts): the reply count that opens a thread, or 回复话题.
     view.threadFooter?.(message) ?? null,
   );
+}
+
+/** `config.streaming_mode` of a CardKit card: its text updates type out. */
+function isStreaming(card: unknown): boolean {
+  const config = (card as { config?: { streaming_mode?: unknown } } | undefined)?.config;
+  return config?.streaming_mode === true;
 }

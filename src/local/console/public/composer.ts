@@ -1,19 +1,14 @@
 import { h } from "./dom.ts";
 import type { ConsoleMessage } from "./types.ts";
+import { words } from "./words.ts";
 
 /**
  * The input at the bottom of a chat: Enter sends (not while an IME is composing), Shift+Enter breaks the
  * line, "@机器人" inserts the bot mention, examples fill the input, and a reply target can be set.
  */
 
-export const BOT_MENTION = "@机器人";
-export const EXAMPLES = [
-  { text: "帮我给新服务选一个部署方案", title: "一步、两个问题的表单、然后按回答执行" },
-  { text: "/parallel 同时问我两件事", title: "同一张卡片上两个表单" },
-  { text: "/fail 试试失败", title: "第一步之后失败" },
-  { text: "/long 跑一个长任务", title: "20 步，没有提问：看节流与合并" },
-  { text: "/quick", title: "一步就结束" },
-];
+/** How the console's language writes the bot's mention (`@机器人`, `@bot`: compose.ts reads both). */
+const botMention = () => words().mentionButton;
 
 /** Inserts `insert` at the caret, with a space before it when needed; returns the new value and caret. */
 export function insertAtCaret(
@@ -85,11 +80,14 @@ export function createComposer(elements: ComposerElements, handlers: ComposerHan
     replyTarget.hidden = !message;
     if (!message) return replyTarget.replaceChildren();
     replyTarget.replaceChildren(
-      h("span", { class: "reply-label", text: `回复 ${message.sender.name}：${handlers.preview(message)}` }),
+      h("span", {
+        class: "reply-label",
+        text: words().replyTo(message.sender.name, handlers.preview(message)),
+      }),
       h("button", {
         type: "button",
         class: "reply-cancel",
-        "aria-label": "取消回复",
+        "aria-label": words().cancelReply,
         text: "×",
         onclick: () => setReplyTo(undefined),
       }),
@@ -104,7 +102,7 @@ export function createComposer(elements: ComposerElements, handlers: ComposerHan
   });
   input.addEventListener("input", autosize);
   send.addEventListener("click", () => void submit());
-  mention.addEventListener("click", () => insert(`${BOT_MENTION} `));
+  mention.addEventListener("click", () => insert(`${botMention()} `));
 
   return {
     setReplyTo,
@@ -126,11 +124,13 @@ export function createComposer(elements: ComposerElements, handlers: ComposerHan
       send.disabled = !canWrite;
       mention.hidden = !group || !canWrite;
       if (!canWrite) setReplyTo(undefined);
+      const w = words();
+      const mentionText = botMention();
       input.placeholder = !canWrite
-        ? `这是 ${ownerName} 的单聊，只有 ${ownerName} 能发言`
+        ? w.readOnlyPlaceholder(ownerName)
         : group
-          ? `发消息到群里，${BOT_MENTION} 让机器人处理（Enter 发送，Shift+Enter 换行）`
-          : `发给 ${botName}（Enter 发送，Shift+Enter 换行）`;
+          ? w.groupPlaceholder(mentionText)
+          : w.privatePlaceholder(botName);
       hint.replaceChildren(
         ...(canWrite
           ? [
@@ -138,12 +138,12 @@ export function createComposer(elements: ComposerElements, handlers: ComposerHan
                 ? h(
                     "span",
                     { class: "hint-text" },
-                    "群里要 ",
-                    h("b", { text: BOT_MENTION }),
-                    " 它才会回应。试试：",
+                    w.groupHintBefore,
+                    h("b", { text: mentionText }),
+                    w.groupHintAfter,
                   )
-                : h("span", { class: "hint-text", text: "直接说任务。试试：" }),
-              ...EXAMPLES.map((example) =>
+                : h("span", { class: "hint-text", text: w.privateHint }),
+              ...w.examples.map((example) =>
                 h("button", {
                   type: "button",
                   class: "example",
@@ -151,7 +151,7 @@ export function createComposer(elements: ComposerElements, handlers: ComposerHan
                   title: example.title,
                   text: example.text,
                   onclick: () => {
-                    input.value = group ? `${BOT_MENTION} ${example.text}` : example.text;
+                    input.value = group ? `${mentionText} ${example.text}` : example.text;
                     input.focus();
                     autosize();
                   },
@@ -159,12 +159,12 @@ export function createComposer(elements: ComposerElements, handlers: ComposerHan
               ),
             ]
           : [
-              h("span", { class: "hint-text", text: `你正在以访客身份查看 ${ownerName} 的单聊。` }),
+              h("span", { class: "hint-text", text: w.guestHint(ownerName) }),
               h("button", {
                 type: "button",
                 class: "example",
                 "data-testid": "switch-to-owner",
-                text: `切换为 ${ownerName}`,
+                text: w.switchTo(ownerName),
                 onclick: onSwitchToOwner,
               }),
             ]),

@@ -1,9 +1,23 @@
-import { svgIcon } from "../../../web/public/icons.ts";
 import type { CardAction } from "./card-values.ts";
-import { formatTime, type MessageView, messagePreview, renderMessage } from "./chat.ts";
+import { type MessageView, messagePreview, renderMessage } from "./chat.ts";
 import { createComposer } from "./composer.ts";
+import {
+  $,
+  api,
+  canWrite,
+  chatLabel,
+  currentChat,
+  els,
+  messagesOf,
+  privateChatOf,
+  saveLocation,
+  state,
+  toast,
+  userName,
+} from "./console-state.ts";
 import { h } from "./dom.ts";
 import { createLogPanel } from "./log.ts";
+import { createSidebar } from "./sidebar.ts";
 import { openAs } from "./sign-in.ts";
 import {
   createThreadNav,
@@ -13,51 +27,18 @@ import {
   threadMessages,
   topicPlaceholder,
 } from "./topics.ts";
-import type { ConsoleChat, ConsoleEvent, ConsoleMessage, LocalUser, LogEntry, Toast } from "./types.ts";
+import type { ConsoleChat, ConsoleEvent, ConsoleMessage, LogEntry } from "./types.ts";
+import { savedLocale, saveLocale, showLocale, signInAs } from "./viewer.ts";
+import { type ConsoleLocale, isConsoleLocale, words } from "./words.ts";
 
 /**
  * The local console: a Feishu-like chat over the emulator. State comes from /console/api (loaded on every
  * (re)connect of the event stream) and stays live through the stream; the newest revision of a message wins.
+ *
+ * This file wires the chat view, the composer, the call log and the event stream together; its parts:
+ * console-state.ts (state, elements, API, toasts), sidebar.ts (user switcher, chat list), viewer.ts
+ * (language, sign-in cookie), chat.ts (a message), topics.ts (threads), composer.ts, log.ts.
  */
-
-/** An element of index.html by its data-testid; the page cannot work without it, so a missing one throws. */
-function $(testid: string): HTMLElement;
-function $<T extends HTMLElement>(testid: string, type: new () => T): T;
-function $(testid: string, type: new () => HTMLElement = HTMLElement): HTMLElement {
-  const element = document.querySelector(`[data-testid="${testid}"]`);
-  if (!(element instanceof type)) throw new Error(`console: index.html has no ${testid} element`);
-  return element;
-}
-const TOAST_MS = 3000;
-const TOAST_ICONS: Record<Toast["type"], string> = { success: "✓", error: "✕", warning: "!", info: "i" };
-
-const isToastType = (type: string): type is Toast["type"] => Object.hasOwn(TOAST_ICONS, type);
-const LOCALE_KEY = "fpb-console-locale";
-
-const state = {
-  bot: { openId: "", name: "机器人" },
-  users: [] as LocalUser[],
-  chats: [] as ConsoleChat[],
-  userId: "",
-  chatId: "",
-  messages: new Map<string, ConsoleMessage>(),
-  unread: new Map<string, number>(),
-  /** The root message of the thread (topic) open in the chat view; undefined: the chat's main view. */
-  threadRoot: undefined as string | undefined,
-  // The language the console's people read cards and toasts in, like a Feishu client's (issue 19).
-  locale: readLocale(),
-};
-
-const els = {
-  chatList: $("chat-list"),
-  switcher: $("user-switcher"),
-  title: $("chat-title"),
-  members: $("chat-members"),
-  list: $("message-list"),
-  toasts: $("toasts"),
-  conn: $("connection-status"),
-  language: $("language-switch"),
-};
 
 const composer = createComposer(
   {
@@ -92,150 +73,7 @@ const threads = createThreadNav({
 const openThread = (rootId: string) => threads.open(rootId);
 const closeThread = () => threads.close();
 
-/**
- * The console's own JSON API (src/local/console/api.ts). Its bodies are the server's types (types.ts);
- * `body` is left loose here and read field by field where it is used.
- */
-// biome-ignore lint/suspicious/noExplicitAny: a response body of our own server, read where it is used
-type ApiBody = any;
-
-async function api(path: string, body?: unknown): Promise<{ ok: boolean; status: number; body: ApiBody }> {
-  try {
-    const response = await fetch(
-      `/console/api/${path}`,
-      body === undefined
-        ? undefined
-        : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
-    );
-    const json = await response.json().catch(() => ({}));
-    return { ok: response.ok, status: response.status, body: json };
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { ok: false, status: 0, body: { error: { message: `无法连接控制台：${reason}` } } };
-  }
-}
-
-function toast(type: string, content: string, durationMs = TOAST_MS): void {
-  const kind = isToastType(type) ? type : "info";
-  const element = h(
-    "div",
-    {
-      class: `toast toast-${kind}`,
-      "data-testid": "toast",
-      "data-type": kind,
-      role: kind === "error" ? "alert" : "status",
-    },
-    h("span", { class: "toast-icon", "aria-hidden": "true", text: TOAST_ICONS[kind] }),
-    h("span", { class: "toast-text", text: content }),
-  );
-  els.toasts.append(element);
-  while (els.toasts.childElementCount > 4) els.toasts.firstElementChild?.remove();
-  setTimeout(() => {
-    element.classList.add("is-leaving");
-    setTimeout(() => element.remove(), 250);
-  }, durationMs);
-}
-
-const currentChat = () => state.chats.find((chat) => chat.chatId === state.chatId);
-const userName = (openId: string | undefined): string =>
-  state.users.find((user) => user.openId === openId)?.name ?? openId ?? "";
-const privateChatOf = (openId: string) =>
-  state.chats.find((chat) => chat.type === "p2p" && chat.ownerId === openId);
-const canWrite = (chat: ConsoleChat | undefined): boolean =>
-  chat !== undefined && (chat.type === "group" || chat.ownerId === state.userId);
-// An ephemeral card (仅特定人可见) is only in its one reader's client.
-const messagesOf = (chatId: string) =>
-  [...state.messages.values()]
-    .filter((m) => m.chatId === chatId && (m.visibleTo === undefined || m.visibleTo === state.userId))
-    .sort((a, b) => a.createdAt - b.createdAt);
-
-function saveLocation() {
-  history.replaceState(
-    null,
-    "",
-    `#user=${encodeURIComponent(state.userId)}&chat=${encodeURIComponent(state.chatId)}${
-      state.threadRoot ? `&thread=${encodeURIComponent(state.threadRoot)}` : ""
-    }`,
-  );
-}
-
-function renderSwitcher() {
-  els.switcher.replaceChildren(
-    h("span", { class: "switcher-label", text: "你是：" }),
-    ...state.users.map((user) =>
-      h("button", {
-        type: "button",
-        class: ["switcher-option", user.openId === state.userId && "is-active"],
-        "data-testid": "user-option",
-        "data-user-id": user.openId,
-        "aria-pressed": String(user.openId === state.userId),
-        text: user.name,
-        onclick: () => setUser(user.openId),
-      }),
-    ),
-  );
-}
-
-function chatLabel(chat: ConsoleChat): { name: string; tag: string } {
-  if (chat.type === "group") return { name: chat.name, tag: chat.mode === "topic" ? "话题群" : "群聊" };
-  if (chat.ownerId === state.userId) return { name: state.bot.name, tag: "单聊" };
-  return { name: `${userName(chat.ownerId)} 与 ${state.bot.name}`, tag: "只读" };
-}
-
-function renderChatList() {
-  const item = (chat: ConsoleChat) => {
-    const last = messagesOf(chat.chatId).at(-1);
-    const label = chatLabel(chat);
-    const unread = state.unread.get(chat.chatId) ?? 0;
-    const preview = last
-      ? `${chat.type === "group" ? `${last.sender.name}: ` : ""}${messagePreview(last)}`
-      : "暂无消息";
-    return h(
-      "li",
-      {
-        class: ["chat-item", chat.chatId === state.chatId && "is-active"],
-        "data-testid": "chat-item",
-        "data-chat-id": chat.chatId,
-        "data-active": String(chat.chatId === state.chatId),
-      },
-      h(
-        "button",
-        { type: "button", class: "chat-button", onclick: () => selectChat(chat.chatId) },
-        h(
-          "div",
-          { class: `avatar ${chat.type === "group" ? "avatar-group" : "avatar-bot"}`, "aria-hidden": "true" },
-          svgIcon(chat.type === "group" ? "group" : "bot", { size: "24px" }),
-        ),
-        h(
-          "div",
-          { class: "chat-text" },
-          h(
-            "div",
-            { class: "chat-row" },
-            h("span", { class: "chat-name", text: label.name }),
-            h("span", { class: "chat-tag", text: label.tag }),
-            h("span", { class: "chat-time", text: last ? formatTime(last.createdAt) : "" }),
-          ),
-          h(
-            "div",
-            { class: "chat-row" },
-            h("span", { class: "chat-preview", text: preview }),
-            unread > 0
-              ? h("span", { class: "chat-unread", "data-testid": "chat-unread", text: String(unread) })
-              : null,
-          ),
-        ),
-      ),
-    );
-  };
-  const mine = state.chats.filter((chat) => chat.type === "group" || chat.ownerId === state.userId);
-  const others = state.chats.filter((chat) => chat.type === "p2p" && chat.ownerId !== state.userId);
-  els.chatList.replaceChildren(
-    ...mine.map(item),
-    ...(others.length > 0 ? [h("li", { class: "chat-section", text: "其他成员的单聊" })] : []),
-    ...others.map(item),
-  );
-}
+const { renderSwitcher, renderChatList } = createSidebar({ setUser, selectChat });
 
 const messageView = (): MessageView => ({
   users: state.users,
@@ -244,7 +82,7 @@ const messageView = (): MessageView => ({
   onAction: sendAction,
   onNotice: (text: string) => toast("warning", text),
   onReply: (message: ConsoleMessage) =>
-    canWrite(currentChat()) ? composer.setReplyTo(message) : toast("info", "你不能在这个会话里发言"),
+    canWrite(currentChat()) ? composer.setReplyTo(message) : toast("info", words().cannotWriteHere),
   onJump: jumpTo,
   // 会话详情 opens as the person the console is acting as (sign-in.ts).
   openUrl: (url: string) =>
@@ -260,54 +98,14 @@ const messageView = (): MessageView => ({
   locale: state.locale,
 });
 
-/** Signs this origin in as `userId` (the same cookie /auth/local sets for a session page). */
-async function followUser(userId: string): Promise<boolean> {
-  const response = await fetch(`/auth/local?user=${encodeURIComponent(userId)}&next=/auth/me`, {
-    credentials: "same-origin",
-    cache: "no-store",
-  });
-  return response.ok;
-}
-
-type Locale = "zh_cn" | "en_us";
-
-/** The saved 中文/English choice; the console starts in Chinese. */
-function readLocale(): Locale {
-  try {
-    return localStorage.getItem(LOCALE_KEY) === "en_us" ? "en_us" : "zh_cn";
-  } catch (error) {
-    console.warn("localStorage unavailable; the console reads cards in Chinese", error);
-    return "zh_cn";
-  }
-}
-
-function setLocale(locale: Locale): void {
+function setLocale(locale: ConsoleLocale): void {
   state.locale = locale;
-  try {
-    localStorage.setItem(LOCALE_KEY, locale);
-  } catch (error) {
-    console.warn("could not keep the language choice", error);
-  }
+  saveLocale(locale);
   showLocale();
+  renderSwitcher();
+  renderChatList();
   renderChat();
-}
-
-function showLocale(): void {
-  els.language.textContent = state.locale === "en_us" ? "English" : "中文";
-  els.language.dataset.locale = state.locale;
-  els.language.title =
-    state.locale === "en_us"
-      ? "卡片与提示以英文客户端显示，点击切换为中文"
-      : "卡片与提示以中文客户端显示，点击切换为英文";
-}
-
-/** Keeps the session pages' sign-in cookie on the console's current user; a failure only costs a toast. */
-function signInAs(openId: string): void {
-  followUser(openId)
-    .then((ok) => {
-      if (!ok) toast("warning", "会话详情页未能切换到当前用户，打开时请重新登录");
-    })
-    .catch(() => toast("warning", "会话详情页未能切换到当前用户，打开时请重新登录"));
+  log.redraw();
 }
 
 const nearBottom = () => els.list.scrollHeight - els.list.scrollTop - els.list.clientHeight < 120;
@@ -320,10 +118,11 @@ function renderChat() {
   if (!chat) return;
   const label = chatLabel(chat);
   els.title.textContent = label.name;
+  const w = words();
   els.members.textContent =
     chat.type === "group"
-      ? `${chat.memberIds.map(userName).join("、")}、${state.bot.name}（机器人）`
-      : `${userName(chat.ownerId)} 与 ${state.bot.name} 的单聊`;
+      ? w.groupMembers(chat.memberIds.map(userName).join(w.memberSeparator), state.bot.name)
+      : w.privateMembers(userName(chat.ownerId), state.bot.name);
   const all = messagesOf(chat.chatId);
   const messages = state.threadRoot ? threadMessages(all, state.threadRoot) : mainFlow(all, chat);
   const view = messageView();
@@ -337,7 +136,7 @@ function renderChat() {
           h("div", {
             class: "empty",
             "data-testid": "empty-chat",
-            text: "还没有消息。在下面输入框里给机器人派个任务吧。",
+            text: w.emptyChat,
           }),
         ]),
   );
@@ -370,7 +169,7 @@ function showMessage(message: ConsoleMessage, change: string): void {
     els.list.append(element);
   }
   for (const quote of els.list.querySelectorAll(`[data-parent-id="${CSS.escape(message.messageId)}"]`))
-    quote.textContent = `回复 ${message.sender.name}：${messagePreview(message)}`;
+    quote.textContent = words().replyTo(message.sender.name, messagePreview(message));
   if (stick || change === "created") toBottom();
 }
 
@@ -434,16 +233,16 @@ async function sendMessage(text: string, replyTo: string | undefined): Promise<b
   });
   if (result.ok) return true;
   if (result.body.messageId) {
-    toast("error", `消息已发出，但没能投递给机器人：${result.body.error ?? result.status}`);
+    toast("error", words().notDelivered(String(result.body.error ?? result.status)));
     return true;
   }
-  toast("error", result.body.error?.message ?? `发送失败（HTTP ${result.status}）`);
+  toast("error", result.body.error?.message ?? words().sendFailed(result.status));
   return false;
 }
 
 async function sendAction(messageId: string, action: CardAction): Promise<unknown> {
   const result = await api("actions", { messageId, userId: state.userId, locale: state.locale, ...action });
-  if (!result.ok) return toast("error", result.body.error?.message ?? `操作失败（HTTP ${result.status}）`);
+  if (!result.ok) return toast("error", result.body.error?.message ?? words().actionFailed(result.status));
   if (result.body.toast) toast(result.body.toast.type, result.body.toast.content);
   return result.body;
 }
@@ -463,7 +262,7 @@ function onEvent(event: ConsoleEvent): void {
 
 async function resync(): Promise<void> {
   const [messages, calls] = await Promise.all([api("messages"), api("calls")]);
-  if (!messages.ok || !calls.ok) return toast("error", "加载会话失败，稍后自动重试");
+  if (!messages.ok || !calls.ok) return toast("error", words().resyncFailed);
   const known: ConsoleMessage[] = messages.body.messages;
   const entries: LogEntry[] = calls.body.entries;
   for (const message of known) upsert(message);
@@ -480,10 +279,10 @@ function connect() {
     els.conn.textContent = text;
   };
   source.addEventListener("open", () => {
-    status("open", "已连接");
+    status("open", words().connected);
     void resync();
   });
-  source.addEventListener("error", () => status("retrying", "连接断开，正在重连…"));
+  source.addEventListener("error", () => status("retrying", words().reconnecting));
   source.addEventListener("message", (event) => {
     try {
       onEvent(JSON.parse(event.data));
@@ -497,11 +296,13 @@ async function start(): Promise<void> {
   const chats = await api("chats");
   if (!chats.ok) {
     els.conn.dataset.state = "retrying";
-    els.conn.textContent = "无法加载控制台，3 秒后重试…";
+    els.conn.textContent = words().loadFailed;
     setTimeout(start, 3000);
     return;
   }
   Object.assign(state, { bot: chats.body.bot, users: chats.body.users, chats: chats.body.chats });
+  const botLocale: unknown = chats.body.locale;
+  state.locale = savedLocale() ?? (isConsoleLocale(botLocale) ? botLocale : "zh_cn");
   const params = new URLSearchParams(location.hash.slice(1));
   const user = state.users.find((u) => u.openId === params.get("user")) ?? state.users[0];
   const chat =
@@ -514,8 +315,8 @@ async function start(): Promise<void> {
   state.chatId = chat.chatId;
   state.threadRoot = params.get("thread") || undefined;
   saveLocation();
-  renderSwitcher();
   showLocale();
+  renderSwitcher();
   els.language.addEventListener("click", () => setLocale(state.locale === "en_us" ? "zh_cn" : "en_us"));
   renderChatList();
   renderChat();

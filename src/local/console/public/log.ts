@@ -1,5 +1,6 @@
 import { h } from "./dom.ts";
 import type { CallbackEntry, CallEntry, EventEntry, LogEntry } from "./types.ts";
+import { words } from "./words.ts";
 
 /**
  * The "API 调用日志" panel: every Open API call the bot made, every event delivered to it and every card
@@ -38,11 +39,8 @@ export function formatClock(ms: number): string {
 }
 
 const ms = (value: number) => `${Math.round(value)} ms`;
-const CARD_OUTCOME: Record<CallbackEntry["card"], string> = {
-  applied: "卡片已按响应更新（仅点击者可见）",
-  rejected: "响应卡片被拒绝",
-  none: "",
-};
+const cardOutcome = (card: CallbackEntry["card"]): string =>
+  card === "applied" ? words().log.applied : card === "rejected" ? words().log.rejected : "";
 
 export interface LogPanelElements {
   list: HTMLElement;
@@ -76,12 +74,13 @@ export function createLogPanel({ list, stats, filter, clearButton, onSelectMessa
     const limited = calls.filter((e) => e.code === 230020 || e.status === 429).length;
     const callbacks = counted.filter((e) => e.kind === "callback").length;
     const errors = counted.filter(isError).length;
+    const w = words().log;
     stats.replaceChildren(
-      stat("调用", calls.length),
+      stat(w.calls, calls.length),
       stat("PATCH", patches),
-      stat("限流", limited, limited > 0),
-      stat("回调", callbacks),
-      stat("错误", errors, errors > 0),
+      stat(w.limited, limited, limited > 0),
+      stat(w.callbacks, callbacks),
+      stat(w.errors, errors, errors > 0),
     );
   };
 
@@ -105,6 +104,8 @@ export function createLogPanel({ list, stats, filter, clearButton, onSelectMessa
   });
 
   return {
+    /** Draws every entry again (the console's language changed). */
+    redraw: render,
     /** Adds entries (duplicates by seq are ignored) and redraws. */
     addAll(batch: readonly LogEntry[]): void {
       for (const entry of batch) add(entry);
@@ -163,17 +164,18 @@ function renderEntry(
  * <details> opens without selecting the card the line links to.
  */
 function bodiesOf(entry: LogEntry): HTMLElement | null {
+  const w = words().log;
   const parts: [string, string | undefined][] =
     entry.kind === "call"
       ? [
-          ["请求头", entry.requestHeaders && JSON.stringify(entry.requestHeaders, null, 2)],
-          ["请求体", entry.requestBody],
-          ["响应体", entry.responseBody],
+          [w.requestHeaders, entry.requestHeaders && JSON.stringify(entry.requestHeaders, null, 2)],
+          [w.requestBody, entry.requestBody],
+          [w.responseBody, entry.responseBody],
         ]
       : entry.kind === "callback"
         ? [
-            ["按钮值", entry.value && JSON.stringify(entry.value, null, 2)],
-            ["表单值", entry.formValue && JSON.stringify(entry.formValue, null, 2)],
+            [w.buttonValue, entry.value && JSON.stringify(entry.value, null, 2)],
+            [w.formValue, entry.formValue && JSON.stringify(entry.formValue, null, 2)],
           ]
         : [];
   const shown = parts.flatMap(([label, text]): [string, string][] =>
@@ -211,7 +213,7 @@ function callLine(entry: CallEntry, gapMs: number | undefined): HTMLElement[] {
         ? null
         : h("span", {
             class: "log-gap",
-            title: "距离这张卡片上一次 PATCH",
+            title: words().log.sincePatch,
             text: `Δ${(gapMs / 1000).toFixed(2)}s`,
           }),
     ),
@@ -220,14 +222,14 @@ function callLine(entry: CallEntry, gapMs: number | undefined): HTMLElement[] {
 
 function eventLine(entry: EventEntry): HTMLElement[] {
   return [
-    h("span", { class: "log-method log-method-event", text: "事件" }),
+    h("span", { class: "log-method log-method-event", text: words().log.event }),
     h("span", { class: "log-path", text: `${entry.eventType} · ${shortId(entry.messageId)}` }),
     h(
       "span",
       { class: "log-result" },
       h("span", {
         class: entry.error ? "log-status is-bad" : "log-status",
-        text: entry.error ? `失败：${entry.error}` : String(entry.status ?? ""),
+        text: entry.error ? words().log.failed(entry.error) : String(entry.status ?? ""),
       }),
       h("span", { class: "log-ms", text: ms(entry.durationMs) }),
     ),
@@ -235,29 +237,30 @@ function eventLine(entry: EventEntry): HTMLElement[] {
 }
 
 function callbackLine(entry: CallbackEntry): HTMLElement[] {
-  const what = entry.label ? `「${entry.label}」` : entry.name ? `「${entry.name}」` : "卡片";
+  const w = words().log;
+  const what = entry.label ? w.quoted(entry.label) : entry.name ? w.quoted(entry.name) : w.card;
   const fields = entry.formValue ? Object.keys(entry.formValue).length : 0;
   return [
-    h("span", { class: "log-method log-method-callback", text: "回调" }),
+    h("span", { class: "log-method log-method-callback", text: w.callback }),
     h("span", {
       class: "log-path",
-      text: `${entry.operatorName} 点击${what}${fields > 0 ? ` · 表单 ${fields} 项` : ""}`,
+      text: `${w.clicked(entry.operatorName, what)}${fields > 0 ? w.formFields(fields) : ""}`,
     }),
     h(
       "span",
       { class: "log-result" },
       entry.toast
         ? h("span", { class: `log-toast log-toast-${entry.toast.type}`, text: entry.toast.content })
-        : h("span", { class: "log-toast", text: "无提示" }),
-      CARD_OUTCOME[entry.card] ? h("span", { class: "log-note", text: CARD_OUTCOME[entry.card] }) : null,
+        : h("span", { class: "log-toast", text: w.noToast }),
+      cardOutcome(entry.card) ? h("span", { class: "log-note", text: cardOutcome(entry.card) }) : null,
       entry.revertedUpdates
         ? h("span", {
             class: "log-note",
-            text: `回调期间的 ${entry.revertedUpdates} 次更新已复原`,
+            text: w.reverted(entry.revertedUpdates),
           })
         : null,
       entry.error ? h("span", { class: "log-code is-bad", text: entry.error }) : null,
-      h("span", { class: "log-ms", title: "回调响应时间", text: ms(entry.durationMs) }),
+      h("span", { class: "log-ms", title: w.callbackTime, text: ms(entry.durationMs) }),
     ),
   ];
 }

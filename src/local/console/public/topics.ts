@@ -1,6 +1,7 @@
 import { formatTime, messagePreview } from "./chat.ts";
 import { h } from "./dom.ts";
 import type { ConsoleChat, ConsoleMessage } from "./types.ts";
+import { words } from "./words.ts";
 
 /**
  * Topics and threads as the Feishu client shows them (issue 19). A topic group (话题群) is a list of topics:
@@ -73,7 +74,7 @@ export function threadFooter(
         "data-root-id": message.messageId,
         onclick: () => onOpen(message.messageId),
       },
-      h("span", { class: "thread-count", text: `${count} 条回复 · 最后回复 ${formatTime(last.createdAt)}` }),
+      h("span", { class: "thread-count", text: words().threadCount(count, formatTime(last.createdAt)) }),
       h("span", {
         class: "thread-last",
         "data-testid": "thread-last",
@@ -86,7 +87,7 @@ export function threadFooter(
     class: "msg-action",
     "data-testid": "thread-start",
     "data-root-id": message.messageId,
-    text: chat.mode === "topic" ? "回复话题" : "回复话题（新建话题）",
+    text: chat.mode === "topic" ? words().replyInTopic : words().replyNewTopic,
     onclick: () => onOpen(message.messageId),
   });
 }
@@ -103,17 +104,17 @@ export function threadHeader(
       type: "button",
       class: "thread-back",
       "data-testid": "thread-back",
-      text: "← 返回",
+      text: words().back,
       onclick: onBack,
     }),
-    h("span", { class: "thread-title", text: root ? `话题：${preview(root)}` : "话题" }),
+    h("span", { class: "thread-title", text: root ? words().topicTitle(preview(root)) : words().topic }),
   );
 }
 
 /** What the composer says in a topic group, or inside a thread. */
 export function topicPlaceholder(chat: ConsoleChat | undefined, inThreadView: boolean): string | undefined {
-  if (inThreadView) return "在话题中回复，@机器人 让它处理（Enter 发送）";
-  if (chat?.mode === "topic") return "发布新话题，@机器人 让它处理（Enter 发送）";
+  if (inThreadView) return words().threadPlaceholder;
+  if (chat?.mode === "topic") return words().topicPlaceholder;
   return undefined;
 }
 
