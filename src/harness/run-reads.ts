@@ -1,10 +1,113 @@
-import { ALL_ALLOWED, type CardPlacement, type RunSession } from "../domain/run-feed.ts";
-import type { SessionInfo } from "../domain/types.ts";
+import { canViewSession } from "../domain/access.ts";
+import { ALL_ALLOWED, type CardPlacement, type QueuedPreview, type RunSession } from "../domain/run-feed.ts";
+import type { QueuedMessage, RunView, SessionInfo } from "../domain/types.ts";
+import type { SessionMembers } from "../store/members.ts";
+import type { Store } from "../store/repos.ts";
 
 /**
- * The runner's side of the run feed (domain/run-feed.ts): its sessions as readers show them, and where a
- * run's card goes, read from the source record a channel stored with the message that started it.
+ * The runner's reads (its side of the run feed, domain/run-feed.ts): sessions and runs as readers show them.
+ * `SessionRunner` (runner.ts) extends this and owns the live state it reads; nothing here writes.
  */
+
+/** A run under way: its live state, the signal that stops it, and when its bookkeeping is over. */
+export interface ActiveRun {
+  run: RunView;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** The runner's state in memory that a read must prefer over the store: the newest a run has. */
+export interface LiveRuns {
+  /** The active run of each session. */
+  readonly active: Map<string, ActiveRun>;
+  /** Runs a shutdown stopped, as they were then (text streamed since the last write included). */
+  readonly halted: Map<string, RunView>;
+  /** Runs whose latest state is not on disk yet (its write is being retried). */
+  readonly unsaved: Map<string, RunView>;
+}
+
+export interface ReadDeps {
+  store: Store;
+  now: () => number;
+  /** Who has been seen in each session's chat (the viewing rule, access.ts); nobody is when absent. */
+  members?: SessionMembers;
+}
+
+export class RunReads {
+  protected readonly live: LiveRuns = { active: new Map(), halted: new Map(), unsaved: new Map() };
+  readonly #read: ReadDeps;
+
+  constructor(deps: ReadDeps) {
+    this.#read = deps;
+  }
+
+  getSession(sessionId: string): SessionInfo | undefined {
+    return this.#read.store.getSession(sessionId);
+  }
+
+  session(sessionId: string): RunSession | undefined {
+    return feedSession(this.getSession(sessionId));
+  }
+
+  canView(userId: string, sessionId: string): boolean {
+    return canViewSession(this, userId, sessionId);
+  }
+
+  activeRun(sessionId: string): RunView | undefined {
+    return this.live.active.get(sessionId)?.run;
+  }
+
+  /** The active run, or else the most recent one. */
+  currentRun(sessionId: string): RunView | undefined {
+    return this.activeRun(sessionId) ?? this.#read.store.latestRun(sessionId);
+  }
+
+  /**
+   * One run by id: the live state while it is active (or as a shutdown left it), else the latest state
+   * whose write is still being retried, else as saved. Channels render cards from this, so it must be the
+   * newest state the runner knows, not only the one on disk.
+   */
+  getRun(runId: string): RunView | undefined {
+    for (const active of this.live.active.values()) if (active.run.id === runId) return active.run;
+    return this.live.halted.get(runId) ?? this.live.unsaved.get(runId) ?? this.#read.store.getRun(runId);
+  }
+
+  /** A session's runs, newest first, the active one as it is now. */
+  runs(sessionId: string, limit: number): RunView[] {
+    const active = this.activeRun(sessionId);
+    return this.#read.store
+      .recentRuns(sessionId, limit)
+      .map((run) => (active && run.id === active.id ? active : run));
+  }
+
+  queued(sessionId: string): QueuedMessage[] {
+    return this.#read.store.queued(sessionId);
+  }
+
+  /** What a snapshot shows of the queue: the first `limit`, texts cut to `chars`, and how many wait in all. */
+  queuedPreview(sessionId: string, limit: number, chars: number): QueuedPreview {
+    const { store } = this.#read;
+    return { items: store.queuedPreview(sessionId, limit, chars), total: store.queuedCount(sessionId) };
+  }
+
+  hasQueuedFrom(sessionId: string, userId: string): boolean {
+    return this.#read.store.hasQueuedFrom(sessionId, userId);
+  }
+
+  now(): number {
+    return this.#read.now();
+  }
+
+  /** `userId` wrote to the bot, or clicked one of its cards, in the session's chat just now. */
+  noteInChat(sessionId: string, userId: string): void {
+    this.#read.members?.note(sessionId, userId, this.#read.now());
+  }
+
+  /** When `userId` was last seen in the session's chat, if ever. */
+  lastSeenInChat(sessionId: string, userId: string): number | undefined {
+    return this.#read.members?.lastSeen(sessionId, userId);
+  }
+}
 
 /** A bot's session allows everything its viewers may ask of a run (queue, cancel, retry). */
 export function feedSession(session: SessionInfo | undefined): RunSession | undefined {

@@ -14,9 +14,6 @@ export function askToolDefinition(): ToolDefinition {
   return askDefinition;
 }
 
-// Built and recognised in domain/session-id.ts; re-exported for callers that imported them from here.
-export { feishuPrivateSessionId, isFeishuSession, isWechatSession } from "../domain/session-id.ts";
-
 /**
  * Which tools a session's agent may see.
  * - Feishu sessions (by their `channel`) keep `ask_user_questions` and drop WeChat tools.

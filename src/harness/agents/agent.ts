@@ -77,6 +77,11 @@ export type ReportedStep = Pick<Step, "tool" | "title" | "status" | "words"> & {
 
 export interface AgentResult {
   text: string;
+  /**
+   * `rejected`: the agent stopped because the person refused what it asked (an ACP permission); the run ends
+   * 已拒绝, neither failed nor completed. Absent: the agent finished its answer.
+   */
+  ending?: "rejected";
 }
 
 export interface Agent {

@@ -71,7 +71,7 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
       if (!ctx.history.some((message) => message.role === "user" && message.runId === ctx.runId))
         messages.push({ role: "user", content: ctx.input });
       const text = throttledText(ctx.reportText, options.textIntervalMs ?? 100);
-      logger.info({ runId: ctx.runId, resumed: ctx.resumed, tools: ctx.tools.length }, "model run started");
+      logger.debug({ runId: ctx.runId, resumed: ctx.resumed, tools: ctx.tools.length }, "model run started");
       const budget = budgets.open(ctx.runId);
       try {
         const answer = await runToolLoop({
@@ -98,7 +98,7 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
         });
         return { text: answer || strings.model.emptyAnswer };
       } finally {
-        logger.info({ runId: ctx.runId, used: budget.used }, "model run ended");
+        logger.debug({ runId: ctx.runId, used: budget.used }, "model run ended");
         budgets.close(ctx.runId);
       }
     },

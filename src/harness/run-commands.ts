@@ -1,0 +1,103 @@
+import type { AskRegistry } from "../asks/registry.ts";
+import { ASK_ERRORS } from "../asks/summary.ts";
+import type { ActionResult, SubmitResult } from "../domain/ports.ts";
+import type { Store } from "../store/repos.ts";
+import { AbandonedError, CancelledError } from "./run-context.ts";
+import type { LiveRuns } from "./run-reads.ts";
+
+/**
+ * What a person (or a channel) may do to a run or a queued message, and who may: the rules behind
+ * `RunCommands` (domain/ports.ts). SessionRunner (runner.ts) hands these its live state.
+ */
+export interface CommandDeps {
+  live: LiveRuns;
+  store: Store;
+  registry: AskRegistry;
+  emitQueue: (sessionId: string) => void;
+  submit: (input: {
+    sessionId: string;
+    senderId: string;
+    text: string;
+    source?: Record<string, unknown>;
+  }) => SubmitResult;
+}
+
+/** Only the run's sender may cancel it. */
+export function cancelRun(deps: CommandDeps, sessionId: string, userId: string): ActionResult {
+  const active = deps.live.active.get(sessionId);
+  if (!active) return { ok: false, reason: "not_running" };
+  if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
+  // Fail the asks first so the waiting tool call returns "Session cancelled", then abort the run.
+  deps.registry.failAllForSession(sessionId, ASK_ERRORS.cancelled);
+  active.controller.abort(new CancelledError());
+  return { ok: true };
+}
+
+/**
+ * Fails an active run that nobody can see or answer any more (its card is gone), with `reason` as its
+ * error: its asks end at once, the agent is aborted, and the session's queue moves on. No sender check:
+ * the channel, not a person, decides this.
+ */
+export function abandonRun(deps: CommandDeps, runId: string, reason: string): ActionResult {
+  const active = [...deps.live.active.values()].find((candidate) => candidate.run.id === runId);
+  if (!active) return { ok: false, reason: "not_running" };
+  deps.registry.failAllForSession(active.run.sessionId, reason);
+  active.controller.abort(new AbandonedError(reason));
+  return { ok: true };
+}
+
+/**
+ * 取消并处理新消息: the sender lets the message queued behind a question replace the run. Its asks end as
+ * superseded, the run as cancelled, and the queue runs next as after any cancel.
+ */
+export function replaceRun(deps: CommandDeps, sessionId: string, userId: string): ActionResult {
+  const active = deps.live.active.get(sessionId);
+  if (!active) return { ok: false, reason: "not_running" };
+  if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
+  if (deps.store.queued(sessionId).length === 0) return { ok: false, reason: "not_found" };
+  deps.registry.supersede(sessionId, ASK_ERRORS.cancelled);
+  active.controller.abort(new CancelledError());
+  return { ok: true };
+}
+
+/** Re-runs the last input of a failed or cancelled run, as its sender. */
+export function retryRun(
+  deps: CommandDeps,
+  sessionId: string,
+  userId: string,
+  source?: Record<string, unknown>,
+): ActionResult<{ result: SubmitResult }> {
+  if (deps.live.active.has(sessionId)) return { ok: false, reason: "not_retryable" };
+  const last = deps.store.latestRun(sessionId);
+  if (!last) return { ok: false, reason: "not_found" };
+  if (last.senderId !== userId) return { ok: false, reason: "forbidden" };
+  if (last.status !== "failed" && last.status !== "cancelled") return { ok: false, reason: "not_retryable" };
+  return {
+    ok: true,
+    result: deps.submit({ sessionId, senderId: userId, text: last.input, ...(source ? { source } : {}) }),
+  };
+}
+
+/** 插队: only the queued message's sender may move it to the front. */
+export function promoteQueued(
+  deps: CommandDeps,
+  queueId: string,
+  userId: string,
+): ActionResult<{ position: number }> {
+  const queued = deps.store.getQueued(queueId);
+  if (!queued) return { ok: false, reason: "not_found" };
+  if (queued.senderId !== userId) return { ok: false, reason: "forbidden" };
+  deps.store.moveToFront(queueId);
+  deps.emitQueue(queued.sessionId);
+  return { ok: true, position: 1 };
+}
+
+/** 取消排队: only the queued message's sender may withdraw it. */
+export function unqueueMessage(deps: CommandDeps, queueId: string, userId: string): ActionResult {
+  const queued = deps.store.getQueued(queueId);
+  if (!queued) return { ok: false, reason: "not_found" };
+  if (queued.senderId !== userId) return { ok: false, reason: "forbidden" };
+  deps.store.removeQueued(queueId);
+  deps.emitQueue(queued.sessionId);
+  return { ok: true };
+}
