@@ -77,6 +77,7 @@ const api = (fields: Partial<Extract<PatchFailure, { kind: "api" }>>): PatchFail
   perMessage: false,
   retryAfterMs: undefined,
   refused: false,
+  audited: false,
   transient: false,
   answered: true,
   ...fields,
@@ -214,7 +215,7 @@ describe("decide: the turn, the render and the PATCH", () => {
     ]);
     expect(queued.effects.at(-1)).toEqual({ type: "queue" });
     const turn = step(queued.state, { type: "turn" });
-    expect(turn.effects).toEqual([{ type: "render", level: 1 }]);
+    expect(turn.effects).toEqual([{ type: "render", level: 1, redaction: "none" }]);
     const rendered = step(turn.state, { type: "rendered", json: "A", key: RUNNING.key });
     expect(rendered.effects).toEqual([{ type: "patch" }]);
     expect(rendered.state.patching).toBe(true);
@@ -253,7 +254,7 @@ describe("decide: the turn, the render and the PATCH", () => {
       [{ type: "landed" }, 100],
       [{ type: "done", sent: true, shape: RUNNING }, 100],
     ]);
-    expect(done.effects.at(-1)).toEqual({ type: "render", level: 0 });
+    expect(done.effects.at(-1)).toEqual({ type: "render", level: 0, redaction: "none" });
     const same = step(done.state, { type: "reconciled", json: "A", shape: RUNNING }, 100);
     expect(same.effects).toEqual([]);
     expect(isIdle(same.state)).toBe(true);
@@ -315,6 +316,25 @@ describe("decide: failures", () => {
     const thrice = failAt(api({ refused: true, code: 230099 }), 2000, twice.state);
     expect(thrice.state.degrade).toBe(2);
     expect(thrice.effects).toContainEqual({ type: "count", outcome: "failed", code: 230099 });
+  });
+
+  it("re-renders a card the tenant's audit refused (230028) masked, then withheld, then gives up", () => {
+    const audited = api({ audited: true, code: 230028 });
+    const once = failAt(audited);
+    expect(once.state.redaction).toBe("masked");
+    expect(once.state.degrade).toBe(0); // the other ladder is untouched
+    expect(once.effects).toContainEqual({ type: "count", outcome: "degraded", code: 230028 });
+    expect(once.effects).toContainEqual({ type: "arm", at: 2000 });
+    const turn = step(step(once.state, { type: "timerFired" }, 2000).state, { type: "turn" }, 2000);
+    expect(turn.effects).toEqual([{ type: "render", level: 0, redaction: "masked" }]);
+    const twice = failAt(audited, 2000, once.state);
+    expect(twice.state.redaction).toBe("withheld");
+    const thrice = failAt(audited, 2000, twice.state);
+    expect(thrice.state.redaction).toBe("withheld");
+    expect(thrice.effects).toContainEqual({ type: "count", outcome: "failed", code: 230028 });
+    // A later 230099 still climbs its own ladder, keeping the redaction.
+    const refused = failAt(api({ refused: true, code: 230099 }), 2000, thrice.state);
+    expect(refused.state).toMatchObject({ degrade: 1, redaction: "withheld" });
   });
 
   it("stops for good on a card that can no longer be updated, and tells its owner", () => {
@@ -390,7 +410,7 @@ describe("decide: failures", () => {
 
   it("after giving up, asks for a render to catch a change nobody announced meanwhile", () => {
     const { state, effects } = failAt(api({ code: 230001 }));
-    expect(effects.at(-1)).toEqual({ type: "render", level: 0 });
+    expect(effects.at(-1)).toEqual({ type: "render", level: 0, redaction: "none" });
     expect(step(state, { type: "reconciled", json: "B", shape: RUNNING }, 2000).effects).toEqual([]);
     const moved = step(state, { type: "reconciled", json: "C", shape: RUNNING }, 2000);
     expect(moved.effects).toEqual([{ type: "arm", at: 2000 }]);

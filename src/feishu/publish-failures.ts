@@ -1,8 +1,8 @@
-import type { PatchFailure, PublishEffect, PublishState } from "./publish-state.ts";
+import { nextRedaction, type PatchFailure, type PublishEffect, type PublishState } from "./publish-state.ts";
 
 /**
  * What the publisher's policy (publish-policy.ts) does when a PATCH fails, and how it stops: back off on
- * 230020/429, re-render degraded on 230099/230025, stop for good on 230031/230011/230110, bounded retries of a
+ * 230020/429, re-render degraded on 230099/230025, masked then withheld on 230028, stop for good on 230031/230011/230110, bounded retries of a
  * failing platform, then a few late retries of the latest state. Rules on the draft state `decide` passes in,
  * with the effects they add; pure, like the rest of the policy.
  */
@@ -53,6 +53,24 @@ export function onFailure(s: PublishState, fx: PublishEffect[], failure: PatchFa
       message: "card patch rate-limited; retrying the latest state",
       fields: { code, waitMs },
     });
+    return;
+  }
+  const redaction = failure.audited ? nextRedaction(s.redaction) : undefined;
+  if (redaction !== undefined) {
+    // The tenant's audit refused what the card says (230028): the same text would be refused again, and
+    // every later state carries it. Re-render it masked, then without the model's text; urgent, as below.
+    s.redaction = redaction;
+    s.lastSentKey = undefined;
+    fx.push(
+      { type: "count", outcome: "degraded", ...counted },
+      {
+        type: "log",
+        level: "warn",
+        message: "card refused by the tenant's data-loss-prevention audit; re-rendering it redacted",
+        fields: { code, redaction },
+        err: "described",
+      },
+    );
     return;
   }
   if (failure.refused && s.degrade < 2) {

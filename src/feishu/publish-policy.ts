@@ -20,8 +20,8 @@ export * from "./publish-state.ts";
  * urgent changes (status, forms) by the urgent one; skip no-ops; hold PATCHes while a callback is answered
  * (docs/long-connection.md §Settle), then PATCH once if its answer carried a card (only its clicker sees that
  * one, docs/feishu-platform.md §Callbacks); form-safe (step ticks wait while a form is open); back off on 230020/429,
- * re-render degraded on 230099/230025, stop on 230031/230011/230110, bounded retries, and a confirmation of the
- * latest state after a PATCH that got no answer may have been applied late.
+ * re-render degraded on 230099/230025, masked then withheld on 230028, stop on 230031/230011/230110, bounded
+ * retries, and a confirmation of the latest state after a PATCH that got no answer may have been applied late.
  */
 
 export interface Decision {
@@ -119,7 +119,7 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
       // Reconcile: whatever changed while the PATCH was out goes next; the last state always lands. Given
       // up, that card counts as handled: a render tells whether something nobody announced changed since.
       if (s.handled === s.version && !s.stopped && !s.confirming)
-        fx.push({ type: "render", level: s.degrade });
+        fx.push({ type: "render", level: s.degrade, redaction: s.redaction });
       else schedule(s, fx, event.shape, now);
       break;
   }
@@ -150,7 +150,7 @@ function onTurn(s: PublishState, fx: PublishEffect[]): void {
     return;
   }
   s.attempt.version = s.version;
-  fx.push({ type: "render", level: s.degrade });
+  fx.push({ type: "render", level: s.degrade, redaction: s.redaction });
 }
 
 function onRendered(s: PublishState, fx: PublishEffect[], json: string, key: string): void {
@@ -221,6 +221,6 @@ function onDone(s: PublishState, fx: PublishEffect[], sent: boolean, shape: Card
   // Skipped (no-op, held, stopped): nothing to reconcile; a release or the next change schedules again.
   if (!sent) return;
   // Compare a render (cheap, no call) instead of queueing a PATCH that may well turn out a no-op.
-  if (s.handled === s.version) fx.push({ type: "render", level: s.degrade });
+  if (s.handled === s.version) fx.push({ type: "render", level: s.degrade, redaction: s.redaction });
   else schedule(s, fx, shape, now);
 }

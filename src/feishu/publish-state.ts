@@ -1,4 +1,4 @@
-import type { DegradeLevel } from "../cards/progress.ts";
+import type { DegradeLevel, Redaction } from "../cards/progress.ts";
 import type { PatchOutcome } from "./metrics.ts";
 
 /**
@@ -52,6 +52,8 @@ export type PatchFailure =
       perMessage: boolean;
       retryAfterMs: number | undefined;
       refused: boolean;
+      /** 230028: the tenant's data-loss-prevention audit refused the content. */
+      audited: boolean;
       transient: boolean;
       /** The platform answered (an HTTP status came back): the card was not applied, and will not be later. */
       answered: boolean;
@@ -102,7 +104,7 @@ export type PublishEffect =
   | { type: "queue" }
   /** Give the turn back unused: no call was made. */
   | { type: "unused" }
-  | { type: "render"; level: DegradeLevel }
+  | { type: "render"; level: DegradeLevel; redaction: Redaction }
   /** Send the card just rendered. */
   | { type: "patch" }
   | { type: "count"; outcome: PatchOutcome; code?: number; count?: number }
@@ -153,6 +155,8 @@ export interface PublishState {
   unansweredUntil: number | undefined;
   /** Raised on each refusal and never lowered: the refused text is usually in every later state too. */
   degrade: DegradeLevel;
+  /** Raised on each refusal by the tenant's audit (230028), never lowered, for the same reason. */
+  redaction: Redaction;
   /**
    * The PATCH being tried: the change it carries, its JSON and key once rendered; `spanned` once a callback
    * began while it was on the wire (the platform may have applied it before the answer, and reverted it).
@@ -163,7 +167,7 @@ export interface PublishState {
 
 export function initialState(
   limits: PublishLimits,
-  options: { shown?: string; degradeLevel?: DegradeLevel } = {},
+  options: { shown?: string; degradeLevel?: DegradeLevel; redaction?: Redaction } = {},
 ): PublishState {
   return {
     limits,
@@ -190,6 +194,7 @@ export function initialState(
     unanswered: [],
     unansweredUntil: undefined,
     degrade: options.degradeLevel ?? 0,
+    redaction: options.redaction ?? "none",
     attempt: { version: 0, json: undefined, key: undefined },
     stats: { sent: 0, skipped: 0, rateLimited: 0, failed: 0 },
   };
@@ -209,4 +214,12 @@ export function isIdle(state: PublishState): boolean {
   if (state.holds > 0 && state.wantedWhileHeld && !state.stopped) return false;
   if (state.confirming && !state.stopped) return false;
   return state.timerAt === undefined && state.confirmAt === undefined && !state.inFlight;
+}
+
+/**
+ * The rung after a refusal by the tenant's audit (230028), or undefined when the last one was refused too:
+ * the one order of the rungs, for the publisher's PATCHes and the first reply alike (progress/placement.ts).
+ */
+export function nextRedaction(redaction: Redaction): Redaction | undefined {
+  return redaction === "none" ? "masked" : redaction === "masked" ? "withheld" : undefined;
 }

@@ -1,5 +1,5 @@
 import type { Card } from "../cards/model.ts";
-import type { DegradeLevel } from "../cards/progress.ts";
+import type { DegradeLevel, Redaction } from "../cards/progress.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { createMessageLimiter, type Limiter, type Slot } from "./limits.ts";
@@ -32,8 +32,11 @@ export interface PublisherOptions {
   messenger: Pick<FeishuMessenger, "patchCard">;
   /** Cheap: the shape of the current state, to decide urgency without rendering. */
   shape: () => CardShape;
-  /** Renders the current state at a degrade level (0 = full markdown; see BuildOptions.degraded). */
-  render: (level: DegradeLevel) => Card;
+  /**
+   * Renders the current state at a degrade level (0 = full markdown; see BuildOptions.degraded) and a
+   * redaction (after the tenant's audit refused it, BuildOptions.redaction).
+   */
+  render: (level: DegradeLevel, redaction: Redaction) => Card;
   /** Minimum gap between plain progress PATCHes (CARD_PATCH_INTERVAL_MS). */
   intervalMs: number;
   /** Minimum gap for urgent PATCHes (state or form changes); the platform allows 5/s per message. */
@@ -57,6 +60,8 @@ export interface PublisherOptions {
   onGone?: (error: FeishuApiError) => void;
   /** Start degraded: the reply that created the card was already refused at a lower level. */
   degradeLevel?: DegradeLevel;
+  /** Start redacted: the reply that created the card was already refused by the tenant's audit. */
+  redaction?: Redaction;
   /** Where PATCH outcomes are counted for `/metrics`. */
   metrics?: Pick<FeishuMetrics, "patch">;
   /**
@@ -93,6 +98,7 @@ export class CardPublisher {
       {
         ...(options.shown !== undefined ? { shown: options.shown } : {}),
         ...(options.degradeLevel !== undefined ? { degradeLevel: options.degradeLevel } : {}),
+        ...(options.redaction !== undefined ? { redaction: options.redaction } : {}),
       },
     );
   }
@@ -104,6 +110,11 @@ export class CardPublisher {
   /** The level every render of this card uses now (a callback's answer must use it too). */
   get degradeLevel(): DegradeLevel {
     return this.#state.degrade;
+  }
+
+  /** The redaction every render of this card uses now (a callback's answer must use it too). */
+  get redaction(): Redaction {
+    return this.#state.redaction;
   }
 
   /** What became of this card's PATCHes so far (the same figures go to `/metrics`). */
@@ -258,7 +269,7 @@ export class CardPublisher {
     if (!reconcile) return;
     let json: string;
     try {
-      json = JSON.stringify(this.#o.render(reconcile.level));
+      json = JSON.stringify(this.#o.render(reconcile.level, reconcile.redaction));
     } catch (error) {
       this.#step({ type: "failed", failure: { kind: "unexpected" }, shape: this.#o.shape() }, error);
       return;
@@ -273,7 +284,7 @@ export class CardPublisher {
       slot.unused();
       return false;
     }
-    const card = this.#o.render(render.level);
+    const card = this.#o.render(render.level, render.redaction);
     const shape = this.#o.shape();
     const json = JSON.stringify(card);
     if (!this.#step({ type: "rendered", json, key: shape.key }).some((e) => e.type === "patch")) {
@@ -310,6 +321,7 @@ export function classifyFailure(error: unknown): PatchFailure {
     perMessage: error.feishuCode === FEISHU_CODES.patchRateLimited,
     retryAfterMs: error.retryAfterMs,
     refused: error.cardRefused,
+    audited: error.auditRefused,
     transient: error.transient,
     answered: error.httpStatus !== undefined,
   };
