@@ -91,7 +91,7 @@ describe("MCP server at /mcp", () => {
       name: "ask0_submit",
       formValue: { ask0_q0: "1" },
     });
-    expect(wrong.toast?.content).toBe("仅消息发送者可操作");
+    expect(wrong.toast?.content).toBe("仅任务发起人可以回答此问题");
     const still = (await client.callTool({
       name: "get_answers",
       arguments: { ask_id: askId, wait_s: 0 },
@@ -208,7 +208,7 @@ describe("MCP server at /mcp", () => {
       name: "ask0_submit",
       formValue: { ask0_q0: "0" },
     });
-    expect(byAlice.toast?.content).toBe("仅消息发送者可操作");
+    expect(byAlice.toast?.content).toBe("仅任务发起人可以回答此问题");
     const byBob = await r.click({
       messageId: cardId,
       operatorOpenId: BOB,

@@ -136,7 +136,7 @@ describe("session page for an outside agent's task", () => {
     const bob = await r.connect(BOB);
     bob.send({ type: "subscribe", sessionId });
     const subscribed = await r.until(() => last(bob.frames, "subscribed"), "subscribed");
-    expect(subscribed.data).toEqual({ canAnswer: true });
+    expect(subscribed.data).toEqual({ canAnswer: true, canCancel: false });
     await r.until(
       () => bob.frames.find((f) => f.type === "ask_user_questions" && f.data.requestId === asked.ask_id),
       "the question for bob",

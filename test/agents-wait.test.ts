@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { askUserQuestionsInput } from "../src/agents-api/schemas.ts";
-import { type AgentCardPort, AgentTasks } from "../src/agents-api/service.ts";
+import { AgentTasks } from "../src/agents-api/service.ts";
 import type { AgentPrincipal } from "../src/agents-api/token.ts";
 import { AskRegistry } from "../src/asks/registry.ts";
 import type { RunView } from "../src/domain/types.ts";
@@ -19,11 +19,6 @@ const who: AgentPrincipal = {
 
 function setup() {
   const shown: RunView[] = [];
-  const cards: AgentCardPort = {
-    open: (run) => shown.push(run),
-    update: (run) => shown.push(run),
-    resume: (run) => shown.push(run),
-  };
   let id = 0;
   const registry = new AskRegistry({
     timeoutMs: 30 * 60_000,
@@ -35,11 +30,12 @@ function setup() {
   });
   const tasks = new AgentTasks({
     registry,
-    cards,
     now: Date.now,
     askTimeoutMs: 30 * 60_000,
     nameOf: () => "Alice",
   });
+  tasks.feed.on("run_started", ({ run }) => void shown.push(run));
+  tasks.feed.on("run_updated", (run) => void shown.push(run));
   return { tasks, registry, shown };
 }
 

@@ -19,7 +19,8 @@ const PANEL = fs.readFileSync(
   path.resolve(import.meta.dirname, "..", "src/local/console/public/agent-panel.ts"),
   "utf8",
 );
-const PANEL_KEYS = [...PANEL.matchAll(/^\s*\["(\w+)", "[^"]+"\],$/gm)].map((m) => m[1]);
+// Each block is `["key", title]`: the title a literal or the console's word for it.
+const PANEL_KEYS = [...PANEL.matchAll(/^\s*\["(\w+)", [^\]]+\],$/gm)].map((m) => m[1]);
 const LIVE = { mcpUrl: "http://localhost:4321/mcp", token: "tok.en-123" };
 
 type TomlValue = string | number | boolean;

@@ -215,7 +215,7 @@ describe("MCP elicitation → a form on the Feishu card (server-everything over 
       name: "ask0_decline",
       formValue: {},
     });
-    expect(refused.toast?.content).toBe("仅消息发送者可操作");
+    expect(refused.toast?.content).toBe("仅任务发起人可以回答此问题");
     expect(r.core.registry.get(requestId)).toBeDefined();
   });
 });

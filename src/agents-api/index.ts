@@ -6,45 +6,50 @@ import type { Db } from "../store/db.ts";
 import { mountAgentHttpApi } from "./http.ts";
 import { mountMcp } from "./mcp.ts";
 import { agentRequestRate, type RequestRates } from "./request-rate.ts";
-import { type AgentCardPort, AgentTasks, type AgentTasksOptions } from "./service.ts";
+import { AgentTasks, type AgentTasksOptions } from "./service.ts";
 import { AgentStore } from "./store.ts";
 import { AgentTokenStore } from "./token-store.ts";
 
-export type { AgentCardPort, AgentCardTarget } from "./service.ts";
 export { AgentTasks } from "./service.ts";
 
 /**
  * Any agent can ask a Feishu user (issue 17): the MCP server at /mcp and the HTTP API under /api, over one
- * AgentTasks. `cards` is the Feishu channel's agent-card hook; main.ts and the tests wire it the same way.
+ * AgentTasks. Its tasks join `runs`, the feed the Feishu cards, the hub and the session pages read; main.ts
+ * and the tests wire it the same way.
  */
 export function createAgentsApi(options: {
   registry: AskRegistry;
-  cards: AgentCardPort;
   /** Keeps tasks and asks across restarts (the bot's SQLite). */
   db?: Db;
   authSecret: string;
   askTimeoutMs: number;
   now: () => number;
   logger: Logger;
-  /** The run feed the hub and the session pages read (core.runs): the tasks join it. */
-  runs?: Pick<JoinedFeed, "add">;
+  /** The run feed the cards, the hub and the session pages read (core.runs): the tasks join it. */
+  runs: Pick<JoinedFeed, "add">;
   tuning?: Pick<
     AgentTasksOptions,
-    "perAgent" | "perTarget" | "progressIntervalMs" | "nameOf" | "newId" | "waits"
+    | "perAgent"
+    | "perTarget"
+    | "progressIntervalMs"
+    | "nameOf"
+    | "newId"
+    | "waits"
+    | "maxLiveTasks"
+    | "stepsCoalesceMs"
   >;
   /** Requests per agent token on /mcp and /api together (request-rate.ts). */
   requestRates?: RequestRates;
 }): { tasks: AgentTasks; mount: (app: Express) => void } {
   const tasks = new AgentTasks({
     registry: options.registry,
-    cards: options.cards,
     now: options.now,
     askTimeoutMs: options.askTimeoutMs,
     logger: options.logger.child({ module: "agents" }),
     ...(options.db ? { store: new AgentStore(options.db) } : {}),
     ...options.tuning,
   });
-  options.runs?.add(tasks.feed);
+  options.runs.add(tasks.feed);
   const requestRate = agentRequestRate(options.now, options.requestRates);
   const deps = {
     tasks,
@@ -61,18 +66,5 @@ export function createAgentsApi(options: {
       mountMcp(app, deps);
       mountAgentHttpApi(app, deps);
     },
-  };
-}
-
-/** The Feishu channel as the agents' card port (its openAgentCard / updateAgentRun / resumeAgentCard hook). */
-export function agentCardsOn(channel: {
-  openAgentCard: AgentCardPort["open"];
-  updateAgentRun: AgentCardPort["update"];
-  resumeAgentCard: AgentCardPort["resume"];
-}): AgentCardPort {
-  return {
-    open: (run, where) => channel.openAgentCard(run, where),
-    update: (run) => channel.updateAgentRun(run),
-    resume: (run, where) => channel.resumeAgentCard(run, where),
   };
 }

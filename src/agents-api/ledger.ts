@@ -1,6 +1,6 @@
 import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
 import type { AskResult } from "./schemas.ts";
-import { pendingHint } from "./schemas.ts";
+import { DECLINED_HINT, pendingHint } from "./schemas.ts";
 import type { AgentStore } from "./store.ts";
 
 /**
@@ -126,6 +126,14 @@ export class AskLedger {
         answers: outcome.answers,
         answered_by: outcome.userId,
         answered_via: outcome.surface,
+      };
+    if (outcome.kind === "declined")
+      return {
+        status: "declined",
+        ask_id: askId,
+        declined_by: outcome.userId,
+        declined_via: outcome.surface,
+        hint: DECLINED_HINT,
       };
     return { status: outcome.kind, ask_id: askId };
   }

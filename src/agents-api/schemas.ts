@@ -73,12 +73,15 @@ export const finishTaskInput = z.strictObject({
 });
 
 export const askResultSchema = z.strictObject({
-  status: z.enum(["answered", "pending", "timeout", "cancelled"]),
+  status: z.enum(["answered", "pending", "timeout", "cancelled", "declined"]),
   ask_id: z.string(),
   answers: z.array(answerSchema).optional(),
   answered_by: z.string().optional(),
   answered_via: z.string().optional(),
-  /** Only while pending: what the agent should do next. */
+  /** Only when declined: who pressed 拒绝回答, and where (feishu: the card; websocket: the session page). */
+  declined_by: z.string().optional(),
+  declined_via: z.string().optional(),
+  /** Only while pending or once declined: what the agent should do next. */
   hint: z.string().optional(),
 });
 
@@ -91,6 +94,11 @@ export type ReportProgressInput = z.infer<typeof reportProgressInput>;
 export type AskUserQuestionsInput = z.infer<typeof askUserQuestionsInput>;
 export type FinishTaskInput = z.infer<typeof finishTaskInput>;
 export type AskResult = z.infer<typeof askResultSchema>;
+
+/** A declined result's hint: the person chose not to answer, which is an answer to respect, not a fault. */
+export const DECLINED_HINT =
+  "The person declined to answer this question. Do not ask it again; go on without it, or finish the task " +
+  "and say what you could not do without an answer.";
 
 /**
  * A pending result's hint, naming the id: the model may have been cut off from the call that asked (its

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { AskRegistry } from "../asks/registry.ts";
 import { parseAskInput } from "../asks/schema.ts";
-import type { AgentCardPort, AgentCardTarget } from "../domain/ports.ts";
+import type { CardPlacement } from "../domain/run-feed.ts";
 import type { RunView, Step } from "../domain/types.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { CARD_PATCHABLE_MS } from "../store/feishu.ts";
 import { strings } from "../strings.ts";
 import { AgentGuard } from "./guard.ts";
 import { type AgentAsk, AskLedger } from "./ledger.ts";
@@ -27,16 +26,13 @@ import { type WaitHold, type WaitLimits, WaitSlots } from "./wait-slots.ts";
  * What an outside agent may do, whatever it speaks (MCP at /mcp, plain HTTP at /api): open a progress card,
  * report steps, ask on it, read the answers, finish. Every check — the allow-list, the rate limits, the
  * answerer rule — runs before the card or form exists, so a refused call shows nothing to anyone.
- * Cards go through the Feishu channel's own card machinery (publisher, registry events) via `AgentCardPort`.
+ * The tasks are a run feed (`feed`, sessions.ts) like the bot's own runs: a task's card goes out when the feed
+ * says it started, and follows its changes, through the same card machinery as a run's (feishu/ listens to the
+ * joined feed and knows no agents-api). A card an ended task still owes after a restart is repaired there too.
  */
-
-// The card port is the Feishu channel's side of the contract: it lives in domain/ports.ts (feishu imports no
-// agents-api); re-exported for callers of the old path.
-export type { AgentCardPort, AgentCardTarget } from "../domain/ports.ts";
 
 export interface AgentTasksOptions {
   registry: AskRegistry;
-  cards: AgentCardPort;
   now: () => number;
   newId?: () => string;
   /** The ask deadline when the agent gives no timeout_s (ASK_TIMEOUT_MS). */
@@ -53,6 +49,13 @@ export interface AgentTasksOptions {
   /** Tasks and asks kept across restarts; without it they live in memory only. */
   store?: AgentStore;
   logger?: Logger;
+  /** Tasks one agent (by name) may keep running at once, question cards included (20). */
+  maxLiveTasks?: number;
+  /**
+   * report_progress calls on one task within this long are one write, one card update and one feed change
+   * (250 ms): an agent reporting a step per millisecond costs what one reporting four a second does.
+   */
+  stepsCoalesceMs?: number;
 }
 
 interface AgentTask {
@@ -68,6 +71,8 @@ interface AgentTask {
 
 const MAX_STEPS = 200;
 const MAX_TASKS_KEPT = 5000;
+const MAX_LIVE_TASKS = 20;
+const STEPS_COALESCE_MS = 250;
 
 export class AgentTasks {
   readonly #o: AgentTasksOptions;
@@ -78,6 +83,9 @@ export class AgentTasks {
   readonly waits: WaitSlots;
   /** The tasks as the run feed's sessions (sessions.ts): what the hub and the session pages read. */
   readonly feed: AgentTaskFeed;
+  /** Tasks whose steps changed since they were last written and shown, with when that last happened. */
+  readonly #unflushed = new Map<string, NodeJS.Timeout>();
+  readonly #flushedAt = new Map<string, number>();
 
   constructor(options: AgentTasksOptions) {
     this.#o = options;
@@ -86,7 +94,7 @@ export class AgentTasks {
     this.waits = new WaitSlots(options.waits);
     this.feed = new AgentTaskFeed({
       tasksOf: (sessionId) => this.tasksOf(sessionId),
-      taskRun: (runId) => this.#tasks.get(runId)?.run,
+      taskRun: (runId) => this.#tasks.get(runId)?.run ?? this.#storedRun(runId),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     this.ledger = new AskLedger(options.registry, {
@@ -118,21 +126,29 @@ export class AgentTasks {
         to: row.to,
         chatType: row.chatType,
         implicit: row.implicit,
-        run: run.data,
+        // Rows from before runs named their agent: the row's column does.
+        run: { ...run.data, agent: row.agent },
       };
       this.#tasks.set(row.id, task);
-      this.#o.cards.resume(task.run, this.#where(task));
+      this.feed.started(task.run, this.#placement(task), true);
       resumed += 1;
     }
-    // Ended tasks whose card never got the final state (killed before that PATCH landed): the card gets it.
-    for (const row of this.#o.store?.tasksOwingFinalCard(this.#o.now() - CARD_PATCHABLE_MS) ?? []) {
-      const run = storedRunSchema.safeParse(row.run);
-      if (run.success) this.#o.cards.resume(run.data, this.#where({ ...row, run: run.data }));
-    }
+    // Ended tasks whose card never got its final state are the card side's to repair (feishu repairEnded reads
+    // them through the feed: `#storedRun`).
     return resumed;
   }
 
+  /** An ended task from before a restart, as last written (the feed's reads need no task in memory). */
+  #storedRun(runId: string): RunView | undefined {
+    const row = this.#o.store?.task(runId);
+    if (!row) return undefined;
+    const run = storedRunSchema.safeParse(row.run);
+    return run.success ? { ...run.data, agent: row.agent } : undefined;
+  }
+
   startTask(who: AgentPrincipal, input: StartTaskInput): { task_id: string } {
+    this.#guard.mayReach(who, input.to);
+    this.#mayOpen(who);
     this.#guard.mayShow(who, input.to, input.to);
     const task = this.#open(who, input.to, input.title, false);
     this.#o.logger?.info({ agent: who.agent, taskId: task.run.id, to: input.to }, "agent task started");
@@ -158,8 +174,18 @@ export class AgentTasks {
     };
     if (previous) steps[index] = step;
     else steps.push(step);
-    this.#update(task, { steps: steps.slice(-MAX_STEPS) });
+    task.run = { ...task.run, steps: steps.slice(-MAX_STEPS) };
+    this.#soon(task);
     return { task_id: task.run.id, steps: task.run.steps.length };
+  }
+
+  /** Writes and shows every task whose latest steps are still held back (shutdown calls it). */
+  flush(): void {
+    for (const id of [...this.#unflushed.keys()]) {
+      const task = this.#tasks.get(id);
+      if (task) this.#update(task, {});
+      else this.#forget(id);
+    }
   }
 
   /** Registers the question on the card (after every check) and returns its ask id; `wait` gets the answer. */
@@ -201,6 +227,8 @@ export class AgentTasks {
       this.#o.logger?.info({ agent: who.agent, askId: twin }, "agent asked again: joined the open question");
       return twin;
     }
+    this.#guard.mayReach(who, to);
+    if (existing === undefined) this.#mayOpen(who);
     this.#guard.mayShow(who, to, answerer);
     const title = input.reason ?? questions[0]?.question ?? strings.agents.questionCardTitle(who.agent);
     // A new question card's task is only a draft until its question is registered: a call that fails
@@ -213,6 +241,8 @@ export class AgentTasks {
       if (fresh) task.run = { ...task.run, senderId: answerer };
       else this.#update(task, { senderId: answerer });
     }
+    // The form goes on the card as the card is now: with the steps held back (#soon) on it.
+    if (!fresh && this.#unflushed.has(task.run.id)) this.#update(task, {});
     const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
     let ask: ReturnType<AskRegistry["register"]>;
     try {
@@ -225,6 +255,8 @@ export class AgentTasks {
         surfaces: ["feishu"],
         ...(input.reason !== undefined ? { reason: input.reason } : {}),
         timeoutMs,
+        // The agent reads a 拒绝回答 as status "declined" (ledger.ts): the person may say no.
+        declinable: true,
       });
     } catch (error) {
       if (!fresh && previousSender !== answerer) this.#update(task, { senderId: previousSender });
@@ -329,6 +361,7 @@ export class AgentTasks {
       status: "running",
       steps: [],
       startedAt: this.#o.now(),
+      agent: who.agent,
     };
     return { agent: who.agent, tokenId: who.tokenId, to, chatType, implicit, run };
   }
@@ -339,12 +372,13 @@ export class AgentTasks {
   }
 
   #show(task: AgentTask): void {
-    this.#o.cards.open(task.run, this.#where(task));
+    this.feed.started(task.run, this.#placement(task), false);
   }
 
-  #where(task: AgentTask): AgentCardTarget {
-    const target = task.chatType === "group" ? { chatId: task.to } : { openId: task.to };
-    return { target, chatType: task.chatType, agent: task.agent };
+  /** An agent's card is sent to its person or group: there is no message of theirs to reply to. */
+  #placement(task: AgentTask): CardPlacement {
+    const to = task.chatType === "group" ? { chatId: task.to } : { openId: task.to };
+    return { kind: "send", to, chatType: task.chatType };
   }
 
   #save(task: AgentTask): void {
@@ -361,10 +395,56 @@ export class AgentTasks {
     }
   }
 
+  /**
+   * Steps are written and shown at most once per `stepsCoalesceMs` per task: the first at once, the rest
+   * together at the end of the window. Anything else that changes the task (a question, the end) writes
+   * the steps held back with it.
+   */
+  #soon(task: AgentTask): void {
+    const id = task.run.id;
+    if (this.#unflushed.has(id)) return;
+    const windowMs = this.#o.stepsCoalesceMs ?? STEPS_COALESCE_MS;
+    const waitMs = (this.#flushedAt.get(id) ?? Number.NEGATIVE_INFINITY) + windowMs - this.#o.now();
+    if (waitMs <= 0) {
+      this.#update(task, {});
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#unflushed.delete(id);
+      const current = this.#tasks.get(id);
+      if (current) this.#update(current, {});
+    }, waitMs);
+    timer.unref();
+    this.#unflushed.set(id, timer);
+  }
+
+  #forget(id: string): void {
+    clearTimeout(this.#unflushed.get(id));
+    this.#unflushed.delete(id);
+    this.#flushedAt.delete(id);
+  }
+
+  /** One agent keeps at most `maxLiveTasks` running: a new card past that is refused before it exists. */
+  #mayOpen(who: AgentPrincipal): void {
+    const max = this.#o.maxLiveTasks ?? MAX_LIVE_TASKS;
+    let live = 0;
+    for (const task of this.#tasks.values())
+      if (task.agent === who.agent && task.run.status === "running") live += 1;
+    if (live >= max)
+      throw new AppError(
+        "RATE_LIMITED",
+        `agent "${who.agent}" has ${live} tasks running, the most it may keep: finish_task one first`,
+      );
+  }
+
   #update(task: AgentTask, patch: Partial<RunView>): void {
+    const id = task.run.id;
+    clearTimeout(this.#unflushed.get(id));
+    this.#unflushed.delete(id);
     task.run = { ...task.run, ...patch };
+    if (task.run.status === "running") this.#flushedAt.set(id, this.#o.now());
+    else this.#forget(id);
     this.#save(task);
-    this.#o.cards.update(task.run);
     this.feed.changed(task.run);
   }
 

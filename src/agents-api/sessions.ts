@@ -1,4 +1,5 @@
 import {
+  type CardPlacement,
   type QueuedPreview,
   READ_ONLY,
   type RunEvents,
@@ -48,6 +49,7 @@ export function mayViewTasks(userId: string, sessionId: string, tasks: TaskView[
 interface TaskLookup {
   /** The session's tasks, oldest first. */
   tasksOf(sessionId: string): TaskView[];
+  /** A task's run: live while the process holds it, else as last written (an ended task from before a restart). */
   taskRun(runId: string): RunView | undefined;
 }
 
@@ -59,6 +61,11 @@ export class AgentTaskFeed implements RunFeed {
   constructor(tasks: TaskLookup & { logger?: Logger }) {
     this.#tasks = tasks;
     this.#events = new Emitter((err, event) => tasks.logger?.error({ err, event }, "event listener failed"));
+  }
+
+  /** A task's card is due: a new task's, or after a restart a running task's again (`resumed`). */
+  started(run: RunView, card: CardPlacement, resumed: boolean): void {
+    this.#events.emit("run_started", { run, card, resumed });
   }
 
   /** A task's run changed (or a task began): readers fetch it again. */

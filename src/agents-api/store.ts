@@ -27,6 +27,7 @@ const stepSchema = z.object({
   summary: z.string().optional(),
   startedAt: z.number(),
   endedAt: z.number().optional(),
+  agent: z.string().optional(),
 });
 
 /** What a stored run must be to be shown again; anything else is skipped, not trusted. */
@@ -51,6 +52,7 @@ const outcomeSchema = z.discriminatedUnion("kind", [
     userId: z.string(),
   }),
   z.object({ kind: z.literal("timeout") }),
+  z.object({ kind: z.literal("declined"), surface: z.string(), userId: z.string() }),
   z.object({ kind: z.literal("cancelled"), reason: z.string() }),
 ]);
 
@@ -91,14 +93,7 @@ export class AgentStore {
       runningTasks: db.prepare<[], TaskRow>(
         "SELECT * FROM agent_tasks WHERE status = 'running' ORDER BY updated_at",
       ),
-      // Ended tasks whose progress card (store/feishu.ts) was recorded at or after `since` and never got its
-      // final state: the bot was killed before that PATCH landed.
-      owingFinalCard: db.prepare<[number], TaskRow>(
-        `SELECT t.* FROM agent_tasks t JOIN progress_cards c ON c.run_id = t.id
-         WHERE t.status IN ('completed', 'failed', 'cancelled')
-           AND c.final_landed_at IS NULL AND c.gone = 0 AND c.created_at >= ?
-         ORDER BY c.created_at`,
-      ),
+      task: db.prepare<[string], TaskRow>("SELECT * FROM agent_tasks WHERE id = ?"),
       saveAsk: db.prepare(
         `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at, token_id)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -129,9 +124,10 @@ export class AgentStore {
     return this.#sql.runningTasks.all().map(toTask);
   }
 
-  /** Ended tasks whose card, recorded at or after `since`, still waits for its final state. */
-  tasksOwingFinalCard(since: number): StoredTask[] {
-    return this.#sql.owingFinalCard.all(since).map(toTask);
+  /** One task as last written, whatever its status (an ended task's card may still owe its final state). */
+  task(id: string): StoredTask | undefined {
+    const row = this.#sql.task.get(id);
+    return row ? toTask(row) : undefined;
   }
 
   saveAsk(ask: {

@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { agentCardsOn, createAgentsApi } from "../../src/agents-api/index.ts";
+import { createAgentsApi } from "../../src/agents-api/index.ts";
 import type { RequestRates } from "../../src/agents-api/request-rate.ts";
 import type { AgentTasks } from "../../src/agents-api/service.ts";
 import { signAgentToken } from "../../src/agents-api/token.ts";
@@ -46,6 +46,8 @@ export async function startAgentsRig(
     serverLimits?: Partial<ServerLimits>;
     /** Requests per agent token (agents-api/request-rate.ts). */
     requestRates?: RequestRates;
+    /** report_progress coalescing per task (0: every call written and shown, as before issue 24 item 7). */
+    stepsCoalesceMs?: number;
   } = {},
 ): Promise<AgentsRig> {
   let tasks: AgentTasks | undefined;
@@ -54,10 +56,9 @@ export async function startAgentsRig(
     ...(options.serverLimits ? { serverLimits: options.serverLimits } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.emulator ? { emulator: options.emulator } : {}),
-    routes: ({ core, channel }) => {
+    routes: ({ core }) => {
       const api = createAgentsApi({
         registry: core.registry,
-        cards: agentCardsOn(channel),
         db: core.store.db,
         runs: core.runs,
         authSecret: SECRET,
@@ -71,6 +72,7 @@ export async function startAgentsRig(
           ...(options.perAgent ? { perAgent: options.perAgent } : {}),
           ...(options.perTarget ? { perTarget: options.perTarget } : {}),
           ...(options.waits ? { waits: options.waits } : {}),
+          ...(options.stepsCoalesceMs !== undefined ? { stepsCoalesceMs: options.stepsCoalesceMs } : {}),
         },
       });
       tasks = api.tasks;
@@ -85,7 +87,9 @@ export async function startAgentsRig(
     },
   });
   if (!tasks) throw new Error("agents api not mounted");
+  // As main.ts does once it listens: running tasks get their cards back, then ended ones their final states.
   tasks.resume();
+  rig.channel.repairEnded();
   const clients: Client[] = [];
   return {
     ...rig,

@@ -492,7 +492,7 @@ describe("card-callback payloads", () => {
           liveRuns,
         );
         expect(completed).toBeGreaterThan(0);
-        expect(toasts.get("仅消息发送者可操作")).toBeGreaterThan(0);
+        expect(toasts.get(strings.feishu.onlyAnswererUnnamed)).toBeGreaterThan(0);
         await target.stack.channel.idle();
         expect(target.stack.errors()).toEqual([]);
         record("bad-input: card callbacks", {

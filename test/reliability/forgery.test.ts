@@ -259,8 +259,10 @@ describe("callbacks from someone who is not the sender", () => {
         value: { kind: "progress", act: "cancel", sessionId, runId: run.id, sender: BOB },
       }),
     };
+    // A question's refusal says whose question it is (issue 25); the stack's directory has no names.
+    const notTheAnswerer = { type: "error", content: strings.feishu.onlyAnswererUnnamed };
     for (const [what, answer] of Object.entries(attempts))
-      expect(answer.toast, what).toMatchObject(onlySender);
+      expect(answer.toast, what).toMatchObject(what.includes("cancels") ? onlySender : notTheAnswerer);
     expect(s.core.registry.get(ask.requestId)).toBeDefined();
     expect(s.core.runner.activeRun(sessionId)?.id).toBe(run.id);
 
@@ -453,7 +455,8 @@ describe("the session page opened by someone who is not the sender", () => {
     expect(api.status).toBe(200);
     const viewer = (await s.upgrade({ cookie, origin: s.httpUrl })) as TestClient;
     viewer.send({ type: "subscribe", sessionId });
-    expect((await viewer.next("subscribed")).data).toEqual({ canAnswer: false });
+    // The session may be cancelled (by its sender): what this viewer may do is canAnswer.
+    expect((await viewer.next("subscribed")).data).toEqual({ canAnswer: false, canCancel: true });
     expect((await viewer.next("ask_user_questions")).data.requestId).toBe(ask.requestId);
     const answers = ask.questions.map((q) => ({
       question: q.question,

@@ -40,7 +40,6 @@ async function start(schemaOf?: SchemaOf): Promise<string> {
   });
   const tasks = new AgentTasks({
     registry,
-    cards: { open: () => undefined, update: () => undefined, resume: () => undefined },
     now: Date.now,
     askTimeoutMs: 60_000,
   });
