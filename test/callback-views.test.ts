@@ -139,7 +139,7 @@ describe("a click on a group's card", () => {
       name: "ask0_submit",
       formValue: { ask0_q0: "0", ask0_q1: ["0"] },
     });
-    expect(refused).toEqual({ toast: { type: "error", content: "仅消息发送者可操作" } });
+    expect(refused).toEqual({ toast: { type: "error", content: "仅任务发起人可以回答此问题" } });
     await r.idle();
     expect(patchesOf(r, cardId)).toBe(before);
   });

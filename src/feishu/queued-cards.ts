@@ -96,6 +96,59 @@ export class QueuedCards {
     this.#shown.delete(queueId);
   }
 
+  /**
+   * A callback on this message's card was answered with `card` (from `cardFor`): Feishu shows an answer's
+   * card to the clicker alone (docs/feishu-platform.md, Addendum, later, §1), so everyone else in the chat
+   * would keep 插队 and 取消排队 for good. Call the returned function once the answer has settled (a PATCH
+   * before that is reverted): it PATCHes the card's state of then once for everyone, even when it is the very
+   * card the answer carried. Withdrawn, that is the withdrawn card (its row is gone by then); a message that
+   * started meanwhile got its 已开始 from `started` and is left alone.
+   */
+  afterAnswer(
+    queueId: string,
+    state: "queued" | "withdrawn",
+    message: { senderId: string; text: string },
+  ): () => Promise<void> {
+    const row = this.#o.store.queuedCard(queueId);
+    if (!row) return async () => {};
+    const withdrawn = buildQueuedCard({
+      sessionId: row.sessionId,
+      queueId,
+      senderId: message.senderId,
+      text: message.text,
+      position: 1,
+      state: "withdrawn",
+    });
+    // Never rejects: it runs from a timer, and a store closed under it (shutdown) is only logged.
+    return () =>
+      this.#followUp(queueId, state, message, row, withdrawn).catch((error: unknown) =>
+        this.#o.logger.warn({ err: describeError(error), queueId }, "queued card update failed"),
+      );
+  }
+
+  async #followUp(
+    queueId: string,
+    state: "queued" | "withdrawn",
+    message: { senderId: string; text: string },
+    row: { sessionId: string; messageId: string },
+    withdrawn: Card,
+  ): Promise<void> {
+    if (state === "withdrawn") return this.#send(queueId, row.messageId, withdrawn);
+    const current = this.#o.store.queuedCard(queueId);
+    const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
+    if (!current || index < 0) return;
+    const card = buildQueuedCard({
+      sessionId: row.sessionId,
+      queueId,
+      senderId: message.senderId,
+      text: message.text,
+      position: index + 1,
+      state: "queued",
+    });
+    this.#shown.set(queueId, JSON.stringify(card));
+    await this.#send(queueId, current.messageId, card);
+  }
+
   /** The card a callback answers with, for a message still in line (or just withdrawn). */
   cardFor(
     queueId: string,
@@ -143,8 +196,14 @@ export class QueuedCards {
     if (this.#shown.get(queueId) === json) return;
     // Recorded before the call, so a second change meanwhile compares against what is on its way.
     this.#shown.set(queueId, json);
+    await this.#send(queueId, row.messageId, card);
+  }
+
+  /** One PATCH; a failure is logged, and forgets what the card shows so the next change sends again. */
+  async #send(queueId: string, messageId: string, card: Card): Promise<void> {
+    const json = JSON.stringify(card);
     try {
-      await this.#o.appLimiter(() => this.#o.messenger.patchCard(row.messageId, card));
+      await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, card));
     } catch (error) {
       if (this.#shown.get(queueId) === json) this.#shown.delete(queueId);
       this.#o.logger.warn({ err: describeError(error), queueId }, "queued card update failed");
