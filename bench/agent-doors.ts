@@ -84,11 +84,102 @@ async function mcpBurst(quick: boolean): Promise<void> {
   }
 }
 
+/**
+ * (b) One agent at its live-task cap (20 cards) reporting steps as fast as the bot answers — in process, past
+ * any request rate, as many tokens of one name would — while Alice's message waits for its first card. Once
+ * with every step written and shown (stepsCoalesceMs 0, the behaviour before issue 24 item 7), once
+ * coalesced (the default): store writes, card PATCHes, the event loop and Alice's first card, side by side.
+ */
+async function budget(quick: boolean): Promise<void> {
+  const seconds = quick ? 3 : 8;
+  const rows: {
+    mode: string;
+    calls: number;
+    writes: number;
+    patches: number;
+    firstCardMs: number;
+    loopMs: number;
+  }[] = [];
+  for (const [mode, stepsCoalesceMs] of [
+    ["every step", 0],
+    ["coalesced", undefined],
+  ] as const) {
+    const r = await startAgentsRig({
+      perAgent: { max: 1_000, windowMs: 60_000 },
+      perTarget: { max: 1_000, windowMs: 60_000 },
+      ...(stepsCoalesceMs !== undefined ? { stepsCoalesceMs } : {}),
+    });
+    try {
+      const who = {
+        agent: "Busy",
+        mayAsk: new Set([ALICE]),
+        expiresAt: Number.MAX_SAFE_INTEGER,
+        tokenId: "at_busy",
+        issuedAt: 0,
+      };
+      const taskIds = Array.from(
+        { length: 20 },
+        (_, i) => r.tasks.startTask(who, { to: ALICE, title: `busy ${i}` }).task_id,
+      );
+      await sleep(500);
+      const changes = () => (r.core.store.db.prepare("SELECT total_changes() AS n").get() as { n: number }).n;
+      const patchesBefore = r.emulator.calls.filter((c) => c.method === "PATCH").length;
+      const writesBefore = changes();
+      const loop = monitorEventLoopDelay({ resolution: 5 });
+      loop.enable();
+      let calls = 0;
+      let flooding = true;
+      const flood = (async () => {
+        while (flooding) {
+          for (let i = 0; i < 50; i += 1) {
+            const taskId = taskIds[calls % taskIds.length] ?? "";
+            r.tasks.reportProgress(who, { task_id: taskId, step: `step ${calls % 300}` });
+            calls += 1;
+          }
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      })();
+      await sleep(1_000);
+      const at = clock();
+      const messageId = await r.send({ chatType: "p2p", senderOpenId: "ou_person", text: "hello" });
+      await r.progressCard(messageId);
+      const firstCardMs = clock() - at;
+      await sleep(seconds * 1_000 - 1_000);
+      flooding = false;
+      await flood;
+      loop.disable();
+      rows.push({
+        mode,
+        calls,
+        writes: changes() - writesBefore,
+        patches: r.emulator.calls.filter((c) => c.method === "PATCH").length - patchesBefore,
+        firstCardMs,
+        loopMs: loop.max / 1e6,
+      });
+    } finally {
+      await r.stop();
+    }
+  }
+  console.log(
+    `\none agent, 20 live cards, report_progress as fast as answered for ${seconds} s; a person writes`,
+  );
+  for (const row of rows)
+    console.log(
+      `  ${row.mode.padEnd(11)} ${String(row.calls).padStart(8)} calls  ${String(row.writes).padStart(7)} store writes  ${String(row.patches).padStart(4)} PATCHes  first card ${fmtMs(row.firstCardMs)}  loop max ${fmtMs(row.loopMs)}`,
+    );
+  const [every, coalesced] = rows;
+  if (every && coalesced)
+    console.log(
+      `  store writes per call ${(every.writes / every.calls).toFixed(3)} → ${(coalesced.writes / coalesced.calls).toFixed(4)} (${(every.writes / every.calls / Math.max(coalesced.writes / coalesced.calls, 1e-9)).toFixed(0)}× fewer); calls answered ${(coalesced.calls / every.calls).toFixed(2)}× as many`,
+    );
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const quick = args.includes("--quick");
   const only = args.filter((a) => a !== "--quick");
   if (only.length === 0 || only.includes("mcp")) await mcpBurst(quick);
+  if (only.length === 0 || only.includes("budget")) await budget(quick);
 }
 
 main().then(

@@ -51,7 +51,8 @@ export function formValueFor(kind: Kind): Record<string, unknown> {
  */
 export function expectedToast(s: Strings, kind: Kind, questions: readonly AskQuestion[]): string {
   if (kind === "valid") return s.feishu.submitted;
-  if (kind === "not the sender") return s.feishu.onlySender;
+  // The bench's platform has no directory of names: the refusal says whose question it is without one.
+  if (kind === "not the sender") return s.feishu.onlyAnswererUnnamed;
   return unansweredReason(s, questions, LEFT_EMPTY);
 }
 

@@ -5,7 +5,7 @@ import { createApp } from "../src/app.ts";
 import type { PendingAsk } from "../src/asks/registry.ts";
 import type { AskQuestion } from "../src/asks/schema.ts";
 import { signToken } from "../src/auth/token.ts";
-import type { SessionInfo } from "../src/harness/types.ts";
+import type { SessionInfo } from "../src/domain/types.ts";
 import { sampleAsk } from "../test/fixtures.ts";
 import { buildCore, type TestCore } from "../test/helpers/core.ts";
 import { createSession } from "../test/helpers/harness.ts";

@@ -3,6 +3,7 @@ import { runAgents } from "./agents.ts";
 import { runCallbacks } from "./callbacks.ts";
 import { runCardI18n } from "./card-i18n.ts";
 import { type Check, verdict } from "./checks.ts";
+import { runCluster } from "./cluster.ts";
 import { type BenchOptions, benchOptions, formatRunInfo, hasGc, machine, runInfo } from "./common.ts";
 import { runDurable } from "./durable.ts";
 import { runManyCards } from "./many-cards.ts";
@@ -26,6 +27,7 @@ export const BENCHMARKS: Readonly<Record<string, Benchmark>> = {
   agents: runAgents,
   durable: runDurable,
   "card-i18n": runCardI18n,
+  cluster: (options) => runCluster(options),
 };
 
 export async function runSuite(

@@ -86,6 +86,11 @@ const envSchema = z.object({
     .enum(["on", "off", "true", "false", "1", "0"], { message: "FEISHU_REPLY_IN_THREAD accepts on or off" })
     .transform((value) => value === "on" || value === "true" || value === "1")
     .default(false),
+  // Local mode only: the emulated tenant applies its data-loss-prevention audit (230028, emulator dlp.ts).
+  EMULATOR_DLP_AUDIT: z
+    .enum(["on", "off", "true", "false", "1", "0"], { message: "EMULATOR_DLP_AUDIT accepts on or off" })
+    .transform((value) => value === "on" || value === "true" || value === "1")
+    .default(false),
   // 32 characters: a secret that signs every user's token must not be guessable offline from one token.
   AUTH_SECRET: optionalText.pipe(
     z
@@ -137,6 +142,8 @@ export type FeishuSettings = FeishuAppBehaviour & {
 export type LocalFeishuSettings = FeishuAppBehaviour & {
   transport: "ws" | "webhook";
   verificationToken?: string;
+  /** EMULATOR_DLP_AUDIT: the emulated tenant refuses plain e-mail addresses and phone numbers (230028). */
+  dlpAudit: boolean;
 };
 
 /** The mode decides what the Feishu section holds (a discriminated union on `mode`). */
@@ -297,7 +304,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     return {
       ...base,
       mode: "local",
-      feishu: { ...behaviour, transport: e.FEISHU_TRANSPORT, ...verification },
+      feishu: {
+        ...behaviour,
+        transport: e.FEISHU_TRANSPORT,
+        ...verification,
+        dlpAudit: e.EMULATOR_DLP_AUDIT,
+      },
     };
   const app = { ...behaviour, appId: e.FEISHU_APP_ID, appSecret: e.FEISHU_APP_SECRET, ...verification };
   const encrypt = e.FEISHU_ENCRYPT_KEY ? { encryptKey: e.FEISHU_ENCRYPT_KEY } : {};

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AskRegistry } from "./asks/registry.ts";
 import { type JoinedFeed, joinFeeds } from "./domain/run-feed.ts";
+import { logActivity } from "./harness/activity-log.ts";
 import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
 import { SessionRunner } from "./harness/runner.ts";
@@ -20,6 +21,8 @@ export interface CoreOptions {
   agent: Agent;
   tools: ToolImpl[];
   askTimeoutMs: number;
+  /** ASK_EXTEND_MAX_MS: what 延长 may add to one ask, from the session page as from the card. */
+  askExtendMaxMs?: number;
   authSecret: string;
   now?: () => number;
   newId?: () => string;
@@ -83,10 +86,13 @@ export function createCore(options: CoreOptions): Core {
   });
   const revocations = new SqliteTokenRevocations(options.db);
   const runs = joinFeeds(runner);
+  // One info line per task started and finished, question asked and ended, whoever runs or answers it.
+  logActivity({ runs, registry, logger: options.logger, now });
   const hub = new WsHub({
     registry,
     runs,
     commands: runner,
+    ...(options.askExtendMaxMs !== undefined ? { askTimes: { extendMaxMs: options.askExtendMaxMs } } : {}),
     authSecret: options.authSecret,
     revocations,
     now,

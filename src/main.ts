@@ -1,13 +1,16 @@
 import type { Server } from "node:http";
 import path from "node:path";
 import { Registry } from "prom-client";
+import type { AgentTasks } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
 import { type Config, loadConfig } from "./config.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
+import { startupChecks } from "./feishu/doctor/startup.ts";
 import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
+import { withSetupCredentials } from "./feishu/setup/credentials-file.ts";
 import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { resolveIsolation } from "./harness/agents/isolation.ts";
@@ -68,6 +71,7 @@ async function main(): Promise<void> {
     logger,
     ...agent,
     askTimeoutMs: config.askTimeoutMs,
+    askExtendMaxMs: config.asks.extendMaxMs,
     authSecret,
     maxQueued: config.queueMax,
   });
@@ -75,7 +79,7 @@ async function main(): Promise<void> {
   mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point, and has a deadline.
-  const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server } = {};
+  const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server; agents?: AgentTasks } = {};
   const shutdown = createShutdown({
     deadlineMs: SHUTDOWN_DEADLINE_MS,
     logger,
@@ -83,6 +87,8 @@ async function main(): Promise<void> {
     exit: (code) => process.exit(code),
     async stop() {
       await core.runner.stop();
+      // Outside agents' latest steps, held back a moment to coalesce them, are written before the store closes.
+      started.agents?.flush();
       // An ACP agent's child processes go with us (a live child would keep its pipes and our exit waiting).
       await agent.agent.close?.();
       await mcp?.close();
@@ -139,7 +145,6 @@ async function main(): Promise<void> {
   let port = config.port;
   const agents = agentRoutes({
     core,
-    feishu: started.feishu,
     db,
     authSecret,
     askTimeoutMs: config.askTimeoutMs,
@@ -149,6 +154,7 @@ async function main(): Promise<void> {
     // Waiting calls hold connections: together they never take more than a quarter of the cap.
     maxWaits: Math.floor(cap.maxConnections / 4),
   });
+  started.agents = agents.tasks;
   // Events and clicks from the console go where the app is subscribed: the long connection by default.
   const webhook = local?.config.feishu.transport === "webhook";
   const routes = serviceRoutes({
@@ -177,7 +183,7 @@ async function main(): Promise<void> {
     exemptPaths: local ? [] : [FEISHU_WEBHOOK_PATH],
   };
   if (cap.warning) logger.warn({ fdLimit, maxConnections: cap.maxConnections }, cap.warning);
-  logger.info(
+  logger.debug(
     {
       maxConnections: cap.maxConnections,
       perAddress: config.connections.perAddress,
@@ -211,8 +217,17 @@ async function main(): Promise<void> {
     logger.isLevelEnabled("info") || config.logLevel === "silent"
       ? logger
       : logger.child({}, { level: "info" });
+  // The banner is this one line: where, which mode and transport, and in local mode the console.
   announce.info(
-    { port, url: publicUrl(), host: config.host ?? "*", mode: config.mode, dataDir: config.dataDir },
+    {
+      port,
+      url: publicUrl(),
+      host: config.host ?? "*",
+      mode: config.mode,
+      transport: local ? local.config.feishu.transport : config.feishu.transport,
+      ...(local ? { console: `${publicUrl()}/console` } : {}),
+      dataDir: config.dataDir,
+    },
     "listening",
   );
   if (local) announceConsole(port);
@@ -222,10 +237,13 @@ async function main(): Promise<void> {
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
   started.feishu.channel.repairEnded();
+  // What the tenant may be missing (scopes, bot capability, transport, PUBLIC_URL, clock): warnings only.
+  if (config.mode === "feishu") void startupChecks(runnable, logger);
 }
 
 function configOrExit(): Config {
-  return orExit(() => loadConfig(process.env));
+  // No app in the environment: what `npm run setup` wrote under DATA_DIR, if anything (setup/credentials-file.ts).
+  return orExit(() => loadConfig(withSetupCredentials(process.env)));
 }
 
 /** A configuration problem is one message on stderr and exit 1, not a stack. */

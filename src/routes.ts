@@ -1,6 +1,6 @@
 import type { Express } from "express";
 import { mountAgentSetup } from "./agents-api/console-setup.ts";
-import { type AgentTasks, agentCardsOn, createAgentsApi } from "./agents-api/index.ts";
+import { type AgentTasks, createAgentsApi } from "./agents-api/index.ts";
 import type { Core } from "./core.ts";
 import type { FeishuRuntime } from "./feishu/index.ts";
 import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
@@ -60,13 +60,12 @@ export function serviceRoutes(options: {
 }
 
 /**
- * Outside agents (issue 17): /mcp and /api/tasks|asks, their cards through the Feishu channel's own, and in
- * local mode the console's panel for connecting an agent (mounted before the console, whose /console/api
- * router answers 404 for paths it does not know). main.ts and the README test both build them here.
+ * Outside agents (issue 17): /mcp and /api/tasks|asks, their tasks joining the run feed (so their cards are the
+ * Feishu channel's like any run's), and in local mode the console's panel for connecting an agent (mounted
+ * before the console, whose /console/api router answers 404 for paths it does not know). main.ts and the README test both build them here.
  */
 export function agentRoutes(options: {
   core: Pick<Core, "registry" | "runs">;
-  feishu: Pick<FeishuRuntime, "channel">;
   db: Db;
   authSecret: string;
   askTimeoutMs: number;
@@ -80,7 +79,6 @@ export function agentRoutes(options: {
   const { core, authSecret, now, local } = options;
   const agentsApi = createAgentsApi({
     registry: core.registry,
-    cards: agentCardsOn(options.feishu.channel),
     runs: core.runs,
     db: options.db,
     authSecret,

@@ -13,6 +13,7 @@ export const en: Strings = {
   answeredSummary: (count: number) => `Answered ${count} ${plural(count, "question")}`,
   askTimedOutSummary: "The user did not answer in time",
   askCancelledSummary: "The question was cancelled",
+  askDeclinedSummary: "The user declined to answer",
   askInvalidSummary: (detail: string) => `Invalid question: ${detail}`,
   toolFailedSummary: (detail: string) => `Failed: ${detail}`,
   recovering: "Resuming the task",
@@ -48,11 +49,15 @@ export const en: Strings = {
     answeredOnWebBy: (mention: string, at: string) => `✅ Answered on the web page by ${mention} at ${at}`,
     answeredOnWebYou: (at: string) => `✅ Answered on the web page at ${at}`,
     answeredByCaller: "✅ Answered by the caller",
+    declinedNotice: "🚫 You declined to answer",
+    declinedBy: (mention: string) => `🚫 ${mention} declined to answer`,
     sentenceBreak: ". ",
     deadlineDate: (month: number, day: number) => `${MONTHS[month - 1] ?? month} ${day}`,
   },
   feishu: {
     onlySender: "Only the person who sent the message can do this",
+    onlyAnswerer: (name: string) => `Only @${name} can answer this question`,
+    onlyAnswererUnnamed: "Only the task's sender can answer this question",
     submitted: "Submitted",
     submittedOtherWins: (numbers: string) =>
       `Submitted: for question ${numbers}, the text under Other is the answer; the option picked above was not used`,
@@ -77,6 +82,7 @@ export const en: Strings = {
     elicitMissing: (title: string) => `"${title}" is required`,
     elicitBadNumber: (title: string) => `"${title}" must be a number`,
     elicitDeclined: "Declined",
+    askDeclined: "Declined to answer",
     elicitCancelled: "Cancelled",
     cardGone:
       "The progress card for this task was recalled or deleted, so the task was stopped and its questions closed. To continue, send your message again.",
@@ -92,6 +98,7 @@ export const en: Strings = {
       completed: "Completed",
       failed: "Failed",
       cancelled: "Cancelled",
+      rejected: "Declined",
     },
     untitledTask: "Task",
     summaryRunning: (steps: number) =>
@@ -101,9 +108,11 @@ export const en: Strings = {
     summaryCompleted: "Completed",
     summaryFailed: (error: string) => `Failed: ${error}`,
     summaryCancelled: "Cancelled",
+    summaryRejected: "Declined the agent's request",
     stepsHeading: "**Steps**",
     earlierSteps: (count: number) => `…${count} earlier ${plural(count, "step")}`,
     noSteps: "Getting ready…",
+    stepStopped: "Stopped",
     askHeading: (index: number, total: number) =>
       total > 1 ? `**Your answer is needed (${index}/${total})**` : "**Your answer is needed**",
     askHeadingGroup: (mention: string, index: number, total: number) =>
@@ -145,10 +154,17 @@ export const en: Strings = {
     resultHeading: "**Result**",
     errorHeading: "**Why it failed**",
     truncated: "… (too long to show here; see the session details for the full text)",
+    contactsMasked:
+      "(E-mail addresses and phone numbers are hidden, as your organization's data-loss prevention requires.)",
+    auditWithheld:
+      "This text did not pass your organization's data-loss prevention check and cannot be shown on the card.",
+    auditWithheldLink: (url: string) =>
+      `This text did not pass your organization's data-loss prevention check and cannot be shown on the card; read it in the [session details](${url}).`,
     oneLanguage: (language: Locale) =>
       `This card is too long for every language: some of it is shown in ${language === "zh_cn" ? "Chinese" : "English"} only`,
     cancelledNote: "The task was cancelled.",
     cancelTask: "Cancel task",
+    declineAsk: "Decline to answer",
     cancelConfirmTitle: "Cancel the task?",
     cancelConfirmText: "The task stops, and its open questions close.",
     retry: "Retry",
@@ -263,6 +279,11 @@ export const en: Strings = {
       reject_always: "Never allow this kind of action",
     },
     planTitle: "Plan",
+    refusedStep: "Declined",
+    jsonArray: (items: number) => `JSON array, ${items} ${items === 1 ? "item" : "items"}`,
+    jsonObject: (total: number, keys: string) =>
+      total === 0 ? "JSON object (empty)" : `JSON object, ${total} ${total === 1 ? "key" : "keys"}: ${keys}`,
+    listSeparator: ", ",
     rejectLabel: "Don't allow",
     optionFallback: "Option",
   },
@@ -340,11 +361,17 @@ export const en: Strings = {
       previewEmpty: "Choose or hover over an option to see its preview",
       previewNone: "This option has no preview",
     },
+    run: {
+      confirmYes: "Yes, cancel it",
+      confirmNo: "Go back",
+      onlyOwner: "Only the task's sender can do this.",
+    },
     icons: {
       done: "Done",
       failed: "Failed",
       running: "In progress",
       pending: "Not started",
+      stopped: "Stopped",
     },
   },
   signIn: {

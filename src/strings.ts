@@ -19,6 +19,7 @@ export const zh = {
   answeredSummary: (count: number) => `回答了 ${count} 个问题`,
   askTimedOutSummary: "用户未在规定时间内回答",
   askCancelledSummary: "提问已取消",
+  askDeclinedSummary: "用户拒绝回答",
   askInvalidSummary: (detail: string) => `提问参数无效：${detail}`,
   toolFailedSummary: (detail: string) => `失败：${detail}`,
   recovering: "任务正在恢复执行",
@@ -59,6 +60,9 @@ export const zh = {
     answeredOnWebBy: (mention: string, at: string) => `✅ ${mention} 已在网页端回答（${at}）`,
     answeredOnWebYou: (at: string) => `✅ 已在网页端回答（${at}）`,
     answeredByCaller: "✅ 已由调用方回答",
+    /** The card once the person declined the question (拒绝回答): their choice, not a failure. */
+    declinedNotice: "🚫 已拒绝回答",
+    declinedBy: (mention: string) => `🚫 ${mention} 已拒绝回答`,
     /** Between "the question is gone" and what the run did about it (一句。另一句). */
     sentenceBreak: "。",
     /** A deadline's date when it is not today (`12月2日 15:42`); month 1–12. */
@@ -66,6 +70,9 @@ export const zh = {
   },
   feishu: {
     onlySender: "仅消息发送者可操作",
+    /** Someone else clicked a question's form or 延长: who may answer, by name when the bot knows it. */
+    onlyAnswerer: (name: string) => `仅 @${name} 可以回答此问题`,
+    onlyAnswererUnnamed: "仅任务发起人可以回答此问题",
     submitted: "已提交",
     /** A single choice and 其他 text both given: the text is the answer (answer-rule.ts); the toast says so. */
     submittedOtherWins: (numbers: string) =>
@@ -91,6 +98,8 @@ export const zh = {
     elicitMissing: (title: string) => `「${title}」是必填项`,
     elicitBadNumber: (title: string) => `「${title}」需要填写数字`,
     elicitDeclined: "已拒绝",
+    /** 拒绝回答 on an outside agent's question: the agent reads status "declined". */
+    askDeclined: "已拒绝回答",
     elicitCancelled: "已取消",
     cardGone: "这个任务的进度卡片已被撤回或删除，任务已停止，其中的问题也已失效。如需继续，请重新发送消息。",
     cardGoneError: "进度卡片已被撤回或删除",
@@ -105,6 +114,7 @@ export const zh = {
       completed: "已完成",
       failed: "失败",
       cancelled: "已取消",
+      rejected: "已拒绝",
     },
     untitledTask: "任务",
     summaryRunning: (steps: number) => (steps > 0 ? `执行中 · 已完成 ${steps} 步` : "执行中"),
@@ -112,9 +122,13 @@ export const zh = {
     summaryCompleted: "已完成",
     summaryFailed: (error: string) => `失败：${error}`,
     summaryCancelled: "已取消",
+    /** The chat list's line for a task whose agent stopped because the person refused its request. */
+    summaryRejected: "已拒绝智能体的请求",
     stepsHeading: "**步骤**",
     earlierSteps: (count: number) => `…前面还有 ${count} 步`,
     noSteps: "正在准备…",
+    /** A step that was under way when its task was cancelled. */
+    stepStopped: "已停止",
     askHeading: (index: number, total: number) =>
       total > 1 ? `**需要你的回答（${index}/${total}）**` : "**需要你的回答**",
     /** A group card: `mention` is the sender's `<at>` tag, which Feishu shows as @name (bold left off it). */
@@ -163,11 +177,17 @@ export const zh = {
     resultHeading: "**结果**",
     errorHeading: "**失败原因**",
     truncated: "…（内容过长，完整内容请在会话详情中查看）",
+    /** After the tenant's data-loss-prevention audit refused the card (230028; cards/redaction.ts). */
+    contactsMasked: "（按企业的数据防泄漏要求，邮箱地址和电话号码已隐藏）",
+    auditWithheld: "此处内容未通过企业的数据防泄漏审核，无法在卡片上显示。",
+    auditWithheldLink: (url: string) =>
+      `此处内容未通过企业的数据防泄漏审核，无法在卡片上显示，请在[会话详情](${url})中查看。`,
     /** A shared card too large to carry every language: what stays in the bot's language alone (issue 23). */
     oneLanguage: (language: Locale) =>
       `卡片内容太多，部分内容只以${language === "en_us" ? "英文" : "中文"}显示`,
     cancelledNote: "任务已取消。",
     cancelTask: "取消任务",
+    declineAsk: "拒绝回答",
     /** The client's dialog before 取消任务 goes out. */
     cancelConfirmTitle: "取消任务？",
     cancelConfirmText: "任务会停止，等待中的问题也会失效。",
@@ -282,6 +302,14 @@ export const zh = {
       reject_always: "以后同类操作都不允许",
     },
     planTitle: "计划",
+    /** A tool call whose permission the person refused: its step's note. */
+    refusedStep: "已拒绝",
+    /** A tool's JSON output on its step: its shape rather than its first line (`[`). */
+    jsonArray: (items: number) => `JSON 数组，${items} 项`,
+    jsonObject: (total: number, keys: string) =>
+      total === 0 ? "JSON 对象（空）" : `JSON 对象，${total} 个键：${keys}`,
+    /** Between the keys named in `jsonObject`. */
+    listSeparator: "、",
     /** Offered beside a lone permission option (a form needs two), and the label of an unnamed one. */
     rejectLabel: "不允许",
     optionFallback: "选项",
@@ -368,12 +396,19 @@ export const zh = {
       previewEmpty: "选择或悬停一个选项以查看预览",
       previewNone: "此选项没有预览",
     },
+    /** The task's buttons on the page; the words the card has too are the card's (web/page-strings.ts). */
+    run: {
+      confirmYes: "确定取消",
+      confirmNo: "返回",
+      onlyOwner: "仅任务发起人可以操作。",
+    },
     /** A step icon's accessible name. */
     icons: {
       done: "已完成",
       failed: "失败",
       running: "进行中",
       pending: "未开始",
+      stopped: "已停止",
     },
   },
   /** The server's own small pages after a sign-in link or `/auth/local` (web/auth.ts). */

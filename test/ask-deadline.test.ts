@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AskOutcome } from "../src/asks/registry.ts";
+import { askNotice } from "../src/cards/ask-extras.ts";
 import { formatDeadline as formatDeadlineIn, goneNoticeText } from "../src/cards/ask-words.ts";
 import type { Card } from "../src/cards/model.ts";
 import { DEFAULT_ASK_TIMES, extendedText, formatDeadline, goneQuestion } from "../src/feishu/ask-deadline.ts";
@@ -98,10 +99,11 @@ describe("the deadline, written once", () => {
     expect(formatDeadlineIn(tomorrow, "Asia/Shanghai", now, catalogues.zh_cn)).toBe("12月2日 00:30");
     expect(formatDeadlineIn(tomorrow, "Asia/Shanghai", now, catalogues.en_us)).toBe("Dec 2 00:30");
     expect(formatDeadlineIn(now, "Asia/Shanghai", now, catalogues.en_us)).toBe("15:42");
-    // The 延长 toast too: the operator's client picks its language from `i18n`, date and all.
+    // The 延长 toast too: the operator's client picks its language from `i18n`, date and all; a toast is
+    // plain text, so its time names the zone (issue 25).
     expect(extendedText(tomorrow, "Asia/Shanghai", now)).toEqual({
-      zh_cn: "已延长，请在 12月2日 00:30 前回答",
-      en_us: catalogues.en_us.asks.extended("Dec 2 00:30"),
+      zh_cn: "已延长，请在 12月2日 00:30（GMT+8） 前回答",
+      en_us: catalogues.en_us.asks.extended("Dec 2 00:30 (GMT+8)"),
     });
   });
 
@@ -128,6 +130,14 @@ describe("the deadline, written once", () => {
       "✅ Answered on the web page by @Bob at 15:42",
     );
     expect(goneNoticeText({ kind: "timeout" }, catalogues.en_us)).toMatch(/^The question is no longer open/);
+    // On the card, when it was answered is each viewer's own time (<local_datetime>), never a bare 15:42.
+    const tag = `<local_datetime millisecond='${at}' format_type='time'></local_datetime>`;
+    expect(askNotice({ notice: web! }, catalogues.zh_cn)).toEqual([
+      { tag: "markdown", content: `✅ 已在网页端回答（${tag}）` },
+    ]);
+    expect(askNotice({ notice: web! }, catalogues.en_us, true)).toEqual([
+      { tag: "markdown", content: `✅ Answered on the web page by <at id=${ALICE}></at> at ${tag}` },
+    ]);
   });
 });
 
@@ -153,7 +163,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
       operatorOpenId: ALICE,
       value: progress("extend", sessionId, ask.runId),
     });
-    expect(extended.toast).toEqual({ type: "success", content: strings.asks.extended("15:30") });
+    expect(extended.toast).toEqual({ type: "success", content: strings.asks.extended("15:30（GMT+8）") });
     expect(r.core.registry.get(ask.requestId)?.expiresAt).toBe(ask.createdAt + 30 * MIN);
     await r.until(() => textOf(r.cardOf(cardId)).includes("请在 15:30 前回答"), "the new deadline");
     // Only the answerer may extend.

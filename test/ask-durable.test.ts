@@ -178,6 +178,48 @@ describe("durable asks", () => {
   });
 });
 
+describe("拒绝回答 kept in the rows (issue 25)", () => {
+  it("upgrades a file from before declines with its pending asks, and keeps `declinable` and a decline across a restart", () => {
+    const raw = new Database(":memory:");
+    const before = MIGRATIONS.length - 1;
+    raw.exec(MIGRATIONS.slice(0, before).join(";\n"));
+    raw.pragma(`user_version = ${before}`);
+    // A row as the older code wrote it (its insert knew no `declinable`).
+    raw.exec(`INSERT INTO asks (request_id, session_id, run_id, answerer_id, questions, question_count,
+                                surfaces, created_at, expires_at)
+              VALUES ('r-old', 's1', 'run', 'ou_a', '${JSON.stringify(sampleAsk().questions)}', 2, '[]',
+                      ${Date.now()}, ${Date.now() + TIMEOUT_MS})`);
+    const waiting = { requestId: "r-old" };
+    migrate(raw);
+    expect(new AskStore(raw).pending().map((row) => [row.requestId, row.declinable])).toEqual([
+      [waiting.requestId, false],
+    ]);
+
+    const first = registryOn(raw);
+    first.restore();
+    const agents = first.register({
+      sessionId: "s2",
+      runId: "task",
+      answererId: "ou_a",
+      questions: sampleAsk().questions,
+      declinable: true,
+    });
+    // A restart: the ask comes back still declinable, and a decline lands as its own status.
+    const second = registryOn(raw);
+    second.restore();
+    expect(second.get(agents.requestId)?.declinable).toBe(true);
+    expect(second.get(waiting.requestId)?.declinable).toBeUndefined();
+    expect(second.decline("s2", agents.requestId, { surface: "feishu", userId: "ou_a" })).toBe(true);
+    expect(second.state(agents.requestId)?.outcome).toEqual({
+      kind: "declined",
+      surface: "feishu",
+      userId: "ou_a",
+    });
+    expect(auditForSession(raw, "s2").map((row) => row.outcome)).toEqual(["declined"]);
+    raw.close();
+  });
+});
+
 describe("a database that refuses the write", () => {
   beforeEach(() => {
     vi.useFakeTimers();

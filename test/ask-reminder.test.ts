@@ -117,7 +117,7 @@ describe("the question's wording and its reminder", () => {
     expect(r.fake.message(reminder.messageId)?.recalled).toBeFalsy();
   });
 
-  it("in a group: another member's submit still gets exactly 仅消息发送者可操作", async () => {
+  it("in a group: another member's submit is refused, saying who may answer", async () => {
     const r = await rig();
     const { cardId, card } = await asked(r, { chatType: "group", text: "部署", forms: 1 });
     const requestId = requestIdsOn(card)[0] ?? "";
@@ -129,7 +129,8 @@ describe("the question's wording and its reminder", () => {
       name: "ask0_submit",
       formValue: { ask0_q0: "0", ask0_q1: ["0"] },
     });
-    expect(byBob).toEqual({ toast: { type: "error", content: "仅消息发送者可操作" } });
+    // The fake's directory has no names: the refusal says whose question it is without one.
+    expect(byBob).toEqual({ toast: { type: "error", content: "仅任务发起人可以回答此问题" } });
   });
 
   it("in a group: a task resumed after a restart that asks again is not reminded a second time", async () => {

@@ -2,6 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../src/store/db.ts";
+import { TABLE_OWNERS } from "../src/store/tables.ts";
 
 /**
  * The pure core imports no I/O (DESIGN §2): the ask schema, the answer checks, and (when present)
@@ -79,7 +81,7 @@ describe("pure core boundary", () => {
 const LAYERS: readonly (readonly string[])[] = [
   /* 0 foundation */ ["util", "errors", "logger", "strings", "strings-en"],
   /* 1 domain     */ ["domain"],
-  /* 2 records    */ ["store", "asks"],
+  /* 2 records    */ ["store", "asks", "cluster"],
   /* 3 views      */ ["cards", "auth"],
   /* 4 engine and channels: the harness runs agents; channels reach it only through domain/ports.ts */
   ["harness", "feishu", "ws", "web", "agents-api"],
@@ -277,10 +279,14 @@ function ownersNamed(file: string, source: string): string[] {
   return [...named];
 }
 
-/** An import by `agents-api` of the Feishu channel (its cards reach Feishu through the feed's readers). */
+/**
+ * An import by `agents-api` of the Feishu channel or its store (its cards reach Feishu through the feed's
+ * readers; what a card owes after a restart is the channel's to know).
+ */
 function agentsApiReachesFeishu(edge: Edge): boolean {
   if (!edge.from.startsWith("src/agents-api/") || !edge.spec.startsWith(".")) return false;
-  return path.posix.join(path.posix.dirname(edge.from), edge.spec).startsWith("src/feishu/");
+  const target = path.posix.join(path.posix.dirname(edge.from), edge.spec);
+  return target.startsWith("src/feishu/") || target === "src/store/feishu.ts";
 }
 
 describe("the run feed's rules", () => {
@@ -325,7 +331,89 @@ describe("the run feed's rules", () => {
     ["src/agents-api/x.ts", 'import { CardBook } from "../feishu/progress/card-book.ts";'],
     ["src/agents-api/x.ts", 'export type { FeishuChannel } from "../feishu/channel.ts";'],
     ["src/agents-api/x.ts", 'const m = await import("../feishu/index.ts");'],
+    ["src/agents-api/x.ts", 'import { CARD_PATCHABLE_MS } from "../store/feishu.ts";'],
   ])("refuses agents-api reaching the Feishu channel in %s: %s", (file, source) => {
     expect(edgesOf(file, source).filter(agentsApiReachesFeishu)).not.toEqual([]);
+  });
+});
+
+/**
+ * Each table belongs to one area (src/store/tables.ts): a SQL string names only its own file's tables. The
+ * migrations (store/db.ts) create them all; the emulator keeps a database of its own (its journal).
+ */
+const SQL = /\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER)\b/i;
+const TABLE_AFTER =
+  /\b(?:FROM|JOIN|INTO|UPDATE|TABLE(?:\s+IF\s+(?:NOT\s+)?EXISTS)?)\s+([A-Za-z_][A-Za-z0-9_]*)/gi;
+
+/** The tables named by the SQL strings (string and template literals) of a source. */
+function tablesNamed(file: string, source: string): string[] {
+  const tree = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const named = new Set<string>();
+  const visit = (node: ts.Node): void => {
+    const text = ts.isStringLiteralLike(node)
+      ? node.text
+      : ts.isTemplateExpression(node)
+        ? [node.head.text, ...node.templateSpans.map((span) => span.literal.text)].join(" ")
+        : undefined;
+    if (text !== undefined && SQL.test(text))
+      for (const match of text.matchAll(TABLE_AFTER)) {
+        const table = match[1]?.toLowerCase();
+        if (table && table in TABLE_OWNERS) named.add(table);
+      }
+    ts.forEachChild(node, visit);
+  };
+  visit(tree);
+  return [...named];
+}
+
+function foreignTables(file: string, source: string): string[] {
+  return tablesNamed(file, source).filter((table) => !TABLE_OWNERS[table]?.includes(file));
+}
+
+describe("table ownership", () => {
+  const files = filesUnder("src")
+    .map((file) => file.split(path.sep).join("/"))
+    .filter((file) => file !== "src/store/db.ts" && !file.startsWith("src/local/emulator/"));
+
+  it("every SQL string names only tables its own file owns", () => {
+    const offenders = files.flatMap((file) =>
+      foreignTables(file, fs.readFileSync(file, "utf8")).map((table) => `${file}: ${table}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it("every table the migrations create has an owner, and every owner's file exists and names it", () => {
+    const created = new Set(
+      MIGRATIONS.flatMap((sql) =>
+        [...sql.matchAll(/CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([a-z_]+)/gi)].map((m) => m[1] ?? ""),
+      ),
+    );
+    // A table rebuilt under another name and renamed back (asks_next → asks) is the same table.
+    const renamed = new Set(
+      MIGRATIONS.flatMap((sql) =>
+        [...sql.matchAll(/ALTER\s+TABLE\s+([a-z_]+)\s+RENAME\s+TO/gi)].map((m) => m[1] ?? ""),
+      ),
+    );
+    const tables = [...created].filter((table) => !renamed.has(table));
+    expect(tables.filter((table) => !(table in TABLE_OWNERS))).toEqual([]);
+    for (const [table, owners] of Object.entries(TABLE_OWNERS))
+      for (const owner of owners) expect(tablesNamed(owner, fs.readFileSync(owner, "utf8"))).toContain(table);
+  });
+
+  it.each([
+    [
+      "src/agents-api/store.ts",
+      "db.prepare(`SELECT t.* FROM agent_tasks t JOIN progress_cards c ON c.run_id = t.id`)",
+    ],
+    ["src/store/feishu.ts", 'db.prepare("SELECT c.* FROM progress_cards c JOIN runs r ON r.id = c.run_id")'],
+    ["src/feishu/x.ts", "const q = `UPDATE runs SET status = $" + "{s}`;"],
+    ["src/web/x.ts", "db.exec('INSERT INTO asks (request_id) VALUES (1)')"],
+  ])("refuses a SQL string naming another area's table in %s: %s", (file, source) => {
+    expect(foreignTables(file, source)).not.toEqual([]);
+  });
+
+  it("leaves prose and own tables alone", () => {
+    expect(foreignTables("src/feishu/x.ts", 'log.info("the runs from the sessions")')).toEqual([]);
+    expect(foreignTables("src/store/repos.ts", 'db.prepare("SELECT * FROM runs WHERE id = ?")')).toEqual([]);
   });
 });

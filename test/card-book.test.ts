@@ -48,6 +48,7 @@ function setup() {
     queued: () => [],
   };
   const book = new CardBook({
+    runs: { getRun: runner.getRun, session: () => undefined },
     runner,
     registry,
     store: { wasReminded: () => false },

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
-import { feishuPrivateSessionId } from "../src/harness/tools.ts";
 import { strings } from "../src/strings.ts";
 import { FakeMessenger } from "../src/testing/fake-messenger.ts";
 import { submitValue as buttonValue } from "./helpers/agents.ts";
@@ -106,8 +106,9 @@ describe("the channel's cards and forms, on fake time", () => {
     expect(formsOn(after)).toHaveLength(1);
   });
 
-  it("lets only the sender answer in a group, and refuses an empty submit without losing the form", async () => {
-    const r = await rig();
+  it("lets only the sender answer in a group, naming them, and refuses an empty submit without losing the form", async () => {
+    // The tenant's directory names Alice (获取单个用户信息): the refusal says who may answer (issue 25).
+    const r = await rig({ fake: new FakeMessenger({ timeoutMs: 5000, userNames: { [ALICE]: "Alice" } }) });
     const ignored = r.send({ chatType: "group", chatId: "oc_team", senderOpenId: ALICE, text: "no mention" });
     const userMessageId = r.send({
       chatType: "group",
@@ -131,11 +132,11 @@ describe("the channel's cards and forms, on fake time", () => {
         formValue,
       });
     expect(await submit(BOB, { ask0_q0: "0", ask0_q1: ["0"] })).toEqual({
-      toast: { type: "error", content: "仅消息发送者可操作" },
+      toast: { type: "error", content: "仅 @Alice 可以回答此问题" },
     });
     // A forged button value naming Bob as sender changes nothing: the ask's answerer is the truth.
     expect((await submit(BOB, { ask0_q0: "0", ask0_q1: ["0"] }, BOB)).toast?.content).toBe(
-      "仅消息发送者可操作",
+      "仅 @Alice 可以回答此问题",
     );
     const empty = await submit(ALICE, { ask0_q0: "0", ask0_q1: [], ask0_c1: " " });
     expect(empty.toast).toEqual({

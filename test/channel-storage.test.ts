@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
-import { feishuPrivateSessionId } from "../src/harness/tools.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText, requestIdsOn } from "./helpers/feishu.ts";

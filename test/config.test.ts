@@ -110,6 +110,16 @@ describe("loadConfig", () => {
     );
   });
 
+  it("turns the emulated tenant's data-loss-prevention audit on in local mode with EMULATOR_DLP_AUDIT=on", () => {
+    const local = (env: Record<string, string>) => {
+      const config = loadConfig(env);
+      return config.mode === "local" ? config.feishu.dlpAudit : undefined;
+    };
+    expect(local({})).toBe(false);
+    expect(local({ EMULATOR_DLP_AUDIT: "on" })).toBe(true);
+    expect(errorOf({ EMULATOR_DLP_AUDIT: "maybe" })).toContain("EMULATOR_DLP_AUDIT accepts on or off");
+  });
+
   it("waits 1 s after a callback's answer by default, and takes another settle delay (0 included)", () => {
     expect(loadConfig({}).feishu.callbackSettleMs).toBe(1000);
     expect(loadConfig({ FEISHU_CALLBACK_SETTLE_MS: "0" }).feishu.callbackSettleMs).toBe(0);

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AskOutcome } from "../src/asks/registry.ts";
-import { feishuPrivateSessionId } from "../src/harness/tools.ts";
+import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
 import { strings } from "../src/strings.ts";

@@ -116,6 +116,8 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
         encryptKey: WEBHOOK_KEY,
         longConnection: FAST_LONG_CONNECTION,
         clientLocale: "en_us",
+        // The tenant's directory knows Alice: the refusal names who may answer (issue 25).
+        userNames: { [ALICE]: "Alice" },
       });
       try {
         const r = await startFeishuRig({ transport, emulator });
@@ -127,10 +129,7 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
           value: submit,
           name: "ask0_submit",
         });
-        expect(byBob.toast).toEqual({
-          type: "error",
-          content: "Only the person who sent the message can do this",
-        });
+        expect(byBob.toast).toEqual({ type: "error", content: "Only @Alice can answer this question" });
       } finally {
         for (const r of rigs.splice(0)) await r.stop();
         await emulator.close();
@@ -145,21 +144,25 @@ describe.each(["ws", "webhook"] as const)("languages over the %s transport", (na
       expect(card.config.locales).toEqual(["zh_cn", "en_us"]);
       const byBob = { messageId: cardId, operatorOpenId: BOB, value: submit, name: "ask0_submit" };
       const english = await r.emulator.click({ ...byBob, formValue: { ask0_q0: "0" }, locale: "en_us" });
+      // This emulator's directory has no names: the refusal says whose question it is without one.
       expect(english.toast).toEqual({
         type: "error",
-        content: "Only the person who sent the message can do this",
+        content: "Only the task's sender can answer this question",
       });
       // The callback names no language (feishu-platform §2.1): the answer is the same for every client, its
       // `content` in the bot's language and every language in `i18n`; the English client showed its own.
       expect(english.answer).toMatchObject({
         toast: {
-          content: "仅消息发送者可操作",
-          i18n: { zh_cn: "仅消息发送者可操作", en_us: "Only the person who sent the message can do this" },
+          content: "仅任务发起人可以回答此问题",
+          i18n: {
+            zh_cn: "仅任务发起人可以回答此问题",
+            en_us: "Only the task's sender can answer this question",
+          },
         },
       });
       const chinese = await r.emulator.click({ ...byBob, formValue: { ask0_q0: "0" } });
-      expect(chinese.toast).toEqual({ type: "error", content: "仅消息发送者可操作" });
-      expect(chinese.answer).toMatchObject({ toast: { content: "仅消息发送者可操作" } });
+      expect(chinese.toast).toEqual({ type: "error", content: "仅任务发起人可以回答此问题" });
+      expect(chinese.answer).toMatchObject({ toast: { content: "仅任务发起人可以回答此问题" } });
       // The group card names its sender in both languages and carries one set of callback values.
       expect(readAs(card, "en_us")).toContain(`**Waiting for** <at id=${ALICE}></at> **to answer**`);
       expect(readAs(card, "zh_cn")).toContain(`**等待** <at id=${ALICE}></at> **回答**`);

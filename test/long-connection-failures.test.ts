@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { exampleCards } from "../src/cards/examples.ts";
 import { ACK_DEADLINE_MS, METHOD } from "../src/local/emulator/index.ts";
 import { contentFor } from "../src/local/emulator/state.ts";
-import { ALICE, longConnectionFixtures, sentCard, waitFor } from "./helpers/long-connection.ts";
+import { ALICE, longConnectionFixtures, SERVES, sentCard, waitFor } from "./helpers/long-connection.ts";
 import { payloadOf } from "./helpers/raw-long-connection.ts";
 
 /**
@@ -114,7 +114,7 @@ describe("refusals at the endpoint", () => {
     await waitFor(() => emu.longConnection.online === 1 && emu.longConnection.connectionIds()[0] !== before);
     expect(emu.callsTo("POST", "/callback/ws/endpoint").map((call) => call.status)).toEqual([200, 502, 200]);
     const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "重试之后" });
-    expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    expect((await emu.longConnection.deliver(payload, SERVES)).status).toBe(200);
     expect(bot.fatal).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeFrame, METHOD } from "../src/local/emulator/index.ts";
 import { formsOn } from "./helpers/feishu.ts";
-import { ALICE, askedCard, longConnectionFixtures, waitFor } from "./helpers/long-connection.ts";
+import { ALICE, askedCard, longConnectionFixtures, SERVES, waitFor } from "./helpers/long-connection.ts";
 import { endpoint, payloadOf } from "./helpers/raw-long-connection.ts";
 
 /**
@@ -201,7 +201,7 @@ describe("the bot over the long connection (real WSClient)", () => {
     const sent = Array.from({ length: 24 }, (_, i) =>
       emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: `第 ${i} 条` }),
     );
-    for (const payload of sent) expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    for (const payload of sent) expect((await emu.longConnection.deliver(payload, SERVES)).status).toBe(200);
     const ids = (got: Record<string, unknown>[]) => got.map((data) => String(data.event_id));
     expect([...ids(a.messages), ...ids(b.messages)].sort()).toEqual(
       sent.map((p) => p.header.event_id).sort(),
@@ -222,7 +222,7 @@ describe("the bot over the long connection (real WSClient)", () => {
       connection,
     );
     const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "还活着吗" });
-    expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    expect((await emu.longConnection.deliver(payload, SERVES)).status).toBe(200);
     expect(bot.messages.map((data) => data.event_id)).toEqual([payload.header.event_id]);
     expect(emu.longConnection.online).toBe(1);
     expect(bot.fatal).toEqual([]);
@@ -258,7 +258,7 @@ describe("the bot over the long connection (real WSClient)", () => {
     );
     for (const frame of fc.sample(frames, { numRuns: 300, seed: 12 })) emu.longConnection.sendRaw(frame);
     const payload = emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "之后的消息" });
-    expect((await emu.longConnection.deliver(payload)).status).toBe(200);
+    expect((await emu.longConnection.deliver(payload, SERVES)).status).toBe(200);
     expect(bot.messages.map((data) => data.event_id)).toContain(payload.header.event_id);
     expect(emu.longConnection.online).toBe(1);
     expect(bot.fatal).toEqual([]);

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeFrame, startEmulator } from "../src/local/emulator/index.ts";
 import { FAST_LONG_CONNECTION } from "./helpers/feishu.ts";
+import { SERVES } from "./helpers/long-connection.ts";
 import { startMain } from "./helpers/main-process.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 import { cardsReplyingTo, startBot, tempDataDir } from "./reliability/helpers/bot-process.ts";
@@ -57,7 +58,7 @@ describe("npm start in feishu mode on the long connection", () => {
     expect(bot.output()).toContain("injected unhandled rejection");
 
     const payload = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "还在吗" });
-    expect((await emulator.longConnection.deliver(payload)).status).toBe(200);
+    expect((await emulator.longConnection.deliver(payload, SERVES)).status).toBe(200);
     await until(
       () => cardsReplyingTo(emulator, payload.event.message.message_id).length === 1,
       "a progress card",

@@ -60,6 +60,30 @@ function statusWithHost(port: number, host: string): Promise<number> {
 }
 
 describe("npm start with PORT=0", () => {
+  it("keeps its start-up banner short at info: where it listens, mode and transport, the console", async () => {
+    const dataDir = tempDataDir();
+    const bot = await startMain({ env: { DATA_DIR: dataDir, LOG_LEVEL: "info" } });
+    cleanup.push(async () => {
+      await bot.kill();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+    await until(async () => bot.output().includes("/console to talk to the bot"), "the console line");
+    const lines = bot
+      .output()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => z.object({ level: z.number(), msg: z.string() }).passthrough().parse(JSON.parse(line)));
+    // Nothing else at info: not the SDK's developer-console hint, the connection limits or "ready" lines.
+    expect(lines.filter((line) => line.level >= 30).map((line) => line.msg)).toEqual(["listening"]);
+    expect(lines.find((line) => line.msg === "listening")).toMatchObject({
+      port: bot.port,
+      url: bot.url,
+      mode: "local",
+      transport: "ws",
+      console: `${bot.url}/console`,
+    });
+  });
+
   it("names the bound port in its listening line, the card's 会话详情 link and the /login link", async () => {
     const dataDir = tempDataDir();
     const bot = await startMain({ env: { DATA_DIR: dataDir, DEMO_STEP_MS: "20", LOG_LEVEL: "warn" } });

@@ -220,6 +220,13 @@ describe.each([
     await expect(p.messenger.botInfo()).resolves.toMatchObject({ openId: p.botOpenId });
   });
 
+  it("names a person in the app's contact scope, and fails for anyone else", async () => {
+    const p = await open({ userNames: { [ALICE]: "Alice" } });
+    expect(await p.messenger.userName(ALICE)).toBe("Alice");
+    const stranger = await failure(p.messenger.userName("ou_stranger0000000000000000000000000"));
+    expect(shape(stranger)).toEqual(business("contact.user.get", 41050));
+  });
+
   it("recalls its own messages once, and looks messages up: live, recalled, unknown", async () => {
     const p = await open();
     const source = fromAlice(p);

@@ -138,7 +138,6 @@ beforeAll(async () => {
   // The outside agents' API and its console panel, built as main.ts builds them.
   const agents = agentRoutes({
     core,
-    feishu,
     db,
     authSecret: "readme-test-secret-1234-5678-9012-3456",
     askTimeoutMs: 60_000,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import type { ToolDefinition } from "../src/domain/types.ts";
-import { askToolDefinition, feishuPrivateSessionId, filterToolsForSession } from "../src/harness/tools.ts";
+import { askToolDefinition, filterToolsForSession } from "../src/harness/tools.ts";
 
 const tool = (name: string, only?: "feishu" | "wechat"): ToolDefinition => ({
   name,

@@ -145,7 +145,12 @@ describe("topic sessions on the session page and over the WebSocket", () => {
       () => ws.frames.find((frame) => frame.type === "subscribed"),
       "subscribed",
     );
-    expect(subscribed.data).toEqual({ canAnswer: false, topic, title: "飞书群聊话题：/quick 周报整理" });
+    expect(subscribed.data).toEqual({
+      canAnswer: false,
+      canCancel: true,
+      topic,
+      title: "飞书群聊话题：/quick 周报整理",
+    });
     ws.close();
 
     // Someone the bot never saw in the group may not view it.

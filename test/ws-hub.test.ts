@@ -150,7 +150,7 @@ describe("WsHub", () => {
 
       const again = await server.connect(ALICE);
       again.send({ type: "subscribe", sessionId: session.id });
-      expect((await again.next("subscribed")).data).toEqual({ canAnswer: true });
+      expect((await again.next("subscribed")).data).toEqual({ canAnswer: true, canCancel: true });
       expect((await again.next("session_snapshot")).data).toMatchObject({
         active: true,
         run: { id: run.id },
@@ -333,6 +333,48 @@ describe("WsHub", () => {
     });
   });
 
+  describe("extend (延长, as the card's button)", () => {
+    it("moves the answerer's deadlines by 15 minutes, up to the bound, and says when no more fit", async () => {
+      const { server, session, client, ask, requestId } = await aliceIsAsked();
+      expect(ask.data).toMatchObject({ canExtend: true });
+      const first = ask.data.expiresAt;
+      for (let n = 1; n <= 4; n += 1) {
+        client.send({ type: "extend", sessionId: session.id });
+        const again = await client.next("ask_user_questions");
+        expect(again.data).toMatchObject({ requestId, expiresAt: first + n * 15 * 60_000 });
+        // One hour in all (ASK_EXTEND_MAX_MS): the fourth uses it up.
+        expect(again.data.canExtend).toBe(n < 4);
+      }
+      expect(server.core.registry.get(requestId)?.expiresAt).toBe(first + 60 * 60_000);
+      client.send({ type: "extend", sessionId: session.id });
+      expect((await client.next("error")).data).toMatchObject({ code: "extend_limit", action: "extend" });
+    });
+
+    it("refuses someone who is not asked, and the deadline stays", async () => {
+      const server = await start();
+      // A group session: Bob may view it, but the question waits for Alice.
+      const session = server.createSession(ALICE, { chatType: "group", workspace: "/w/feishu-chat/oc_x" });
+      server.core.runner.noteInChat(session.id, BOB);
+      const alice = await server.connect(ALICE);
+      const bob = await server.connect(BOB);
+      bob.send({ type: "subscribe", sessionId: session.id });
+      await bob.next("subscribed");
+      startRun(server.core, session, ALICE);
+      const ask = await alice.next("ask_user_questions");
+      bob.send({ type: "extend", sessionId: session.id });
+      expect((await bob.next("error")).data).toMatchObject({ code: "forbidden", action: "extend" });
+      expect(server.core.registry.get(ask.data.requestId)?.expiresAt).toBe(ask.data.expiresAt);
+    });
+
+    it("answers not_running when nothing waits in the session", async () => {
+      const server = await start();
+      const session = server.createSession(ALICE);
+      const client = await server.connect(ALICE);
+      client.send({ type: "extend", sessionId: session.id });
+      expect((await client.next("error")).data).toMatchObject({ code: "not_running", action: "extend" });
+    });
+  });
+
   describe("viewers", () => {
     it("shows a pending ask read-only to another viewer of the session, who cannot answer it", async () => {
       const server = await start();
@@ -340,7 +382,7 @@ describe("WsHub", () => {
       const session = server.createSession(ALICE, { chatType: "group", workspace: "/w/feishu-chat/oc_1" });
       const alice = await server.connect(ALICE);
       alice.send({ type: "subscribe", sessionId: session.id });
-      expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false });
+      expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false, canCancel: true });
       const bob = await server.connect(BOB);
       startRun(server.core, session, BOB);
       const seenByBob = await bob.next("ask_user_questions");

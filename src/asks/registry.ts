@@ -26,6 +26,8 @@ export type AskOutcome =
       response?: ElicitResponse;
     }
   | { kind: "timeout" }
+  /** 拒绝回答: the person asked said they will not answer (only where `declinable`). */
+  | { kind: "declined"; surface: string; userId: string }
   | { kind: "cancelled"; reason: string; superseded?: true };
 
 export interface PendingAsk {
@@ -51,6 +53,8 @@ export interface PendingAsk {
   expiresAt: number;
   /** How much 延长 has added so far. */
   extendedMs: number;
+  /** Who asked can read a 拒绝回答 (an outside agent, agents-api): the card and the page offer it. */
+  declinable?: true;
 }
 
 /** An ask by id after the fact: pending, or how it ended. */
@@ -114,6 +118,7 @@ export class AskRegistry {
     timeoutMs?: number;
     toolCallId?: string;
     elicitation?: ElicitationAsk;
+    declinable?: boolean;
   }): PendingAsk {
     const createdAt = this.#deps.now();
     const ask: PendingAsk = {
@@ -127,6 +132,7 @@ export class AskRegistry {
       surfaces: input.surfaces ?? [],
       ...(input.reason !== undefined ? { reason: input.reason } : {}),
       ...(input.elicitation ? { elicitation: input.elicitation } : {}),
+      ...(input.declinable ? { declinable: true as const } : {}),
       createdAt,
       expiresAt: createdAt + (input.timeoutMs ?? this.#deps.timeoutMs),
       extendedMs: 0,
@@ -184,6 +190,13 @@ export class AskRegistry {
     const entry = this.#entries.get(requestId);
     if (!entry?.ask.elicitation || entry.ask.sessionId !== sessionId) return false;
     return this.#settle(requestId, { kind: "answered", answers: [], response, ...by });
+  }
+
+  /** 拒绝回答 (person-actions.ts checks who and which): first settle wins, as with `complete`. */
+  decline(sessionId: string, requestId: string, by: { surface: string; userId: string }): boolean {
+    const entry = this.#entries.get(requestId);
+    if (!entry || entry.ask.sessionId !== sessionId) return false;
+    return this.#settle(requestId, { kind: "declined", surface: by.surface, userId: by.userId });
   }
 
   /** Settles every pending ask of one session (and only that session). Returns how many it settled. */

@@ -9,6 +9,8 @@ export function settleOf(outcome: AskOutcome, at: number): AskSettle {
       return { status: "answered", answers: outcome.answers, via: outcome.surface, by: outcome.userId, at };
     case "timeout":
       return { status: "timeout", at };
+    case "declined":
+      return { status: "declined", via: outcome.surface, by: outcome.userId, at };
     case "cancelled":
       return { status: outcome.superseded ? "superseded" : "cancelled", reason: outcome.reason, at };
   }
@@ -27,6 +29,7 @@ export function pendingFromRow(row: AskRow): PendingAsk {
     createdAt: row.createdAt,
     expiresAt: row.expiresAt,
     extendedMs: row.extendedMs,
+    ...(row.declinable ? { declinable: true as const } : {}),
   };
 }
 
@@ -47,6 +50,8 @@ function outcomeOf(row: AskRow): AskOutcome | undefined {
       };
     case "timeout":
       return { kind: "timeout" };
+    case "declined":
+      return { kind: "declined", surface: row.answeredVia ?? "", userId: row.answeredBy ?? "" };
     case "cancelled":
       return { kind: "cancelled", reason: row.reason ?? "Session cancelled" };
     case "superseded":

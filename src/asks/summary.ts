@@ -12,6 +12,7 @@ import type { AskOutcome } from "./registry.ts";
 export const ASK_ERRORS = {
   timeout: "User did not respond within timeout",
   cancelled: "Session cancelled",
+  declined: "User declined to answer",
 } as const;
 
 /** The ask's result once its outcome is known (answered, timed out, or cancelled for `reason`). */
@@ -26,6 +27,8 @@ export function askResult(outcome: AskOutcome): ToolResult {
       };
     case "timeout":
       return toolError(ASK_ERRORS.timeout, strings.askTimedOutSummary, bilingual.askTimedOutSummary);
+    case "declined":
+      return toolError(ASK_ERRORS.declined, strings.askDeclinedSummary, bilingual.askDeclinedSummary);
     case "cancelled":
       return askRefused(outcome.reason);
   }

@@ -39,11 +39,18 @@ export function askExtraLines(view: AskExtrasView, waiting: boolean, s: Strings)
 export function askNotice(view: AskExtrasView, s: Strings, group = false): CardNode[] {
   const { notice } = view;
   if (!notice) return [];
-  // Letters only, so escaping leaves it as it is and it can be swapped for the tag afterwards.
+  // Letters only, so escaping leaves them as they are and they can be swapped for tags afterwards.
   const marker = "ZZANSWERERZZ";
-  const named = group && notice.kind === "answered" && notice.surface === "websocket";
-  const text = escapeText(goneNoticeText(notice, s, named ? marker : undefined));
-  const content = named ? text.replace(marker, `<at id=${notice.userId}></at>`) : text;
+  const timeMarker = "ZZANSWEREDATZZ";
+  const onWeb = notice.kind === "answered" && notice.surface === "websocket";
+  const named = group && (onWeb || notice.kind === "declined");
+  const text = escapeText(
+    goneNoticeText(notice, s, named ? marker : undefined, onWeb ? timeMarker : undefined),
+  );
+  let content = named ? text.replace(marker, `<at id=${notice.userId}></at>`) : text;
+  // When it was answered, in each viewer's own zone, like the deadline: a bare 15:42 is Shanghai time to a
+  // reader in Berlin (issue 25).
+  if (onWeb) content = content.replace(timeMarker, deadlineMarkup(notice.at, notice.timeZone, notice.at));
   return [{ tag: "markdown", content }];
 }
 

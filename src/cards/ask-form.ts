@@ -24,6 +24,8 @@ export interface CardAsk {
   reason?: string;
   /** The second kind of ask: an MCP server's form (then `questions` is empty). */
   elicitation?: ElicitationAsk;
+  /** An outside agent's question: 拒绝回答 sits beside 提交 (asks/person-actions.ts). */
+  declinable?: true;
 }
 
 /** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
@@ -194,6 +196,17 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
     requestId: ask.requestId,
     sender: c.senderId,
   };
+  // Before 提交, which stacked forms drop (askForms keeps each ask's 拒绝回答 in the one form). A button
+  // inside a form must submit it (feishu-platform: form_action_type); the callback's act says which.
+  if (ask.declinable)
+    elements.push({
+      tag: "button",
+      name: formFields.button(index, "decline"),
+      text: { tag: "plain_text", content: s.card.declineAsk },
+      type: "default",
+      form_action_type: "submit",
+      behaviors: [{ type: "callback", value: { ...value, act: "decline" } }],
+    });
   elements.push({
     tag: "button",
     name: fieldNames(index, 0).submit,
@@ -213,7 +226,7 @@ function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings): st
   if (budget.optionList === "none") return head;
   const lines = question.options.map((option) => {
     const label = `- **${escapeText(option.label)}**`;
-    if (budget.optionList === "labels") return label;
+    if (budget.optionList === "labels" || !option.description) return label;
     return `${label}${s.card.optionDescriptionSeparator}${escapeText(truncate(oneLine(option.description), budget.descriptionChars))}`;
   });
   return [head, ...lines].join("\n");

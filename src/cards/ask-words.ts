@@ -22,7 +22,9 @@ export type GoneQuestion =
   | { kind: "timeout" }
   | { kind: "cancelled" }
   | { kind: "answered"; surface: "websocket"; userId: string; at: number; timeZone: string }
-  | { kind: "answered"; surface: "mcp" };
+  | { kind: "answered"; surface: "mcp" }
+  /** 拒绝回答: the person's choice, said as such (not 问题已失效). */
+  | { kind: "declined"; userId: string };
 
 /** `15:42` in the zone, with the catalogue's date (`12月2日 15:42`, `Dec 2 15:42`) when not on `now`'s day. */
 export function formatDeadline(at: number, timeZone: string, now: number, s: Strings): string {
@@ -68,17 +70,21 @@ export function deadlineMarkup(at: number, timeZone: string, now: number): strin
 /**
  * The card's one line about a gone question (问题已失效：已超时。…), in the catalogue `s`, as plain text.
  * `mention` words the answerer in a group (an `<at>` the caller adds after escaping); absent, 你 is meant.
+ * `time` stands where the answer's time goes (a `<local_datetime>` the caller adds after escaping); absent,
+ * the time in the gone question's zone.
  */
-export function goneNoticeText(gone: GoneQuestion, s: Strings, mention?: string): string {
+export function goneNoticeText(gone: GoneQuestion, s: Strings, mention?: string, time?: string): string {
   switch (gone.kind) {
     case "timeout":
       return `${s.asks.goneLine(s.asks.gone.timeout)}${s.asks.sentenceBreak}${s.asks.timedOut}`;
     case "cancelled":
       return s.asks.goneLine(s.asks.gone.cancelled);
+    case "declined":
+      return mention === undefined ? s.asks.declinedNotice : s.asks.declinedBy(mention);
     case "answered": {
       if (gone.surface === "mcp") return s.asks.answeredByCaller;
-      const time = formatDeadline(gone.at, gone.timeZone, gone.at, s);
-      return mention === undefined ? s.asks.answeredOnWebYou(time) : s.asks.answeredOnWebBy(mention, time);
+      const at = time ?? formatDeadline(gone.at, gone.timeZone, gone.at, s);
+      return mention === undefined ? s.asks.answeredOnWebYou(at) : s.asks.answeredOnWebBy(mention, at);
     }
   }
 }

@@ -58,7 +58,8 @@ const acpStep = (kind: "read" | "edit", title: string) => ({
 });
 
 export function exampleCards(): Record<string, Card> {
-  // An outside agent's task (agents-api): the header names the agent, the form says why it asks; no 取消任务.
+  // An outside agent's task (agents-api): the header names the agent, the form says why it asks; no 取消任务,
+  // but the answerer's 拒绝回答 and 延长 (issue 25).
   const agentTask: ProgressView = {
     sessionId: "agent:Claude Code:ou_alice",
     runId: "task_0001",
@@ -68,10 +69,12 @@ export function exampleCards(): Record<string, Card> {
     steps: [{ title: "Read the schema", status: "done", summary: "12 tables" }],
     startedAt: T0,
     agent: "Claude Code",
+    deadline: { at: T0 + 15 * 60_000, timeZone: "Asia/Shanghai", now: T0 },
+    extendMinutes: 15,
   };
   return {
     "agent-task-asking": buildProgressCard(agentTask, [
-      { ...bothQuestions, reason: "两种部署方式都可行，需要你来定" },
+      { ...bothQuestions, reason: "两种部署方式都可行，需要你来定", declinable: true },
     ]),
     "agent-task-completed": buildProgressCard(
       { ...agentTask, status: "completed", text: "Done: migrated 12 tables", endedAt: T0 + 95_000 },
@@ -205,6 +208,41 @@ export function exampleCards(): Record<string, Card> {
           ],
         },
       ],
+    ),
+    // The same task after the person picked Reject and the agent stopped: 已拒绝, grey, no 重试 (issue 31).
+    "progress-acp-rejected": buildProgressCard(
+      {
+        ...base,
+        title: "把配置里的端口改成 8080",
+        status: "rejected",
+        steps: [
+          planStep(1, "读取配置", "done"),
+          planStep(2, "修改端口", "running"),
+          planStep(3, "运行测试", "pending"),
+          { ...acpStep("read", "Read config.json"), status: "done", summary: "found 3 keys" },
+          {
+            tool: "ask_user_questions",
+            title: "请求权限：Edit config.json",
+            words: {
+              title: bilingual.acp.permissionTitle("Edit config.json"),
+              summary: bilingual.answeredSummary(1),
+            },
+            status: "done",
+            summary: zh.answeredSummary(1),
+          },
+          {
+            ...acpStep("edit", "Edit config.json"),
+            words: {
+              ...acpStep("edit", "Edit config.json").words,
+              summary: inEveryLocale((s) => s.acp.refusedStep),
+            },
+            status: "stopped",
+            summary: zh.acp.refusedStep,
+          },
+        ],
+        endedAt: T0 + 12_000,
+      },
+      [],
     ),
     "queued-waiting": buildQueuedCard({
       sessionId: base.sessionId,

@@ -4,7 +4,7 @@ import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
 import { type AskContext, askForm, askForms, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
 import { localizeCard } from "./i18n.ts";
-import { escapeText, sanitizeMarkdown } from "./markdown.ts";
+import { escapeText, safeUrl, sanitizeMarkdown } from "./markdown.ts";
 import {
   type Card,
   type CardNode,
@@ -13,12 +13,14 @@ import {
   type TextTag,
   tagColorFor,
 } from "./model.ts";
+import { type Redaction, redactAsks, redactView } from "./redaction.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { type ProgressStepView, stepsMarkdown, wordsIn } from "./steps.ts";
 import { budgetTables } from "./tables.ts";
 import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
+export type { Redaction } from "./redaction.ts";
 export type { ProgressStepView } from "./steps.ts";
 
 /**
@@ -50,7 +52,7 @@ export interface ProgressView extends AskExtrasView {
   chatType?: "group";
   /**
    * An outside agent's task (agents-api): the header names it (`Claude Code 正在处理…`), and there is no
-   * 取消任务/重试: no run of ours stands behind those buttons.
+   * 取消任务/重试: no run of ours stands behind those buttons (延长 and 拒绝回答 are the answerer's, and stay).
    */
   agent?: string;
 }
@@ -68,9 +70,17 @@ export interface BuildOptions {
    * escaped plain text, without previews, in a tighter size budget; 2 also halves that budget again.
    */
   degraded?: DegradeLevel;
+  /** After the tenant's data-loss-prevention audit refused a card (230028): see redaction.ts. */
+  redaction?: Redaction;
 }
 
 export type DegradeLevel = 0 | 1 | 2;
+
+/** Where a card stands on both ladders: the platform's refusals (230099/230025) and the tenant's audit (230028). */
+export interface Rendering {
+  level: DegradeLevel;
+  redaction: Redaction;
+}
 
 /** Size budgets per degrade level: headroom under the 30 KB limit, whose counting is undocumented. */
 const BYTES_BY_LEVEL: Record<DegradeLevel, number> = {
@@ -114,6 +124,11 @@ export function buildProgressCard(
   pendingAsks: readonly CardAsk[],
   options: BuildOptions = {},
 ): Card {
+  const redaction = options.redaction ?? "none";
+  if (redaction !== "none") {
+    view = redactView(view, redaction);
+    pendingAsks = redactAsks(pendingAsks, redaction);
+  }
   if (options.strings || (options.degraded ?? 0) > 0) return buildInOneLanguage(view, pendingAsks, options);
   const limits = limitsFor(options);
   return localizeCard(
@@ -142,18 +157,18 @@ function buildInOneLanguage(
   pendingAsks: readonly CardAsk[],
   options: BuildOptions,
 ): Card {
-  const level = options.degraded ?? 0;
+  const rung: Rendering = { level: options.degraded ?? 0, redaction: options.redaction ?? "none" };
   const limits = limitsFor(options);
-  const base: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps, previews: level === 0 };
+  const base: Budget = { ...FULL, steps: options.maxStepsShown ?? FULL.steps, previews: rung.level === 0 };
   const s = options.strings ?? defaultStrings;
   // Fewer forms only when even the plainest text does not fit: a form beats every text the ladder trims.
-  for (let full = formsThatFit(view, pendingAsks, base, s, level, limits.maxComponents); ; full -= 1) {
+  for (let full = formsThatFit(view, pendingAsks, base, s, rung, limits.maxComponents); ; full -= 1) {
     let budget = base;
-    let card = render(view, pendingAsks, full, budget, s, level);
+    let card = render(view, pendingAsks, full, budget, s, rung);
     for (const give of LADDER) {
       if (fits(card, limits)) return card;
       budget = give(budget);
-      card = render(view, pendingAsks, full, budget, s, level);
+      card = render(view, pendingAsks, full, budget, s, rung);
     }
     if (fits(card, limits) || full <= 1) return card;
   }
@@ -169,7 +184,7 @@ function formsThatFit(
   asks: readonly CardAsk[],
   budget: Budget,
   s: Strings,
-  level: DegradeLevel,
+  rung: Rendering,
   maxComponents: number,
 ): number {
   if (view.status !== "running" || asks.length <= 1) return asks.length;
@@ -183,7 +198,7 @@ function formsThatFit(
     budget: lean,
     strings: s,
   };
-  let total = countComponents(render(view, asks, 0, lean, s, level));
+  let total = countComponents(render(view, asks, 0, lean, s, rung));
   let full = 0;
   for (const [i, ask] of asks.entries()) {
     const next =
@@ -206,6 +221,8 @@ const LOOK: Record<RunStatus | "waiting", { template: Template }> = {
   completed: { template: "green" },
   failed: { template: "red" },
   cancelled: { template: "grey" },
+  // The person said no: grey like a cancel, never a failure's red.
+  rejected: { template: "grey" },
 };
 
 function render(
@@ -214,7 +231,7 @@ function render(
   fullForms: number,
   budget: Budget,
   s: Strings,
-  level: DegradeLevel,
+  rung: Rendering,
 ): Card {
   const running = view.status === "running";
   // Terminal states and the recovery state render no form: nothing there can be answered any more.
@@ -233,7 +250,7 @@ function render(
   const answerer = view.chatType === "group" ? { answerer: view.senderId } : {};
   const steps = stepsMarkdown({ ...view, ...answerer }, budget, s);
   if (steps) elements.push({ tag: "markdown", content: steps });
-  elements.push(...outcome(view, budget, s, level > 0));
+  elements.push(...outcome(view, budget, s, rung));
   // A cancelled card says so once, in its header's tag: not again as 任务已取消 and 问题已失效：已取消.
   const cancelledAsk = view.status === "cancelled" && view.notice?.kind === "cancelled";
   if (!cancelledAsk) elements.push(...askNotice(view, s, view.chatType === "group"));
@@ -290,28 +307,55 @@ function summary(view: ProgressView, asks: readonly CardAsk[], s: Strings): stri
       return s.card.summaryFailed(truncate(oneLine(errorIn(view, s)), 40));
     case "cancelled":
       return s.card.summaryCancelled;
+    case "rejected":
+      return s.card.summaryRejected;
   }
 }
 
-/** The model's text: sanitized markdown, or (degraded) escaped plain text that cannot be refused again. */
-function outcome(view: ProgressView, budget: Budget, s: Strings, plain: boolean): CardNode[] {
+/**
+ * The model's text: sanitized markdown, or (degraded) escaped plain text that cannot be refused again; masked
+ * or withheld after the tenant's audit refused it (redaction.ts), with a line that says so.
+ */
+function outcome(view: ProgressView, budget: Budget, s: Strings, rung: Rendering): CardNode[] {
   const body = (text: string) => truncate(text, budget.bodyChars, s.card.truncated);
+  const plain = rung.level > 0;
   const modelText = (text: string) =>
     plain ? escapeText(body(text)) : sanitizeMarkdown(body(text), { imageText: s.card.image });
+  const audit = auditNote(view, s, rung.redaction);
+  const withheld = rung.redaction === "withheld";
   switch (view.status) {
     case "completed":
       return [
         { tag: "hr" },
-        { tag: "markdown", content: `${s.card.resultHeading}\n${modelText(view.text ?? "")}` },
+        {
+          tag: "markdown",
+          content: `${s.card.resultHeading}\n${withheld ? audit : modelText(view.text ?? "")}`,
+        },
+        ...(audit && !withheld ? [{ tag: "markdown" as const, content: audit }] : []),
       ];
-    case "failed":
-      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${escapeText(body(errorIn(view, s)))}` }];
-    case "cancelled":
-      // The header's tag says 已取消; the body adds nothing but what the run had written so far.
-      return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
+    case "failed": {
+      const error = errorIn(view, s);
+      const why = error || !withheld ? escapeText(body(error)) : audit;
+      return [{ tag: "markdown", content: `${s.card.errorHeading}\n${why}` }];
+    }
     default:
-      return view.text ? [{ tag: "markdown", content: modelText(view.text) }] : [];
+      // Cancelled: the header's tag says 已取消; the body adds nothing but what the run had written so far.
+      if (withheld) return [{ tag: "markdown", content: audit }];
+      return view.text
+        ? [
+            { tag: "markdown", content: modelText(view.text) },
+            ...(audit ? [{ tag: "markdown" as const, content: audit }] : []),
+          ]
+        : [];
   }
+}
+
+/** What the card says once the tenant's audit refused it: what is hidden, and where the rest can be read. */
+function auditNote(view: ProgressView, s: Strings, redaction: Rendering["redaction"]): string {
+  if (redaction === "none") return "";
+  if (redaction === "masked") return s.card.contactsMasked;
+  const url = view.detailsUrl ? safeUrl(view.detailsUrl) : undefined;
+  return url ? s.card.auditWithheldLink(url) : s.card.auditWithheld;
 }
 
 function errorIn(view: ProgressView, s: Strings): string {
@@ -342,7 +386,8 @@ function actionButtons(view: ProgressView, s: Strings, waiting: boolean): Column
       behaviors: [{ type: "callback", value: progress("cancel") }],
     });
   }
-  if (ours) buttons.push(...askExtraButtons(view, waiting, s, progress));
+  // 延长 is the answerer's, whoever asked: an outside agent's question gets more time the same way.
+  buttons.push(...askExtraButtons(view, waiting, s, progress));
   if (ours && (view.status === "failed" || view.status === "cancelled")) {
     buttons.push({
       tag: "button",

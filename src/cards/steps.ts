@@ -1,5 +1,5 @@
 import { ASK_TOOL_NAME } from "../asks/schema.ts";
-import { PLAN_STEP_TOOL, type RunStatus } from "../domain/types.ts";
+import { PLAN_STEP_TOOL, type RunStatus, type StepStatus } from "../domain/types.ts";
 import { catalogues, LOCALES, type Strings } from "../strings.ts";
 import type { Budget } from "./ask-form.ts";
 import { escapeText } from "./markdown.ts";
@@ -15,7 +15,7 @@ export interface ProgressStepView {
   /** `PLAN_STEP_TOOL` marks a plan entry, kept in view however many tool steps follow. */
   tool?: string;
   title: string;
-  status: "pending" | "running" | "done" | "failed";
+  status: StepStatus;
   summary?: string;
   /** The bot's words of title and summary by locale (等待你的回答 / Waiting for your answer). */
   words?: { title?: Readonly<Record<string, string>>; summary?: Readonly<Record<string, string>> };
@@ -32,6 +32,8 @@ const STEP_ICONS: Record<ProgressStepView["status"], string> = {
   running: "⏳",
   done: "✅",
   failed: "❌",
+  // Cancelled while under way, or refused by the person: grey, not the red of a failure.
+  stopped: "⏹️",
 };
 
 /** The text of `words` in the language of catalogue `s`, if it has one. */
@@ -72,7 +74,9 @@ export function stepsMarkdown(
     const title = named
       ? s.card.askStepGroup(`<at id=${view.answerer}></at>`)
       : escapeText(truncate(oneLine(titleText), 60));
-    const note = summaryText ? ` · ${escapeText(truncate(oneLine(summaryText), 80))}` : "";
+    // A stopped step says so when it has nothing else to say: ⏹️ alone reads like a media button.
+    const noteText = summaryText ?? (step.status === "stopped" ? s.card.stepStopped : undefined);
+    const note = noteText ? ` · ${escapeText(truncate(oneLine(noteText), 80))}` : "";
     return `${STEP_ICONS[step.status]} ${title}${note}`;
   };
   return [

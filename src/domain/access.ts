@@ -1,5 +1,5 @@
-import type { SessionRuns } from "./ports.ts";
 import { parentGroupSessionId } from "./session-id.ts";
+import type { RunView, SessionInfo } from "./types.ts";
 
 /**
  * The viewing rule: who may see a session's runs (status, steps, questions read-only, results) on the
@@ -23,11 +23,16 @@ import { parentGroupSessionId } from "./session-id.ts";
  */
 export const VIEW_MEMBERSHIP_MS = 30 * 24 * 60 * 60 * 1000;
 
-export function canViewSession(
-  runner: Pick<SessionRuns, "getSession" | "currentRun" | "hasQueuedFrom" | "lastSeenInChat" | "now">,
-  userId: string,
-  sessionId: string,
-): boolean {
+/** What the rule reads of the bot's sessions (harness/run-reads.ts). */
+export interface ViewFacts {
+  getSession(sessionId: string): SessionInfo | undefined;
+  currentRun(sessionId: string): RunView | undefined;
+  hasQueuedFrom(sessionId: string, userId: string): boolean;
+  lastSeenInChat(sessionId: string, userId: string): number | undefined;
+  now(): number;
+}
+
+export function canViewSession(runner: ViewFacts, userId: string, sessionId: string): boolean {
   const session = runner.getSession(sessionId);
   if (!session) return false;
   if (session.chatType === "group") {

@@ -1,4 +1,4 @@
-import type { RunEvents, RunFeed } from "./run-feed.ts";
+import type { RunEvents } from "./run-feed.ts";
 import type { QueuedMessage, RunView, SessionInfo } from "./types.ts";
 
 /**
@@ -39,14 +39,18 @@ export interface RunCommands {
   unqueue(queueId: string, userId: string): ActionResult;
 }
 
-/** Sessions and their runs as a channel sees them (implemented by harness/runner.ts). */
-export interface SessionRuns extends RunFeed, RunCommands {
+/**
+ * The bot's runs as a channel reaches them (implemented by harness/runner.ts): the commands, and the few
+ * reads a channel needs to act (its session, the run a click names, the queue). Everything a reader
+ * shows comes from the joined feed (`RunFeed`), not from here.
+ */
+export interface SessionRuns extends RunCommands {
   getSession(sessionId: string): SessionInfo | undefined;
+  activeRun(sessionId: string): RunView | undefined;
+  currentRun(sessionId: string): RunView | undefined;
   queued(sessionId: string): QueuedMessage[];
-  hasQueuedFrom(sessionId: string, userId: string): boolean;
-  now(): number;
+  /** The person wrote or clicked in the session's chat just now (the viewing rule, domain/access.ts). */
   noteInChat(sessionId: string, userId: string): void;
-  lastSeenInChat(sessionId: string, userId: string): number | undefined;
 }
 
 /**
@@ -57,20 +61,4 @@ export interface SessionRuns extends RunFeed, RunCommands {
 export interface AskSurface {
   readonly name: string;
   canReach(target: { sessionId: string; runId: string; userId: string }): boolean;
-}
-
-/** An outside agent's task card (agents-api/service.ts opens it; the Feishu channel implements the port). */
-export interface AgentCardTarget {
-  /** Where the card is sent: a person's private chat by open_id, or a group by chat id. */
-  target: { openId: string } | { chatId: string };
-  chatType: "private" | "group";
-  agent: string;
-}
-
-/** The Feishu channel's hook for agent cards (FeishuChannel.openAgentCard / updateAgentRun). */
-export interface AgentCardPort {
-  open(run: RunView, where: AgentCardTarget): void;
-  update(run: RunView): void;
-  /** After a restart: the task's card again (the same message when it was recorded), showing `run`. */
-  resume(run: RunView, where: AgentCardTarget): void;
 }

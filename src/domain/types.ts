@@ -33,9 +33,13 @@ export interface SessionTopic {
   groupSessionId: string;
 }
 
-export type RunStatus = "running" | "recovering" | "completed" | "failed" | "cancelled";
+/**
+ * `rejected`: the agent stopped because the person refused what it asked for (an ACP permission). The person
+ * chose it: it is neither a failure nor something to retry.
+ */
+export type RunStatus = "running" | "recovering" | "completed" | "failed" | "cancelled" | "rejected";
 
-export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled"];
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "rejected"];
 
 /** A run that has ended for good; the one definition of it (TERMINAL_STATUSES). */
 export function isTerminal(run: Pick<RunView, "status">): boolean {
@@ -51,12 +55,17 @@ export const PLAN_STEP_TOOL = "plan";
  */
 export type Words = Readonly<Record<string, string>>;
 
+export type StepStatus = "pending" | "running" | "done" | "failed" | "stopped";
+
 export interface Step {
   id: string;
   tool: string;
   title: string;
-  /** `pending`: announced but not begun (an ACP agent's plan entry or queued tool call). */
-  status: "pending" | "running" | "done" | "failed";
+  /**
+   * `pending`: announced but not begun (an ACP agent's plan entry or queued tool call). `stopped`: it was
+   * still running when its run was cancelled, or the person refused it (an ACP permission): not a failure.
+   */
+  status: StepStatus;
   summary?: string;
   /** The bot's words of `title`/`summary` in every language; absent where an agent or model wrote them. */
   words?: { title?: Words; summary?: Words };
@@ -79,6 +88,8 @@ export interface RunView {
   errorWords?: Words;
   startedAt: number;
   endedAt?: number;
+  /** The outside agent whose task this is (agents-api); absent for the bot's own runs. */
+  agent?: string;
 }
 
 export interface QueuedMessage {

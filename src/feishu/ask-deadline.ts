@@ -1,3 +1,4 @@
+import { canExtend, EXTEND_MS } from "../asks/person-actions.ts";
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
 import { formatDeadline as formatIn, type GoneQuestion } from "../cards/ask-words.ts";
@@ -29,7 +30,7 @@ export interface AskTimes {
 export const DEFAULT_ASK_TIMES: AskTimes = {
   timeZone: "Asia/Shanghai",
   remindBeforeMs: 5 * 60_000,
-  extendMs: 15 * 60_000,
+  extendMs: EXTEND_MS,
   extendMaxMs: 60 * 60_000,
 };
 
@@ -45,9 +46,12 @@ export function formatDeadline(at: number, timeZone: string, now: number = at, s
   return formatIn(at, timeZone, now, s);
 }
 
-/** The 延长 toast in every language, each writing the date its own way (12月2日, Dec 2), not just the sentence. */
+/**
+ * The 延长 toast in every language, each writing the date its own way (12月2日, Dec 2), not just the sentence.
+ * A toast is plain text, so the time names its zone (`15:30（GMT+8）`) as the reminder's does.
+ */
 export function extendedText(at: number, timeZone: string, now: number): Localized {
-  return inEveryLocale((s) => s.asks.extended(formatIn(at, timeZone, now, s)));
+  return inEveryLocale((s) => s.asks.extended(deadlineInZone(at, timeZone, now, s)));
 }
 
 export function deadlineView(
@@ -63,7 +67,7 @@ export function deadlineView(
   const earliest = Math.min(...asks.map((ask) => ask.expiresAt));
   // The facts only: each language's rendering of the card writes the time and date in its own words.
   view.deadline = { at: earliest, timeZone: times.timeZone, now };
-  if (times.extendMs > 0 && asks.some((ask) => ask.extendedMs + times.extendMs <= times.extendMaxMs)) {
+  if (asks.some((ask) => canExtend(ask, times))) {
     view.extendMinutes = Math.round(times.extendMs / 60_000);
   }
   if (queuedBehind > 0) view.queuedBehind = queuedBehind;
@@ -101,6 +105,8 @@ export function goneQuestion(
         return { kind: "answered", surface: "websocket", userId: outcome.userId, at, timeZone };
       if (outcome.surface === "mcp") return { kind: "answered", surface: "mcp" };
       return undefined;
+    case "declined":
+      return { kind: "declined", userId: outcome.userId };
     case "timeout":
       return { kind: "timeout" };
     case "cancelled":

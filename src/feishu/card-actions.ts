@@ -1,5 +1,6 @@
 import { unansweredReason } from "../asks/answers.ts";
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
+import { declineAsk, extendRunAsks } from "../asks/person-actions.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import {
   type AskSubmitValue,
@@ -34,7 +35,7 @@ export interface CardActionDeps {
     SessionRuns,
     "activeRun" | "currentRun" | "cancel" | "replace" | "retry" | "queued" | "promote" | "unqueue"
   >;
-  registry: Pick<AskRegistry, "get" | "complete" | "respond" | "getPendingForSession" | "extend">;
+  registry: Pick<AskRegistry, "get" | "complete" | "respond" | "decline" | "getPendingForSession" | "extend">;
   store: Pick<FeishuStore, "cardForRun">;
   /** The live progress cards (the channel): which card a click came from, and that card as it is now. */
   cards: {
@@ -42,8 +43,10 @@ export interface CardActionDeps {
     render(card: ActiveCard): Card;
     /** The operator clicked in this chat, so they are in it (the viewing rule, domain/access.ts). */
     noteChatMember(chatId: string, userId: string): void;
+    /** A person's name if the channel learned it (people.ts): a toast is plain text and cannot @-mention. */
+    nameOf(userId: string): string | undefined;
   };
-  queuedCards: Pick<QueuedCards, "cardFor" | "forget">;
+  queuedCards: Pick<QueuedCards, "cardFor" | "forget" | "afterAnswer">;
   times: Pick<AskTimes, "extendMs" | "extendMaxMs" | "timeZone">;
   now: () => number;
 }
@@ -89,7 +92,10 @@ export async function handleCardAction(
   const answered = result.response.card?.data;
   return {
     response: result.response,
-    afterResponse: (delivered) => release?.(delivered ? answered : undefined),
+    afterResponse: (delivered) => {
+      release?.(delivered ? answered : undefined);
+      result.afterResponse?.(delivered);
+    },
   };
 }
 
@@ -135,9 +141,10 @@ function submitAnswer(
     return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
   }
   // The registry's answerer is the truth; the button's `sender` is only what the card claimed.
-  if (operator !== ask.answererId) return toast("error", strings.feishu.onlySender);
+  if (operator !== ask.answererId) return onlyAnswerer(deps, ask.answererId);
   if (ask.elicitation)
     return answerElicitation(deps, ask, ask.elicitation, value, operator, formValue, name, active);
+  if (value.act === "decline") return declineQuestion(deps, ask, operator, active);
   if (value.act !== "submit") return toast("warning", strings.feishu.unknownAction);
   if (value.stack !== undefined) return submitStack(deps, value.stack, operator, formValue, active);
   // The submit button names its form; without one of our names, any form's fields count (form-value.ts).
@@ -164,6 +171,20 @@ function submitAnswer(
     toast(won ? "success" : "warning", won ? done : strings.feishu.askExpired),
     active && deps.cards.render(active),
   );
+}
+
+/** 拒绝回答 on an outside agent's question: the rule is person-actions.ts's, shared with the session page. */
+function declineQuestion(
+  deps: CardActionDeps,
+  ask: PendingAsk,
+  operator: string,
+  active: ActiveCard | undefined,
+): CallbackResult {
+  const result = declineAsk(deps.registry, ask, { surface: "feishu", userId: operator });
+  if (!result.ok && result.reason === "forbidden") return onlyAnswerer(deps, ask.answererId);
+  if (!result.ok && result.reason === "not_declinable") return toast("warning", strings.feishu.unknownAction);
+  const text = result.ok ? strings.feishu.askDeclined : strings.feishu.askExpired;
+  return withCard(toast(result.ok ? "success" : "warning", text), active && deps.cards.render(active));
 }
 
 /** 其他 text replaces a single choice picked with it (answer-rule.ts): which questions (1-based) it did so in. */
@@ -199,7 +220,8 @@ function submitStack(
   });
   if (held.length === 0)
     return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
-  if (held.some(({ ask }) => ask.answererId !== operator)) return toast("error", strings.feishu.onlySender);
+  const other = held.find(({ ask }) => ask.answererId !== operator);
+  if (other) return onlyAnswerer(deps, other.ask.answererId);
   let missing: Localized | undefined;
   let answered = 0;
   const replaced: number[] = [];
@@ -300,23 +322,26 @@ function progressAction(
   }
 }
 
-/** 延长 15 分钟: the answerer moves the run's pending deadlines, within ASK_EXTEND_MAX_MS in all. */
+/** 延长 15 分钟: the answerer moves the run's pending deadlines, within ASK_EXTEND_MAX_MS in all (person-actions.ts). */
 function extendAsks(
   deps: CardActionDeps,
   value: ProgressValue,
   operator: string,
   active: ActiveCard | undefined,
 ): CallbackResult {
-  const { registry } = deps;
-  const asks = registry.getPendingForSession(value.sessionId).filter((ask) => ask.runId === value.runId);
-  if (asks.length === 0)
-    return withCard(toast("info", strings.feishu.askExpired), active && deps.cards.render(active));
-  if (asks.some((ask) => ask.answererId !== operator)) return toast("error", strings.feishu.onlySender);
-  const { extendMs, extendMaxMs, timeZone } = deps.times;
-  const moved = asks.flatMap((ask) => registry.extend(ask.requestId, extendMs, extendMaxMs) ?? []);
-  if (moved.length === 0) return toast("warning", strings.asks.extendLimit);
-  const earliest = Math.min(...registry.getPendingForSession(value.sessionId).map((ask) => ask.expiresAt));
-  const extended = extendedText(earliest, timeZone, deps.now());
+  const result = extendRunAsks(deps.registry, value, operator, deps.times);
+  if (!result.ok) {
+    if (result.reason === "none")
+      return withCard(toast("info", strings.feishu.askExpired), active && deps.cards.render(active));
+    if (result.reason === "forbidden") {
+      const other = deps.registry
+        .getPendingForSession(value.sessionId)
+        .find((ask) => ask.runId === value.runId && ask.answererId !== operator);
+      return onlyAnswerer(deps, other?.answererId ?? "");
+    }
+    return toast("warning", strings.asks.extendLimit);
+  }
+  const extended = extendedText(result.earliest, deps.times.timeZone, deps.now());
   return withCard(toast("success", extended), active && deps.cards.render(active));
 }
 
@@ -368,9 +393,13 @@ function queueAction(deps: CardActionDeps, value: QueueValue, operator: string):
         "error",
         result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
       );
-    return withCard(
-      toast("success", strings.feishu.promoted),
-      deps.queuedCards.cardFor(value.queueId, "queued", queued),
+    const followUp = deps.queuedCards.afterAnswer(value.queueId, "queued", queued);
+    return patchedAfter(
+      withCard(
+        toast("success", strings.feishu.promoted),
+        deps.queuedCards.cardFor(value.queueId, "queued", queued),
+      ),
+      followUp,
     );
   }
   const result = runner.unqueue(value.queueId, operator);
@@ -380,11 +409,29 @@ function queueAction(deps: CardActionDeps, value: QueueValue, operator: string):
       result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
     );
   const card = deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
+  const followUp = deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
   deps.queuedCards.forget(value.queueId);
-  return withCard(toast("success", strings.feishu.unqueued), card);
+  return patchedAfter(withCard(toast("success", strings.feishu.unqueued), card), followUp);
+}
+
+/**
+ * The answer's card reaches the clicker alone: once it settled, the queued card is PATCHed for the rest of
+ * the chat (QueuedCards.afterAnswer), also when the answer never reached the platform (the state changed).
+ */
+function patchedAfter(result: CallbackResult, followUp: () => Promise<void>): CallbackResult {
+  return { ...result, afterResponse: () => void followUp() };
 }
 
 /** A toast in the bot's language, with every language in `i18n`. */
+/** A question's form clicked by someone else: the toast names who may answer (issue 25), when it can. */
+function onlyAnswerer(deps: Pick<CardActionDeps, "cards">, answererId: string): CallbackResult {
+  const name = deps.cards.nameOf(answererId);
+  return toast(
+    "error",
+    name === undefined ? strings.feishu.onlyAnswererUnnamed : strings.feishu.onlyAnswerer(name),
+  );
+}
+
 function toast(type: Toast["type"], text: Localized): CallbackResult {
   return { response: { toast: { type, content: text[currentLocale()], i18n: text } } };
 }

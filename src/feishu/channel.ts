@@ -1,9 +1,9 @@
 import type { AskRegistry } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
-import type { DegradeLevel } from "../cards/progress.ts";
-import type { AgentCardTarget, AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import { feishuGroupSessionId } from "../domain/session-id.ts";
-import type { RunView, SessionInfo } from "../domain/types.ts";
+import type { SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
@@ -13,6 +13,7 @@ import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.
 import type { Limiter } from "./limits.ts";
 import type { FeishuMessenger } from "./messenger.ts";
 import type { FeishuMetrics } from "./metrics.ts";
+import { PeopleNames } from "./people.ts";
 import { Background } from "./progress/background.ts";
 import { type ActiveCard, CardBook } from "./progress/card-book.ts";
 import { CardLifecycle } from "./progress/lifecycle.ts";
@@ -36,7 +37,10 @@ export type { ActiveCard } from "./progress/card-book.ts";
 
 export interface FeishuChannelOptions {
   messenger: FeishuMessenger;
+  /** The bot's sessions and what may be done to its runs (harness/runner.ts behind domain/ports.ts). */
   runner: SessionRuns;
+  /** Every run the cards show, the bot's and outside agents' (core.runs): the cards follow this feed. */
+  runs: RunFeed;
   registry: AskRegistry;
   store: FeishuStore;
   appLimiter: Limiter;
@@ -80,6 +84,8 @@ export class FeishuChannel implements AskSurface {
   #botOpenId: string | undefined;
   readonly queuedCards: QueuedCards;
   readonly times: AskTimes;
+  /** Names of the people who ask in groups, for the toasts that say who may answer (people.ts). */
+  readonly names: PeopleNames;
 
   constructor(given: FeishuChannelOptions) {
     const log = given.logger.child({ module: "feishu" });
@@ -91,8 +97,16 @@ export class FeishuChannel implements AskSurface {
     this.#writes = new RetriedWrites(log);
     this.queuedCards = new QueuedCards({ ...options, logger: log });
     this.times = askTimes(options.asks);
-    const { runner, registry, store, messenger, appLimiter, now } = options;
+    const { runner, runs, registry, store, messenger, appLimiter, now } = options;
+    this.names = new PeopleNames({
+      messenger,
+      appLimiter,
+      log,
+      now,
+      track: (work) => this.#background.track(work),
+    });
     this.#book = new CardBook({
+      runs,
       runner,
       registry,
       store,
@@ -124,6 +138,7 @@ export class FeishuChannel implements AskSurface {
       background,
       queuedCards: this.queuedCards,
       messenger,
+      runs,
       runner,
       registry,
       store,
@@ -141,12 +156,12 @@ export class FeishuChannel implements AskSurface {
     // Through the app limiter like every call: a restart's burst of recovery PATCHes must not make it the 51st.
     const bot = await this.#o.appLimiter(() => this.#o.messenger.botInfo(), { urgent: true });
     this.#botOpenId = bot.openId;
-    const { runner, registry } = this.#o;
+    const { runs, registry } = this.#o;
     const lifecycle = this.#lifecycle;
     this.#off.push(
-      runner.on("run_started", (event) => lifecycle.runStarted(event)),
-      runner.on("run_updated", (run) => lifecycle.runUpdated(run)),
-      runner.on("queue_changed", ({ sessionId, queued }) => {
+      runs.on("run_started", (event) => lifecycle.runStarted(event)),
+      runs.on("run_updated", (run) => lifecycle.runUpdated(run)),
+      runs.on("queue_changed", ({ sessionId, queued }) => {
         this.#background.track(this.queuedCards.reorder(queued));
         // A waiting card says a message is queued behind its question (and offers 取消并处理新消息).
         for (const card of this.#book.all()) if (card.sessionId === sessionId) card.publisher?.request();
@@ -155,7 +170,7 @@ export class FeishuChannel implements AskSurface {
       registry.on("settled", ({ ask, outcome }) => lifecycle.askSettled(ask, outcome)),
       registry.on("extended", (ask) => lifecycle.askExtended(ask)),
     );
-    this.#log.info({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
+    this.#log.debug({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
   }
 
   /**
@@ -197,23 +212,9 @@ export class FeishuChannel implements AskSurface {
     return this.#book.byMessage(messageId);
   }
 
-  /** The whole card as it is now, at the card's degrade level (a callback's answer carries it). */
-  render(card: ActiveCard, level?: DegradeLevel): Card {
-    return this.#book.render(card, level);
-  }
-
-  // outside agents' tasks (agents-api's AgentCardPort, via agentCardsOn) ------------------------------
-
-  openAgentCard(run: RunView, where: AgentCardTarget): void {
-    this.#lifecycle.openAgentCard(run, where);
-  }
-
-  resumeAgentCard(run: RunView, where: AgentCardTarget): void {
-    this.#lifecycle.resumeAgentCard(run, where);
-  }
-
-  updateAgentRun(run: RunView): void {
-    this.#lifecycle.updateAgentRun(run);
+  /** The whole card as it is now, at the card's degrade level and redaction (a callback's answer carries it). */
+  render(card: ActiveCard): Card {
+    return this.#book.render(card);
   }
 
   // inbound ------------------------------------------------------------------------------------------
@@ -233,6 +234,8 @@ export class FeishuChannel implements AskSurface {
     ) {
       return; // in groups the bot answers only when @-mentioned
     }
+    // Someone else in the group may click this sender's question: learn the name its refusal will say.
+    if (message.chatType === "group") this.names.learn(message.senderOpenId);
     // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later. The id is
     // recorded in the same transaction as the run or queue row (runner.accept): a write that fails throws
     // from here, the transport refuses the delivery, and Feishu sends it again with nothing half-recorded.
@@ -267,7 +270,7 @@ export class FeishuChannel implements AskSurface {
         strings,
       );
       this.#background.track(replyText(reply));
-      this.#log.info({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
+      this.#log.debug({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
       return;
     }
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
@@ -311,6 +314,10 @@ export class FeishuChannel implements AskSurface {
    * Someone clicked one of the bot's cards in `chatId`: they are in that chat. Noted under the group's id even
    * when only its topics have sessions (a topic group), since the group's members may view its topics (access.ts).
    */
+  nameOf(userId: string): string | undefined {
+    return this.names.nameOf(userId);
+  }
+
   noteChatMember(chatId: string, userId: string): void {
     this.#o.runner.noteInChat(feishuGroupSessionId(this.#o.appId, chatId), userId);
   }

@@ -11,6 +11,7 @@ import {
   type MessageTarget,
   textContent,
 } from "./messenger.ts";
+import { scopeNotices } from "./scope-notice.ts";
 
 /**
  * The Feishu messenger over the official SDK. Every call has a timeout (the SDK's axios has none), every
@@ -34,6 +35,7 @@ const messageItems = z.object({
   data: z.object({ items: z.array(z.object({ deleted: z.boolean().optional() })).optional() }),
 });
 const botData = z.object({ bot: z.object({ open_id: z.string(), app_name: z.string().optional() }) });
+const userData = z.object({ data: z.object({ user: z.object({ name: z.string() }) }) });
 
 export function resolveDomain(domain: string): lark.Domain | string {
   if (domain === "feishu") return lark.Domain.Feishu;
@@ -65,6 +67,7 @@ export function createLarkClient(options: LarkMessengerOptions): {
 
 export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessenger {
   const { client, cache } = createLarkClient(options);
+  const noticeScope = scopeNotices(options.logger.child({ module: "feishu" }));
 
   async function call<T>(
     method: string,
@@ -97,6 +100,7 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
           cache.values.clear();
           continue;
         }
+        noticeScope(mapped);
         throw mapped;
       }
     }
@@ -187,6 +191,18 @@ export function createLarkMessenger(options: LarkMessengerOptions): FeishuMessen
       const res = await call("bot.info", { method: "GET", url: "/open-apis/bot/v3/info" }, botData);
       return { openId: res.bot.open_id, name: res.bot.app_name ?? "" };
     },
+    async userName(openId) {
+      const res = await call(
+        "contact.user.get",
+        {
+          method: "GET",
+          url: `/open-apis/contact/v3/users/${encodeURIComponent(openId)}`,
+          params: { user_id_type: "open_id" },
+        },
+        userData,
+      );
+      return res.data.user.name;
+    },
   };
 }
 
@@ -248,7 +264,11 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/("?(?:app_secret|appSecret|tenant_access_token|encrypt_key)"?\s*[:=]\s*"?)[^",\s}]+/g, "$1[redacted]"],
 ];
 
-/** The SDK calls its logger with one argument, the array of what it logged; give pino one clean line. */
+/**
+ * The SDK calls its logger with one argument, the array of what it logged; give pino one clean line. Its
+ * info lines (the long connection's "ws client ready", the hint about the developer console's subscription
+ * mode) are for whoever debugs the SDK: they go out at debug, so the start-up banner stays short.
+ */
 export function sdkLogger(logger: Logger): lark.Logger {
   const child = logger.child({ module: "lark-sdk" });
   const wrap =
@@ -260,7 +280,7 @@ export function sdkLogger(logger: Logger): lark.Logger {
   return {
     error: wrap("error"),
     warn: wrap("warn"),
-    info: wrap("info"),
+    info: wrap("debug"),
     debug: wrap("debug"),
     trace: wrap("trace"),
   };

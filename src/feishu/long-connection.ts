@@ -95,7 +95,7 @@ export function startLongConnection(options: LongConnectionOptions): {
     loggerLevel: lark.LoggerLevel.info,
     handshakeTimeoutMs: 15_000,
     onReady: () => {
-      log.info("long connection ready");
+      log.debug("long connection ready");
       markReady();
       options.onState?.("ready");
     },

@@ -32,6 +32,11 @@ export interface FeishuMessenger {
   /** What the platform says about one message now: `deleted` once it was recalled or deleted. */
   messageStatus(messageId: string): Promise<{ deleted: boolean }>;
   botInfo(): Promise<{ openId: string; name: string }>;
+  /**
+   * A person's name (获取单个用户信息, `contact/v3/users/:open_id`): for the words a toast cannot @-mention
+   * (a toast is plain text). Fails for someone outside the app's contact scope, or without the permission.
+   */
+  userName(openId: string): Promise<string>;
 }
 
 /** A text message's body with its @-mentions in front, the same for every messenger (the contract compares them). */
@@ -54,6 +59,8 @@ export type MessageTarget = { chatId: string } | { openId: string };
 export const FEISHU_CODES = {
   patchRateLimited: 230020,
   cardTooLarge: 230025,
+  /** The tenant's data-loss-prevention audit refused the content: plain e-mail addresses, phone numbers. */
+  auditRefused: 230028,
   messageTooOld: 230031,
   messageRecalled: 230011,
   messageDeleted: 230110,
@@ -109,6 +116,15 @@ export class FeishuApiError extends AppError {
   /** The platform refused the card itself (230099 invalid content, 230025 too large): re-render it plainer. */
   get cardRefused(): boolean {
     return this.feishuCode === FEISHU_CODES.invalidCard || this.feishuCode === FEISHU_CODES.cardTooLarge;
+  }
+
+  /**
+   * The tenant's data-loss-prevention audit refused this content (230028, on send, reply and PATCH): neither
+   * a rate limit nor a gone message; the same text is refused again, so it is re-rendered masked, then without
+   * the model's text (cards/redaction.ts).
+   */
+  get auditRefused(): boolean {
+    return this.feishuCode === FEISHU_CODES.auditRefused;
   }
 
   /** Recalled or deleted: the message is no longer in the chat (230031 is not: that card is only too old). */

@@ -1,6 +1,7 @@
 import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import type { RunFeed } from "../domain/run-feed.ts";
 import type { Db } from "../store/db.ts";
 import { FeishuStore } from "../store/feishu.ts";
 import { type CardActionDeps, handleCardAction } from "./card-actions.ts";
@@ -22,6 +23,8 @@ import { type FeishuWebhookOptions, mountFeishuWebhook } from "./webhook.ts";
 /** What the runtime uses of the core (core.ts), by shape. */
 export interface FeishuCore {
   runner: SessionRuns;
+  /** Every run, the runner's and whatever joined (core.runs): what the cards follow. */
+  runs: RunFeed;
   registry: AskRegistry;
   store: { db: Db };
   dispatcher: { addSurface(surface: AskSurface): void };
@@ -38,7 +41,10 @@ export type FeishuInbound =
       })
   | ({ transport: "ws" } & Omit<LongConnectionOptions, "handlers" | "logger" | "onState">);
 
-export type FeishuRuntimeDeps = Omit<FeishuChannelOptions, "runner" | "registry" | "store" | "appLimiter"> & {
+export type FeishuRuntimeDeps = Omit<
+  FeishuChannelOptions,
+  "runner" | "runs" | "registry" | "store" | "appLimiter"
+> & {
   core: FeishuCore;
   inbound: FeishuInbound;
   /** Default: a store on the core's database. */
@@ -69,6 +75,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   const channel = new FeishuChannel({
     ...channelOptions,
     runner: core.runner,
+    runs: core.runs,
     registry: core.registry,
     store,
     appLimiter,

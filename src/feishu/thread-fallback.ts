@@ -38,6 +38,7 @@ export function withThreadFallback(messenger: FeishuMessenger, log: Logger): Fei
     },
     sendCard: (target, card, options) => messenger.sendCard(target, card, options),
     patchCard: (messageId, card) => messenger.patchCard(messageId, card),
+    userName: (openId) => messenger.userName(openId),
     editText: (messageId, text, options) => messenger.editText(messageId, text, options),
     recall: (messageId) => messenger.recall(messageId),
     messageStatus: (messageId) => messenger.messageStatus(messageId),

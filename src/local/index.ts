@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { Config, RunnableConfig } from "../config.ts";
+import { LOCAL_USERS } from "./console/users.ts";
 import { type Emulator, startEmulator } from "./emulator/index.ts";
 
 /**
@@ -24,6 +25,10 @@ export async function startLocalFeishu(
     stateFile: path.join(config.dataDir, EMULATOR_STATE_FILE),
     // The console's people read the bot's language (BOT_LOCALE=en_us: English toasts, like a Lark tenant).
     clientLocale: config.locale,
+    // EMULATOR_DLP_AUDIT=on: the tenant's data-loss-prevention audit, to see how refused cards degrade.
+    dlpAudit: config.feishu.dlpAudit,
+    // The tenant's directory (获取单个用户信息): toasts name who may answer (仅 @Bob 可以回答此问题).
+    userNames: Object.fromEntries(LOCAL_USERS.map((user) => [user.openId, user.name])),
   });
   // The webhook subscription needs the bot's port, known only after listen: main.ts subscribes it then.
   if (!webhook) emulator.subscribe({ mode: "long_connection" });

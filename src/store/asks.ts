@@ -8,7 +8,7 @@ import type { Db } from "./db.ts";
  * Rows are parsed back with zod: a row edited by hand is an error with a message.
  */
 
-export type AskStatus = "pending" | "answered" | "timeout" | "cancelled" | "superseded";
+export type AskStatus = "pending" | "answered" | "timeout" | "cancelled" | "superseded" | "declined";
 
 export interface AskRow {
   requestId: string;
@@ -23,6 +23,8 @@ export interface AskRow {
   expiresAt: number;
   /** How much 延长 has added so far (bounded by ASK_EXTEND_MAX_MS). */
   extendedMs: number;
+  /** Who asked can read a 拒绝回答 (an outside agent): the card and the page offer it. */
+  declinable: boolean;
   status: AskStatus;
   answers: AskAnswer[] | undefined;
   reason: string | undefined;
@@ -52,12 +54,13 @@ const dbRowSchema = z.object({
   created_at: z.number(),
   expires_at: z.number(),
   extended_ms: z.number(),
-  status: z.enum(["pending", "answered", "timeout", "cancelled", "superseded"]),
+  status: z.enum(["pending", "answered", "timeout", "cancelled", "superseded", "declined"]),
   answer: z.string().nullable(),
   reason: z.string().nullable(),
   answered_via: z.string().nullable(),
   answered_by: z.string().nullable(),
   settled_at: z.number().nullable(),
+  declinable: z.number(),
 });
 
 const questionsSchema = z.array(questionSchema);
@@ -69,9 +72,9 @@ function prepare(db: Db) {
   return {
     insert: db.prepare(
       `INSERT INTO asks (request_id, session_id, run_id, tool_call_id, answerer_id, questions, question_count,
-                         metadata, surfaces, created_at, expires_at)
+                         metadata, surfaces, created_at, expires_at, declinable)
        VALUES (@requestId, @sessionId, @runId, @toolCallId, @answererId, @questions, @questionCount,
-               @metadata, @surfaces, @createdAt, @expiresAt)`,
+               @metadata, @surfaces, @createdAt, @expiresAt, @declinable)`,
     ),
     settle: db.prepare(
       `UPDATE asks SET status = @status, answer = @answer, reason = @reason, answered_via = @via,
@@ -111,9 +114,11 @@ export class AskStore {
     surfaces: string[];
     createdAt: number;
     expiresAt: number;
+    declinable?: boolean | undefined;
   }): void {
     this.#sql.insert.run({
       ...row,
+      declinable: row.declinable ? 1 : 0,
       toolCallId: row.toolCallId ?? null,
       questions: JSON.stringify(row.questions),
       questionCount: row.questions.length,
@@ -174,6 +179,7 @@ function toRow(raw: unknown): AskRow | undefined {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     extendedMs: row.extended_ms,
+    declinable: row.declinable === 1,
     status: row.status,
     answers: row.answer === null ? undefined : answersSchema.parse(JSON.parse(row.answer)),
     reason: row.reason ?? undefined,

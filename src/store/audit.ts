@@ -9,7 +9,7 @@ export interface AuditRow {
   questions: number;
   surfaces: string[];
   askedAt: number;
-  outcome: "answered" | "timeout" | "cancelled" | "superseded" | null;
+  outcome: "answered" | "timeout" | "cancelled" | "superseded" | "declined" | null;
   answeredBy: string | null;
   answeredVia: string | null;
   settledAt: number | null;

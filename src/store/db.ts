@@ -276,6 +276,51 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX IF NOT EXISTS spent_sign_in_links_by_expiry ON spent_sign_in_links(expires_at);
   `,
+  // 拒绝回答 (issue 25): a person may decline an outside agent's question. A new status needs a new CHECK, which
+  // SQLite changes only by rebuilding the table (rowids kept: the audit view orders by them); `declinable`
+  // says who asked may read a decline (an outside agent), so a restart keeps the button on the card.
+  `
+  DROP VIEW ask_audit;
+  CREATE TABLE asks_next (
+    request_id      TEXT PRIMARY KEY,
+    session_id      TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    tool_call_id    TEXT,
+    answerer_id     TEXT NOT NULL,
+    questions       TEXT NOT NULL,
+    question_count  INTEGER NOT NULL,
+    metadata        TEXT,
+    surfaces        TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    extended_ms     INTEGER NOT NULL DEFAULT 0,
+    status          TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'answered', 'timeout', 'cancelled', 'superseded', 'declined')),
+    answer          TEXT,
+    reason          TEXT,
+    answered_via    TEXT,
+    answered_by     TEXT,
+    settled_at      INTEGER,
+    declinable      INTEGER NOT NULL DEFAULT 0
+  );
+  INSERT INTO asks_next (rowid, request_id, session_id, run_id, tool_call_id, answerer_id, questions,
+                         question_count, metadata, surfaces, created_at, expires_at, extended_ms, status, answer,
+                         reason, answered_via, answered_by, settled_at)
+    SELECT rowid, request_id, session_id, run_id, tool_call_id, answerer_id, questions, question_count, metadata,
+           surfaces, created_at, expires_at, extended_ms, status, answer, reason, answered_via, answered_by,
+           settled_at
+    FROM asks;
+  DROP TABLE asks;
+  ALTER TABLE asks_next RENAME TO asks;
+  CREATE INDEX asks_pending ON asks(session_id) WHERE status = 'pending';
+  CREATE INDEX asks_by_session ON asks(session_id, created_at);
+  CREATE INDEX asks_by_tool_call ON asks(run_id, tool_call_id);
+  CREATE VIEW ask_audit AS
+    SELECT request_id, session_id, run_id, answerer_id, question_count AS questions, surfaces,
+           created_at AS asked_at, CASE status WHEN 'pending' THEN NULL ELSE status END AS outcome,
+           answered_by, answered_via, settled_at, rowid AS seq
+    FROM asks;
+  `,
 ];
 
 /**

@@ -53,13 +53,12 @@ function prepareStatements(db: Db) {
       byMessage: db.prepare<[string]>("SELECT * FROM progress_cards WHERE message_id = ?"),
       markGone: db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?"),
       markFinalLanded: db.prepare("UPDATE progress_cards SET final_landed_at = ? WHERE run_id = ?"),
-      // Cards of the runner's runs that ended while their final state had not landed (agents' tasks are not in
-      // `runs`: agents-api resumes those). Oldest first, bounded by age: an older card can no longer be PATCHed.
+      // Cards whose final state has not landed, of any run (whether the run ended is its feed's to say: this
+      // table names no other area's). Oldest first, bounded by age: an older card can no longer be PATCHed.
       finalPending: db.prepare<[number]>(
-        `SELECT c.* FROM progress_cards c JOIN runs r ON r.id = c.run_id
-         WHERE c.final_landed_at IS NULL AND c.gone = 0 AND c.created_at >= ?
-           AND r.status IN ('completed', 'failed', 'cancelled')
-         ORDER BY c.created_at`,
+        `SELECT * FROM progress_cards
+         WHERE final_landed_at IS NULL AND gone = 0 AND created_at >= ?
+         ORDER BY created_at`,
       ),
     },
     reminders: {
@@ -126,7 +125,10 @@ export class FeishuStore {
     this.#sql.cards.markFinalLanded.run(at, runId);
   }
 
-  /** Cards whose run ended but whose final state never landed, recorded at or after `since`, oldest first. */
+  /**
+   * Cards whose final state never landed, recorded at or after `since`, oldest first: live runs' cards and
+   * those a kill left behind alike (the caller asks the run feed which runs ended).
+   */
   finalPending(since: number): ProgressCardRow[] {
     return this.#sql.cards.finalPending.all(since).flatMap((row) => toCard(row) ?? []);
   }

@@ -22,7 +22,7 @@ const stepsSchema = z.array(
     id: z.string(),
     tool: z.string(),
     title: z.string(),
-    status: z.enum(["pending", "running", "done", "failed"]),
+    status: z.enum(["pending", "running", "done", "failed", "stopped"]),
     summary: z.string().optional(),
     words: z
       .object({
@@ -411,6 +411,7 @@ export class Store {
       completed: 0,
       failed: 0,
       cancelled: 0,
+      rejected: 0,
     };
     const rows = this.db
       .prepare<[], { status: string; n: number }>("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")

@@ -7,6 +7,7 @@ import {
   type MessageTarget,
   textContent,
 } from "../feishu/messenger.ts";
+import { CODES, fail } from "../local/emulator/errors.ts";
 import { contentFor, type MessageStore } from "../local/emulator/state.ts";
 import type { MessageView } from "../local/emulator/types.ts";
 import {
@@ -18,7 +19,7 @@ import {
   type MessengerMethod,
   toApiError,
 } from "./fake-faults.ts";
-import { FakePlatform } from "./fake-platform.ts";
+import { FakePlatform, type FakePlatformOptions } from "./fake-platform.ts";
 
 /**
  * An in-memory FeishuMessenger that answers as the SDK messenger over the emulator does — same messages,
@@ -36,12 +37,16 @@ export interface FakeMessengerOptions {
   appId?: string;
   botOpenId?: string;
   botName?: string;
+  /** The tenant's people by open_id, as 获取单个用户信息 names them (default: nobody), like the emulator's. */
+  userNames?: Readonly<Record<string, string>>;
   /** The platform's time before `advance()`; read at every call (default `Date.now()`, faked by vitest too). */
   now?: () => number;
   /** The SDK messenger's per-call timeout: a call delayed this long fails as a timeout (no HTTP status). */
   timeoutMs?: number;
   perMessagePatchPerSecond?: number;
   appCallsPerSecond?: number;
+  /** The tenant's data-loss-prevention audit (the emulator's `dlpAudit`): 230028 for e-mail addresses and phone numbers. */
+  dlpAudit?: FakePlatformOptions["dlpAudit"];
 }
 
 /** One messenger call as it was made and how it ended. */
@@ -67,6 +72,7 @@ const API_NAMES: Record<MessengerMethod, string> = {
   recall: "im.message.delete",
   messageStatus: "im.message.get",
   botInfo: "bot.info",
+  userName: "contact.user.get",
 };
 const TOKEN_TTL_MS = 7200_000;
 
@@ -74,6 +80,7 @@ export class FakeMessenger implements FeishuMessenger {
   readonly appId: string;
   readonly botOpenId: string;
   readonly botName: string;
+  readonly userNames: Readonly<Record<string, string>>;
   readonly platform: FakePlatform;
   readonly calls: FakeCall[] = [];
   /** Tenant tokens fetched: the first call's, and one more after every expiry or token fault. */
@@ -89,12 +96,14 @@ export class FakeMessenger implements FeishuMessenger {
     this.appId = options.appId ?? "cli_0123456789abcdef";
     this.botOpenId = options.botOpenId ?? "ou_bot0000000000000000000000000000";
     this.botName = options.botName ?? "Progress Bot";
+    this.userNames = options.userNames ?? {};
     this.timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.platform = new FakePlatform({
       appId: this.appId,
       now: options.now ?? (() => Date.now()),
       perMessagePatchPerSecond: options.perMessagePatchPerSecond ?? 5,
       appCallsPerSecond: options.appCallsPerSecond ?? 50,
+      ...(options.dlpAudit !== undefined ? { dlpAudit: options.dlpAudit } : {}),
     });
   }
 
@@ -225,6 +234,14 @@ export class FakeMessenger implements FeishuMessenger {
 
   botInfo() {
     return this.#call({ method: "botInfo" }, () => ({ openId: this.botOpenId, name: this.botName }));
+  }
+
+  userName(openId: string) {
+    return this.#call({ method: "userName" }, () => {
+      const name = Object.hasOwn(this.userNames, openId) ? this.userNames[openId] : undefined;
+      if (name === undefined) throw fail(CODES.contactNoAuthority, "no user authority error");
+      return name;
+    });
   }
 
   // the way every call goes ----------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 import type { MessageTarget } from "../feishu/messenger.ts";
 import { checkCardContent, checkContent, EDITS_PER_MESSAGE } from "../local/emulator/content.ts";
+import { dlpAuditOf } from "../local/emulator/context.ts";
+import { auditContent, type DlpAudit } from "../local/emulator/dlp.ts";
 import { CODES, fail } from "../local/emulator/errors.ts";
 import { p2pChatId } from "../local/emulator/ids.ts";
 import { KeyedWindows, SlidingWindow } from "../local/emulator/limits.ts";
@@ -22,6 +24,8 @@ export interface FakePlatformOptions {
   now: () => number;
   perMessagePatchPerSecond: number;
   appCallsPerSecond: number;
+  /** The tenant's data-loss-prevention audit, as the emulator's `dlpAudit` option. */
+  dlpAudit?: boolean | DlpAudit;
 }
 
 export class FakePlatform {
@@ -32,11 +36,13 @@ export class FakePlatform {
   readonly #uuids = new UuidCache();
   readonly #appWindow: SlidingWindow;
   readonly #patchWindows: KeyedWindows;
+  #dlpAudit: DlpAudit | undefined;
 
   constructor(options: FakePlatformOptions) {
     this.#appId = options.appId;
     this.#appWindow = new SlidingWindow(options.appCallsPerSecond);
     this.#patchWindows = new KeyedWindows(options.perMessagePatchPerSecond);
+    this.#dlpAudit = dlpAuditOf(options.dlpAudit);
     let offset = 0;
     this.clock = {
       now: () => options.now() + offset,
@@ -44,6 +50,11 @@ export class FakePlatform {
         offset += ms;
       },
     };
+  }
+
+  /** As the emulator's `setDlpAudit`: the tenant's audit on (with its keywords) or off, from now on. */
+  setDlpAudit(audit: boolean | DlpAudit): void {
+    this.#dlpAudit = dlpAuditOf(audit);
   }
 
   /** The app-wide window: how long until a slot frees, if none is free now. */
@@ -62,6 +73,7 @@ export class FakePlatform {
     const parent = this.store.require(parentId);
     if (parent.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
     checkContent(msgType, content);
+    auditContent(content, this.#dlpAudit);
     const message = this.store.create(
       {
         chatId: parent.chatId,
@@ -87,6 +99,7 @@ export class FakePlatform {
       throw fail(CODES.receiveIdInvalid, `invalid receive_id for ${byChat ? "chat_id" : "open_id"}`);
     const chatId = byChat ? target.chatId : p2pChatId(target.openId);
     checkContent(msgType, content);
+    auditContent(content, this.#dlpAudit);
     const message = this.store.create(
       {
         chatId,
@@ -112,6 +125,7 @@ export class FakePlatform {
     if (!this.#patchWindows.for(messageId).tryTake(now).ok)
       throw fail(CODES.imRateLimited, "This operation triggers the frequency limit");
     checkCardContent(content, { update: true });
+    auditContent(content, this.#dlpAudit);
     this.store.applyUpdate(messageId, content, now);
   }
 

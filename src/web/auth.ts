@@ -51,7 +51,7 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
     const spent = check.ok && token && !spendLink(linkKey(token), check.expiresAt, options.now());
     if (!check.ok || spent) {
       const reason = check.ok ? "link already used" : check.reason;
-      log.info({ reason }, "sign-in link refused");
+      log.debug({ reason }, "sign-in link refused");
       const title =
         reason === "token expired"
           ? strings.signIn.linkExpired
@@ -60,7 +60,7 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
             : strings.signIn.linkInvalid;
       return sendMessagePage(res, 401, { title, body: strings.signIn.linkHelp });
     }
-    log.info({ userId: check.userId }, "signed in with a personal link");
+    log.debug({ userId: check.userId }, "signed in with a personal link");
     // The cookie gets a token of its own, for a browser's lifetime: the link's may last far longer.
     const expiresAt = Math.min(check.expiresAt, options.now() + signInTtlMs);
     const cookieToken = signToken(
@@ -87,7 +87,7 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
           ),
         });
       }
-      log.info({ userId: user.openId }, "signed in as a local user");
+      log.debug({ userId: user.openId }, "signed in as a local user");
       const token = signToken(
         options.authSecret,
         user.openId,

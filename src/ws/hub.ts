@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { checkAnswers } from "../asks/answers.ts";
+import { declineAsk, EXTEND_MS, type ExtendTimes, extendRunAsks } from "../asks/person-actions.ts";
 import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
 import { isRevoked, verifyToken } from "../auth/token.ts";
 import type { AskSurface, RunCommands } from "../domain/ports.ts";
@@ -33,6 +34,8 @@ export interface HubDeps {
   runs: RunFeed;
   /** Cancelling, for a session whose `allows.cancel` says a viewer may. */
   commands: Pick<RunCommands, "cancel">;
+  /** 延长 from a page: the card's own step and bound (ASK_EXTEND_MAX_MS); one hour in all by default. */
+  askTimes?: Partial<ExtendTimes>;
   authSecret: string;
   /** Revoked tokens are refused at the upgrade, and open connections using one close at the next heartbeat. */
   revocations?: TokenRevocations;
@@ -54,6 +57,7 @@ export const WS_PATH = "/ws";
 export class WsHub implements AskSurface {
   readonly name = "websocket";
   readonly #deps: HubDeps;
+  readonly #times: ExtendTimes;
   readonly #pool: ConnectionPool;
   readonly #wss: WebSocketServer;
   readonly #unsubscribe: (() => void)[] = [];
@@ -63,6 +67,7 @@ export class WsHub implements AskSurface {
 
   constructor(deps: HubDeps) {
     this.#deps = deps;
+    this.#times = { extendMs: EXTEND_MS, extendMaxMs: 60 * 60_000, ...deps.askTimes };
     this.#pool = new ConnectionPool({
       limits: { ...DEFAULT_WS_LIMITS, ...deps.limits },
       logger: deps.logger,
@@ -75,11 +80,11 @@ export class WsHub implements AskSurface {
     this.#unsubscribe.push(
       // An MCP elicitation (ask.elicitation) is shown on the Feishu card only: the page has no form for it.
       deps.registry.on("registered", (ask) => {
-        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask));
+        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask, this.#times));
       }),
       // 延长 moved the deadline: the same ask again, with its new expiresAt (clients keep one per request id).
       deps.registry.on("extended", (ask) => {
-        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask));
+        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask, this.#times));
       }),
       deps.registry.on("settled", ({ ask, outcome }) => {
         if (ask.elicitation) return;
@@ -199,8 +204,12 @@ export class WsHub implements AskSurface {
         return this.#pool.unsubscribe(connection, frame.sessionId);
       case "ask_user_questions_result":
         return this.#answer(connection, frame.sessionId, frame.data.requestId, frame.data.answers);
+      case "ask_user_questions_decline":
+        return this.#decline(connection, frame.sessionId, frame.data.requestId);
       case "cancel":
         return this.#cancel(connection, frame.sessionId);
+      case "extend":
+        return this.#extend(connection, frame.sessionId);
     }
   }
 
@@ -219,15 +228,16 @@ export class WsHub implements AskSurface {
     }
     const active = this.#deps.runs.activeRun(sessionId);
     const canAnswer = active?.senderId === connection.userId;
+    const session = this.#deps.runs.session(sessionId);
+    const canCancel = session?.allows.cancel !== false;
     // topics (issue 19): a topic session is named and placed in its group, so a client can list it as a topic;
     // every other session's frame stays as it was.
-    const session = this.#deps.runs.session(sessionId);
     const topic = topicInfo(session);
     const title = topic ? session?.title : undefined;
     this.#send(connection, {
       type: "subscribed",
       sessionId,
-      data: { canAnswer, ...(topic ? { topic, ...(title !== undefined ? { title } : {}) } : {}) },
+      data: { canAnswer, canCancel, ...(topic ? { topic, ...(title !== undefined ? { title } : {}) } : {}) },
     });
     this.#send(connection, {
       type: "session_snapshot",
@@ -237,7 +247,7 @@ export class WsHub implements AskSurface {
     for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
       if (ask.elicitation) continue;
       // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
-      this.#send(connection, askFrame(ask));
+      this.#send(connection, askFrame(ask, this.#times));
     }
   }
 
@@ -284,18 +294,47 @@ export class WsHub implements AskSurface {
     }
   }
 
+  /** 拒绝回答 from a page: the card's rule (asks/person-actions.ts); the settle withdraws it everywhere. */
+  #decline(connection: Connection, sessionId: string, requestId: string): void {
+    // No "accepted" for a decline: every connection hears the settle, reason "declined".
+    const result = declineAsk(
+      this.#deps.registry,
+      { sessionId, requestId },
+      { surface: this.name, userId: connection.userId },
+    );
+    if (result.ok) return;
+    if (result.reason === "forbidden")
+      return this.#error(connection, sessionId, "forbidden", "only the person asked may decline", requestId);
+    if (result.reason === "not_declinable")
+      return this.#error(connection, sessionId, "forbidden", "this question cannot be declined", requestId);
+    this.#error(
+      connection,
+      sessionId,
+      "stale_request",
+      "this question is no longer waiting for an answer",
+      requestId,
+    );
+  }
+
   #cancel(connection: Connection, sessionId: string): void {
     // Some sessions' runs are not stopped from a page: an outside agent's task ends when its agent says so.
     if (this.#deps.runs.session(sessionId)?.allows.cancel === false) {
-      return this.#error(connection, sessionId, "forbidden", "an outside agent's task is ended by its agent");
+      return this.#action(
+        connection,
+        sessionId,
+        "forbidden",
+        "an outside agent's task is ended by its agent",
+        "cancel",
+      );
     }
     // Strangers learn nothing, not even whether something is running.
     if (!this.#deps.runs.canView(connection.userId, sessionId)) {
-      return this.#error(
+      return this.#action(
         connection,
         sessionId,
         "forbidden",
         "only the person who started the task may cancel it",
+        "cancel",
       );
     }
     const run = this.#deps.runs.activeRun(sessionId);
@@ -303,14 +342,60 @@ export class WsHub implements AskSurface {
     if (result.ok && run)
       return this.#send(connection, { type: "cancelled", sessionId, data: { runId: run.id } });
     if (!result.ok && result.reason === "forbidden") {
-      return this.#error(
+      return this.#action(
         connection,
         sessionId,
         "forbidden",
         "only the person who started the task may cancel it",
+        "cancel",
       );
     }
-    this.#error(connection, sessionId, "not_running", "no task is running in this session");
+    this.#action(connection, sessionId, "not_running", "no task is running in this session", "cancel");
+  }
+
+  /** 延长 from a page: the same rule and effect as the card's button (asks/person-actions.ts). */
+  #extend(connection: Connection, sessionId: string): void {
+    if (!this.#deps.runs.canView(connection.userId, sessionId))
+      return this.#action(
+        connection,
+        sessionId,
+        "forbidden",
+        "only the person asked may extend the deadline",
+        "extend",
+      );
+    const run = this.#deps.runs.activeRun(sessionId);
+    const result = run
+      ? extendRunAsks(this.#deps.registry, { sessionId, runId: run.id }, connection.userId, this.#times)
+      : ({ ok: false, reason: "none" } as const);
+    // Success needs no reply of its own: every connection gets the asks again with their new deadlines.
+    if (result.ok) return;
+    if (result.reason === "forbidden")
+      return this.#action(
+        connection,
+        sessionId,
+        "forbidden",
+        "only the person asked may extend the deadline",
+        "extend",
+      );
+    if (result.reason === "limit")
+      return this.#action(
+        connection,
+        sessionId,
+        "extend_limit",
+        "no further extensions are allowed",
+        "extend",
+      );
+    this.#action(connection, sessionId, "not_running", "no question is waiting in this session", "extend");
+  }
+
+  #action(
+    connection: Connection,
+    sessionId: string,
+    code: ErrorCode,
+    message: string,
+    action: "cancel" | "extend",
+  ): void {
+    this.#error(connection, sessionId, code, message, undefined, action);
   }
 
   /**
@@ -341,11 +426,12 @@ export class WsHub implements AskSurface {
     code: ErrorCode,
     message: string,
     requestId?: string,
+    action?: "cancel" | "extend",
   ): void {
     this.#send(connection, {
       type: "error",
       sessionId,
-      data: { code, message, ...(requestId ? { requestId } : {}) },
+      data: { code, message, ...(requestId ? { requestId } : {}), ...(action ? { action } : {}) },
     });
   }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { canExtend, type ExtendTimes } from "../asks/person-actions.ts";
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { TopicInfo } from "../domain/topic-view.ts";
 import type { QueuedMessage, RunView } from "../domain/types.ts";
@@ -20,7 +21,15 @@ export const clientFrameSchema = z.discriminatedUnion("type", [
     sessionId,
     data: z.object({ requestId: z.string().min(1).max(200), answers: z.unknown() }),
   }),
+  // 拒绝回答 an outside agent's question (asks/person-actions.ts): the agent reads status "declined".
+  z.object({
+    type: z.literal("ask_user_questions_decline"),
+    sessionId,
+    data: z.object({ requestId: z.string().min(1).max(200) }),
+  }),
   z.object({ type: z.literal("cancel"), sessionId, data: z.unknown().optional() }),
+  // 延长: the session's running task's pending deadlines, as the card's button does (asks/person-actions.ts).
+  z.object({ type: z.literal("extend"), sessionId, data: z.unknown().optional() }),
   z.object({ type: z.literal("ping"), sessionId: z.string().optional(), data: z.unknown().optional() }),
 ]);
 
@@ -35,6 +44,7 @@ export type ErrorCode =
   | "invalid_answers"
   | "stale_request"
   | "not_running"
+  | "extend_limit"
   | "too_many_subscriptions"
   | "rate_limited";
 
@@ -46,7 +56,12 @@ export type ServerFrame =
         requestId: string;
         questions: PendingAsk["questions"];
         metadata: Record<string, unknown>;
+        /** The deadline (ms since the epoch); each page writes it in its viewer's own zone. */
         expiresAt: number;
+        /** One more 延长 fits this ask's bound. */
+        canExtend: boolean;
+        /** 拒绝回答 is offered (an outside agent's question). */
+        declinable: boolean;
       };
     }
   | { type: "ask_user_questions_cancelled"; sessionId: string; data: { requestId: string; reason: string } }
@@ -56,14 +71,21 @@ export type ServerFrame =
       type: "subscribed";
       sessionId: string;
       /** For a topic session only: where it is (`topic`) and its title (its group and first words). */
-      data: { canAnswer: boolean; title?: string; topic?: TopicInfo };
+      data: {
+        canAnswer: boolean;
+        /** The session's runs may be cancelled from a page (RunSession.allows; the runner checks who). */
+        canCancel: boolean;
+        title?: string;
+        topic?: TopicInfo;
+      };
     }
   | { type: "cancelled"; sessionId: string; data: { runId: string } }
   | { type: "pong"; sessionId: string; data: Record<string, never> }
   | {
       type: "error";
       sessionId: string | null;
-      data: { code: ErrorCode; message: string; requestId?: string };
+      /** `action`: the refused 取消任务 or 延长 (a page says so by its buttons, not as a page error). */
+      data: { code: ErrorCode; message: string; requestId?: string; action?: "cancel" | "extend" };
     };
 
 export interface SessionSnapshot {
@@ -74,7 +96,7 @@ export interface SessionSnapshot {
   queuedCount: number;
 }
 
-export function askFrame(ask: PendingAsk): ServerFrame {
+export function askFrame(ask: PendingAsk, times: ExtendTimes): ServerFrame {
   return {
     type: "ask_user_questions",
     sessionId: ask.sessionId,
@@ -83,6 +105,8 @@ export function askFrame(ask: PendingAsk): ServerFrame {
       questions: ask.questions,
       metadata: ask.metadata ?? {},
       expiresAt: ask.expiresAt,
+      canExtend: canExtend(ask, times),
+      declinable: ask.declinable === true,
     },
   };
 }
@@ -91,8 +115,8 @@ export function cancelledFrame(ask: PendingAsk, outcome: AskOutcome): ServerFram
   const reason =
     outcome.kind === "answered"
       ? `answered via ${outcome.surface}`
-      : outcome.kind === "timeout"
-        ? "timeout"
+      : outcome.kind === "timeout" || outcome.kind === "declined"
+        ? outcome.kind
         : outcome.reason;
   return {
     type: "ask_user_questions_cancelled",

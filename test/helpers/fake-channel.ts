@@ -13,7 +13,7 @@ import type { Agent } from "../../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../../src/harness/agents/demo.ts";
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
 import type { CardActionInput, MessageView, UserMessageInput } from "../../src/local/emulator/types.ts";
-import { createLogger } from "../../src/logger.ts";
+import { createLogger, type Logger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { FeishuStore } from "../../src/store/feishu.ts";
 import {
@@ -89,6 +89,8 @@ export interface FakeChannelOptions {
   signInLink?: FeishuChannelOptions["signInLink"];
   /** The public URL as main.ts gives it (live: with PORT=0 it throws until the server listens). */
   publicUrl?: () => string;
+  /** Where the service logs (default: silent); a test that reads the log lines passes its own. */
+  logger?: Logger;
 }
 
 /** One tick of fake time between looks at the world: short next to every interval the channel uses. */
@@ -108,7 +110,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-fake-"));
   const dbFile = path.join(dataDir, "bot.sqlite");
   const db = openDatabase(dbFile);
-  const logger = createLogger({ level: "silent" });
+  const logger = options.logger ?? createLogger({ level: "silent" });
   // Clocks are read through Date.now at each call, so they follow vi.setSystemTime and advancing timers.
   const now = () => Date.now();
   const core = createCore({

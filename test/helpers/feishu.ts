@@ -181,7 +181,7 @@ export async function startFeishuRig(
         throw new Error(`webhook answered ${result.status}: ${JSON.stringify(result.body)}`);
       return result.body;
     }
-    const ack = await emulator.longConnection.deliver(payload);
+    const ack = await emulator.longConnection.deliver(payload, { timeoutMs: 10_000 }); // a stalled CI machine, not the deadline under test
     if (ack.status !== 200) throw new Error(`long connection acked ${ack.status}`);
     return ack.body === "" ? undefined : ack.body;
   };

@@ -77,6 +77,13 @@ export function longConnectionFixtures() {
   return { cleanup, emulator, rig, raw, recordingBot };
 }
 
+/**
+ * For a delivery that only proves the connection serves: the 3 s ack deadline is the platform's, but a CI machine
+ * running the whole suite on 2 cores can stall a process for longer (CI saw one such stall after a reconnect).
+ * Tests of the deadline itself keep the default.
+ */
+export const SERVES = { timeoutMs: 10_000 } as const;
+
 export const waitFor = <T>(probe: () => T | undefined | false, timeout = 8000) =>
   vi.waitFor(
     () => {

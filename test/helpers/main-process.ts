@@ -31,6 +31,8 @@ export interface MainOptions {
   preload?: string[];
   /** How long the child may take to say it listens (default 30 s: a busy machine starts tsx slowly). */
   startMs?: number;
+  /** The compiled entry (`dist/main.js`) run by plain node instead of `src/main.ts` under tsx. */
+  compiled?: string;
 }
 
 const Listening = z.object({
@@ -56,7 +58,9 @@ export function listeningIn(line: string): { port: number; url: string } | undef
 /** Starts the bot and resolves once it says where it listens; rejects with its output if it exits first. */
 export async function startMain(options: MainOptions = {}): Promise<MainProcess> {
   const preload = (options.preload ?? []).flatMap((file) => ["--import", file]);
-  const args = [...(options.nodeArgs ?? []), "--import", "tsx", ...preload, "src/main.ts"];
+  const args = options.compiled
+    ? [...(options.nodeArgs ?? []), ...preload, options.compiled]
+    : [...(options.nodeArgs ?? []), "--import", "tsx", ...preload, "src/main.ts"];
   const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH ?? "", PORT: "0", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

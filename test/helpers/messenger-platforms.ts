@@ -33,6 +33,8 @@ export interface Platform {
 
 export interface PlatformOptions {
   appCallsPerSecond?: number;
+  /** The tenant's people, by open_id (获取单个用户信息). */
+  userNames?: Record<string, string>;
 }
 
 /** The time both platforms start at; frozen unless a case advances it, so rate windows are exact. */
@@ -60,6 +62,7 @@ export async function emulatorPlatform(options: PlatformOptions): Promise<Platfo
     recall: ["DELETE", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
     messageStatus: ["GET", (id) => new RegExp(`^/open-apis/im/v1/messages/${id}$`)],
     botInfo: ["GET", () => /^\/open-apis\/bot\/v3\/info$/],
+    userName: ["GET", () => /^\/open-apis\/contact\/v3\/users\/[^/]+$/],
   };
   return {
     messenger,

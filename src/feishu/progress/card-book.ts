@@ -2,9 +2,10 @@ import type { AskRegistry, PendingAsk } from "../../asks/registry.ts";
 import type { GoneQuestion } from "../../cards/ask-words.ts";
 import type { FormDraft } from "../../cards/form-value.ts";
 import type { Card } from "../../cards/model.ts";
-import { buildProgressCard, type DegradeLevel, type ProgressView } from "../../cards/progress.ts";
+import { buildProgressCard, type ProgressView, type Rendering } from "../../cards/progress.ts";
 import { oneLine, truncate } from "../../cards/text.ts";
-import type { AgentCardTarget, SessionRuns } from "../../domain/ports.ts";
+import type { SessionRuns } from "../../domain/ports.ts";
+import type { CardPlacement, RunFeed } from "../../domain/run-feed.ts";
 import { type ChatType, isTerminal, type RunView, type SessionTopic } from "../../domain/types.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import { type AskTimes, deadlineView } from "../ask-deadline.ts";
@@ -36,16 +37,22 @@ export interface ActiveCard {
   /** Recalled, deleted or unknown to the platform: the run was ended and the chat told. */
   gone: boolean;
   /**
-   * A task of an outside agent (agents-api): sent to `target`, not replying to a message; names the agent.
-   * `run` is the agent's latest report: such tasks are not the runner's, and the agent pushes each change.
+   * A task of an outside agent (its run names the agent): its card names the agent and spends from the
+   * agents' budget; `to` is where it is sent (the feed's `send` placement), not replying to a message.
    */
-  agent?: { name: string; target: AgentCardTarget["target"]; run: RunView };
+  agent?: { name: string; to?: SendTo };
   /** Why the run's last question is gone, once it ended without a card answer; each language words it. */
   notice?: GoneQuestion;
 }
 
+/** Where a card that replies to no message is sent: a person or a group. */
+export type SendTo = Extract<CardPlacement, { kind: "send" }>["to"];
+
 export interface CardBookDeps {
-  runner: Pick<SessionRuns, "activeRun" | "getRun" | "getSession" | "queued">;
+  /** Every run, the bot's and outside agents' (core.runs): what a card shows. */
+  runs: Pick<RunFeed, "getRun" | "session">;
+  /** The bot's queue, counted on a waiting card (取消并处理新消息). */
+  runner: Pick<SessionRuns, "queued">;
   registry: Pick<AskRegistry, "getPendingForSession">;
   store: Pick<FeishuStore, "wasReminded">;
   times: AskTimes;
@@ -68,10 +75,10 @@ export class CardBook {
 
   /** A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any). */
   open(
-    run: Pick<RunView, "id" | "sessionId" | "senderId">,
+    run: Pick<RunView, "id" | "sessionId" | "senderId" | "agent">,
     where: { chatId: string; sourceMessageId: string },
   ) {
-    const session = this.#deps.runner.getSession(run.sessionId);
+    const session = this.#deps.runs.session(run.sessionId);
     const card: ActiveCard = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -86,6 +93,7 @@ export class CardBook {
       reminder: this.#deps.store.wasReminded(run.id) ? "sent" : "none",
       drafts: new Map(),
       gone: false,
+      ...(run.agent !== undefined ? { agent: { name: run.agent } } : {}),
     };
     this.#cards.set(run.id, card);
     return card;
@@ -116,14 +124,11 @@ export class CardBook {
       this.#byMessage.delete(card.messageId);
   }
 
-  /** The run as it is now: the agent's report for an outside task, else the runner's (live or as saved). */
+  /** The run as it is now, from the feed that holds it (the live state while it runs, else as saved). */
   runOf(card: ActiveCard): RunView {
-    if (card.agent) return card.agent.run;
-    const { runner } = this.#deps;
-    const active = runner.activeRun(card.sessionId);
-    const run = active?.id === card.runId ? active : runner.getRun(card.runId);
-    // The runner writes a run before it announces it, so this is a broken invariant, not a user's input.
-    if (!run) throw new Error(`the runner does not know run ${card.runId}, which has a card`);
+    const run = this.#deps.runs.getRun(card.runId);
+    // A feed writes (or holds) a run before it announces it, so this is a broken invariant, not a user's input.
+    if (!run) throw new Error(`no feed knows run ${card.runId}, which has a card`);
     return run;
   }
 
@@ -147,10 +152,16 @@ export class CardBook {
     };
   }
 
-  /** The whole card, from the run and its pending asks as they are now, at the card's degrade level. */
+  /**
+   * The whole card, from the run and its pending asks as they are now, at the card's degrade level and
+   * redaction (its publisher's, unless told).
+   */
   render(
     card: ActiveCard,
-    level: DegradeLevel = card.publisher?.degradeLevel ?? 0,
+    rung: Rendering = {
+      level: card.publisher?.degradeLevel ?? 0,
+      redaction: card.publisher?.redaction ?? "none",
+    },
     status?: RunView["status"],
   ) {
     const asks = this.asksOf(card);
@@ -160,7 +171,8 @@ export class CardBook {
     });
     const run = this.runOf(card);
     return buildProgressCard(this.#view(status ? { ...run, status } : run, card, asks), withDrafts, {
-      degraded: level,
+      degraded: rung.level,
+      redaction: rung.redaction,
     });
   }
 

@@ -1,5 +1,5 @@
 import type { AskOutcome, PendingAsk } from "../../asks/registry.ts";
-import type { AgentCardTarget, RunCommands } from "../../domain/ports.ts";
+import type { RunCommands } from "../../domain/ports.ts";
 import type { RunEvents, RunFeed } from "../../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
@@ -22,8 +22,13 @@ export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone"> {
   /** The zone a card writes an answer's time in (已在网页端回答（15:42）). */
   times: Pick<AskTimes, "timeZone">;
   queuedCards: QueuedCards;
-  runner: Pick<RunFeed, "activeRun" | "getRun"> & Pick<RunCommands, "abandon">;
+  /** Every run, the bot's and outside agents': the cards follow this feed alone. */
+  runs: Pick<RunFeed, "activeRun" | "getRun">;
+  /** A card found gone ends its run (the bot's; an outside agent's task is its agent's to end). */
+  runner: Pick<RunCommands, "abandon">;
 }
+
+type SendPlacement = Extract<NonNullable<RunEvents["run_started"]["card"]>, { kind: "send" }>;
 
 export class CardLifecycle {
   readonly #d: LifecycleDeps;
@@ -38,6 +43,10 @@ export class CardLifecycle {
   }
 
   runStarted(event: RunEvents["run_started"]): void {
+    if (event.card?.kind === "send") {
+      this.#sendStarted(event.run, event.card, event.resumed);
+      return;
+    }
     const { run } = event;
     const { book, store, log, background } = this.#d;
     if (event.resumed) {
@@ -76,6 +85,8 @@ export class CardLifecycle {
   runUpdated(run: RunView): void {
     const card = this.#d.book.get(run.id);
     if (!card) return;
+    // An outside agent's group card waits on the answerer of its latest question: the @-reminder goes there.
+    card.senderId = run.senderId;
     card.publisher?.request();
     if (isTerminal(run) && card.publisher) this.#place.forgetWhenLanded(card);
   }
@@ -84,13 +95,15 @@ export class CardLifecycle {
    * After a restart: every recorded card whose run ended before its final state landed (a kill during the
    * PATCH interval, a back-off, a late retry) gets that state by one PATCH, on the path of a resumed run's
    * first PATCH (#recover, paced by the app limiter). Cards Feishu would refuse as too old are left alone.
+   * One rule for every run the feed holds, outside agents' tasks included.
    */
   repairEnded(): number {
-    const { store, book, runner, now, background } = this.#d;
+    const { store, book, runs, now, background } = this.#d;
     let repaired = 0;
     for (const row of store.finalPending(now() - CARD_PATCHABLE_MS)) {
-      const run = runner.getRun(row.runId);
-      if (!run || book.get(row.runId)) continue;
+      // Whose run it is the feed knows (the card table names no run table): only ended runs are owed.
+      const run = runs.getRun(row.runId);
+      if (!run || !isTerminal(run) || book.get(row.runId)) continue;
       const card = book.open(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
       background.track(this.#place.recover(card, row.messageId));
       repaired += 1;
@@ -103,49 +116,22 @@ export class CardLifecycle {
     this.#place.close();
   }
 
-  // an outside agent's task (agents-api) ---------------------------------------------------------------
-
-  /** The same card, publisher and asks as a run's, but sent to a chat (no message to reply to). */
-  openAgentCard(run: RunView, where: AgentCardTarget): void {
-    const chatId = "chatId" in where.target ? where.target.chatId : "";
-    const card = this.#agentCard(run, where, chatId);
+  /**
+   * A run whose card is sent to a person or group (an outside agent's task): a new one is sent; after a
+   * restart the recorded card takes the run's changes again (questions the registry still holds keep their
+   * forms), and one never recorded is sent (the same uuid gives back a card Feishu made before the kill).
+   */
+  #sendStarted(run: RunView, placement: SendPlacement, resumed: boolean): void {
+    const { book, store, background } = this.#d;
+    const row = resumed ? store.cardForRun(run.id) : undefined;
+    if (row?.gone || book.get(run.id)) return;
+    const chatId = row?.chatId ?? ("chatId" in placement.to ? placement.to.chatId : "");
+    const card = book.open(run, { chatId, sourceMessageId: "" });
+    card.chatType = placement.chatType;
+    card.agent = { name: run.agent ?? "", to: placement.to };
+    if (row) this.#place.attach(card, row.messageId);
     // A question card is opened with its question already registered: the first send carries the form.
-    this.#d.background.track(this.#place.reply(card, { fresh: true }));
-  }
-
-  /** After a restart: the recorded card gets the task's state by PATCH; one never recorded is sent again. */
-  resumeAgentCard(run: RunView, where: AgentCardTarget): void {
-    const row = this.#d.store.cardForRun(run.id);
-    if (row?.gone) return;
-    if (isTerminal(run)) {
-      // An ended task's card that never got its final state (the bot was killed first): one PATCH, as a run's.
-      if (row && row.finalLandedAt === undefined && !this.#d.book.get(run.id))
-        this.#d.background.track(this.#place.recover(this.#agentCard(run, where, row.chatId), row.messageId));
-      return;
-    }
-    if (!row) {
-      this.openAgentCard(run, where);
-      return;
-    }
-    // Questions the registry still holds (durable asks, restored before this) keep their forms.
-    this.#place.attach(this.#agentCard(run, where, row.chatId), row.messageId);
-  }
-
-  updateAgentRun(run: RunView): void {
-    const card = this.#d.book.get(run.id);
-    if (card?.agent) {
-      card.agent.run = run;
-      // In a group the answerer changes with each question: the @-reminder goes to the current one.
-      card.senderId = run.senderId;
-    }
-    this.runUpdated(run);
-  }
-
-  #agentCard(run: RunView, where: AgentCardTarget, chatId: string): ActiveCard {
-    const card = this.#d.book.open(run, { chatId, sourceMessageId: "" });
-    card.chatType = where.chatType;
-    card.agent = { name: where.agent, target: where.target, run };
-    return card;
+    else background.track(this.#place.reply(card, { fresh: true }));
   }
 
   // questions on the card ----------------------------------------------------------------------------
@@ -177,8 +163,8 @@ export class CardLifecycle {
 
   /** Looks the active run's card up on the platform; a card that is gone ends its run (see gone-cards.ts). */
   async checkActiveCard(sessionId: string): Promise<void> {
-    const { book, runner, log } = this.#d;
-    const run = runner.activeRun(sessionId);
+    const { book, runs, log } = this.#d;
+    const run = runs.activeRun(sessionId);
     const card = run === undefined ? undefined : book.get(run.id);
     // Without an open form the card is PATCHed as the run goes on, and a PATCH finds out by itself.
     if (!card?.messageId || card.gone || book.asksOf(card).length === 0 || this.#checking.has(card.runId))

@@ -217,6 +217,8 @@ export function endedText(outcome: AskOutcome, group: boolean): string {
     }
     case "timeout":
       return s.goneLine(s.gone.timeout);
+    case "declined":
+      return s.ended.declined(group ? mentionTag(outcome.userId) : s.ended.you);
     case "cancelled":
       return s.goneLine(s.gone.cancelled);
   }

@@ -1,5 +1,5 @@
 import type { AskRegistry } from "../../asks/registry.ts";
-import type { DegradeLevel } from "../../cards/progress.ts";
+import type { Rendering } from "../../cards/progress.ts";
 import { isTerminal } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
@@ -10,6 +10,7 @@ import { checkCard, provesGone, suggestsGone } from "../gone-cards.ts";
 import { agentsLane, type Limiter } from "../limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { FeishuMetrics } from "../metrics.ts";
+import { nextRedaction } from "../publish-state.ts";
 import { CardPublisher } from "../publisher.ts";
 import { threadReply } from "../topics.ts";
 import type { Background } from "./background.ts";
@@ -82,7 +83,7 @@ export class CardPlacement {
     const recovering = ended
       ? book.render(card)
       : book.asksOf(card).length > 0
-        ? book.render(card, 0, "running")
+        ? book.render(card, { level: 0, redaction: "none" }, "running")
         : book.recovering(card);
     let shown: string | undefined;
     try {
@@ -127,24 +128,31 @@ export class CardPlacement {
       // here, or a run resumed after a crash) gives back the card an earlier attempt created, content unknown.
       let attempts = 0;
       let shown: string | undefined;
-      // A refused card (230099/230025) is sent again degraded, and the card stays degraded from then on. Same
-      // uuid: a refused reply created no message (assumed: the docs say nothing of uuids on failed sends).
-      let level: DegradeLevel = 0;
-      const degrade = () => {
-        if (level === 2) return false;
-        level = level === 0 ? 1 : 2;
+      // A refused card (230099/230025) is sent again degraded, and the card stays degraded from then on; one
+      // the tenant's audit refused (230028) is sent again masked, then without the model's text. Same uuid:
+      // a refused reply created no message (assumed: the docs say nothing of uuids on failed sends).
+      const rung: Rendering = { level: 0, redaction: "none" };
+      const degrade = (error: FeishuApiError) => {
+        if (error.auditRefused) {
+          const redaction = nextRedaction(rung.redaction);
+          if (redaction === undefined) return false;
+          rung.redaction = redaction;
+          return true;
+        }
+        if (rung.level === 2) return false;
+        rung.level = rung.level === 0 ? 1 : 2;
         return true;
       };
       const sent = await withRetries(
         () =>
           appLimiter(
             () => {
-              const content = book.render(card, level);
+              const content = book.render(card, rung);
               attempts += 1;
               shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
               const uuid = `run-${card.runId}`;
-              return card.agent
-                ? messenger.sendCard(card.agent.target, content, { uuid })
+              return card.agent?.to
+                ? messenger.sendCard(card.agent.to, content, { uuid })
                 : messenger.replyCard(card.sourceMessageId, content, {
                     uuid,
                     ...threadReply(card),
@@ -166,7 +174,7 @@ export class CardPlacement {
       };
       // The card is in the chat whatever the database says: it is published; its record follows.
       writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
-      this.attach(card, sent.messageId, shown, level);
+      this.attach(card, sent.messageId, shown, rung);
     } catch (error) {
       log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
       book.forget(card);
@@ -184,7 +192,12 @@ export class CardPlacement {
   }
 
   /** `shown`: the card's content on the platform now, if known (the reply's), so it is not sent again. */
-  attach(card: ActiveCard, messageId: string, shown?: string, degradeLevel: DegradeLevel = 0): void {
+  attach(
+    card: ActiveCard,
+    messageId: string,
+    shown?: string,
+    rung: Rendering = { level: 0, redaction: "none" },
+  ): void {
     const { book, registry, metrics } = this.#d;
     if (this.#closed) return;
     book.placed(card, messageId);
@@ -192,8 +205,9 @@ export class CardPlacement {
       messageId,
       messenger: this.#d.messenger,
       shape: () => book.shape(card),
-      render: (level) => book.render(card, level),
-      degradeLevel,
+      render: (level, redaction) => book.render(card, { level, redaction }),
+      degradeLevel: rung.level,
+      redaction: rung.redaction,
       intervalMs: this.#d.cardPatchIntervalMs,
       confirmAfterMs: this.#d.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(shown !== undefined ? { shown } : {}),

@@ -9,7 +9,8 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  */
 export async function withRetries<T>(
   send: () => Promise<T>,
-  degrade: () => boolean,
+  /** A refusal of the content (230099/230025, or the tenant's audit, 230028): re-render it, if there is a rung left. */
+  degrade: (error: FeishuApiError) => boolean,
   wait: (ms: number) => Promise<void>,
   attempts = 4,
 ): Promise<T> {
@@ -17,8 +18,8 @@ export async function withRetries<T>(
     try {
       return await send();
     } catch (error) {
-      // Not counted as an attempt: at most two re-renders, each plainer, then the refusal is final.
-      if (error instanceof FeishuApiError && error.cardRefused && degrade()) {
+      // Not counted as an attempt: at most two re-renders per ladder, each plainer, then the refusal is final.
+      if (error instanceof FeishuApiError && (error.cardRefused || error.auditRefused) && degrade(error)) {
         attempt -= 1;
         continue;
       }

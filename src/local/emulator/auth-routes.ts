@@ -28,6 +28,15 @@ export function mountAuthRoutes(router: Router, ctx: EmulatorContext): void {
 
 /** `GET /open-apis/bot/v3/info` (D-bot): the bot object is top-level, not under `data`. */
 export function mountBotRoutes(router: Router, ctx: EmulatorContext): void {
+  // 获取单个用户信息 (contact/v3/users/:user_id, user_id_type=open_id): the name, for people in the app's
+  // contact scope; anyone else gets an error (the bot then words its toast without a name).
+  router.get("/open-apis/contact/v3/users/:user_id", (req, res) => {
+    const openId = String(req.params.user_id);
+    const name = Object.hasOwn(ctx.config.userNames, openId) ? ctx.config.userNames[openId] : undefined;
+    if (req.query.user_id_type !== "open_id" || name === undefined)
+      throw fail(CODES.contactNoAuthority, "no user authority error");
+    sendJson(res, 200, { code: CODES.ok, msg: "success", data: { user: { open_id: openId, name } } });
+  });
   router.get("/open-apis/bot/v3/info", (_req, res) => {
     sendJson(res, 200, {
       code: CODES.ok,

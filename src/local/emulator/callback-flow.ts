@@ -39,6 +39,8 @@ export async function click(
   const timeoutMs = options.timeoutMs ?? CALLBACK_DEADLINE_MS;
   const started = performance.now();
   let answer: { status: number; body: unknown; durationMs: number };
+  // Every CardKit update of this card fails with 200810 until the answer is in (feishu-platform §2.3).
+  ctx.cardkit.callbackStarted(input.messageId);
   try {
     answer = await deliverer.deliver(payload, { timeoutMs });
   } catch (error) {
@@ -47,6 +49,8 @@ export async function click(
       ? `机器人未在 ${timeoutMs / 1000} 秒内响应`
       : `无法连接机器人：${error instanceof Error ? error.message : String(error)}`;
     return failed(200341, reason, performance.now() - started);
+  } finally {
+    ctx.cardkit.callbackEnded(input.messageId);
   }
   const durationMs = answer.durationMs;
   if (answer.status !== 200)

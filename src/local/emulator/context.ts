@@ -1,4 +1,6 @@
+import { CardEntities } from "./cardkit.ts";
 import { createClock } from "./clock.ts";
+import type { DlpAudit } from "./dlp.ts";
 import { FaultQueue } from "./faults.ts";
 import { type Journal, openJournal } from "./journal.ts";
 import { KeyedWindows, SlidingWindow } from "./limits.ts";
@@ -14,6 +16,7 @@ export interface EmulatorConfig {
   botName: string;
   tenantKey: string;
   clientLocale: string;
+  userNames: Readonly<Record<string, string>>;
   encryptKey: string | undefined;
   verificationToken: string | undefined;
   perMessagePatchPerSecond: number;
@@ -37,6 +40,17 @@ export interface EmulatorContext {
   journal: Journal | undefined;
   /** The long-connection server (connections live in memory only). */
   longConnection: LongConnectionServer;
+  /** The tenant's settings an admin can change while the app runs. */
+  tenant: TenantSettings;
+  /** CardKit card entities (cardkit.ts); an entity sent in a message updates it. */
+  cardkit: CardEntities;
+}
+
+export interface TenantSettings {
+  /** The data-loss-prevention audit on send, reply and PATCH (dlp.ts); off when undefined. */
+  dlpAudit: DlpAudit | undefined;
+  /** The app's granted tenant scopes (scopes.ts); undefined: every scope is granted. */
+  grantedScopes: ReadonlySet<string> | undefined;
 }
 
 const APP_ID = /^cli_[0-9a-fA-F]{16}$/;
@@ -49,6 +63,7 @@ export function resolveConfig(options: EmulatorOptions): EmulatorConfig {
     botName: options.botName ?? "Progress Bot",
     tenantKey: options.tenantKey ?? "tenant_emulator",
     clientLocale: options.clientLocale ?? "zh_cn",
+    userNames: options.userNames ?? {},
     encryptKey: options.encryptKey,
     verificationToken: options.verificationToken,
     perMessagePatchPerSecond: options.perMessagePatchPerSecond ?? 5,
@@ -72,7 +87,12 @@ export function createContext(options: EmulatorOptions): EmulatorContext {
   );
   const messages = new MessageStore(journal);
   for (const chatId of options.topicGroups ?? []) messages.chatModes.set(chatId, "topic");
+  const cardkit = new CardEntities(messages, (messageId, via) => {
+    const message = messages.get(messageId);
+    if (message) observer.emit("message_patched", { message, via });
+  });
   return {
+    cardkit,
     config,
     clock,
     messages,
@@ -85,5 +105,15 @@ export function createContext(options: EmulatorOptions): EmulatorContext {
     observer,
     journal,
     longConnection: new LongConnectionServer({ clock, observer }, options.longConnection),
+    tenant: {
+      dlpAudit: dlpAuditOf(options.dlpAudit),
+      grantedScopes: options.grantedScopes ? new Set(options.grantedScopes) : undefined,
+    },
   };
+}
+
+/** `dlpAudit: true` is the audit with no keywords of the tenant's own. */
+export function dlpAuditOf(setting: boolean | DlpAudit | undefined): DlpAudit | undefined {
+  if (setting === undefined || setting === false) return undefined;
+  return setting === true ? {} : setting;
 }

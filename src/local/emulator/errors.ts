@@ -10,11 +10,15 @@ export const CODES = {
   tokenMissing: 99991661,
   tokenInvalid: 99991663,
   tokenMalformed: 99991671,
+  /** The app lacks every scope that grants the call (scopes.ts). */
+  scopeMissing: 99991672,
   fieldValidation: 99992402,
   messageInvalid: 230001,
   messageRecalled: 230011,
   imRateLimited: 230020,
   contentTooLong: 230025,
+  /** The tenant's data-loss-prevention audit refused the content (dlp.ts). */
+  auditFailed: 230028,
   messageTooOld: 230031,
   receiveIdInvalid: 230034,
   cardContentFailed: 230099,
@@ -25,6 +29,12 @@ export const CODES = {
   updateTokenExpired: 300030,
   updateTokenUsedUp: 300040,
   updateMessageRecalled: 200000,
+  /**
+   * 获取单个用户信息 for someone outside the app's contact scope (通讯录权限范围), or nobody: the emulator's
+   * one answer for "no name for you" (the docs list 41050 "no user authority"; which code an unknown open_id
+   * gets is not documented).
+   */
+  contactNoAuthority: 41050,
   /** Client-side errors of a callback response (§2.3): a bad card, a 1.0 card answering a 2.0 card. */
   callbackCardInvalid: 200673,
   callbackCardVersion: 200830,

@@ -1,8 +1,9 @@
 import { applyCallbackCard } from "./callback-card.ts";
 import { click } from "./callback-flow.ts";
-import { createContext } from "./context.ts";
+import { createContext, dlpAuditOf } from "./context.ts";
 import { type UrlVerification, urlVerification } from "./crypto.ts";
 import { createDeliverer, type Subscription } from "./delivery.ts";
+import type { DlpAudit } from "./dlp.ts";
 import {
   type CardActionEvent,
   cardActionEvent,
@@ -10,6 +11,7 @@ import {
   userMessageEvent,
 } from "./events.ts";
 import type { DeliverOptions } from "./long-connection/deliveries.ts";
+import { type RegistrationControl, Registrations } from "./registration.ts";
 import { createApp, listen, shutdown } from "./server.ts";
 import { contentFor } from "./state.ts";
 import type { ChatMode } from "./topics.ts";
@@ -34,9 +36,11 @@ import { deliverWebhook } from "./webhook.ts";
 
 export { decryptBody, encryptBody, signBody, type UrlVerification, urlVerification } from "./crypto.ts";
 export type { Subscription } from "./delivery.ts";
+export { AUDIT_MESSAGE, type DlpAudit } from "./dlp.ts";
 export type { CardActionEvent, EventHeader, Mention, MessageReceiveEvent } from "./events.ts";
 export { ACK_DEADLINE_MS } from "./long-connection/deliveries.ts";
 export { decodeFrame, encodeFrame, type Frame, METHOD } from "./long-connection/frame.ts";
+export type { RegistrationControl, RegistrationView } from "./registration.ts";
 export type { ChatMode } from "./topics.ts";
 export type * from "./types.ts";
 export type { WireMessage } from "./wire.ts";
@@ -49,6 +53,8 @@ export interface Emulator {
   readonly appSecret: string;
   readonly botOpenId: string;
   readonly botName: string;
+  /** The language its clients read cards and toasts in when a click does not say (`zh_cn`, `en_us`). */
+  readonly clientLocale: string;
   readonly tenantKey: string;
   readonly encryptKey: string | undefined;
   readonly verificationToken: string | undefined;
@@ -73,6 +79,10 @@ export interface Emulator {
   recall(messageId: string): MessageView;
   /** Invalidates every tenant token issued so far (calls then get 99991663). */
   expireTokens(): void;
+  /** The app's granted scopes from now on (`undefined`: all of them); calls lacking one get 99991672. */
+  setGrantedScopes(scopes: string[] | undefined): void;
+  /** Turns the tenant's data-loss-prevention audit on (with its keywords, if any) or off (`false`), from now on. */
+  setDlpAudit(audit: boolean | DlpAudit): void;
   /** A user's message: stored, and returned as an `im.message.receive_v1` payload to deliver. */
   userMessage(input: UserMessageInput): MessageReceiveEvent;
   /** A click on one of the bot's cards: a `card.action.trigger` payload with a fresh update token. */
@@ -95,6 +105,8 @@ export interface Emulator {
   deliver(payload: unknown, options?: { timeoutMs?: number }): Promise<WebhookResult>;
   /** A click as the Feishu client sees it: delivered, answered within 3 s, its toast shown and card applied. */
   click(input: CardActionInput, options?: { timeoutMs?: number }): Promise<ClickOutcome>;
+  /** One-scan app creation (`registerApp()`): scan, confirm or decline a registration's QR (registration.ts). */
+  readonly registrations: RegistrationControl;
   /** The long-connection server: the bot's WSClient connects here through `POST /callback/ws/endpoint`. */
   readonly longConnection: LongConnectionControl;
   /** POSTs a payload like Feishu does: encrypted and signed when `encryptKey` is set. */
@@ -129,7 +141,14 @@ export interface LongConnectionControl {
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const ctx = createContext(options);
   const { config, clock, messages, observer } = ctx;
-  const { server, url } = await listen(createApp(ctx));
+  const registrations = new Registrations(options.registration, {
+    clock,
+    brand: options.tenantBrand ?? "feishu",
+    credentials: () => ({ appId: config.appId, appSecret: config.appSecret }),
+  });
+  let baseUrl = "";
+  const { server, url } = await listen(createApp(ctx, { registrations, baseUrl: () => baseUrl }));
+  baseUrl = url;
   const deliverer = createDeliverer(ctx);
   const lc = ctx.longConnection;
   server.on("upgrade", (req, socket, head) => lc.handleUpgrade(req, socket, head));
@@ -141,6 +160,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     appSecret: config.appSecret,
     botOpenId: config.botOpenId,
     botName: config.botName,
+    clientLocale: config.clientLocale,
     tenantKey: config.tenantKey,
     encryptKey: config.encryptKey,
     verificationToken: config.verificationToken,
@@ -170,6 +190,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     setChatMode: (chatId, mode) => messages.chatModes.set(chatId, mode),
     chatMode: (chatId) => messages.chatMode(chatId),
     expireTokens: () => ctx.tokens.expireAll(),
+    setGrantedScopes: (scopes) => {
+      ctx.tenant.grantedScopes = scopes ? new Set(scopes) : undefined;
+    },
+    setDlpAudit: (audit) => {
+      ctx.tenant.dlpAudit = dlpAuditOf(audit);
+    },
     userMessage: (input) => userMessageEvent(ctx, input).payload,
     cardAction: (input) => cardActionEvent(ctx, input),
     applyCallbackCard: (messageId, card, viewer) => applyCallbackCard(ctx, messageId, card, viewer),
@@ -177,6 +203,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     subscribe: (subscription) => deliverer.subscribe(subscription),
     deliver: (payload, deliveryOptions) => deliverer.deliver(payload, deliveryOptions),
     click: (input, clickOptions) => click(ctx, deliverer, input, clickOptions),
+    registrations,
     longConnection: {
       get online() {
         return lc.online;

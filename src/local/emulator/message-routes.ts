@@ -1,5 +1,6 @@
 import type { Response, Router } from "express";
 import { z } from "zod";
+import { entityContent } from "./cardkit-routes.ts";
 import {
   checkCardContent,
   checkContent,
@@ -8,6 +9,7 @@ import {
   MSG_TYPES,
 } from "./content.ts";
 import type { EmulatorContext } from "./context.ts";
+import { auditContent } from "./dlp.ts";
 import { CODES, fail } from "./errors.ts";
 import { callLocals, ok, parse } from "./http.ts";
 import { p2pChatId } from "./ids.ts";
@@ -67,18 +69,21 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     const body = parse(sendBody, req.body);
     if (replayed(res, body.uuid)) return;
     const chatId = resolveChat(idType, body.receive_id);
-    checkContent(body.msg_type, body.content);
+    const entity = entityContent(ctx, body.msg_type, body.content);
+    checkContent(body.msg_type, entity.content);
+    auditContent(entity.content, ctx.tenant.dlpAudit);
     const message = messages.create(
       {
         chatId,
         chatType: messages.chatTypeOf(chatId),
         msgType: body.msg_type,
-        content: body.content,
+        content: entity.content,
         senderType: "app",
         senderId: config.appId,
       },
       clock.now(),
     );
+    entity.attach(message.messageId);
     created(res, message, body.uuid);
   });
 
@@ -91,13 +96,15 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     // An ephemeral card is in one reader's client only: nobody can reply to it (feishu-platform §5.1, assumed).
     if (parent.visibleTo !== undefined)
       throw fail(CODES.messageInvalid, "an ephemeral card cannot be replied to");
-    checkContent(body.msg_type, body.content);
+    const entity = entityContent(ctx, body.msg_type, body.content);
+    checkContent(body.msg_type, entity.content);
+    auditContent(entity.content, ctx.tenant.dlpAudit);
     const message = messages.create(
       {
         chatId: parent.chatId,
         chatType: parent.chatType,
         msgType: body.msg_type,
-        content: body.content,
+        content: entity.content,
         senderType: "app",
         senderId: config.appId,
         parent,
@@ -105,6 +112,7 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
       },
       clock.now(),
     );
+    entity.attach(message.messageId);
     created(res, message, body.uuid);
   });
 
@@ -125,6 +133,7 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     if (!ctx.patchWindows.for(messageId).tryTake(now).ok)
       throw fail(CODES.imRateLimited, "This operation triggers the frequency limit");
     checkCardContent(body.content, { update: true });
+    auditContent(body.content, ctx.tenant.dlpAudit);
     const updated = messages.applyUpdate(messageId, body.content, now);
     ctx.observer.emit("message_patched", { message: updated, via: "patch" });
     ok(res, {});

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import express from "express";
 import { mountAuthRoutes, mountBotRoutes } from "./auth-routes.ts";
 import { mountCardRoutes } from "./card-routes.ts";
+import { mountCardKitRoutes } from "./cardkit-routes.ts";
 import type { EmulatorContext } from "./context.ts";
 import { mountEphemeralRoutes } from "./ephemeral-routes.ts";
 import {
@@ -14,12 +15,17 @@ import {
 } from "./http.ts";
 import { mountLongConnectionRoutes } from "./long-connection/routes.ts";
 import { mountMessageRoutes } from "./message-routes.ts";
+import { mountRegistrationRoutes, type Registrations } from "./registration.ts";
+import { requireScopes } from "./scopes.ts";
 
 /**
  * The HTTP side. Order matters and mirrors the platform: record → injected faults → body → token
  * endpoint (no auth, not rate limited) → tenant token → app rate limit → endpoints.
  */
-export function createApp(ctx: EmulatorContext): express.Express {
+export function createApp(
+  ctx: EmulatorContext,
+  registration?: { registrations: Registrations; baseUrl: () => string },
+): express.Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -30,15 +36,18 @@ export function createApp(ctx: EmulatorContext): express.Express {
 
   const open = express.Router();
   mountAuthRoutes(open, ctx);
+  if (registration) mountRegistrationRoutes(open, registration.registrations, registration.baseUrl);
   mountLongConnectionRoutes(open, ctx);
   app.use(open);
 
   app.use(requireTenantToken(ctx));
+  app.use(requireScopes(ctx));
   app.use(appRateLimit(ctx));
   const api = express.Router();
   mountBotRoutes(api, ctx);
   mountMessageRoutes(api, ctx);
   mountCardRoutes(api, ctx);
+  mountCardKitRoutes(api, ctx);
   mountEphemeralRoutes(api, ctx);
   app.use(api);
 

@@ -4,11 +4,27 @@
  * SDK pointed at `domain: emulator.url`, can use it.
  */
 
+import type { DlpAudit } from "./dlp.ts";
 import type { FrameRecord, LongConnectionOptions } from "./long-connection/types.ts";
 
 export type { AckResult, FrameRecord, LongConnectionOptions } from "./long-connection/types.ts";
 
+/** The one-scan app registration (RFC 8628 device flow, `registerApp()` in the SDK): registration.ts. */
+export interface RegistrationOptions {
+  /** The `interval` begin returns, in seconds (the SDK waits this long between polls). Default 5. */
+  intervalS?: number;
+  /** Polls closer together than this get `slow_down` (RFC 8628 §3.5). Default: `intervalS`. */
+  minPollGapMs?: number;
+  /** How long a device code lives. Default 600. */
+  expiresInS?: number;
+}
+
 export interface EmulatorOptions {
+  /** The tenant's brand: a `lark` tenant's registration is confirmed on the Lark endpoint only. Default feishu. */
+  tenantBrand?: "feishu" | "lark";
+  registration?: RegistrationOptions;
+  /** The app's granted tenant scopes; a call none of whose scopes is granted gets 99991672. Default: all. */
+  grantedScopes?: string[];
   /** Must match /^cli_[0-9a-fA-F]{16}$/ for the SDK's WSClient. Default "cli_0123456789abcdef". */
   appId?: string;
   /** Default "emulator-secret". */
@@ -24,6 +40,8 @@ export interface EmulatorOptions {
    * shows when it names none itself. Local mode passes the bot's locale, so a Lark-like setup reads English.
    */
   clientLocale?: string;
+  /** The tenant's people by open_id, as 获取单个用户信息 names them (default: nobody). */
+  userNames?: Readonly<Record<string, string>>;
   /** When set, webhook deliveries are encrypted and signed with it (§2.5). */
   encryptKey?: string;
   /** Put in `header.token` of events and callbacks. */
@@ -47,6 +65,11 @@ export interface EmulatorOptions {
   longConnection?: LongConnectionOptions;
   /** Chats that are topic groups (话题群); every other group chat is a normal one (topics.ts). */
   topicGroups?: string[];
+  /**
+   * The tenant's data-loss-prevention audit (dlp.ts): send, reply and PATCH of content with a plain e-mail
+   * address or phone number (or one of `keywords`) fail with 230028. Off by default; `setDlpAudit` changes it.
+   */
+  dlpAudit?: boolean | DlpAudit;
 }
 
 export interface RecordedCall {
@@ -143,7 +166,11 @@ export interface EmulatorEvents {
    * update that landed while a callback was answered, undone as Feishu undoes it; `edit`: a text message the
    * bot edited (PUT /im/v1/messages/:id).
    */
-  message_patched: { message: MessageView; via: "patch" | "card_update" | "callback" | "revert" | "edit" };
+  message_patched: {
+    message: MessageView;
+    /** `cardkit`: a CardKit entity's full update or settings; `stream`: one element's streamed text. */
+    via: "patch" | "card_update" | "callback" | "revert" | "edit" | "cardkit" | "stream";
+  };
   message_recalled: MessageView;
   call: RecordedCall;
   /** A long-connection frame sent or received (or a connection opened/closed). */
