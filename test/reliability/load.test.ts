@@ -139,7 +139,15 @@ describe("load", () => {
       const bot = await startBot({
         emulator: emu,
         dataDir,
-        env: { DEMO_STEP_MS: "20", LOG_LEVEL: "warn", CARD_PATCH_INTERVAL_MS: "1000", FEISHU_ASK_PING: "on" },
+        env: {
+          DEMO_STEP_MS: "20",
+          LOG_LEVEL: "warn",
+          CARD_PATCH_INTERVAL_MS: "1000",
+          FEISHU_ASK_PING: "on",
+          // Every person's desktop client and every callback comes from this one loopback address here; in a
+          // tenant they come from many. The per-address share is tested in connection-slots.test.ts.
+          MAX_CONNECTIONS_PER_ADDRESS: "4096",
+        },
         nodeArgs: ["--expose-gc"],
         preload: [PROBE],
       });
