@@ -124,7 +124,7 @@ function envOf(stage: Stage, key: string): string | undefined {
 const args = (stage: Stage, keyword: string) =>
   stage.instructions.filter((i) => i.keyword === keyword).map((i) => i.args);
 
-/** Where a relative path lands in a stage: against the WORKDIR in force at that instruction. */
+/** The stage's WORKDIR (its last one: these stages set one, before any COPY), against which relative paths land. */
 function workdirOf(stage: Stage): string {
   const dirs = args(stage, "WORKDIR");
   return dirs.at(-1) ?? "/";
