@@ -145,6 +145,31 @@ describe("npm run setup against the emulator", () => {
     await until(() => cardOf()?.card.header?.template === "green", "the completed card", 30_000, 50);
   }, 90_000);
 
+  it("writes into an existing --env-file in place: its other settings, comments and AUTH_SECRET are kept", async () => {
+    const emulator = await emulatorWith({ registration: { intervalS: 0.1 } });
+    const dataDir = tempDataDir();
+    const envFile = path.join(dataDir, "team.env");
+    fs.mkdirSync(dataDir, { recursive: true });
+    const before =
+      "# our settings\nAGENT=acp\nAUTH_SECRET=kept-secret-0123456789abcdefghijklmnop\nLOG_LEVEL=debug\n";
+    fs.writeFileSync(envFile, before);
+    const run = setup(emulator, dataDir, ["--env-file", envFile]);
+    emulator.registrations.confirm(await run.qrUrl());
+    expect(await run.exited, run.stderr()).toBe(0);
+    const text = fs.readFileSync(envFile, "utf8");
+    expect(text.startsWith("# our settings\nAGENT=acp\n")).toBe(true);
+    expect(parseEnvFile(text)).toEqual({
+      AGENT: "acp",
+      AUTH_SECRET: "kept-secret-0123456789abcdefghijklmnop",
+      LOG_LEVEL: "debug",
+      FEISHU_APP_ID: emulator.appId,
+      FEISHU_APP_SECRET: emulator.appSecret,
+      FEISHU_DOMAIN: emulator.url,
+    });
+    expect(fs.statSync(envFile).mode & 0o777).toBe(0o600);
+    expect(run.stdout()).toContain("the AUTH_SECRET it had");
+  }, 30_000);
+
   it("says access_denied in one line and writes nothing when the scan is declined", async () => {
     const emulator = await emulatorWith({ registration: { intervalS: 0.1 } });
     const dataDir = tempDataDir();

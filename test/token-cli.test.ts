@@ -140,4 +140,18 @@ describe("npm run token", () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("usage: npm run token -- <open_id> [days]");
   }, 30_000);
+
+  it("signs with the AUTH_SECRET npm run setup wrote under DATA_DIR, as the bot that reads that file does", async () => {
+    const dataDir = tempDir();
+    const secret = "setup-written-secret-0123456789abcdefghij";
+    fs.writeFileSync(
+      path.join(dataDir, "feishu-app.env"),
+      `# written by npm run setup\nFEISHU_APP_ID=cli_test\nFEISHU_APP_SECRET=s\nAUTH_SECRET=${secret}\n`,
+      { mode: 0o600 },
+    );
+    const result = await tokenCli(["ou_alice"], { DATA_DIR: dataDir, PUBLIC_URL: "https://bot.example.com" });
+    expect(result.code, result.stderr).toBe(0);
+    const token = result.stdout.trimEnd().split("\n").at(-1) ?? "";
+    expect(verifyToken(secret, token, Date.now())).toMatchObject({ ok: true, userId: "ou_alice" });
+  }, 30_000);
 });

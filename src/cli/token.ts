@@ -7,6 +7,7 @@ import { resolveAuthSecret } from "../auth/secret.ts";
 import { DEFAULT_TOKEN_TTL_MS, signToken } from "../auth/token.ts";
 import { loadConfig } from "../config.ts";
 import { describeError } from "../errors.ts";
+import { withSetupCredentials } from "../feishu/setup/credentials-file.ts";
 import { type Db, openDatabase } from "../store/db.ts";
 import { SqliteTokenRevocations } from "../store/token-revocations.ts";
 
@@ -173,12 +174,15 @@ function secretFor(config: ReturnType<typeof loadConfig>): string {
 function main(): void {
   const argv = process.argv.slice(2);
   try {
+    // The same environment the bot starts with: what npm run setup wrote under DATA_DIR (AUTH_SECRET among it)
+    // counts when the environment names no app, so a token signs with the secret the server uses.
+    const env = withSetupCredentials(process.env);
     if (argv[0]?.startsWith("--revoke")) {
-      const { lines, exitCode } = revokeCli(argv, process.env, Date.now());
+      const { lines, exitCode } = revokeCli(argv, env, Date.now());
       (exitCode === 0 ? process.stdout : process.stderr).write(`${lines.join("\n")}\n`);
       process.exit(exitCode);
     }
-    const { lines } = tokenCli(argv, process.env, Date.now());
+    const { lines } = tokenCli(argv, env, Date.now());
     process.stdout.write(`${lines.join("\n")}\n`);
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : describeError(error)}\n`);

@@ -64,13 +64,39 @@ export function newAuthSecret(): string {
   return randomBytes(32).toString("base64url");
 }
 
-/** Writes `values` to `file` atomically with mode 0600: a temporary file beside it, fsync, rename. */
+/**
+ * `existing` with `values` written in: a line that sets one of the keys is replaced where it stands, the other
+ * lines (comments, other settings) are kept as they are, and keys it did not have are appended. A `.env` that
+ * setup is pointed at keeps everything else it says.
+ */
+export function mergeEnvText(existing: string, values: Record<string, string>, header: string): string {
+  const pending = new Map(Object.entries(values));
+  const lines = existing === "" ? [] : existing.replace(/\r?\n$/, "").split(/\r?\n/);
+  const kept = lines.map((line) => {
+    const key = /^\s*([A-Z][A-Z0-9_]*)\s*=/.exec(line)?.[1];
+    if (key === undefined || !pending.has(key)) return line;
+    const value = pending.get(key);
+    pending.delete(key);
+    return `${key}=${value}`;
+  });
+  const added = [...pending].map(([key, value]) => `${key}=${value}`);
+  return `${[...(kept.length === 0 ? [`# ${header}`] : kept), ...added].join("\n")}\n`;
+}
+
+/**
+ * Writes `values` into `file` atomically with mode 0600 (a temporary file beside it, fsync, rename), keeping
+ * whatever else the file already said (mergeEnvText).
+ */
 export function writeEnvFileAtomic(file: string, values: Record<string, string>, header: string): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const temporary = `${file}.${process.pid}.tmp`;
-  const body = `# ${header}\n${Object.entries(values)
-    .map(([key, value]) => `${key}=${value}`)
-    .join("\n")}\n`;
+  let existing = "";
+  try {
+    existing = fs.readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  const body = mergeEnvText(existing, values, header);
   const fd = fs.openSync(temporary, "w", 0o600);
   try {
     fs.writeSync(fd, body);

@@ -114,18 +114,20 @@ export async function runSetup(
       );
     const saved = options.baseUrl ? hosts : hostsFor(brand);
     await validate(saved, result.client_id, result.client_secret);
+    // A secret the file already has is kept: sign-in links and tokens made with it stay valid.
+    const keptSecret = existing?.AUTH_SECRET;
     writeEnvFileAtomic(
       file,
       {
         FEISHU_APP_ID: result.client_id,
         FEISHU_APP_SECRET: result.client_secret,
         FEISHU_DOMAIN: saved.domain,
-        AUTH_SECRET: newAuthSecret(),
+        AUTH_SECRET: keptSecret || newAuthSecret(),
       },
       `Written by npm run setup on ${new Date().toISOString()}; the bot reads it when FEISHU_APP_ID is unset.`,
     );
     options.out(
-      `App ${result.client_id} created; its credentials and a new AUTH_SECRET are in ${file} (mode 0600).`,
+      `App ${result.client_id} created; its credentials and ${keptSecret ? "the AUTH_SECRET it had" : "a new AUTH_SECRET"} are in ${file} (mode 0600).`,
     );
     options.out("What the scan cannot do, in the developer console:");
     manualSteps(brand, result.client_id, saved).forEach((step, index) => {
