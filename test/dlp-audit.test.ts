@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { buildQueuedCard } from "../src/cards/queued.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { AUDIT_MESSAGE, startEmulator } from "../src/local/emulator/index.ts";
 import { FakeMessenger } from "../src/testing/fake-messenger.ts";
@@ -95,6 +96,57 @@ describe("the tenant's data-loss-prevention audit (230028)", () => {
     expect(text).toMatch(/\[会话详情\]\(http:\/\/localhost:3000\/sessions\/[^)]+\/runs\/[^)]+\)/);
     // The masked final state was refused in its turn (the streamed text may have been refused before).
     expect(audited(r)).toContain("PATCH");
+  });
+
+  it("a queued message with an e-mail address gets its card, masked, and the card's later state lands", async () => {
+    const emulator = await startEmulator({ dlpAudit: true });
+    closers.unshift(() => emulator.close());
+    const r = await startFeishuRig({ emulator, stepMs: 150 });
+    closers.unshift(() => r.stop());
+    const say = (text: string) => r.send({ chatType: "p2p", senderOpenId: ALICE, text });
+    const first = await r.progressCard(await say("/long"));
+    const second = await say(`/quick 通知 ${ADDRESS}`);
+    const queuedCard = await r.progressCard(second);
+    /** Refused calls on the queued card (uuid q-…; the run's own card later replies to the same message). */
+    const refusedOnQueued = () =>
+      r.emulator.calls
+        .filter((call) => call.code === 230028)
+        .filter(
+          (call) =>
+            call.path.includes(queuedCard) ||
+            (call.path.includes(second) && JSON.stringify(call.requestBody).includes('"uuid":"q-')),
+        )
+        .map((call) => call.method);
+    const queued = shownText(r.cardOf(queuedCard));
+    expect(queued).toContain("排在第 1 位");
+    expect(queued).toContain("a•••@•••.com");
+    expect(queued).not.toContain(ADDRESS);
+    expect(refusedOnQueued()).toEqual(["POST"]); // the reply, refused once and sent again masked
+    await r.until(() => isCompleted(r.cardOf(first)), "the first task done");
+    // Its 已开始 goes out masked from the start: no PATCH of it is refused.
+    await r.until(() => cardText(r.cardOf(queuedCard)).includes("已开始执行"), "the queued card's 已开始");
+    expect(refusedOnQueued()).toEqual(["POST"]);
+    const history = r.emulator.messages.cardHistory(queuedCard);
+    expect(history.every((revision) => !JSON.stringify(revision).includes(ADDRESS))).toBe(true);
+  });
+
+  it("a queued card the audit refused even masked quotes nothing of the message, and keeps its place and buttons", () => {
+    const view = {
+      sessionId: "s1",
+      queueId: "q1",
+      senderId: ALICE,
+      text: `项目代号：青龙 ${ADDRESS}`,
+      position: 2,
+      state: "queued" as const,
+    };
+    const withheld = JSON.stringify(buildQueuedCard({ ...view, redaction: "withheld" }));
+    expect(withheld).not.toContain("青龙");
+    expect(withheld).not.toContain("a•••@");
+    expect(withheld).toContain("排在第 2 位");
+    expect(withheld).toContain("取消排队");
+    const masked = JSON.stringify(buildQueuedCard({ ...view, redaction: "masked" }));
+    expect(masked).toContain("青龙");
+    expect(masked).not.toContain(ADDRESS);
   });
 
   it("answers a refused send with the platform's code and message, and only while the audit is on", async () => {

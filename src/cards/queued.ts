@@ -1,8 +1,10 @@
 import type { Locale, Strings } from "../strings.ts";
 import type { QueueValue } from "./actions.ts";
+import { maskContacts } from "./contacts.ts";
 import { localizeCard } from "./i18n.ts";
 import { escapeText } from "./markdown.ts";
 import { type Card, type CardNode, tagColorFor } from "./model.ts";
+import type { Redaction } from "./redaction.ts";
 import { CARD_LIMITS, cardSize } from "./rules.ts";
 import { truncate } from "./text.ts";
 
@@ -15,6 +17,11 @@ export interface QueuedView {
   /** 1-based place in the session's queue. */
   position: number;
   state: "queued" | "started" | "withdrawn";
+  /**
+   * When the tenant's audit refused the card (230028): `masked` quotes the message with its e-mail addresses
+   * and phone numbers masked, `withheld` does not quote it at all (cards/redaction.ts has the same rungs).
+   */
+  redaction?: Redaction;
 }
 
 /** In every locale (cards/i18n.ts) unless `options.strings` asks for one; it is always far under budget. */
@@ -32,14 +39,17 @@ export function buildQueuedCard(
 
 function buildInOneLanguage(view: QueuedView, s: Strings): Card {
   // The user typed this: shown as text, so it cannot add links, headings or a fake notice to a group card.
-  const quote = escapeText(truncate(view.text.trim(), 300)).replace(/\n/g, "\n> ");
+  const said = view.redaction === "masked" ? maskContacts(view.text) : view.text;
+  const quote = escapeText(truncate(said.trim(), 300)).replace(/\n/g, "\n> ");
   const status =
     view.state === "queued"
       ? s.card.queuedBody(view.position)
       : view.state === "started"
         ? s.card.queuedStarted
         : s.card.queuedWithdrawn;
-  const elements: CardNode[] = [{ tag: "markdown", content: `> ${quote}\n\n${status}` }];
+  const elements: CardNode[] = [
+    { tag: "markdown", content: view.redaction === "withheld" ? status : `> ${quote}\n\n${status}` },
+  ];
   if (view.state === "queued") {
     const value = (act: QueueValue["act"]): QueueValue => ({
       kind: "queue",

@@ -1,12 +1,14 @@
 import type { Card } from "../cards/model.ts";
-import { buildQueuedCard } from "../cards/queued.ts";
+import { buildQueuedCard, type QueuedView } from "../cards/queued.ts";
+import type { Redaction } from "../cards/redaction.ts";
 import type { SessionRuns } from "../domain/ports.ts";
 import type { QueuedMessage } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import type { Limiter } from "./limits.ts";
-import type { FeishuMessenger } from "./messenger.ts";
+import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import { nextRedaction } from "./publish-state.ts";
 import { threadReply } from "./topics.ts";
 
 /**
@@ -23,6 +25,11 @@ export class QueuedCards {
     appLimiter: Limiter;
     logger: Logger;
   };
+  /**
+   * How much of the message its card may quote, once the tenant's audit refused it (230028): the quote is
+   * masked, then left out, and stays so for the card's later states. Absent: quoted as written.
+   */
+  readonly #redaction = new Map<string, Redaction>();
   /** The card each queued message shows now (as JSON), posted or patched; absent after a restart. */
   readonly #shown = new Map<string, string>();
   /**
@@ -47,25 +54,39 @@ export class QueuedCards {
     position: number,
     where: { sourceMessageId: string; chatId: string },
   ): Promise<void> {
-    const card = buildQueuedCard({
-      sessionId: queued.sessionId,
-      queueId: queued.id,
-      senderId: queued.senderId,
-      text: queued.text,
-      position,
-      state: "queued",
-    });
-    const replying = this.#o.appLimiter(() =>
-      // topics: a message queued inside a topic gets its card in the topic too.
-      this.#o.messenger.replyCard(where.sourceMessageId, card, {
-        uuid: `q-${queued.id}`,
-        ...threadReply(this.#o.runner.getSession(queued.sessionId)),
-      }),
-    );
+    const build = () =>
+      this.#card({
+        sessionId: queued.sessionId,
+        queueId: queued.id,
+        senderId: queued.senderId,
+        text: queued.text,
+        position,
+        state: "queued",
+      });
+    const replying = (async () => {
+      // Refused by the audit, the card is sent again with less of the message (same uuid: a refused reply
+      // created no message), as progress cards are.
+      for (;;) {
+        const card = build();
+        try {
+          const sent = await this.#o.appLimiter(() =>
+            // topics: a message queued inside a topic gets its card in the topic too.
+            this.#o.messenger.replyCard(where.sourceMessageId, card, {
+              uuid: `q-${queued.id}`,
+              ...threadReply(this.#o.runner.getSession(queued.sessionId)),
+            }),
+          );
+          return { sent, card };
+        } catch (error) {
+          if (!this.#lessOnRefusal(queued.id, error)) throw error;
+        }
+      }
+    })();
     this.#posting.set(queued.id, replying);
     let sent: { messageId: string };
+    let card: Card;
     try {
-      sent = await replying;
+      ({ sent, card } = await replying);
     } finally {
       this.#posting.delete(queued.id);
     }
@@ -94,6 +115,7 @@ export class QueuedCards {
     await this.#patch(queueId, { ...message, id: queueId }, 1, "started");
     this.#o.store.deleteQueuedCard(queueId);
     this.#shown.delete(queueId);
+    this.#redaction.delete(queueId);
   }
 
   /**
@@ -111,14 +133,18 @@ export class QueuedCards {
   ): () => Promise<void> {
     const row = this.#o.store.queuedCard(queueId);
     if (!row) return async () => {};
-    const withdrawn = buildQueuedCard({
-      sessionId: row.sessionId,
-      queueId,
-      senderId: message.senderId,
-      text: message.text,
-      position: 1,
-      state: "withdrawn",
-    });
+    const withdrawn: Withdrawn = {
+      view: {
+        sessionId: row.sessionId,
+        queueId,
+        senderId: message.senderId,
+        text: message.text,
+        position: 1,
+        state: "withdrawn",
+      },
+      // Taken now: a withdrawn message is forgotten before this runs.
+      redaction: this.#redaction.get(queueId),
+    };
     // Never rejects: it runs from a timer, and a store closed under it (shutdown) is only logged.
     return () =>
       this.#followUp(queueId, state, message, row, withdrawn).catch((error: unknown) =>
@@ -131,22 +157,22 @@ export class QueuedCards {
     state: "queued" | "withdrawn",
     message: { senderId: string; text: string },
     row: { sessionId: string; messageId: string },
-    withdrawn: Card,
+    withdrawn: Withdrawn,
   ): Promise<void> {
-    if (state === "withdrawn") return this.#send(queueId, row.messageId, withdrawn);
+    if (state === "withdrawn") return this.#send(queueId, row.messageId, withdrawn.view, withdrawn.redaction);
     const current = this.#o.store.queuedCard(queueId);
     const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
     if (!current || index < 0) return;
-    const card = buildQueuedCard({
+    const view: QueuedCardView = {
       sessionId: row.sessionId,
       queueId,
       senderId: message.senderId,
       text: message.text,
       position: index + 1,
       state: "queued",
-    });
-    this.#shown.set(queueId, JSON.stringify(card));
-    await this.#send(queueId, current.messageId, card);
+    };
+    this.#shown.set(queueId, JSON.stringify(this.#card(view)));
+    await this.#send(queueId, current.messageId, view);
   }
 
   /** The card a callback answers with, for a message still in line (or just withdrawn). */
@@ -158,7 +184,7 @@ export class QueuedCards {
     const row = this.#o.store.queuedCard(queueId);
     if (!row) return undefined;
     const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
-    const card = buildQueuedCard({
+    const card = this.#card({
       sessionId: row.sessionId,
       queueId,
       senderId: message.senderId,
@@ -174,6 +200,22 @@ export class QueuedCards {
   forget(queueId: string): void {
     this.#o.store.deleteQueuedCard(queueId);
     this.#shown.delete(queueId);
+    this.#redaction.delete(queueId);
+  }
+
+  /** The queued card as this message may be shown (its redaction rung). */
+  #card(view: QueuedCardView): Card {
+    const redaction = this.#redaction.get(view.queueId);
+    return buildQueuedCard(redaction ? { ...view, redaction } : view);
+  }
+
+  /** After a refusal: true when the audit refused and there is a rung left to send with less. */
+  #lessOnRefusal(queueId: string, error: unknown): boolean {
+    if (!(error instanceof FeishuApiError) || !error.auditRefused) return false;
+    const next = nextRedaction(this.#redaction.get(queueId) ?? "none");
+    if (next === undefined) return false;
+    this.#redaction.set(queueId, next);
+    return true;
   }
 
   async #patch(
@@ -184,29 +226,60 @@ export class QueuedCards {
   ): Promise<void> {
     const row = this.#o.store.queuedCard(queueId);
     if (!row) return;
-    const card = buildQueuedCard({
+    const view: QueuedCardView = {
       sessionId: row.sessionId,
       queueId,
       senderId: message.senderId,
       text: message.text,
       position,
       state,
-    });
-    const json = JSON.stringify(card);
+    };
+    const json = JSON.stringify(this.#card(view));
     if (this.#shown.get(queueId) === json) return;
     // Recorded before the call, so a second change meanwhile compares against what is on its way.
     this.#shown.set(queueId, json);
-    await this.#send(queueId, row.messageId, card);
+    await this.#send(queueId, row.messageId, view);
   }
 
-  /** One PATCH; a failure is logged, and forgets what the card shows so the next change sends again. */
-  async #send(queueId: string, messageId: string, card: Card): Promise<void> {
-    const json = JSON.stringify(card);
-    try {
-      await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, card));
-    } catch (error) {
-      if (this.#shown.get(queueId) === json) this.#shown.delete(queueId);
-      this.#o.logger.warn({ err: describeError(error), queueId }, "queued card update failed");
+  /**
+   * One PATCH of `view` at the message's rung (`from`); refused by the audit, again with less of the message,
+   * a rung at a time. A failure is logged, and forgets what the card shows so the next change sends again.
+   */
+  async #send(
+    queueId: string,
+    messageId: string,
+    view: QueuedCardView,
+    from: Redaction | undefined = this.#redaction.get(queueId),
+  ): Promise<void> {
+    let redaction = from;
+    for (;;) {
+      const card = buildQueuedCard(redaction ? { ...view, redaction } : view);
+      const json = JSON.stringify(card);
+      try {
+        await this.#o.appLimiter(() => this.#o.messenger.patchCard(messageId, card));
+        return;
+      } catch (error) {
+        const next =
+          error instanceof FeishuApiError && error.auditRefused && nextRedaction(redaction ?? "none");
+        if (next) {
+          redaction = next;
+          if (this.#o.store.queuedCard(queueId)) this.#redaction.set(queueId, next);
+          if (this.#shown.has(queueId))
+            this.#shown.set(queueId, JSON.stringify(buildQueuedCard({ ...view, redaction })));
+          continue;
+        }
+        if (this.#shown.get(queueId) === json) this.#shown.delete(queueId);
+        this.#o.logger.warn({ err: describeError(error), queueId }, "queued card update failed");
+        return;
+      }
     }
   }
+}
+
+type QueuedCardView = Omit<QueuedView, "redaction">;
+
+/** The withdrawn card a callback's follow-up sends, and the rung the message was at when it was withdrawn. */
+interface Withdrawn {
+  view: QueuedCardView;
+  redaction: Redaction | undefined;
 }
