@@ -157,6 +157,30 @@ describe("FEISHU_CARD_TRANSPORT=cardkit", () => {
     expect(isFull(after.at(-1)!)).toBe(true);
   });
 
+  it("holds its updates while a click on a streaming card is answered, then lands the state of now", async () => {
+    const r = await rig({ agent: typist(40, 60) });
+    const userMessageId = await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "部署" });
+    const messageId = await r.progressCard(userMessageId);
+    await r.until(() => cardkitCalls(r.emulator).filter(isContent).length >= 2, "the answer streaming");
+    const runId = r.core.runner.activeRun(`feishu-${r.emulator.appId}-private-${ALICE}`)?.id ?? "";
+    const response = await r.click({
+      messageId,
+      operatorOpenId: ALICE,
+      value: { kind: "progress", act: "cancel", sessionId: "", runId, sender: ALICE },
+    });
+    expect(response.toast?.type).not.toBe("error");
+    const ended = await r.until(() => {
+      const card = r.cardOf(messageId);
+      const streaming = (card as { config?: { streaming_mode?: boolean } }).config?.streaming_mode;
+      return card.header?.template !== "blue" && streaming === false && card;
+    }, "the cancelled card, out of streaming");
+    await r.channel.idle();
+    expect(cardText(ended)).not.toContain("取消任务"); // no live button left for anyone
+    // Nothing was sent while the callback was answered: no 200810, no fallback to PATCH.
+    expect(cardkitCalls(r.emulator).filter((c) => c.code !== 0)).toEqual([]);
+    expect(imPatches(r.emulator, messageId)).toEqual([]);
+  });
+
   it("sends the card the IM way when CardKit refuses to create it, with one warning line", async () => {
     const lines: string[] = [];
     const logger = createLogger({
