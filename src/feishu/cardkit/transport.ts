@@ -281,6 +281,8 @@ export async function sendEntity(
     uuid: string;
     /** Each call in the app-wide budget, as every Open API call. */
     limit: <T>(call: () => Promise<T>) => Promise<T>;
+    /** Told Feishu's code when CardKit refused (99991672: the app lacks the scope, for every card). */
+    onRefused?: (code: number | undefined) => void;
   },
 ): Promise<{ messageId: string; shown: CardJson | undefined } | undefined> {
   const { api, store, log, now } = deps;
@@ -309,6 +311,7 @@ export async function sendEntity(
       { key: input.key, code, err: describeError(error) },
       "CardKit refused the progress card; sending it by IM instead",
     );
+    input.onRefused?.(code);
     return undefined;
   }
 }

@@ -51,6 +51,9 @@ export interface PlacementDeps {
   cardkit?: { api: CardKitApi; store: CardEntityStore };
 }
 
+/** The app lacks a scope the call needs (here `cardkit:card:write`). */
+const NO_PERMISSION = 99991672;
+
 export class CardPlacement {
   readonly #d: PlacementDeps;
   /**
@@ -59,6 +62,8 @@ export class CardPlacement {
    */
   readonly #publishers = new Set<CardPublisher>();
   #closed = false;
+  /** The app may not use CardKit (99991672 on create): every later card goes the IM way, without a warning each. */
+  #cardkitDenied = false;
 
   constructor(deps: PlacementDeps) {
     this.#d = deps;
@@ -207,7 +212,7 @@ export class CardPlacement {
     fresh: boolean,
   ): Promise<{ messageId: string; shown?: string; entityShown?: CardJson } | undefined> {
     const cardkit = this.#d.cardkit;
-    if (!cardkit || this.#closed) return undefined;
+    if (!cardkit || this.#closed || this.#cardkitDenied) return undefined;
     const content = this.#d.book.render(card, { level: 0, redaction: "none" });
     const key = `run-${card.runId}`;
     const sent = await sendEntity(
@@ -220,6 +225,9 @@ export class CardPlacement {
           : { replyTo: card.sourceMessageId, ...threadReply(card) },
         uuid: key,
         limit: (call) => limiter(() => call(), { urgent: true }),
+        onRefused: (code) => {
+          if (code === NO_PERMISSION) this.#cardkitDenied = true;
+        },
       },
     );
     if (!sent) return undefined;
