@@ -39,6 +39,11 @@ export interface CardKitDeps {
   store: CardEntityStore;
   log: Logger;
   now: () => number;
+  /**
+   * The app-wide budget for calls made outside the publisher's turn (the reopen timer); an update's calls run
+   * in the turn the publisher was given.
+   */
+  limit?: <T>(call: () => Promise<T>) => Promise<T>;
 }
 
 /** What the transport counts (tests, benchmarks). */
@@ -243,7 +248,8 @@ export class CardKitTransport implements CardTransport {
       void this.#serial(async () => {
         if (this.#closed || this.#fallback || this.#streamingSince !== since) return;
         try {
-          await this.#reopen();
+          const limit = this.#d.limit ?? ((call) => call());
+          await limit(() => this.#reopen());
         } catch (error) {
           // Left as it is: the next update finds streaming closed and recovers once (never a retry loop).
           this.#d.log.info(

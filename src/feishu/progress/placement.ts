@@ -99,7 +99,7 @@ export class CardPlacement {
         : book.recovering(card);
     let shown: string | undefined;
     // A CardKit card continues on its entity, above every sequence reserved before the restart.
-    const transport = this.#transportFor(messageId);
+    const transport = this.#transportFor(card, messageId);
     const shape = { key: "", formOpen: !ended && book.asksOf(card).length > 0, final: ended };
     try {
       // Closed while waiting for its turn (a shutdown in the restart's burst): nothing more goes out.
@@ -195,7 +195,7 @@ export class CardPlacement {
       // The card is in the chat whatever the database says: it is published; its record follows.
       writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
       if (entity) shown = entity.shown;
-      const transport = this.#transportFor(sent.messageId, entity?.entityShown);
+      const transport = this.#transportFor(card, sent.messageId, entity?.entityShown);
       this.attach(card, sent.messageId, shown, rung, transport);
     } catch (error) {
       log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
@@ -239,12 +239,13 @@ export class CardPlacement {
   }
 
   /** The CardKit transport of a card sent as an entity (and not fallen back), else undefined: IM PATCH. */
-  #transportFor(messageId: string, shown?: CardJson): CardTransport | undefined {
+  #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): CardTransport | undefined {
     const cardkit = this.#d.cardkit;
     const row = cardkit?.store.byMessage(messageId);
     if (!cardkit || !row || row.fallback) return undefined;
+    const limiter = this.#limiterOf(card);
     return new CardKitTransport(
-      { ...cardkit, log: this.#d.log, now: this.#d.now },
+      { ...cardkit, log: this.#d.log, now: this.#d.now, limit: (call) => limiter(() => call()) },
       {
         key: row.key,
         cardId: row.cardId,
