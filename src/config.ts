@@ -48,6 +48,10 @@ const envSchema = z.object({
     )
     .default("feishu"),
   FEISHU_TRANSPORT: z.enum(["ws", "webhook"]).default("ws"),
+  // How progress cards are updated (issue 29): IM PATCH (default), or CardKit entities that stream the answer.
+  FEISHU_CARD_TRANSPORT: z
+    .enum(["im", "cardkit"], { message: "FEISHU_CARD_TRANSPORT accepts im or cardkit" })
+    .default("im"),
   // The bot's language (issue 19): unset, a Lark tenant (FEISHU_DOMAIN=lark) gets English, others Chinese.
   BOT_LOCALE: optionalText.pipe(z.enum(LOCALES, { message: "BOT_LOCALE accepts zh_cn or en_us" }).optional()),
   FEISHU_ENCRYPT_KEY: optionalText,
@@ -127,6 +131,8 @@ interface FeishuAppBehaviour {
   callbackSettleMs: number;
   /** FEISHU_REPLY_IN_THREAD: a task from a plain group message is answered in a new thread under it. */
   replyInThread: boolean;
+  /** FEISHU_CARD_TRANSPORT: progress cards by IM PATCH, or as CardKit entities (feishu/cardkit/). */
+  cardTransport: "im" | "cardkit";
 }
 
 /**
@@ -297,6 +303,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     askPing: e.FEISHU_ASK_PING,
     callbackSettleMs: e.FEISHU_CALLBACK_SETTLE_MS,
     replyInThread: e.FEISHU_REPLY_IN_THREAD,
+    cardTransport: e.FEISHU_CARD_TRANSPORT,
   };
   const verification = e.FEISHU_VERIFICATION_TOKEN ? { verificationToken: e.FEISHU_VERIFICATION_TOKEN } : {};
   // The checks above made these present in feishu mode; the narrowing says so to the type checker once.

@@ -110,6 +110,14 @@ describe("loadConfig", () => {
     );
   });
 
+  it("updates progress cards by IM PATCH unless FEISHU_CARD_TRANSPORT=cardkit", () => {
+    expect(loadConfig({}).feishu.cardTransport).toBe("im");
+    expect(loadConfig({ FEISHU_CARD_TRANSPORT: "cardkit" }).feishu.cardTransport).toBe("cardkit");
+    expect(errorOf({ FEISHU_CARD_TRANSPORT: "stream" })).toContain(
+      "FEISHU_CARD_TRANSPORT accepts im or cardkit",
+    );
+  });
+
   it("turns the emulated tenant's data-loss-prevention audit on in local mode with EMULATOR_DLP_AUDIT=on", () => {
     const local = (env: Record<string, string>) => {
       const config = loadConfig(env);

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
-import { startEmulator } from "../src/local/emulator/index.ts";
+import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { auditForSession } from "../src/store/audit.ts";
 import { strings } from "../src/strings.ts";
 import {
@@ -25,8 +25,10 @@ const rigs: FeishuRig[] = [];
 const closers: (() => Promise<void>)[] = [];
 /** The transport the current suite runs over; every callback test runs over both. */
 let transport: "ws" | "webhook" = "ws";
+/** How the cards are updated (FEISHU_CARD_TRANSPORT): every scenario runs with IM PATCH and with CardKit. */
+let cardTransport: "im" | "cardkit" = "im";
 async function rig(options: Parameters<typeof startFeishuRig>[0] = {}): Promise<FeishuRig> {
-  const started = await startFeishuRig({ transport, ...options });
+  const started = await startFeishuRig({ transport, cardTransport, ...options });
   rigs.push(started);
   return started;
 }
@@ -46,6 +48,25 @@ async function askedInPrivate(r: FeishuRig, text = "帮我部署") {
   return { userMessageId, cardId, card, requestId: requestIdsOn(card)[0] ?? "" };
 }
 
+/**
+ * The card went by the transport under test alone: IM PATCHes, or CardKit operations that all succeeded (no
+ * 300317 after a restart) and no PATCH.
+ */
+function expectCardsBy(emulator: Emulator, messageId: string): void {
+  const patches = emulator.calls.filter(
+    (c) => c.method === "PATCH" && c.path === `/open-apis/im/v1/messages/${messageId}`,
+  );
+  const cardkit = emulator.calls.filter((c) => c.path.startsWith("/open-apis/cardkit/"));
+  if (cardTransport === "im") {
+    expect(cardkit).toEqual([]);
+    expect(patches.length).toBeGreaterThan(0);
+    return;
+  }
+  expect(patches).toEqual([]);
+  expect(cardkit.length).toBeGreaterThan(0);
+  expect(cardkit.filter((c) => c.code !== 0).map((c) => c.code)).toEqual([]);
+}
+
 /** The completed state: green header (the summary line "已完成 N 步" appears while running too). */
 const isCompleted = (card: { header?: { template: string } }) => card.header?.template === "green";
 
@@ -54,9 +75,15 @@ const submitValue = (r: FeishuRig, requestId: string, sender = ALICE) => {
   return { kind: "feishu_ask", act: "submit", sessionId: ask?.sessionId ?? "", requestId, sender };
 };
 
-describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
+describe.each([
+  ["ws", "im"],
+  ["webhook", "im"],
+  ["ws", "cardkit"],
+  ["webhook", "cardkit"],
+] as const)("over the %s transport, cards by %s", (name, cards) => {
   beforeAll(() => {
     transport = name;
+    cardTransport = cards;
   });
 
   describe("Feishu channel, end to end through the SDK and the emulator", () => {
@@ -82,6 +109,8 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
       }, "the completed card");
       expect(cardText(final)).toContain("Kubernetes");
       expect(cardText(final)).toContain("暗色模式、导出 PDF、其他：RTL");
+      await r.channel.idle();
+      expectCardsBy(r.emulator, cardId);
       // In a private chat the card is the notification: no @-mention reminder (test/ask-reminder.test.ts).
       await r.channel.idle();
       const fromBot = r.emulator.messages.listMessages().filter((m) => m.senderType === "app");
@@ -129,7 +158,7 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
     it("after a restart mid-ask, shows the same form again and takes the old form's answer as the original call's result", async () => {
       const emulator = await startEmulator({ encryptKey: WEBHOOK_KEY });
       closers.push(() => emulator.close());
-      const first = await startFeishuRig({ emulator, transport });
+      const first = await startFeishuRig({ emulator, transport, cardTransport });
       const payload = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
       const userMessageId = payload.event.message.message_id;
       await first.deliver(payload);
@@ -178,6 +207,8 @@ describe.each(["ws", "webhook"] as const)("over the %s transport", (name) => {
       expect(cards).toHaveLength(1);
       const sessionId = `feishu-${emulator.appId}-private-${ALICE}`;
       expect(second.core.store.history(sessionId).filter((m) => m.role === "user")).toHaveLength(1);
+      // A CardKit card continues on its entity after the restart, above every sequence used before it.
+      expectCardsBy(emulator, cardId);
     });
   });
 });

@@ -5,10 +5,12 @@ import type { RunFeed } from "../domain/run-feed.ts";
 import { feishuGroupSessionId } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
+import type { CardEntityStore } from "../store/cardkit.ts";
 import type { FeishuStore } from "../store/feishu.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
+import type { CardKitApi } from "./cardkit/api.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
 import type { Limiter } from "./limits.ts";
 import type { FeishuMessenger } from "./messenger.ts";
@@ -68,6 +70,8 @@ export interface FeishuChannelOptions {
   sleep?: (ms: number) => Promise<void>;
   /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it (topics.ts). */
   replyInThread?: boolean;
+  /** FEISHU_CARD_TRANSPORT=cardkit: progress cards are CardKit entities (cardkit/transport.ts). */
+  cardkit?: { api: CardKitApi; store: CardEntityStore };
 }
 
 export class FeishuChannel implements AskSurface {
@@ -149,6 +153,7 @@ export class FeishuChannel implements AskSurface {
       ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
       ...(options.sleep ? { sleep: options.sleep } : {}),
+      ...(options.cardkit ? { cardkit: options.cardkit } : {}),
     });
   }
 

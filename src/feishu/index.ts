@@ -1,5 +1,6 @@
 import type { Config, RunnableConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
+import { createLarkCardKit } from "./cardkit/api.ts";
 import { createLarkMessenger } from "./lark-messenger.ts";
 import type { FeishuMetrics } from "./metrics.ts";
 import { createFeishuRuntime, type FeishuCore, type FeishuRuntime } from "./runtime.ts";
@@ -34,6 +35,10 @@ export async function startFeishu(options: {
   const settleMs = feishu.callbackSettleMs;
   return createFeishuRuntime({
     messenger: createLarkMessenger({ appId, appSecret, domain, logger }),
+    // FEISHU_CARD_TRANSPORT=cardkit: progress cards as CardKit entities, IM PATCH when CardKit refuses.
+    ...(feishu.cardTransport === "cardkit"
+      ? { cardkit: createLarkCardKit({ appId, appSecret, domain, logger }) }
+      : {}),
     core,
     logger,
     now,

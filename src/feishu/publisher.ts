@@ -2,6 +2,7 @@ import type { Card } from "../cards/model.ts";
 import type { DegradeLevel, Redaction } from "../cards/progress.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { type CardTransport, imTransport } from "./card-transport.ts";
 import { createMessageLimiter, type Limiter, type Slot } from "./limits.ts";
 import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
@@ -30,6 +31,8 @@ export type { CardShape, PublisherStats } from "./publish-policy.ts";
 export interface PublisherOptions {
   messageId: string;
   messenger: Pick<FeishuMessenger, "patchCard">;
+  /** How a state reaches the platform (card-transport.ts); default: IM PATCH through `messenger`. */
+  transport?: CardTransport;
   /** Cheap: the shape of the current state, to decide urgency without rendering. */
   shape: () => CardShape;
   /**
@@ -76,6 +79,7 @@ export class CardPublisher {
   readonly #o: PublisherOptions;
   readonly #metrics: Pick<FeishuMetrics, "patch">;
   readonly #messageLimiter: Limiter;
+  readonly #transport: CardTransport;
   #state: PublishState;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
@@ -85,6 +89,7 @@ export class CardPublisher {
   constructor(options: PublisherOptions) {
     this.#o = options;
     this.#messageLimiter = createMessageLimiter(5);
+    this.#transport = options.transport ?? imTransport(options.messenger, options.messageId);
     this.#metrics = options.metrics ?? NO_FEISHU_METRICS;
     this.#state = initialState(
       {
@@ -152,6 +157,7 @@ export class CardPublisher {
   /** Stops for good: nothing more is sent for this card. */
   stop(): void {
     this.#step({ type: "stop" });
+    this.#transport.close();
   }
 
   /** Resolves when nothing is scheduled or in flight (shutdown, tests). */
@@ -294,7 +300,7 @@ export class CardPublisher {
       return false;
     }
     try {
-      await this.#messageLimiter(() => this.#o.messenger.patchCard(this.#o.messageId, card));
+      await this.#messageLimiter(() => this.#transport.update(card, shape));
     } catch (error) {
       this.#step({ type: "patchThrew" });
       throw error;

@@ -2,9 +2,11 @@ import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { AskSurface, SessionRuns } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
+import { CardEntityStore } from "../store/cardkit.ts";
 import type { Db } from "../store/db.ts";
 import { FeishuStore } from "../store/feishu.ts";
 import { type CardActionDeps, handleCardAction } from "./card-actions.ts";
+import type { CardKitApi } from "./cardkit/api.ts";
 import { FeishuChannel, type FeishuChannelOptions } from "./channel.ts";
 import { createAppLimiter, type Limiter } from "./limits.ts";
 import { type LongConnectionOptions, startLongConnection } from "./long-connection.ts";
@@ -43,8 +45,10 @@ export type FeishuInbound =
 
 export type FeishuRuntimeDeps = Omit<
   FeishuChannelOptions,
-  "runner" | "runs" | "registry" | "store" | "appLimiter"
+  "runner" | "runs" | "registry" | "store" | "appLimiter" | "cardkit"
 > & {
+  /** FEISHU_CARD_TRANSPORT=cardkit: the CardKit API the progress cards use (absent: IM PATCH). */
+  cardkit?: CardKitApi;
   core: FeishuCore;
   inbound: FeishuInbound;
   /** Default: a store on the core's database. */
@@ -71,9 +75,17 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   const metrics = deps.metrics ?? NO_FEISHU_METRICS;
   const appLimiter = deps.appLimiter ?? ownLimiter(metrics);
   const store = deps.store ?? new FeishuStore(core.store.db, now);
-  const { core: _core, inbound: _inbound, store: _store, appLimiter: _limiter, ...channelOptions } = deps;
+  const {
+    core: _core,
+    inbound: _inbound,
+    store: _store,
+    appLimiter: _limiter,
+    cardkit,
+    ...channelOptions
+  } = deps;
   const channel = new FeishuChannel({
     ...channelOptions,
+    ...(cardkit ? { cardkit: { api: cardkit, store: new CardEntityStore(core.store.db) } } : {}),
     runner: core.runner,
     runs: core.runs,
     registry: core.registry,

@@ -21,6 +21,8 @@ export const TABLE_OWNERS: Readonly<Record<string, readonly string[]>> = {
   queued_cards: ["src/store/feishu.ts"],
   ask_reminders: ["src/store/feishu.ts"],
   inbound_messages: ["src/store/feishu.ts"],
+  // CardKit card entities (FEISHU_CARD_TRANSPORT=cardkit)
+  cardkit_entities: ["src/store/cardkit.ts"],
   // sign-in to the session pages
   token_revocations: ["src/store/token-revocations.ts"],
   spent_sign_in_links: ["src/store/token-revocations.ts"],

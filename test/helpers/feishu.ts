@@ -9,6 +9,7 @@ import { signToken } from "../../src/auth/token.ts";
 import { readStack } from "../../src/cards/form-fields.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
+import { createLarkCardKit } from "../../src/feishu/cardkit/api.ts";
 import type { FeishuChannel, FeishuChannelOptions } from "../../src/feishu/channel.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
 import type { FeishuMessenger } from "../../src/feishu/messenger.ts";
@@ -95,6 +96,10 @@ export async function startFeishuRig(
     asks?: FeishuChannelOptions["asks"];
     /** FEISHU_REPLY_IN_THREAD (issue 19). */
     replyInThread?: boolean;
+    /** FEISHU_CARD_TRANSPORT (issue 29): `cardkit` makes progress cards CardKit entities. */
+    cardTransport?: "im" | "cardkit";
+    /** Where the service logs (default: silent). */
+    logger?: ReturnType<typeof createLogger>;
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -105,7 +110,7 @@ export async function startFeishuRig(
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "fpb-feishu-"));
   const dbFile = path.join(dataDir, "bot.sqlite");
   const db = openDatabase(dbFile);
-  const logger = createLogger({ level: "silent" });
+  const logger = options.logger ?? createLogger({ level: "silent" });
   const core = createCore({
     db,
     logger,
@@ -136,6 +141,17 @@ export async function startFeishuRig(
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.asks ? { asks: options.asks } : {}),
     ...(options.replyInThread ? { replyInThread: true } : {}),
+    ...(options.cardTransport === "cardkit"
+      ? {
+          cardkit: createLarkCardKit({
+            appId: emulator.appId,
+            appSecret: emulator.appSecret,
+            domain: emulator.url,
+            logger,
+            timeoutMs: 5000,
+          }),
+        }
+      : {}),
     inbound:
       transport === "ws"
         ? {

@@ -3,9 +3,14 @@ import type { Rendering } from "../../cards/progress.ts";
 import { isTerminal } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
+import type { CardEntityStore } from "../../store/cardkit.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
+import type { CardTransport } from "../card-transport.ts";
+import type { CardKitApi } from "../cardkit/api.ts";
+import type { CardJson } from "../cardkit/card-shape.ts";
+import { CARDKIT_INTERVAL_MS, CardKitTransport, sendEntity } from "../cardkit/transport.ts";
 import { checkCard, provesGone, suggestsGone } from "../gone-cards.ts";
 import { agentsLane, type Limiter } from "../limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "../messenger.ts";
@@ -42,7 +47,12 @@ export interface PlacementDeps {
   sleep?: (ms: number) => Promise<void>;
   /** The platform says the card is gone for good: the lifecycle ends its run. */
   cardGone: (card: ActiveCard) => void;
+  /** FEISHU_CARD_TRANSPORT=cardkit: cards are CardKit entities (cardkit/transport.ts); else IM PATCH. */
+  cardkit?: { api: CardKitApi; store: CardEntityStore };
 }
+
+/** The app lacks a scope the call needs (here `cardkit:card:write`). */
+const NO_PERMISSION = 99991672;
 
 export class CardPlacement {
   readonly #d: PlacementDeps;
@@ -52,6 +62,8 @@ export class CardPlacement {
    */
   readonly #publishers = new Set<CardPublisher>();
   #closed = false;
+  /** The app may not use CardKit (99991672 on create): every later card goes the IM way, without a warning each. */
+  #cardkitDenied = false;
 
   constructor(deps: PlacementDeps) {
     this.#d = deps;
@@ -86,15 +98,19 @@ export class CardPlacement {
         ? book.render(card, { level: 0, redaction: "none" }, "running")
         : book.recovering(card);
     let shown: string | undefined;
+    // A CardKit card continues on its entity, above every sequence reserved before the restart.
+    const transport = this.#transportFor(card, messageId);
+    const shape = { key: "", formOpen: !ended && book.asksOf(card).length > 0, final: ended };
     try {
       // Closed while waiting for its turn (a shutdown in the restart's burst): nothing more goes out.
       const sent = await appLimiter(async () => {
         if (this.#closed) return false;
-        await messenger.patchCard(messageId, recovering);
+        await (transport ? transport.update(recovering, shape) : messenger.patchCard(messageId, recovering));
         return true;
       });
-      if (!sent) return;
+      if (!sent) return transport?.close();
       if (ended) {
+        transport?.close();
         this.finalLanded(card.runId);
         book.forget(card);
         return;
@@ -116,7 +132,7 @@ export class CardPlacement {
       }
       log.warn({ err: describeError(error), runId: card.runId }, "recovery card could not be sent");
     }
-    this.attach(card, messageId, shown);
+    this.attach(card, messageId, shown, undefined, transport);
   }
 
   async reply(card: ActiveCard, options: { fresh: boolean }): Promise<void> {
@@ -143,26 +159,30 @@ export class CardPlacement {
         rung.level = rung.level === 0 ? 1 : 2;
         return true;
       };
-      const sent = await withRetries(
-        () =>
-          appLimiter(
-            () => {
-              const content = book.render(card, rung);
-              attempts += 1;
-              shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
-              const uuid = `run-${card.runId}`;
-              return card.agent?.to
-                ? messenger.sendCard(card.agent.to, content, { uuid })
-                : messenger.replyCard(card.sourceMessageId, content, {
-                    uuid,
-                    ...threadReply(card),
-                  });
-            },
-            { urgent: true },
-          ),
-        degrade,
-        this.#d.sleep ?? sleep,
-      );
+      // A CardKit card: its entity, sent by card_id; refused, the card goes the IM way below.
+      const entity = await this.#sendEntity(card, appLimiter, options.fresh);
+      const sent =
+        entity ??
+        (await withRetries(
+          () =>
+            appLimiter(
+              () => {
+                const content = book.render(card, rung);
+                attempts += 1;
+                shown = options.fresh && attempts === 1 ? JSON.stringify(content) : undefined;
+                const uuid = `run-${card.runId}`;
+                return card.agent?.to
+                  ? messenger.sendCard(card.agent.to, content, { uuid })
+                  : messenger.replyCard(card.sourceMessageId, content, {
+                      uuid,
+                      ...threadReply(card),
+                    });
+              },
+              { urgent: true },
+            ),
+          degrade,
+          this.#d.sleep ?? sleep,
+        ));
       const row = {
         runId: card.runId,
         sessionId: card.sessionId,
@@ -174,13 +194,66 @@ export class CardPlacement {
       };
       // The card is in the chat whatever the database says: it is published; its record follows.
       writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
-      this.attach(card, sent.messageId, shown, rung);
+      if (entity) shown = entity.shown;
+      const transport = this.#transportFor(card, sent.messageId, entity?.entityShown);
+      this.attach(card, sent.messageId, shown, rung, transport);
     } catch (error) {
       log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
       book.forget(card);
       // Nobody can see the questions: let the waiting tool calls return instead of hanging until timeout.
       for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
     }
+  }
+
+  /** The card as a CardKit entity (cardkit/transport.ts sendEntity), or undefined: the IM way. */
+  async #sendEntity(
+    card: ActiveCard,
+    limiter: Limiter,
+    fresh: boolean,
+  ): Promise<{ messageId: string; shown?: string; entityShown?: CardJson } | undefined> {
+    const cardkit = this.#d.cardkit;
+    if (!cardkit || this.#closed || this.#cardkitDenied) return undefined;
+    const content = this.#d.book.render(card, { level: 0, redaction: "none" });
+    const key = `run-${card.runId}`;
+    const sent = await sendEntity(
+      { ...cardkit, log: this.#d.log, now: this.#d.now },
+      {
+        key,
+        card: content,
+        where: card.agent?.to
+          ? { target: card.agent.to }
+          : { replyTo: card.sourceMessageId, ...threadReply(card) },
+        uuid: key,
+        limit: (call) => limiter(() => call(), { urgent: true }),
+        onRefused: (code) => {
+          if (code === NO_PERMISSION) this.#cardkitDenied = true;
+        },
+      },
+    );
+    if (!sent) return undefined;
+    const known = fresh && sent.shown !== undefined;
+    return {
+      messageId: sent.messageId,
+      ...(known ? { shown: JSON.stringify(content), entityShown: sent.shown } : {}),
+    };
+  }
+
+  /** The CardKit transport of a card sent as an entity (and not fallen back), else undefined: IM PATCH. */
+  #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): CardTransport | undefined {
+    const cardkit = this.#d.cardkit;
+    const row = cardkit?.store.byMessage(messageId);
+    if (!cardkit || !row || row.fallback) return undefined;
+    const limiter = this.#limiterOf(card);
+    return new CardKitTransport(
+      { ...cardkit, log: this.#d.log, now: this.#d.now, limit: (call) => limiter(() => call()) },
+      {
+        key: row.key,
+        cardId: row.cardId,
+        messageId,
+        messenger: this.#d.messenger,
+        ...(shown ? { shown } : {}),
+      },
+    );
   }
 
   /**
@@ -197,18 +270,24 @@ export class CardPlacement {
     messageId: string,
     shown?: string,
     rung: Rendering = { level: 0, redaction: "none" },
+    transport?: CardTransport,
   ): void {
     const { book, registry, metrics } = this.#d;
-    if (this.#closed) return;
+    if (this.#closed) return transport?.close();
     book.placed(card, messageId);
     const publisher = new CardPublisher({
       messageId,
       messenger: this.#d.messenger,
+      ...(transport ? { transport } : {}),
       shape: () => book.shape(card),
       render: (level, redaction) => book.render(card, { level, redaction }),
       degradeLevel: rung.level,
       redaction: rung.redaction,
-      intervalMs: this.#d.cardPatchIntervalMs,
+      // The answer types out at about 5 updates/s on a CardKit card; IM PATCH keeps its interval.
+      intervalMs:
+        transport?.kind === "cardkit"
+          ? Math.min(this.#d.cardPatchIntervalMs, CARDKIT_INTERVAL_MS)
+          : this.#d.cardPatchIntervalMs,
       confirmAfterMs: this.#d.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(shown !== undefined ? { shown } : {}),
       appLimiter: this.#limiterOf(card),

@@ -39,6 +39,19 @@ const ENDPOINTS: { method: string; path: RegExp; scopes: string[] }[] = [
     path: /^\/open-apis\/im\/v1\/messages\/[^/]+$/,
     scopes: ["im:message", "im:message:readonly", "im:message.history:readonly"],
   },
+  // CardKit card entities: create, full update, settings, an element's text (feishu-platform §3.5).
+  { method: "POST", path: /^\/open-apis\/cardkit\/v1\/cards$/, scopes: ["cardkit:card:write"] },
+  { method: "PUT", path: /^\/open-apis\/cardkit\/v1\/cards\/[^/]+$/, scopes: ["cardkit:card:write"] },
+  {
+    method: "PATCH",
+    path: /^\/open-apis\/cardkit\/v1\/cards\/[^/]+\/settings$/,
+    scopes: ["cardkit:card:write"],
+  },
+  {
+    method: "PUT",
+    path: /^\/open-apis\/cardkit\/v1\/cards\/[^/]+\/elements\/[^/]+\/content$/,
+    scopes: ["cardkit:card:write"],
+  },
   {
     method: "GET",
     path: /^\/open-apis\/contact\/v3\/users\/[^/]+$/,

@@ -1,0 +1,323 @@
+import pThrottle from "p-throttle";
+import type { Card } from "../../cards/model.ts";
+import { describeError } from "../../errors.ts";
+import type { Logger } from "../../logger.ts";
+import type { CardEntityStore } from "../../store/cardkit.ts";
+import type { CardTransport } from "../card-transport.ts";
+import { FeishuApiError, type FeishuMessenger, type MessageTarget } from "../messenger.ts";
+import type { CardShape } from "../publish-state.ts";
+import { CARDKIT_ERRORS, type CardKitApi } from "./api.ts";
+import { type CardJson, entityCard, hasForm, streamedChanges } from "./card-shape.ts";
+
+/**
+ * The CardKit card transport (issue 29, FEISHU_CARD_TRANSPORT=cardkit): the progress card is a card entity,
+ * sent once by its card_id; while the answer's text grows, only its markdown element is updated, in streaming
+ * mode (it types out); every other change is a full update. Every operation takes a sequence reserved in the
+ * store before the call, so a restart never uses one twice (300317).
+ *
+ * Forms: streaming mode is left (settings) before the full update that shows a form, and a card with a form
+ * open is never streamed into. Streaming closes itself 10 minutes after it was opened, whatever the traffic:
+ * it is reopened on a timer at 9 minutes; after a 300309/200850 the current state goes out in one full update,
+ * and if that fails too the card falls back to IM PATCH. 200810 (a callback in progress) and 300316 (10
+ * operations/s) are handed to the publisher as a rate limit: it waits and sends the latest state again,
+ * a bounded number of times. Any other refusal (no permission, 11310, 230099, an unknown code): the card
+ * falls back to IM PATCH in the same update, with one warning line, and stays there (recorded, so a
+ * restart keeps it).
+ */
+
+/** The gap between a CardKit card's plain updates: the answer types out at about 5 updates/s. */
+export const CARDKIT_INTERVAL_MS = 200;
+/** Reopened this long after streaming was opened: before the platform's 10 minutes close it. */
+export const STREAMING_REOPEN_MS = 9 * 60_000;
+/** The platform allows 10 operations per second per entity. */
+const ENTITY_OPS_PER_SECOND = 10;
+/** How long a callback-in-progress (200810) update waits before the latest state is sent again. */
+const CALLBACK_WAIT_MS = 1000;
+
+export interface CardKitDeps {
+  api: CardKitApi;
+  store: CardEntityStore;
+  log: Logger;
+  now: () => number;
+  /**
+   * The app-wide budget for calls made outside the publisher's turn (the reopen timer); an update's calls run
+   * in the turn the publisher was given.
+   */
+  limit?: <T>(call: () => Promise<T>) => Promise<T>;
+}
+
+/** What the transport counts (tests, benchmarks). */
+export interface CardKitStats {
+  content: number;
+  full: number;
+  settings: number;
+  /** Full updates sent after streaming was found closed (300309/200850). */
+  recoveries: number;
+  fellBack: boolean;
+}
+
+export class CardKitTransport implements CardTransport {
+  readonly kind = "cardkit";
+  readonly stats: CardKitStats = { content: 0, full: 0, settings: 0, recoveries: 0, fellBack: false };
+  readonly #d: CardKitDeps;
+  readonly #key: string;
+  readonly #cardId: string;
+  readonly #messageId: string;
+  readonly #messenger: Pick<FeishuMessenger, "patchCard">;
+  readonly #gate: () => Promise<unknown>;
+  #reserved: number;
+  #streamingSince: number | undefined;
+  /** The entity's card as the last operation left it; undefined when not known (then a full update). */
+  #shown: CardJson | undefined;
+  #fallback: boolean;
+  #chain: Promise<unknown> = Promise.resolve();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+
+  constructor(
+    deps: CardKitDeps,
+    init: {
+      key: string;
+      cardId: string;
+      messageId: string;
+      messenger: Pick<FeishuMessenger, "patchCard">;
+      /** The entity as the first send showed it (undefined after a restart: the next update is full). */
+      shown?: CardJson;
+    },
+  ) {
+    this.#d = deps;
+    this.#key = init.key;
+    this.#cardId = init.cardId;
+    this.#messageId = init.messageId;
+    this.#messenger = init.messenger;
+    this.#shown = init.shown;
+    const row = deps.store.byKey(init.key);
+    this.#reserved = row?.reserved ?? 0;
+    this.#fallback = row?.fallback ?? false;
+    this.stats.fellBack = this.#fallback;
+    this.#streamingSince = row?.streamingSince;
+    const throttle = pThrottle({ limit: ENTITY_OPS_PER_SECOND, interval: 1000, strict: true });
+    const gate = throttle(() => undefined);
+    this.#gate = async () => gate();
+    this.#arm();
+  }
+
+  get cardId(): string {
+    return this.#cardId;
+  }
+
+  get fellBack(): boolean {
+    return this.#fallback;
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  update(card: Card, shape: CardShape): Promise<void> {
+    return this.#serial(async () => {
+      if (this.#fallback) return this.#messenger.patchCard(this.#messageId, card);
+      const stream = !shape.formOpen && shape.final !== true && !hasForm(card);
+      try {
+        await this.#publish(card, stream);
+      } catch (error) {
+        await this.#failed(error, card, stream);
+      }
+    });
+  }
+
+  async #publish(card: Card, stream: boolean): Promise<void> {
+    const next = entityCard(card, stream);
+    const since = this.#streamingSince;
+    if (stream && since !== undefined && this.#d.now() - since >= STREAMING_REOPEN_MS) await this.#reopen();
+    const prev = this.#shown;
+    const changes =
+      prev && stream && this.#streamingSince !== undefined ? streamedChanges(prev, next) : undefined;
+    if (changes && changes.length > 0) {
+      for (const change of changes) {
+        this.#shown = undefined; // what the entity shows is unknown until the call answers
+        await this.#op((sequence) =>
+          this.#d.api.content(this.#cardId, change.elementId, change.text, sequence),
+        );
+        this.stats.content += 1;
+      }
+      this.#shown = next;
+      return;
+    }
+    // Leave streaming before a form appears: typed input must not meet a streaming card (docs/feishu-platform.md).
+    if (!stream && this.#streamingSince !== undefined && hasForm(card)) {
+      await this.#op((sequence) => this.#d.api.settings(this.#cardId, { streaming_mode: false }, sequence));
+      this.stats.settings += 1;
+      this.#setStreaming(undefined);
+    }
+    await this.#full(next, stream);
+  }
+
+  async #full(next: CardJson, stream: boolean): Promise<void> {
+    this.#shown = undefined;
+    await this.#op((sequence) => this.#d.api.update(this.#cardId, next, sequence));
+    this.stats.full += 1;
+    this.#shown = next;
+    // A full update whose config turns streaming on opens it (now, unless it was open already).
+    this.#setStreaming(stream ? (this.#streamingSince ?? this.#d.now()) : undefined);
+  }
+
+  /** Streaming off and on again: its 10 minutes start over. */
+  async #reopen(): Promise<void> {
+    await this.#op((sequence) => this.#d.api.settings(this.#cardId, { streaming_mode: false }, sequence));
+    this.#setStreaming(undefined);
+    await this.#op((sequence) => this.#d.api.settings(this.#cardId, { streaming_mode: true }, sequence));
+    this.stats.settings += 2;
+    this.#setStreaming(this.#d.now());
+  }
+
+  async #failed(error: unknown, card: Card, stream: boolean): Promise<void> {
+    const code = error instanceof FeishuApiError ? error.feishuCode : undefined;
+    if (code === CARDKIT_ERRORS.streamingClosed || code === CARDKIT_ERRORS.streamingTimedOut) {
+      // Streaming closed under us: the state of now in one full update (which opens it again), once.
+      this.#setStreaming(undefined);
+      this.stats.recoveries += 1;
+      try {
+        await this.#full(entityCard(card, stream), stream);
+        return;
+      } catch (again) {
+        return this.#fallBack(again, card);
+      }
+    }
+    if (code === CARDKIT_ERRORS.callbackInProgress || code === ENTITY_RATE_LIMITED) {
+      this.#shown = undefined;
+      throw new FeishuApiError({
+        method: error instanceof FeishuApiError ? error.method : "cardkit",
+        message:
+          code === ENTITY_RATE_LIMITED ? "entity rate limit" : "a callback of this card is in progress",
+        feishuCode: code,
+        httpStatus: 429,
+        retryAfterMs: CALLBACK_WAIT_MS,
+        cause: error,
+      });
+    }
+    if (error instanceof FeishuApiError && (error.rateLimited || error.transient)) {
+      // The publisher backs off and retries the latest state (bounded); a full update then, to be sure.
+      this.#shown = undefined;
+      throw error;
+    }
+    return this.#fallBack(error, card);
+  }
+
+  /** CardKit refused this card: IM PATCH from now on, this very update included. */
+  async #fallBack(error: unknown, card: Card): Promise<void> {
+    this.#fallback = true;
+    this.stats.fellBack = true;
+    this.close();
+    this.#d.store.fallback(this.#key);
+    const code = error instanceof FeishuApiError ? (error.feishuCode ?? error.httpStatus) : undefined;
+    this.#d.log.warn(
+      { messageId: this.#messageId, cardId: this.#cardId, code, err: describeError(error) },
+      "CardKit refused the progress card; updating it by IM PATCH from now on",
+    );
+    await this.#messenger.patchCard(this.#messageId, card);
+  }
+
+  /** One operation: its sequence reserved (and stored) before the call, within 10 operations/s. */
+  async #op(call: (sequence: number) => Promise<void>): Promise<void> {
+    await this.#gate();
+    const sequence = this.#reserved + 1;
+    this.#d.store.reserve(this.#key, sequence);
+    this.#reserved = sequence;
+    await call(sequence);
+  }
+
+  #setStreaming(since: number | undefined): void {
+    if (since === this.#streamingSince) return;
+    this.#streamingSince = since;
+    this.#d.store.streaming(this.#key, since);
+    this.#arm();
+  }
+
+  /** The reopen timer: at 9 minutes of streaming, unless the card left streaming (a form, its end) before. */
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const since = this.#streamingSince;
+    if (since === undefined || this.#closed || this.#fallback) return;
+    const delay = Math.max(0, since + STREAMING_REOPEN_MS - this.#d.now());
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#serial(async () => {
+        if (this.#closed || this.#fallback || this.#streamingSince !== since) return;
+        try {
+          const limit = this.#d.limit ?? ((call) => call());
+          await limit(() => this.#reopen());
+        } catch (error) {
+          // Left as it is: the next update finds streaming closed and recovers once (never a retry loop).
+          this.#d.log.info(
+            { messageId: this.#messageId, err: describeError(error) },
+            "CardKit streaming could not be reopened; the next update recovers it",
+          );
+        }
+      });
+    }, delay);
+    this.#timer.unref?.();
+  }
+
+  /** One operation chain per entity: the publisher's update and the reopen timer never interleave. */
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(work, work);
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/** The emulator's code for the 10 operations/s per entity (the docs name none: assumed). */
+const ENTITY_RATE_LIMITED = 300316;
+
+/**
+ * The first send of a CardKit card: the entity (created once per key, so a retried reply reuses it), then the
+ * message that shows it. Undefined when CardKit refused either step: the caller sends the card the IM way (one
+ * warning line; a refused send is recorded, so the card is not tried by CardKit again).
+ */
+export async function sendEntity(
+  deps: CardKitDeps,
+  input: {
+    key: string;
+    card: Card;
+    where: { replyTo: string; inThread?: boolean } | { target: MessageTarget };
+    uuid: string;
+    /** Each call in the app-wide budget, as every Open API call. */
+    limit: <T>(call: () => Promise<T>) => Promise<T>;
+    /** Told Feishu's code when CardKit refused (99991672: the app lacks the scope, for every card). */
+    onRefused?: (code: number | undefined) => void;
+  },
+): Promise<{ messageId: string; shown: CardJson | undefined } | undefined> {
+  const { api, store, log, now } = deps;
+  const row = store.byKey(input.key);
+  if (row?.fallback) return undefined;
+  const stream = !hasForm(input.card);
+  const shown = entityCard(input.card, stream);
+  let cardId = row?.cardId;
+  try {
+    if (cardId === undefined) {
+      const created = await input.limit(() => api.create(shown));
+      cardId = created.cardId;
+      store.created(input.key, cardId);
+    }
+    // Sent before a restart: the message exists; what the entity shows is not known here.
+    if (row?.messageId !== undefined) return { messageId: row.messageId, shown: undefined };
+    const entity = cardId;
+    const sent = await input.limit(() => api.send(input.where, entity, input.uuid));
+    store.sent(input.key, sent.messageId);
+    if (stream) store.streaming(input.key, now());
+    return { messageId: sent.messageId, shown };
+  } catch (error) {
+    if (cardId !== undefined) store.fallback(input.key);
+    const code = error instanceof FeishuApiError ? (error.feishuCode ?? error.httpStatus) : undefined;
+    log.warn(
+      { key: input.key, code, err: describeError(error) },
+      "CardKit refused the progress card; sending it by IM instead",
+    );
+    input.onRefused?.(code);
+    return undefined;
+  }
+}
