@@ -55,6 +55,11 @@ export interface ProgressView extends AskExtrasView {
    * 取消任务/重试: no run of ours stands behind those buttons (延长 and 拒绝回答 are the answerer's, and stay).
    */
   agent?: string;
+  /**
+   * A text reply quoting this card answers its question (issue 30): the forms say so. Set by the Feishu
+   * channel, which takes such replies (feishu/card-replies.ts); absent where nothing would read them.
+   */
+  replyToAnswer?: true;
 }
 
 export interface BuildOptions {
@@ -267,6 +272,9 @@ function render(
     elements.push(...askForms(withForms, shownAsks.length, context));
     const rest = shownAsks.slice(fullForms);
     if (rest.length > 0) elements.push(compactAsks(rest, view.detailsUrl, s));
+    // A reply answers the first question ask, never an MCP server's form (its fields are no options).
+    if (view.replyToAnswer && shownAsks.some((ask) => !ask.elicitation))
+      elements.push({ tag: "markdown", text_size: "notation", content: `💬 ${s.card.replyHint}` });
     elements.push(...askExtraLines(view, true, s));
   }
   const actions = actionButtons(view, s, shownAsks.length > 0);

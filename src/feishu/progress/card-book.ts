@@ -212,6 +212,8 @@ export class CardBook {
           }
         : {}),
       ...(card.chatType === "group" ? { chatType: "group" as const } : {}),
+      // The channel takes text replies quoting its cards as answers (card-replies.ts).
+      replyToAnswer: true,
     };
   }
 }
