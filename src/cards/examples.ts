@@ -142,6 +142,18 @@ export function exampleCards(): Record<string, Card> {
       },
       [bothQuestions],
     ),
+    // AGENT=openai reported its tokens (issue 30): the footer says time, tokens and model; the header not the time.
+    "progress-completed-usage": buildProgressCard(
+      {
+        ...base,
+        status: "completed",
+        steps: finished,
+        text: "**完成** 已按你的选择执行。",
+        endedAt: T0 + 74_000,
+        usage: { inputTokens: 12_345, outputTokens: 678, cachedTokens: 8_192, model: "gpt-4o-2024-08-06" },
+      },
+      [],
+    ),
     "progress-failed": buildProgressCard(
       {
         ...base,

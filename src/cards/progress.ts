@@ -1,4 +1,5 @@
-import type { RunStatus } from "../domain/types.ts";
+import { isTerminal, type RunStatus } from "../domain/types.ts";
+import { type RunUsage, USAGE_SEPARATOR, usageText } from "../domain/usage.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
@@ -60,6 +61,11 @@ export interface ProgressView extends AskExtrasView {
    * channel, which takes such replies (feishu/card-replies.ts); absent where nothing would read them.
    */
   replyToAnswer?: true;
+  /**
+   * What the run's model requests cost (domain/usage.ts): an ended card's footer says `用时 · ↑in ↓out · model`.
+   * Absent with CARD_FOOTER=off, or when the agent reported none.
+   */
+  usage?: RunUsage;
 }
 
 export interface BuildOptions {
@@ -279,8 +285,11 @@ function render(
   }
   const actions = actionButtons(view, s, shownAsks.length > 0);
   if (actions) elements.push(actions);
+  const footer = usageFooter(view, s);
+  if (footer) elements.push({ tag: "markdown", text_size: "notation", content: escapeText(footer) });
 
-  const subtitle = agentLine(view, s) ?? elapsed(view, s);
+  // The footer says how long it took, with what it cost: the header does not say it again.
+  const subtitle = agentLine(view, s) ?? (footer ? undefined : elapsed(view, s));
   // One table budget for the whole card: the result, and every preview panel (tables.ts).
   return budgetTables({
     schema: "2.0",
@@ -420,6 +429,17 @@ function actionButtons(view: ProgressView, s: Strings, waiting: boolean): Column
     horizontal_spacing: "8px",
     columns: buttons.map((button) => ({ tag: "column", width: "auto", elements: [button] })),
   };
+}
+
+/** `用时 12 秒 · ↑1,234 ↓567 · gpt-4o` once the run ended, if anything of its usage is known. */
+function usageFooter(view: ProgressView, s: Strings): string | undefined {
+  if (!isTerminal(view) || !view.usage) return undefined;
+  const { model } = view.usage;
+  const usage = { ...view.usage, ...(model !== undefined ? { model: truncate(oneLine(model), 60) } : {}) };
+  const used = usageText(usage, s.web.lang);
+  if (used === undefined) return undefined;
+  const took = elapsed(view, s);
+  return took === undefined ? used : `${took}${USAGE_SEPARATOR}${used}`;
 }
 
 function agentLine(view: ProgressView, s: Strings): string | undefined {

@@ -55,6 +55,8 @@ export interface FeishuChannelOptions {
   /** Base of the 会话详情 link (card-book.ts); without it cards carry none (feishu mode without PUBLIC_URL). */
   publicUrl?: () => string;
   cardPatchIntervalMs: number;
+  /** CARD_FOOTER (default on): an ended card's footer with the run's tokens and model (cards/progress.ts). */
+  cardFooter?: boolean;
   /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
   askPing: boolean;
   /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
@@ -113,6 +115,7 @@ export class FeishuChannel implements AskSurface {
       store,
       times: this.times,
       now,
+      footer: options.cardFooter ?? true,
       ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
     });
     const background = this.#background;
