@@ -73,6 +73,11 @@ const envSchema = z.object({
     .refine(validZone, { message: "ASK_TIME_ZONE must be an IANA time zone such as Asia/Shanghai" })
     .default("Asia/Shanghai"),
   CARD_PATCH_INTERVAL_MS: intFrom("CARD_PATCH_INTERVAL_MS", 200, 60_000).default(1000),
+  // Usage footer (issue 30): an ended card's last line says what the run took and cost.
+  CARD_FOOTER: z
+    .enum(["on", "off", "true", "false", "1", "0"], { message: "CARD_FOOTER accepts on or off" })
+    .transform((value) => value === "on" || value === "true" || value === "1")
+    .default(true),
   DEMO_STEP_MS: intFrom("DEMO_STEP_MS", 0, 60_000).default(500),
   // One run's budget across all its sub-agents (harness/agents/budget.ts).
   MAX_MODEL_REQUESTS_PER_RUN: intFrom("MAX_MODEL_REQUESTS_PER_RUN", 1, 10_000).default(
@@ -183,6 +188,8 @@ export interface ConfigBase {
   /** Reminder before an ask's deadline, 延长's total bound, the deadline's zone (issue 16). */
   asks: { remindBeforeMs: number; extendMaxMs: number; timeZone: string };
   cardPatchIntervalMs: number;
+  /** CARD_FOOTER: an ended card says `用时 · ↑in ↓out · model` where the agent reported its usage. */
+  cardFooter: boolean;
   /** PUBLIC_URL, else http://localhost:PORT; with PORT=0 read the live one from `PublicAddress` (public-url.ts). */
   publicUrl: string;
   /** PUBLIC_URL was set; else the public URL follows the port actually bound. */
@@ -272,6 +279,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       timeZone: e.ASK_TIME_ZONE,
     },
     cardPatchIntervalMs: e.CARD_PATCH_INTERVAL_MS,
+    cardFooter: e.CARD_FOOTER,
     publicUrl: (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
     publicUrlGiven: e.PUBLIC_URL !== undefined,
     detailsLinks: mode === "local" || e.PUBLIC_URL !== undefined,

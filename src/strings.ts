@@ -52,6 +52,7 @@ export const zh = {
     ended: {
       answered: (who: string) => `问题已由 ${who} 回答`,
       answeredOnWeb: (who: string) => `问题已由 ${who} 在网页端回答`,
+      answeredByReply: (who: string) => `问题已由 ${who} 回复卡片回答`,
       answeredByCaller: "问题已由调用方回答",
       declined: (who: string) => `${who} 拒绝回答了问题`,
       you: "你",
@@ -59,6 +60,9 @@ export const zh = {
     /** The card once its question was answered on the session page: a success, with who and when. */
     answeredOnWebBy: (mention: string, at: string) => `✅ ${mention} 已在网页端回答（${at}）`,
     answeredOnWebYou: (at: string) => `✅ 已在网页端回答（${at}）`,
+    /** The card once its question was answered by a text reply quoting the card (issue 30). */
+    answeredByReplyBy: (mention: string, at: string) => `✅ ${mention} 已回复卡片作答（${at}）`,
+    answeredByReplyYou: (at: string) => `✅ 已回复卡片作答（${at}）`,
     answeredByCaller: "✅ 已由调用方回答",
     /** The card once the person declined the question (拒绝回答): their choice, not a failure. */
     declinedNotice: "🚫 已拒绝回答",
@@ -79,6 +83,8 @@ export const zh = {
       `已提交：第 ${numbers} 题按「其他」中填写的内容作答，所选项未采用`,
     numberSeparator: "、",
     askExpired: "问题已失效",
+    /** A reply quoting the card from another thread than the card's (issue 30): nothing was answered. */
+    replyElsewhere: "请在卡片所在的对话里直接回复卡片作答，这条回复没有作为回答",
     unknownAction: "操作已失效，请刷新后重试",
     callbackTimeout: "处理超时，请稍后重试",
     taskCancelled: "已取消任务",
@@ -152,6 +158,8 @@ export const zh = {
     submit: "提交",
     /** The one submit of stacked questions (/parallel): it sends every question on the card at once. */
     submitAll: "全部提交",
+    /** Under a card's questions: a text reply quoting the card answers too (issue 30). */
+    replyHint: "也可以直接回复本卡片作答",
     /** An MCP server's form (elicitation): which server asks, and its two other answers and URL mode's. */
     elicitHeading: (server: string) => `**MCP 服务「${server}」请你填写**`,
     elicitUrlHeading: (server: string) => `**MCP 服务「${server}」请你打开链接完成操作**`,

@@ -25,6 +25,16 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     expect(text).not.toContain("SECRET-THOUGHT");
   });
 
+  it("shows the turn's tokens in the final card's footer when the agent reports them (issue 30)", async () => {
+    const r = await rig(fixtureAgent());
+    const cardId = await ask(r, "/usage");
+    const card = await settled(r, cardId);
+    // ACP names no model: the footer says what the agent said, and no more.
+    expect(cardText(card)).toMatch(/用时 \d+ 秒 · ↑1,234 ↓266"/);
+    const run = r.core.runner.currentRun(`feishu-${r.emulator.appId}-private-${ALICE}`);
+    expect(run?.usage).toEqual({ inputTokens: 1234, outputTokens: 266, cachedTokens: 1000 });
+  });
+
   it("puts a permission request on the card as a form only the sender can answer, and hands the pick to the agent", async () => {
     const r = await rig(fixtureAgent());
     const cardId = await ask(r, "/perm", true);

@@ -181,7 +181,8 @@ describe("durable asks", () => {
 describe("拒绝回答 kept in the rows (issue 25)", () => {
   it("upgrades a file from before declines with its pending asks, and keeps `declinable` and a decline across a restart", () => {
     const raw = new Database(":memory:");
-    const before = MIGRATIONS.length - 1;
+    // The migration that added declines (later ones, e.g. issue 30's usage columns, apply on top).
+    const before = MIGRATIONS.findIndex((sql) => sql.includes("CREATE TABLE asks_next"));
     raw.exec(MIGRATIONS.slice(0, before).join(";\n"));
     raw.pragma(`user_version = ${before}`);
     // A row as the older code wrote it (its insert knew no `declinable`).

@@ -119,6 +119,25 @@ describe.each([
   });
 
   describe("Feishu channel across restarts and other surfaces", () => {
+    it("takes a text reply quoting the card as the answer, and tells WebSocket clients (issue 30)", async () => {
+      const r = await rig({ withServer: true });
+      const desktop = await r.connect(ALICE);
+      const { cardId, requestId } = await askedInPrivate(r);
+      // parent_id and root_id reach the bot as Feishu sets them for a quote reply.
+      await r.send({ chatType: "p2p", senderOpenId: ALICE, text: "1:2 2:1、3", parentId: cardId });
+      const cancelled = await r.until(
+        () => desktop.frames.find((f) => f.type === "ask_user_questions_cancelled"),
+        "ask_user_questions_cancelled on the desktop",
+      );
+      expect(cancelled.data).toEqual({ requestId, reason: "answered via reply" });
+      const final = await r.until(() => {
+        const c = r.cardOf(cardId);
+        return isCompleted(c) && c;
+      }, "the completed card");
+      expect(cardText(final)).toContain("Kubernetes");
+      expect(cardText(final)).toContain("已回复卡片作答");
+    });
+
     it("tells WebSocket clients the question is gone when the card answers it first", async () => {
       const r = await rig({ withServer: true });
       const desktop = await r.connect(ALICE);

@@ -158,6 +158,44 @@ describe("OpenAI agent on Feishu, end to end (scripted model over HTTP, emulator
 });
 
 describe("OpenAI agent", () => {
+  it("sums every request's tokens (a sub-agent's too), and saves them and the model with the run (issue 30)", async () => {
+    const model = await scriptedModel();
+    const usage = (input: number, output: number, cached: number) => ({
+      prompt_tokens: input,
+      completion_tokens: output,
+      prompt_tokens_details: { cached_tokens: cached },
+    });
+    model.script(
+      {
+        toolCalls: [{ id: "call_d", name: "delegate", arguments: { task: "查一下现在几点" } }],
+        usage: usage(1000, 20, 0),
+        model: "gpt-4o-2024-08-06",
+      },
+      { text: ["11:04"], usage: usage(200, 5, 100), model: "gpt-4o-2024-08-06" },
+      { text: ["现在是 11:04。"], usage: usage(1300, 34, 1000), model: "gpt-4o-2024-08-06" },
+    );
+    const { core: test, session } = core(model, { maxDelegateDepth: 1 });
+    const run = await waitForRun(test, start(test, session.id, "几点了").id);
+    expect((await model.request(1)).body.stream_options).toEqual({ include_usage: true });
+    const expected = { inputTokens: 2500, outputTokens: 59, cachedTokens: 1100, model: "gpt-4o-2024-08-06" };
+    expect(run.usage).toEqual(expected);
+    // Saved with the run: what the card and the session page read after the run ended.
+    expect(test.store.getRun(run.id)?.usage).toEqual(expected);
+  });
+
+  it("leaves a count unknown when one request did not report it, and names the model it asked for", async () => {
+    const model = await scriptedModel();
+    model.script(
+      { toolCalls: [{ id: "call_time", name: "current_time", arguments: {} }], usage: { prompt_tokens: 50 } },
+      // No usage chunk at all: this request's tokens are unknown, so the run's output total is too.
+      { text: ["现在是 11:04。"] },
+    );
+    const { core: test, session } = core(model);
+    const run = await waitForRun(test, start(test, session.id, "几点了").id);
+    // The server named its model `scripted` in every chunk; the sums are unknown, never a partial number.
+    expect(run.usage).toEqual({ model: "scripted" });
+  });
+
   it("gives a sub-agent its task without ask_user_questions and returns its answer to the parent", async () => {
     const model = await scriptedModel();
     model.script(

@@ -42,7 +42,8 @@ export function askNotice(view: AskExtrasView, s: Strings, group = false): CardN
   // Letters only, so escaping leaves them as they are and they can be swapped for tags afterwards.
   const marker = "ZZANSWERERZZ";
   const timeMarker = "ZZANSWEREDATZZ";
-  const onWeb = notice.kind === "answered" && notice.surface === "websocket";
+  // Answered elsewhere than on the card (the page, a reply): who and when, as a success.
+  const onWeb = notice.kind === "answered" && notice.surface !== "mcp";
   const named = group && (onWeb || notice.kind === "declined");
   const text = escapeText(
     goneNoticeText(notice, s, named ? marker : undefined, onWeb ? timeMarker : undefined),

@@ -16,12 +16,13 @@ export interface DeadlineFact {
 
 /**
  * Why the run's last question ended without an answer from the card itself. An answer on the session page
- * is a success, said as one with who and when (已在网页端回答); only a timeout or a cancel is 问题已失效.
+ * (`websocket`) or in a text reply quoting the card (`reply`, issue 30) is a success, said as one with who,
+ * where and when (已在网页端回答, 已回复卡片作答); only a timeout or a cancel is 问题已失效.
  */
 export type GoneQuestion =
   | { kind: "timeout" }
   | { kind: "cancelled" }
-  | { kind: "answered"; surface: "websocket"; userId: string; at: number; timeZone: string }
+  | { kind: "answered"; surface: "websocket" | "reply"; userId: string; at: number; timeZone: string }
   | { kind: "answered"; surface: "mcp" }
   /** 拒绝回答: the person's choice, said as such (not 问题已失效). */
   | { kind: "declined"; userId: string };
@@ -84,6 +85,8 @@ export function goneNoticeText(gone: GoneQuestion, s: Strings, mention?: string,
     case "answered": {
       if (gone.surface === "mcp") return s.asks.answeredByCaller;
       const at = time ?? formatDeadline(gone.at, gone.timeZone, gone.at, s);
+      if (gone.surface === "reply")
+        return mention === undefined ? s.asks.answeredByReplyYou(at) : s.asks.answeredByReplyBy(mention, at);
       return mention === undefined ? s.asks.answeredOnWebYou(at) : s.asks.answeredOnWebBy(mention, at);
     }
   }

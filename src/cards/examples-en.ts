@@ -22,6 +22,8 @@ const base: ProgressView = {
   steps: [{ title: "Scan the workspace", status: "done", summary: "Scanned 42 files" }],
   startedAt: T0,
   detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice/runs/run_0001",
+
+  replyToAnswer: true,
 };
 // The ask's step is the bot's own words: both languages ride along (issue 19).
 const askStep = { title: "Waiting for your answer", words: { title: bilingual.model.askTitle } };

@@ -23,6 +23,7 @@ const base: ProgressView = {
   startedAt: T0,
   // Each card links to its own run (a later run in the chat does not change what an old card opens).
   detailsUrl: "http://localhost:3000/sessions/feishu-cli_demo-private-ou_alice/runs/run_0001",
+  replyToAnswer: true,
 };
 
 // The ask's step: the bot's own words, so the card carries them in every language (issue 19).
@@ -69,6 +70,7 @@ export function exampleCards(): Record<string, Card> {
     steps: [{ title: "Read the schema", status: "done", summary: "12 tables" }],
     startedAt: T0,
     agent: "Claude Code",
+    replyToAnswer: true,
     deadline: { at: T0 + 15 * 60_000, timeZone: "Asia/Shanghai", now: T0 },
     extendMinutes: 15,
   };
@@ -139,6 +141,18 @@ export function exampleCards(): Record<string, Card> {
         endedAt: T0 + 74_000,
       },
       [bothQuestions],
+    ),
+    // AGENT=openai reported its tokens (issue 30): the footer says time, tokens and model; the header not the time.
+    "progress-completed-usage": buildProgressCard(
+      {
+        ...base,
+        status: "completed",
+        steps: finished,
+        text: "**完成** 已按你的选择执行。",
+        endedAt: T0 + 74_000,
+        usage: { inputTokens: 12_345, outputTokens: 678, cachedTokens: 8_192, model: "gpt-4o-2024-08-06" },
+      },
+      [],
     ),
     "progress-failed": buildProgressCard(
       {

@@ -1,4 +1,5 @@
-import type { RunStatus } from "../domain/types.ts";
+import { isTerminal, type RunStatus } from "../domain/types.ts";
+import { type RunUsage, USAGE_SEPARATOR, usageText } from "../domain/usage.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
@@ -55,6 +56,16 @@ export interface ProgressView extends AskExtrasView {
    * 取消任务/重试: no run of ours stands behind those buttons (延长 and 拒绝回答 are the answerer's, and stay).
    */
   agent?: string;
+  /**
+   * A text reply quoting this card answers its question (issue 30): the forms say so. Set by the Feishu
+   * channel, which takes such replies (feishu/card-replies.ts); absent where nothing would read them.
+   */
+  replyToAnswer?: true;
+  /**
+   * What the run's model requests cost (domain/usage.ts): an ended card's footer says `用时 · ↑in ↓out · model`.
+   * Absent with CARD_FOOTER=off, or when the agent reported none.
+   */
+  usage?: RunUsage;
 }
 
 export interface BuildOptions {
@@ -267,12 +278,18 @@ function render(
     elements.push(...askForms(withForms, shownAsks.length, context));
     const rest = shownAsks.slice(fullForms);
     if (rest.length > 0) elements.push(compactAsks(rest, view.detailsUrl, s));
+    // A reply answers the first question ask, never an MCP server's form (its fields are no options).
+    if (view.replyToAnswer && shownAsks.some((ask) => !ask.elicitation))
+      elements.push({ tag: "markdown", text_size: "notation", content: `💬 ${s.card.replyHint}` });
     elements.push(...askExtraLines(view, true, s));
   }
   const actions = actionButtons(view, s, shownAsks.length > 0);
   if (actions) elements.push(actions);
+  const footer = usageFooter(view, s);
+  if (footer) elements.push({ tag: "markdown", text_size: "notation", content: escapeText(footer) });
 
-  const subtitle = agentLine(view, s) ?? elapsed(view, s);
+  // The footer says how long it took, with what it cost: the header does not say it again.
+  const subtitle = agentLine(view, s) ?? (footer ? undefined : elapsed(view, s));
   // One table budget for the whole card: the result, and every preview panel (tables.ts).
   return budgetTables({
     schema: "2.0",
@@ -412,6 +429,17 @@ function actionButtons(view: ProgressView, s: Strings, waiting: boolean): Column
     horizontal_spacing: "8px",
     columns: buttons.map((button) => ({ tag: "column", width: "auto", elements: [button] })),
   };
+}
+
+/** `用时 12 秒 · ↑1,234 ↓567 · gpt-4o` once the run ended, if anything of its usage is known. */
+function usageFooter(view: ProgressView, s: Strings): string | undefined {
+  if (!isTerminal(view) || !view.usage) return undefined;
+  const { model } = view.usage;
+  const usage = { ...view.usage, ...(model !== undefined ? { model: truncate(oneLine(model), 60) } : {}) };
+  const used = usageText(usage, s.web.lang);
+  if (used === undefined) return undefined;
+  const took = elapsed(view, s);
+  return took === undefined ? used : `${took}${USAGE_SEPARATOR}${used}`;
 }
 
 function agentLine(view: ProgressView, s: Strings): string | undefined {

@@ -1,3 +1,4 @@
+import type { RunUsage } from "./usage.ts";
 /**
  * The shapes shared by sessions, runs, tools and agents: the domain every layer speaks. Nothing here imports
  * anything but other domain modules (test/boundary.test.ts enforces it).
@@ -90,6 +91,8 @@ export interface RunView {
   endedAt?: number;
   /** The outside agent whose task this is (agents-api); absent for the bot's own runs. */
   agent?: string;
+  /** Tokens and model of the run's model requests, where its agent reports them (domain/usage.ts). */
+  usage?: RunUsage;
 }
 
 export interface QueuedMessage {

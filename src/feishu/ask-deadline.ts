@@ -1,5 +1,6 @@
 import { canExtend, EXTEND_MS } from "../asks/person-actions.ts";
 import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
+import { REPLY_SURFACE } from "../asks/reply-answer.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
 import { formatDeadline as formatIn, type GoneQuestion } from "../cards/ask-words.ts";
 import { inEveryLocale, type Localized, type Strings, strings } from "../strings.ts";
@@ -101,8 +102,10 @@ export function goneQuestion(
 ): GoneQuestion | undefined {
   switch (outcome.kind) {
     case "answered":
-      if (outcome.surface === "websocket")
-        return { kind: "answered", surface: "websocket", userId: outcome.userId, at, timeZone };
+      if (outcome.surface === "websocket" || outcome.surface === REPLY_SURFACE) {
+        const surface = outcome.surface === REPLY_SURFACE ? REPLY_SURFACE : "websocket";
+        return { kind: "answered", surface, userId: outcome.userId, at, timeZone };
+      }
       if (outcome.surface === "mcp") return { kind: "answered", surface: "mcp" };
       return undefined;
     case "declined":

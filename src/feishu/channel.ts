@@ -10,6 +10,7 @@ import type { FeishuStore } from "../store/feishu.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
+import { answerByReply, cardRepliedTo, isAboutQuestion } from "./card-replies.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
 import type { Limiter } from "./limits.ts";
@@ -23,7 +24,7 @@ import { Pings } from "./progress/pings.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
 import { withThreadFallback } from "./thread-fallback.ts";
-import { knownTopicIn, routeInbound, threadReply } from "./topics.ts";
+import { type InboundRoute, knownTopicIn, routeInbound, threadReply } from "./topics.ts";
 
 export type { ActiveCard } from "./progress/card-book.ts";
 
@@ -56,6 +57,8 @@ export interface FeishuChannelOptions {
   /** Base of the 会话详情 link (card-book.ts); without it cards carry none (feishu mode without PUBLIC_URL). */
   publicUrl?: () => string;
   cardPatchIntervalMs: number;
+  /** CARD_FOOTER (default on): an ended card's footer with the run's tokens and model (cards/progress.ts). */
+  cardFooter?: boolean;
   /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
   askPing: boolean;
   /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
@@ -116,6 +119,7 @@ export class FeishuChannel implements AskSurface {
       store,
       times: this.times,
       now,
+      footer: options.cardFooter ?? true,
       ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
     });
     const background = this.#background;
@@ -233,12 +237,18 @@ export class FeishuChannel implements AskSurface {
     }
     const message = parsed.value;
     if (message.senderType !== "user") return;
-    if (
-      message.chatType === "group" &&
-      !message.mentions.some((m) => m.openId !== undefined && m.openId === this.#botOpenId)
-    ) {
-      return; // in groups the bot answers only when @-mentioned
-    }
+    // A reply quoting a card that asks something is for the bot, @-mention or not (card-replies.ts).
+    const repliesTo = cardRepliedTo(this.#book, message);
+    const replyDeps = {
+      book: this.#book,
+      registry: this.#o.registry,
+      nameOf: (id: string) => this.nameOf(id),
+    };
+    const aboutQuestion = repliesTo !== undefined && isAboutQuestion(replyDeps, repliesTo);
+    const addressed =
+      message.chatType !== "group" ||
+      message.mentions.some((m) => m.openId !== undefined && m.openId === this.#botOpenId);
+    if (!addressed && !aboutQuestion) return; // in groups the bot answers only when @-mentioned
     // Someone else in the group may click this sender's question: learn the name its refusal will say.
     if (message.chatType === "group") this.names.learn(message.senderOpenId);
     // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later. The id is
@@ -258,6 +268,7 @@ export class FeishuChannel implements AskSurface {
       knownTopic: knownTopicIn(this.#o.runner, this.#o.appId, message.chatId),
     });
     const replyText = (reply: string) => this.#replyText(message, route.session, reply);
+    if (!addressed && (text === undefined || text === "")) return;
     if (text === undefined || text === "") {
       if (!markInbound()) return this.#redelivered(message);
       this.#background.track(
@@ -278,6 +289,24 @@ export class FeishuChannel implements AskSurface {
       this.#log.debug({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
       return;
     }
+    if (repliesTo && aboutQuestion) {
+      // Recorded as seen before anything settles: a redelivered reply answers nothing twice.
+      if (!markInbound()) return this.#redelivered(message);
+      const outcome = answerByReply(replyDeps, repliesTo, message, route.session, text);
+      if (outcome.kind === "refused") this.#background.track(replyText(outcome.text));
+      if (outcome.kind !== "message") {
+        this.#log.debug({ runId: repliesTo.runId, outcome: outcome.kind }, "reply to a card's question");
+        return;
+      }
+      if (!addressed) return;
+      // Nothing to answer after all: an ordinary message (its id is already recorded as seen).
+      return this.#accept(message, route, text, () => true);
+    }
+    this.#accept(message, route, text, markInbound);
+  }
+
+  #accept(message: InboundMessage, route: InboundRoute, text: string, markInbound: () => boolean): void {
+    const replyText = (reply: string) => this.#replyText(message, route.session, reply);
     const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
     if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
     const result = this.#o.runner.accept(

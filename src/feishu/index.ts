@@ -14,7 +14,7 @@ export type { FeishuRuntime } from "./runtime.ts";
  */
 export async function startFeishu(options: {
   config: Pick<RunnableConfig, "feishu" | "dataDir" | "publicUrl" | "cardPatchIntervalMs" | "detailsLinks"> &
-    Partial<Pick<RunnableConfig, "asks" | "workspacesDir">>;
+    Partial<Pick<RunnableConfig, "asks" | "workspacesDir" | "cardFooter">>;
   /** The live public URL (public-url.ts PublicAddress): with PORT=0 it is known only after listen. */
   publicUrl?: () => string;
   core: FeishuCore;
@@ -47,6 +47,7 @@ export async function startFeishu(options: {
     ...(config.workspacesDir !== undefined ? { workspacesDir: config.workspacesDir } : {}),
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     cardPatchIntervalMs: config.cardPatchIntervalMs,
+    ...(config.cardFooter !== undefined ? { cardFooter: config.cardFooter } : {}),
     askPing: feishu.askPing,
     replyInThread: feishu.replyInThread,
     ...(config.asks ? { asks: config.asks } : {}),

@@ -1,5 +1,6 @@
 import { ASK_ERRORS } from "../asks/summary.ts";
 import { PLAN_STEP_TOOL, type RunView, type SessionInfo, type Step } from "../domain/types.ts";
+import { addUsage } from "../domain/usage.ts";
 import { describeError, ModelError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isStorageError } from "../store/db.ts";
@@ -79,6 +80,10 @@ export function agentContext(
       deps.emitUpdate(run);
     },
     reportStep: (key, update) => reportStep(deps, run, reported, key, update),
+    // Kept on the run, written with its next change (a step, the end): the footer reads the final run.
+    reportUsage: (usage) => {
+      run.usage = addUsage(run.usage, usage);
+    },
     reportBatch: ({ text, steps }) => {
       // A batch flushed after a cancel (the coalescer's end-of-turn flush) is the stopped agent's last word:
       // the cancelled card does not take it.

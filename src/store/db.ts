@@ -321,6 +321,14 @@ export const MIGRATIONS: readonly string[] = [
            answered_by, answered_via, settled_at, rowid AS seq
     FROM asks;
   `,
+  // Usage footer (issue 30): what a run's model requests cost, as the service reported it. NULL is unknown (the
+  // agent reports none, or a request did not say), never zero; rows of earlier runs keep NULL.
+  `
+  ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
+  ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
+  ALTER TABLE runs ADD COLUMN cached_tokens INTEGER;
+  ALTER TABLE runs ADD COLUMN model TEXT;
+  `,
 ];
 
 /**

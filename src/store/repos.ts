@@ -7,6 +7,7 @@ import type {
   SessionInfo,
   Step,
 } from "../domain/types.ts";
+import { hasUsage, type RunUsage } from "../domain/usage.ts";
 import type { Db } from "./db.ts";
 
 /**
@@ -59,6 +60,10 @@ interface RunRow {
   final_text: string | null;
   error: string | null;
   error_words_json: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cached_tokens: number | null;
+  model: string | null;
   started_at: number;
   ended_at: number | null;
 }
@@ -109,7 +114,8 @@ function prepareStatements(db: Db) {
       source: db.prepare<[string], string | null>("SELECT source_json FROM runs WHERE id = ?").pluck(),
       save: db.prepare(
         `UPDATE runs SET status = @status, steps_json = @steps, final_text = @text, error = @error,
-         error_words_json = @errorWords, ended_at = @endedAt
+         error_words_json = @errorWords, input_tokens = @inputTokens, output_tokens = @outputTokens,
+         cached_tokens = @cachedTokens, model = @model, ended_at = @endedAt
          WHERE id = @id`,
       ),
       get: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE id = ?"),
@@ -270,6 +276,10 @@ export class Store {
       text: run.text ?? null,
       error: run.error ?? null,
       errorWords: run.errorWords ? JSON.stringify(run.errorWords) : null,
+      inputTokens: run.usage?.inputTokens ?? null,
+      outputTokens: run.usage?.outputTokens ?? null,
+      cachedTokens: run.usage?.cachedTokens ?? null,
+      model: run.usage?.model ?? null,
       endedAt: run.endedAt ?? null,
     });
   }
@@ -443,7 +453,18 @@ function runFromRow(row: RunRow): RunView {
       : {}),
     startedAt: row.started_at,
     ...(row.ended_at !== null ? { endedAt: row.ended_at } : {}),
+    ...usageFromRow(row),
   };
+}
+
+/** The run's usage columns: NULL is unknown, so a run with none of them has no `usage`. */
+function usageFromRow(row: RunRow): { usage?: RunUsage } {
+  const usage: RunUsage = {};
+  if (row.input_tokens !== null) usage.inputTokens = row.input_tokens;
+  if (row.output_tokens !== null) usage.outputTokens = row.output_tokens;
+  if (row.cached_tokens !== null) usage.cachedTokens = row.cached_tokens;
+  if (row.model !== null) usage.model = row.model;
+  return hasUsage(usage) ? { usage } : {};
 }
 
 function parseSource(json: string): Record<string, unknown> {

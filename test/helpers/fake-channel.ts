@@ -91,6 +91,8 @@ export interface FakeChannelOptions {
   publicUrl?: () => string;
   /** Where the service logs (default: silent); a test that reads the log lines passes its own. */
   logger?: Logger;
+  /** CARD_FOOTER (default on). */
+  cardFooter?: boolean;
 }
 
 /** One tick of fake time between looks at the world: short next to every interval the channel uses. */
@@ -152,6 +154,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     ...(options.asks ? { asks: options.asks } : {}),
     ...(options.replyInThread !== undefined ? { replyInThread: options.replyInThread } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
+    ...(options.cardFooter !== undefined ? { cardFooter: options.cardFooter } : {}),
   });
 
   const drive = async <T>(work: Promise<T>, limitMs = 120_000): Promise<T> => {

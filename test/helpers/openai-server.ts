@@ -24,6 +24,17 @@ export type ScriptedReply =
       delayMs?: number;
       /** Send the text, then keep the connection open until the client closes it. */
       hang?: boolean;
+      /**
+       * The request's `usage`, sent as the API does when asked (`stream_options.include_usage`): one last chunk
+       * with no choices. Absent: no usage chunk, as from a server that does not count.
+       */
+      usage?: {
+        prompt_tokens?: number;
+        completion_tokens?: number;
+        prompt_tokens_details?: { cached_tokens?: number };
+      };
+      /** The `model` every chunk names (default `scripted`). */
+      model?: string;
     }
   | { status: number; body?: unknown; headers?: Record<string, string> };
 
@@ -37,6 +48,7 @@ export interface RecordedRequest {
 export interface ChatBody {
   model: string;
   stream?: boolean;
+  stream_options?: { include_usage?: boolean };
   messages: {
     role: string;
     content?: string | null;
@@ -121,7 +133,7 @@ async function streamReply(
       id: "chatcmpl-scripted",
       object: "chat.completion.chunk",
       created: 0,
-      model: "scripted",
+      model: reply.model ?? "scripted",
       choices: [{ index: 0, delta, finish_reason: finish }],
     };
     res.write(`data: ${JSON.stringify(chunk)}\n\n`);
@@ -151,6 +163,17 @@ async function streamReply(
     }
   }
   await send({}, reply.toolCalls?.length ? "tool_calls" : "stop");
+  if (reply.usage) {
+    const chunk = {
+      id: "chatcmpl-scripted",
+      object: "chat.completion.chunk",
+      created: 0,
+      model: reply.model ?? "scripted",
+      choices: [],
+      usage: reply.usage,
+    };
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  }
   res.write("data: [DONE]\n\n");
   res.end();
 }

@@ -57,6 +57,8 @@ export interface CardBookDeps {
   store: Pick<FeishuStore, "wasReminded">;
   times: AskTimes;
   now: () => number;
+  /** CARD_FOOTER (default on): ended cards show the run's usage (tokens, model) where its agent reported it. */
+  footer?: boolean;
   /**
    * Base of the 会话详情 link, asked at each render (PORT=0 knows its port only after listen); without it
    * cards carry none (feishu mode without PUBLIC_URL).
@@ -212,6 +214,9 @@ export class CardBook {
           }
         : {}),
       ...(card.chatType === "group" ? { chatType: "group" as const } : {}),
+      // The channel takes text replies quoting its cards as answers (card-replies.ts).
+      replyToAnswer: true,
+      ...(this.#deps.footer !== false && run.usage !== undefined ? { usage: run.usage } : {}),
     };
   }
 }

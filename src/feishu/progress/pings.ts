@@ -1,4 +1,5 @@
 import type { AskOutcome, AskRegistry, PendingAsk } from "../../asks/registry.ts";
+import { REPLY_SURFACE } from "../../asks/reply-answer.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
@@ -213,6 +214,7 @@ export function endedText(outcome: AskOutcome, group: boolean): string {
       const who = group ? mentionTag(outcome.userId) : s.ended.you;
       if (outcome.surface === "mcp") return s.ended.answeredByCaller;
       if (outcome.response && outcome.response.action !== "accept") return s.ended.declined(who);
+      if (outcome.surface === REPLY_SURFACE) return s.ended.answeredByReply(who);
       return outcome.surface === "websocket" ? s.ended.answeredOnWeb(who) : s.ended.answered(who);
     }
     case "timeout":

@@ -1,4 +1,5 @@
 import type { HistoryMessage, SessionInfo, Step, ToolDefinition, Words } from "../../domain/types.ts";
+import type { RunUsage } from "../../domain/usage.ts";
 
 /**
  * The port every agent implements. An agent reads the input and history, calls tools through
@@ -70,6 +71,11 @@ export interface AgentContext {
    * lot (an agent that coalesces a burst of its own updates hands them on this way).
    */
   reportBatch?(batch: { text?: string; steps: readonly (readonly [string, ReportedStep | null])[] }): void;
+  /**
+   * What one model request cost, as the service reported it (an unknown field left out): added to the run's
+   * sums (domain/usage.ts), saved with the run, shown on its final card. Agents that learn nothing say nothing.
+   */
+  reportUsage?(usage: RunUsage): void;
   signal: AbortSignal;
 }
 

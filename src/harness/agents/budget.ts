@@ -1,3 +1,4 @@
+import type { RunUsage } from "../../domain/usage.ts";
 import { ModelError } from "../../errors.ts";
 import { bilingual, strings } from "../../strings.ts";
 import type { ChatModel } from "./chat-model.ts";
@@ -22,6 +23,8 @@ export class RunBudget {
   readonly limits: RunBudgetLimits;
   #requests = 0;
   #subAgents = 0;
+  /** Where each request's usage goes (the run's `reportUsage`), sub-agents' requests included. */
+  onUsage: ((usage: RunUsage) => void) | undefined;
 
   constructor(limits: RunBudgetLimits) {
     this.limits = limits;
@@ -95,7 +98,9 @@ export function budgeted(chat: ChatModel, budget: RunBudget): ChatModel {
     model: chat.model,
     async complete(request) {
       budget.spendRequest();
-      return chat.complete(request);
+      const reply = await chat.complete(request);
+      budget.onUsage?.(reply.usage);
+      return reply;
     },
   };
 }

@@ -1,7 +1,12 @@
 import { randomInt } from "node:crypto";
 import OpenAI from "openai";
-import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import type {
+  ChatCompletionChunk,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
 import type { ToolDefinition } from "../../domain/types.ts";
+import { type RunUsage, tokenCount } from "../../domain/usage.ts";
 import type { Logger } from "../../logger.ts";
 import { abortReason, sleep } from "../../util/sleep.ts";
 import { classifyModelError, IdleTimeout, modelErrorFor } from "./model-errors.ts";
@@ -23,6 +28,8 @@ export interface ModelToolCall {
 export interface ModelReply {
   text: string;
   toolCalls: ModelToolCall[];
+  /** What the service said the request cost (`usage`) and which model answered; a field it left out is absent. */
+  usage: RunUsage;
 }
 
 export interface ChatRequest {
@@ -131,14 +138,18 @@ async function streamOnce(
         model,
         messages: request.messages,
         stream: true,
+        // The usage comes as one last chunk, with no choices (chat completions API, `stream_options`).
+        stream_options: { include_usage: true },
         ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
       },
       { signal: controller.signal },
     );
     let text = "";
     const calls = new Map<number, ModelToolCall>();
+    let usage: RunUsage = {};
     for await (const chunk of stream) {
       arm();
+      usage = usageOf(chunk, usage);
       const delta = chunk.choices[0]?.delta;
       if (!delta) continue;
       if (delta.content) {
@@ -160,7 +171,8 @@ async function streamOnce(
     const toolCalls = [...calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, call]) => ({ ...call, id: call.id || openAiCallId() }));
-    return { text, toolCalls };
+    // A service that does not name its model answered with the one asked for.
+    return { text, toolCalls, usage: { ...usage, model: usage.model ?? model } };
   } catch (error) {
     throw controller.signal.reason instanceof IdleTimeout && !request.signal.aborted
       ? controller.signal.reason
@@ -169,6 +181,26 @@ async function streamOnce(
     clearTimeout(timer);
     request.signal.removeEventListener("abort", onAbort);
   }
+}
+
+/**
+ * The request's usage so far, from one streamed chunk: the counts from its `usage` (servers that do not
+ * count send none, or `null`), the model from any chunk that names it. Untrusted: only whole, non-negative
+ * numbers count (domain/usage.ts tokenCount).
+ */
+function usageOf(chunk: ChatCompletionChunk, known: RunUsage): RunUsage {
+  const next: RunUsage = { ...known };
+  if (typeof chunk.model === "string" && chunk.model.trim() !== "") next.model = chunk.model.trim();
+  const usage = chunk.usage;
+  if (usage) {
+    const input = tokenCount(usage.prompt_tokens);
+    const output = tokenCount(usage.completion_tokens);
+    const cached = tokenCount(usage.prompt_tokens_details?.cached_tokens);
+    if (input !== undefined) next.inputTokens = input;
+    if (output !== undefined) next.outputTokens = output;
+    if (cached !== undefined) next.cachedTokens = cached;
+  }
+  return next;
 }
 
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

@@ -73,6 +73,8 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
       const text = throttledText(ctx.reportText, options.textIntervalMs ?? 100);
       logger.debug({ runId: ctx.runId, resumed: ctx.resumed, tools: ctx.tools.length }, "model run started");
       const budget = budgets.open(ctx.runId);
+      // Every request of the run, its sub-agents' too, is charged here: the run's token sums (issue 30).
+      budget.onUsage = ctx.reportUsage;
       try {
         const answer = await runToolLoop({
           chat: budgeted(chat, budget),

@@ -2,6 +2,7 @@
  * The session page's run on screen: its status (and the tab's title), its task, steps, result and error, the
  * note and link on an earlier run's page, the chat's runs and the queued messages. Reads `page`, writes the DOM.
  */
+import { usageText } from "../../domain/usage.ts";
 import { svgIcon } from "./icons.ts";
 import { markdownToHtml } from "./markdown.ts";
 import { fill } from "./page-text.ts";
@@ -46,6 +47,15 @@ export function renderRun(run: PageRun | null): void {
   const error = run?.status === "failed" ? String(run.error ?? "") : "";
   byTestId("run-error").hidden = error === "";
   byTestId("run-error-text").textContent = error;
+  // The card's footer, in the same words (domain/usage.ts): tokens and model, once the run ended.
+  const used = run && !isUnderWay(run) ? usageText(run.usage, T.lang) : undefined;
+  const usage = byTestId("run-usage");
+  usage.hidden = used === undefined;
+  usage.textContent = used ?? "";
+}
+
+function isUnderWay(run: PageRun): boolean {
+  return run.status === "running" || run.status === "recovering";
 }
 
 function stepItem(step: PageStep): HTMLLIElement {

@@ -22,6 +22,8 @@ export interface PageRun {
   text?: string;
   error?: string;
   startedAt: number;
+  /** What the run's model requests cost, where its agent reported it (domain/usage.ts). */
+  usage?: { inputTokens?: number; outputTokens?: number; cachedTokens?: number; model?: string };
 }
 
 export interface PageSnapshot {

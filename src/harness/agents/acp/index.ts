@@ -14,6 +14,7 @@ import { AcpProcess } from "./process.ts";
 import { fileSessionIds, type SessionIdStore } from "./session-ids.ts";
 import { createTerminalHost } from "./terminals.ts";
 import { TurnReporter } from "./updates.ts";
+import { promptUsage } from "./usage.ts";
 import { Watchdog } from "./watchdog.ts";
 import { openWorkspace } from "./workspace-fs.ts";
 
@@ -181,7 +182,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         });
       };
       ctx.signal.addEventListener("abort", cancel, { once: true });
-      let response: { stopReason: StopReason };
+      let response: { stopReason: StopReason; usage?: unknown };
       try {
         response = await guard(prompt);
       } catch (error) {
@@ -191,6 +192,9 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         ctx.signal.removeEventListener("abort", cancel);
       }
       updates.flush();
+      // The turn's tokens, where the agent reports them (issue 30): ACP names no model, so none is shown.
+      const usage = promptUsage(response);
+      if (usage) ctx.reportUsage?.(usage);
       // The agent stopped itself after the person said no (codex-acp answers a refusal with `cancelled`).
       if (response.stopReason === "cancelled" && reporter.anyRefused && !ctx.signal.aborted)
         return { text: reporter.text, ending: "rejected" };

@@ -156,19 +156,30 @@ function footer(message: ConsoleMessage, view: MessageView): HTMLElement {
   if (message.card && message.patches > 0) notes.push(words().patched(message.patches));
   if (isStreaming(message.card)) notes.push(words().streaming);
   if (message.views?.[view.currentUserId] !== undefined) notes.push(words().ownView);
+  const asks = hasForm(message.card);
   return h(
     "div",
     { class: "msg-foot" },
     notes.map((note) => h("span", { class: "msg-note", text: note })),
+    // A card that asks something is answered by quoting it, as in Feishu (issue 30): the button says so.
     h("button", {
       type: "button",
       class: "msg-action",
       "data-testid": "message-reply",
-      text: words().reply,
+      ...(asks ? { title: words().replyToAnswerTitle } : {}),
+      text: asks ? words().replyToAnswer : words().reply,
       onclick: () => view.onReply(message),
     }),
     // Topics and threads (topics.ts): the reply count that opens a thread, or 回复话题.
     view.threadFooter?.(message) ?? null,
+  );
+}
+
+/** Whether a card carries a form at its root (forms sit only there: feishu-platform), i.e. it asks something. */
+function hasForm(card: unknown): boolean {
+  const elements = (card as { body?: { elements?: unknown } } | undefined)?.body?.elements;
+  return (
+    Array.isArray(elements) && elements.some((node) => (node as { tag?: unknown } | null)?.tag === "form")
   );
 }
 

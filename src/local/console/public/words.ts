@@ -53,6 +53,9 @@ const zh = {
   jumpToParent: "跳到原消息",
   cancelReply: "取消回复",
   reply: "回复",
+  /** On a card with a question: a reply quoting it answers (issue 30), as in Feishu. */
+  replyToAnswer: "回复作答",
+  replyToAnswerTitle: "引用这张卡片回复，用选项编号、选项名或文字作答",
   notDelivered: (reason: string) => `消息已发出，但没能投递给机器人：${reason}`,
   sendFailed: (status: number) => `发送失败（HTTP ${status}）`,
   actionFailed: (status: number) => `操作失败（HTTP ${status}）`,
@@ -177,6 +180,8 @@ const en: ConsoleWords = {
   jumpToParent: "Go to the original message",
   cancelReply: "Cancel reply",
   reply: "Reply",
+  replyToAnswer: "Reply to answer",
+  replyToAnswerTitle: "Quote this card and answer with an option's number, its label or your own words",
   notDelivered: (reason) => `The message was sent but did not reach the bot: ${reason}`,
   sendFailed: (status) => `Sending failed (HTTP ${status})`,
   actionFailed: (status) => `The action failed (HTTP ${status})`,

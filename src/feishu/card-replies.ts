@@ -1,0 +1,102 @@
+import { unansweredReason } from "../asks/answers.ts";
+import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import { parseReplyAnswer, REPLY_SURFACE } from "../asks/reply-answer.ts";
+import type { SessionInfo } from "../domain/types.ts";
+import { strings } from "../strings.ts";
+import type { InboundMessage } from "./events.ts";
+import type { ActiveCard, CardBook } from "./progress/card-book.ts";
+import { endedText } from "./progress/pings.ts";
+
+/**
+ * Answering by replying to the card (issue 30): a text message that quotes a progress card with a pending
+ * question is an answer to it, one more surface under the registry's compare-and-set beside the card's form,
+ * the session page and a WebSocket client. What the reply says is read by asks/reply-answer.ts; who may
+ * answer is the registry's answerer, as for a click (card-actions.ts).
+ *
+ * A reply to a card with nothing to answer is an ordinary message, except while the card's run still waits
+ * on it: a question that just ended (answered elsewhere, timed out) is said to be gone, since the person
+ * meant to answer it and a new task made of "2" would surprise them.
+ */
+
+export interface CardReplyDeps {
+  book: Pick<CardBook, "byMessage" | "asksOf" | "runOf">;
+  registry: Pick<AskRegistry, "complete" | "latestOfRun" | "state">;
+  /** A person's name if the channel learned it: the refusal names who may answer. */
+  nameOf(userId: string): string | undefined;
+}
+
+/** What became of a reply: an answer, a refusal to send back (nothing settled), or an ordinary message. */
+export type ReplyOutcome = { kind: "answered" } | { kind: "refused"; text: string } | { kind: "message" };
+
+/** The live card a message quotes (its parent, else the root of its reply tree), if it is one of ours. */
+export function cardRepliedTo(
+  book: Pick<CardBook, "byMessage">,
+  message: Pick<InboundMessage, "parentId" | "rootId">,
+): ActiveCard | undefined {
+  for (const id of [message.parentId, message.rootId]) {
+    const card = id === undefined ? undefined : book.byMessage(id);
+    if (card && !card.gone) return card;
+  }
+  return undefined;
+}
+
+/** The question asks a reply can answer (an MCP server's form has fields, not options: only its form answers). */
+function questionAsks(deps: CardReplyDeps, card: ActiveCard): PendingAsk[] {
+  return deps.book.asksOf(card).filter((ask) => !ask.elicitation);
+}
+
+/**
+ * Whether a reply quoting `card` is about a question (then `answerByReply` decides it), without touching
+ * anything: the caller records the message as seen first, so a redelivery settles nothing twice.
+ */
+export function isAboutQuestion(deps: CardReplyDeps, card: ActiveCard): boolean {
+  if (questionAsks(deps, card).length > 0) return true;
+  return endedWhileRunning(deps, card) !== undefined;
+}
+
+/** The words for the run's last question, when it ended and the run goes on (a reply came too late). */
+function endedWhileRunning(deps: CardReplyDeps, card: ActiveCard): string | undefined {
+  if (deps.book.runOf(card).status !== "running") return undefined;
+  const latest = deps.registry.latestOfRun(card.runId);
+  if (!latest?.outcome) return undefined;
+  return endedText(latest.outcome, card.chatType === "group");
+}
+
+/**
+ * The reply as an answer to the card's first open question. Only its answerer, in the card's chat and
+ * thread, may answer; a reply that makes no answer gets the card's own refusal (第 N 题「…」：请至少选择一项或填写其他).
+ * `session` is where the reply itself was routed (topics.ts): a reply in a thread opened under the card is
+ * another conversation than the card's.
+ */
+export function answerByReply(
+  deps: CardReplyDeps,
+  card: ActiveCard,
+  message: Pick<InboundMessage, "senderOpenId" | "chatId">,
+  session: Pick<SessionInfo, "topic">,
+  text: string,
+): ReplyOutcome {
+  const ask = questionAsks(deps, card)[0];
+  if (!ask) {
+    const ended = endedWhileRunning(deps, card);
+    return ended === undefined ? { kind: "message" } : { kind: "refused", text: ended };
+  }
+  if (message.senderOpenId !== ask.answererId) {
+    const name = deps.nameOf(ask.answererId);
+    const text = name === undefined ? strings.feishu.onlyAnswererUnnamed : strings.feishu.onlyAnswerer(name);
+    return { kind: "refused", text };
+  }
+  const sameThread = session.topic?.rootMessageId === card.topic?.rootMessageId;
+  if (message.chatId !== card.chatId || !sameThread)
+    return { kind: "refused", text: strings.feishu.replyElsewhere };
+  const parsed = parseReplyAnswer(ask.questions, text);
+  if (!parsed.ok)
+    return { kind: "refused", text: unansweredReason(strings, ask.questions, parsed.questionIndex) };
+  const by = { surface: REPLY_SURFACE, userId: message.senderOpenId };
+  if (deps.registry.complete(ask.sessionId, ask.requestId, parsed.answers, by)) return { kind: "answered" };
+  // Another surface answered first (or the deadline passed) between reading the ask and settling it.
+  const outcome = deps.registry.state(ask.requestId)?.outcome;
+  return {
+    kind: "refused",
+    text: outcome ? endedText(outcome, card.chatType === "group") : strings.feishu.askExpired,
+  };
+}
