@@ -123,9 +123,14 @@ export class ConnectionSlots {
       return this.#refuse(socket);
     const entry: Entry = { address, busy: false, reserved: false, waitingSince: this.#now() };
     entry.timer = setTimeout(() => {
-      if (entry.busy || !this.#sockets.has(socket)) return;
-      this.stats.silent += 1;
-      socket.destroy();
+      // Decided after this turn's input has been read: when the bot was busy past the bound, a request that
+      // arrived in time may still sit unread behind this timer, and timers run before sockets are read.
+      setImmediate(() => {
+        // A request read meanwhile cleared the timer (markBusy), whether or not it is still running.
+        if (entry.busy || entry.timer === undefined || !this.#sockets.has(socket)) return;
+        this.stats.silent += 1;
+        socket.destroy();
+      });
     }, this.#limits.firstRequestMs);
     entry.timer.unref?.();
     this.#sockets.set(socket, entry);
