@@ -60,12 +60,18 @@ describe("shutdown with nobody reading the bot's output", () => {
 });
 
 describe("npm start under a process manager", () => {
-  it("stops the bot when the npm process is sent SIGTERM (npm → sh → node)", async () => {
+  // A supervisor signals the npm process alone; Ctrl-C in a terminal signals the whole foreground process
+  // group (npm, its shell and the bot), modelled by a group of its own and a signal to all of it.
+  it.each([
+    ["SIGTERM", "the npm process", false],
+    ["SIGINT", "the process group (Ctrl-C)", true],
+  ] as const)("stops the bot on %s to %s (npm → sh → node)", async (signal, _to, group) => {
     const dataDir = tempDataDir();
     const npm = spawn("npm", ["start", "--silent"], {
       cwd: path.resolve(import.meta.dirname, ".."),
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: "0", DATA_DIR: dataDir },
       stdio: ["ignore", "pipe", "pipe"],
+      detached: group,
     });
     let output = "";
     npm.stdout?.on("data", (chunk: Buffer) => {
@@ -88,9 +94,12 @@ describe("npm start under a process manager", () => {
       await until(() => output.includes('"msg":"listening"'), "npm start listening", 30_000);
       bot = Number(fs.readFileSync(pidFile, "utf8"));
       expect(bot).not.toBe(npm.pid);
-      npm.kill("SIGTERM");
+      if (group && npm.pid !== undefined) process.kill(-npm.pid, signal);
+      else npm.kill(signal);
       // The bot itself goes, through its graceful stop (it removes its pid file on the way out).
-      await until(() => !alive(bot) && !fs.existsSync(pidFile), "the bot gone after npm's SIGTERM", 15_000);
+      await until(() => !alive(bot) && !fs.existsSync(pidFile), `the bot gone after ${signal}`, 15_000);
+      // And npm with it: nothing is left running in the terminal or under the supervisor.
+      await until(() => npm.exitCode !== null || npm.signalCode !== null, "npm gone", 15_000);
     } finally {
       if (bot > 0 && alive(bot)) process.kill(bot, "SIGKILL");
       if (npm.exitCode === null) npm.kill("SIGKILL");

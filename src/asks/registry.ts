@@ -62,6 +62,8 @@ export interface AskState {
   ask: PendingAsk;
   status: AskStatus;
   outcome: AskOutcome | undefined;
+  /** When it ended, if it did (from its row). */
+  settledAt?: number;
 }
 
 export interface AskRegistryEvents extends Record<string, unknown> {

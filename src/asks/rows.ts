@@ -34,7 +34,12 @@ export function pendingFromRow(row: AskRow): PendingAsk {
 }
 
 export function stateFromRow(row: AskRow): AskState {
-  return { ask: pendingFromRow(row), status: row.status, outcome: outcomeOf(row) };
+  return {
+    ask: pendingFromRow(row),
+    status: row.status,
+    outcome: outcomeOf(row),
+    ...(row.settledAt !== undefined ? { settledAt: row.settledAt } : {}),
+  };
 }
 
 function outcomeOf(row: AskRow): AskOutcome | undefined {

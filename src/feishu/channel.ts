@@ -179,6 +179,9 @@ export class FeishuChannel implements AskSurface {
       registry.on("settled", ({ ask, outcome }) => lifecycle.askSettled(ask, outcome)),
       registry.on("extended", (ask) => lifecycle.askExtended(ask)),
     );
+    // In the same turn as the subscriptions, so no settle falls between: the pings sent before a restart
+    // point at their questions again, and those whose questions ended while the bot was down are edited.
+    this.#pings.recover();
     this.#log.debug({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
   }
 

@@ -329,6 +329,18 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN cached_tokens INTEGER;
   ALTER TABLE runs ADD COLUMN model TEXT;
   `,
+  // The @-pings and expiry reminders sent (issue 25): which message points at which questions, so that a
+  // restart still edits it once they end (feishu/progress/pings.ts). A row goes once its message was edited.
+  `
+  CREATE TABLE ask_pings (
+    message_id   TEXT PRIMARY KEY,
+    kind         TEXT NOT NULL CHECK (kind IN ('ping', 'reminder')),
+    run_id       TEXT NOT NULL,
+    request_ids  TEXT NOT NULL,
+    in_group     INTEGER NOT NULL,
+    sent_at      INTEGER NOT NULL
+  );
+  `,
 ];
 
 /**

@@ -23,11 +23,33 @@ export interface QueuedCardRow {
   chatId: string;
 }
 
+/**
+ * A sent @-ping or expiry reminder (feishu/progress/pings.ts): its message, the run and asks it points at
+ * (ended ones too), and whether it words people as a group does. Kept until the message was edited.
+ */
+export interface AskPingRow {
+  messageId: string;
+  kind: "ping" | "reminder";
+  runId: string;
+  requestIds: string[];
+  group: boolean;
+  sentAt: number;
+}
+
 /** Feishu refuses to PATCH a message older than this (230031): an older card is not repaired after a restart. */
 export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
 
 /** Longer than Feishu's redelivery window (retries at 15 s, 5 min, 1 h and 6 h). */
 export const INBOUND_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+interface AskPingDbRow {
+  message_id: string;
+  kind: "ping" | "reminder";
+  run_id: string;
+  request_ids: string;
+  in_group: number;
+  sent_at: number;
+}
 
 interface QueuedCardDbRow {
   queue_id: string;
@@ -64,6 +86,17 @@ function prepareStatements(db: Db) {
     reminders: {
       mark: db.prepare("INSERT OR IGNORE INTO ask_reminders (run_id, sent_at) VALUES (?, ?)"),
       sent: db.prepare<[string], number>("SELECT 1 FROM ask_reminders WHERE run_id = ?").pluck(),
+    },
+    pings: {
+      save: db.prepare(
+        `INSERT OR REPLACE INTO ask_pings (message_id, kind, run_id, request_ids, in_group, sent_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ),
+      since: db.prepare<[number], AskPingDbRow>(
+        "SELECT * FROM ask_pings WHERE sent_at >= ? ORDER BY sent_at",
+      ),
+      prune: db.prepare("DELETE FROM ask_pings WHERE sent_at < ?"),
+      remove: db.prepare("DELETE FROM ask_pings WHERE message_id = ?"),
     },
     queuedCards: {
       save: db.prepare(
@@ -142,6 +175,39 @@ export class FeishuStore {
     return this.#sql.reminders.sent.get(runId) !== undefined;
   }
 
+  /** A ping or reminder that landed, with every ask it points at now (replaces what was recorded). */
+  savePing(row: AskPingRow): void {
+    this.#sql.pings.save.run(
+      row.messageId,
+      row.kind,
+      row.runId,
+      JSON.stringify(row.requestIds),
+      row.group ? 1 : 0,
+      row.sentAt,
+    );
+  }
+
+  /**
+   * Pings and reminders not yet edited, sent at or after `since`, oldest first; older rows are dropped (their
+   * messages are past the edit window as a card is past its PATCH window).
+   */
+  pingsSince(since: number): AskPingRow[] {
+    this.#sql.pings.prune.run(since);
+    return this.#sql.pings.since.all(since).map((row) => ({
+      messageId: row.message_id,
+      kind: row.kind,
+      runId: row.run_id,
+      requestIds: parseIds(row.request_ids),
+      group: row.in_group === 1,
+      sentAt: row.sent_at,
+    }));
+  }
+
+  /** The message was edited to say how its questions ended: nothing is left to do for it. */
+  deletePing(messageId: string): void {
+    this.#sql.pings.remove.run(messageId);
+  }
+
   saveQueuedCard(row: QueuedCardRow): void {
     this.#sql.queuedCards.save.run(
       row.queueId,
@@ -195,4 +261,13 @@ function toCard(row: unknown): ProgressCardRow | undefined {
     gone: r.gone === 1,
     finalLandedAt: r.final_landed_at ?? undefined,
   };
+}
+
+function parseIds(json: string): string[] {
+  try {
+    const ids: unknown = JSON.parse(json);
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === "string") : [];
+  } catch {
+    return [];
+  }
 }

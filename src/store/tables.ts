@@ -20,6 +20,7 @@ export const TABLE_OWNERS: Readonly<Record<string, readonly string[]>> = {
   progress_cards: ["src/store/feishu.ts"],
   queued_cards: ["src/store/feishu.ts"],
   ask_reminders: ["src/store/feishu.ts"],
+  ask_pings: ["src/store/feishu.ts"],
   inbound_messages: ["src/store/feishu.ts"],
   // CardKit card entities (FEISHU_CARD_TRANSPORT=cardkit)
   cardkit_entities: ["src/store/cardkit.ts"],

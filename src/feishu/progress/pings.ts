@@ -2,7 +2,7 @@ import type { AskOutcome, AskRegistry, PendingAsk } from "../../asks/registry.ts
 import { REPLY_SURFACE } from "../../asks/reply-answer.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import type { FeishuStore } from "../../store/feishu.ts";
+import { CARD_PATCHABLE_MS, type FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings.ts";
 import { type AskTimes, deadlineInZone } from "../ask-deadline.ts";
@@ -21,15 +21,17 @@ import type { ActiveCard, CardBook } from "./card-book.ts";
  * so the chat does not end on 有 2 个问题等你回答… after the task is done. Edited, never recalled: a recall
  * leaves 撤回了一条消息 in everyone's chat (feishu-platform §3.6).
  *
- * Which message points at which questions is kept in memory: after a restart the bot no longer edits the
- * messages it sent before it.
+ * Which message points at which questions is recorded (`ask_pings`, store/feishu.ts) once it landed, and
+ * its row goes once the message was edited. On start (`recover`) the rows come back: a message whose
+ * questions are still pending is edited when they end, as before the restart; one whose questions ended
+ * while the bot was down (expired, answered through another instance) is edited then.
  */
 export interface PingDeps {
   book: CardBook;
-  registry: Pick<AskRegistry, "get">;
+  registry: Pick<AskRegistry, "get" | "state">;
   messenger: Pick<FeishuMessenger, "sendText" | "editText">;
-  store: Pick<FeishuStore, "markReminded" | "wasReminded">;
-  /** The reminder's mark: a write the database refuses is retried (the reminder was sent). */
+  store: Pick<FeishuStore, "markReminded" | "wasReminded" | "savePing" | "pingsSince" | "deletePing">;
+  /** The reminder's mark and the messages' records: a write the database refuses is retried (it was sent). */
   writes: RetriedWrites;
   appLimiter: Limiter;
   times: AskTimes;
@@ -43,12 +45,20 @@ export interface PingDeps {
 /** A sent ping or reminder: its message, the questions it points at, and how the chat words a person. */
 interface Pointer {
   messageId: string | undefined;
+  kind: "ping" | "reminder";
+  runId: string;
   /** The asks it is about that are still open; once none is, the message is edited. */
   open: Set<string>;
+  /** Every ask it is about, ended ones too: what its record names. */
+  asks: Set<string>;
   group: boolean;
+  sentAt: number;
   /** The last of its asks to end, for the edit of a message still on its way. */
   ended?: AskOutcome;
 }
+
+/** How long after sending a ping is still worth editing after a restart: as long as a card can be PATCHed. */
+const PING_EDITABLE_MS = CARD_PATCHABLE_MS;
 
 export class Pings {
   readonly #deps: PingDeps;
@@ -74,7 +84,12 @@ export class Pings {
   asked(card: ActiveCard, ask: PendingAsk): void {
     this.#expiry.arm(card.runId, ask);
     // A question that comes while the card's ping is out is one more it points at.
-    this.#pings.get(card.runId)?.open.add(ask.requestId);
+    const ping = this.#pings.get(card.runId);
+    if (ping) {
+      ping.open.add(ask.requestId);
+      ping.asks.add(ask.requestId);
+      this.#record(ping);
+    }
     if (shouldRemind({ enabled: this.#deps.askPing, chatType: card.chatType, state: card.reminder })) {
       card.reminder = "sending";
       this.#deps.background.track(this.#remind(card));
@@ -109,22 +124,107 @@ export class Pings {
     this.#edit(pointer.messageId, endedText(outcome, pointer.group));
   }
 
-  /** A message that arrived on the platform after its questions ended is edited at once. */
+  /**
+   * A message that arrived on the platform: recorded, so that a restart still edits it; one whose questions
+   * ended meanwhile is edited at once.
+   */
   #landed(pointer: Pointer, messageId: string, drop: () => void): void {
     pointer.messageId = messageId;
+    this.#record(pointer);
     if (pointer.open.size > 0 || pointer.ended === undefined) return;
     drop();
     this.#edit(messageId, endedText(pointer.ended, pointer.group));
   }
 
+  /** The message's record, with every ask it points at now (the sent message is there whatever the database says). */
+  #record(pointer: Pointer): void {
+    const { messageId } = pointer;
+    if (messageId === undefined) return;
+    const { writes, store } = this.#deps;
+    const row = {
+      messageId,
+      kind: pointer.kind,
+      runId: pointer.runId,
+      requestIds: [...pointer.asks],
+      group: pointer.group,
+      sentAt: pointer.sentAt,
+    };
+    writes.write(`ping:${messageId}`, "ping record", () => store.savePing(row));
+  }
+
+  /** Edited (or refused for good): its record goes, so a restart leaves it alone. A kill before keeps it. */
   #edit(messageId: string, text: string): void {
-    const { appLimiter, messenger, log, background } = this.#deps;
+    const { appLimiter, messenger, log, background, writes, store } = this.#deps;
     background.track(
-      appLimiter(() => messenger.editText(messageId, text)).catch((error: unknown) => {
-        // Best effort: the message keeps its old words (too old to edit, recalled by someone, the budget).
-        log.info({ err: describeError(error), messageId }, "could not edit an ended question's ping");
-      }),
+      appLimiter(() => messenger.editText(messageId, text))
+        .catch((error: unknown) => {
+          // Best effort: the message keeps its old words (too old to edit, recalled by someone, the budget).
+          log.info({ err: describeError(error), messageId }, "could not edit an ended question's ping");
+        })
+        .then(() => {
+          writes.write(`ping:${messageId}`, "ended ping record", () => store.deletePing(messageId));
+        }),
     );
+  }
+
+  /**
+   * On start: the pings and reminders sent before the restart point at their questions again. A message
+   * whose questions are all over (expired while the bot was down, answered through another instance, or
+   * before the edit landed) is edited now, saying how the last of them ended; the others wait for theirs.
+   * Returns how many were edited now.
+   */
+  recover(): number {
+    const { store, registry, now, log } = this.#deps;
+    let rows: ReturnType<FeishuStore["pingsSince"]>;
+    try {
+      rows = store.pingsSince(now() - PING_EDITABLE_MS);
+    } catch (error) {
+      log.warn({ err: describeError(error) }, "the pings sent before the restart could not be read");
+      return 0;
+    }
+    let edited = 0;
+    for (const row of rows) {
+      const pointer: Pointer = {
+        messageId: row.messageId,
+        kind: row.kind,
+        runId: row.runId,
+        open: new Set(),
+        asks: new Set(row.requestIds),
+        group: row.group,
+        sentAt: row.sentAt,
+      };
+      let last: { outcome: AskOutcome; at: number } | undefined;
+      for (const requestId of row.requestIds) {
+        if (registry.get(requestId)) {
+          pointer.open.add(requestId);
+          continue;
+        }
+        // Ended; one the rows do not know (an outside agent's elicitation lives in memory only) is gone.
+        const state = registry.state(requestId);
+        const outcome = state?.outcome ?? { kind: "cancelled" as const, reason: "gone" };
+        const at = state?.settledAt ?? 0;
+        if (!last || at >= last.at) last = { outcome, at };
+      }
+      if (pointer.open.size === 0) {
+        if (last) {
+          this.#edit(row.messageId, endedText(last.outcome, row.group));
+          edited += 1;
+        } else
+          this.#deps.writes.write(`ping:${row.messageId}`, "ended ping record", () =>
+            store.deletePing(row.messageId),
+          );
+        continue;
+      }
+      if (row.kind === "ping") {
+        this.#pings.set(row.runId, pointer);
+        continue;
+      }
+      for (const requestId of pointer.open)
+        this.#reminders.set(requestId, [...(this.#reminders.get(requestId) ?? []), pointer]);
+    }
+    if (edited > 0)
+      log.info({ messages: edited }, "editing pings whose questions ended while the bot was down");
+    return edited;
   }
 
   close(): void {
@@ -141,7 +241,15 @@ export class Pings {
     // An outside agent's ping spends from the agents' share, as its card does (placement.ts).
     const appLimiter = card.agent ? agentsLane(this.#deps.appLimiter) : this.#deps.appLimiter;
     let outcome: "sent" | "skipped" | "failed" = "failed";
-    const pointer: Pointer = { messageId: undefined, open: new Set(), group: true };
+    const pointer: Pointer = {
+      messageId: undefined,
+      kind: "ping",
+      runId: card.runId,
+      open: new Set(),
+      asks: new Set(),
+      group: true,
+      sentAt: now(),
+    };
     const drop = () => {
       if (this.#pings.get(card.runId) === pointer) this.#pings.delete(card.runId);
     };
@@ -153,7 +261,10 @@ export class Pings {
           slot.unused();
           return "skipped" as const;
         }
-        for (const ask of asks) pointer.open.add(ask.requestId);
+        for (const ask of asks) {
+          pointer.open.add(ask.requestId);
+          pointer.asks.add(ask.requestId);
+        }
         this.#pings.set(card.runId, pointer);
         const sent = await messenger.sendText({ chatId: card.chatId }, strings.feishu.askPing(questions), {
           mentionOpenIds: [card.senderId],
@@ -185,7 +296,15 @@ export class Pings {
     const deadline = deadlineInZone(ask.expiresAt, times.timeZone, this.#deps.now());
     const text = strings.asks.remind(ask.questions.length, deadline);
     const group = card.chatType === "group";
-    const pointer: Pointer = { messageId: undefined, open: new Set([ask.requestId]), group };
+    const pointer: Pointer = {
+      messageId: undefined,
+      kind: "reminder",
+      runId,
+      open: new Set([ask.requestId]),
+      asks: new Set([ask.requestId]),
+      group,
+      sentAt: this.#deps.now(),
+    };
     const drop = () => this.#dropReminder(ask.requestId, pointer);
     this.#reminders.set(ask.requestId, [...(this.#reminders.get(ask.requestId) ?? []), pointer]);
     background.track(
