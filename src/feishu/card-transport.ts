@@ -1,6 +1,6 @@
 import type { Card } from "../cards/model.ts";
 import type { FeishuMessenger } from "./messenger.ts";
-import type { CardShape } from "./publish-state.ts";
+import type { CardShape, PendingChange, SendMode } from "./publish-state.ts";
 
 /**
  * How a card's states reach the platform once it is in the chat: the seam between the publisher (which decides
@@ -10,8 +10,18 @@ import type { CardShape } from "./publish-state.ts";
  */
 export interface CardTransport {
   readonly kind: "im" | "cardkit";
-  /** The whole card as the policy decided to send it; `shape` says whether a form is open or the run ended. */
-  update(card: Card, shape: CardShape): Promise<void>;
+  /**
+   * The card as the policy decided to send it; `shape` says whether a form is open or the run ended. `text`:
+   * only its markdown texts, as element updates, the rest left as the entity shows it (the policy asks for
+   * that when `pending` said text can go and the full update is not due yet).
+   */
+  update(card: Card, shape: CardShape, mode?: SendMode): Promise<void>;
+  /**
+   * What sending `card` now would take, from what the platform shows (CardKit): text the transport can send
+   * as element updates, and whether anything only a full update shows changed. Absent (IM PATCH): every
+   * update is a full one, and the policy spaces them all by the card's interval.
+   */
+  pending?(card: Card, shape: CardShape): PendingChange;
   /** Nothing more is sent (its timers, if any, are dropped). */
   close(): void;
 }

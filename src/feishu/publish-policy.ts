@@ -2,6 +2,7 @@ import { disarm, onFailure, stop } from "./publish-failures.ts";
 import {
   type CardShape,
   isUrgent,
+  type PendingChange,
   type PublishEffect,
   type PublishEvent,
   type PublishState,
@@ -97,7 +98,7 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
       onTurn(s, fx);
       break;
     case "rendered":
-      onRendered(s, fx, event.json, event.key);
+      onRendered(s, fx, event, now);
       break;
     case "landed":
       onLanded(s, fx, now);
@@ -135,11 +136,30 @@ function schedule(s: PublishState, fx: PublishEffect[], shape: CardShape, now: n
   // Form-safe: while a form is open, only a change a reader needs (form added/removed, new status) goes out.
   if (!urgent && shape.formOpen) return;
   const gap = urgent ? s.limits.urgentIntervalMs : s.limits.intervalMs;
-  const at = Math.max(s.lastSentAt + gap, s.backoffUntil, now);
+  const at = Math.max(urgent ? s.lastSentAt + gap : plainDue(s, shape), s.backoffUntil, now);
   if (s.timerAt !== undefined && s.timerAt <= at) return;
   s.timerAt = at;
   fx.push({ type: "arm", at });
 }
+
+/**
+ * When plain progress may go. IM PATCH (no text interval): the card's interval since the last PATCH. CardKit:
+ * markdown text the transport streams goes at the text interval; any other change waits the card's interval
+ * since the last full update (the app's budget is shared with everyone's cards), and at least the text
+ * interval since the last update of either kind.
+ */
+function plainDue(s: PublishState, shape: CardShape): number {
+  const fast = s.limits.textIntervalMs;
+  const pending = shape.pending;
+  if (fast === undefined || pending === undefined) return s.lastSentAt + s.limits.intervalMs;
+  const text = pending.text ? s.lastSentAt + fast : Number.POSITIVE_INFINITY;
+  const full = pending.full ? Math.max(fullDue(s), s.lastSentAt + fast) : Number.POSITIVE_INFINITY;
+  const due = Math.min(text, full);
+  // Nothing the transport sees differs (what the policy last sent is not what it shows): the render decides.
+  return due === Number.POSITIVE_INFINITY ? s.lastSentAt + fast : due;
+}
+
+const fullDue = (s: PublishState) => s.lastFullAt + s.limits.intervalMs;
 
 function onTurn(s: PublishState, fx: PublishEffect[]): void {
   // Read before patch, at the moment the budget allows it: under load a card can wait seconds in the app-wide
@@ -153,7 +173,13 @@ function onTurn(s: PublishState, fx: PublishEffect[]): void {
   fx.push({ type: "render", level: s.degrade, redaction: s.redaction });
 }
 
-function onRendered(s: PublishState, fx: PublishEffect[], json: string, key: string): void {
+function onRendered(
+  s: PublishState,
+  fx: PublishEffect[],
+  event: { json: string; key: string; pending?: PendingChange },
+  now: number,
+): void {
+  const { json, key, pending } = event;
   if (!s.confirming && (json === s.lastSentJson || json === s.lastFailedJson)) {
     s.stats.skipped += 1;
     fx.push({ type: "count", outcome: "skipped" }, { type: "unused" });
@@ -163,6 +189,26 @@ function onRendered(s: PublishState, fx: PublishEffect[], json: string, key: str
   }
   s.attempt.json = json;
   s.attempt.key = key;
+  s.attempt.full = pending === undefined || pending.full || !pending.text;
+  // CardKit: a change only a full update shows waits for its interval (unless urgent or a confirmation); the
+  // text that can stream goes meanwhile as element updates, and the rest stays pending.
+  if (
+    s.limits.textIntervalMs !== undefined &&
+    pending?.full === true &&
+    !isUrgent(s, key) &&
+    now < fullDue(s)
+  ) {
+    if (!pending.text) {
+      s.deferred = true;
+      fx.push({ type: "unused" });
+      return;
+    }
+    s.attempt.mode = "text";
+    s.attempt.full = false;
+    s.patching = true;
+    fx.push({ type: "patch", mode: "text" });
+    return;
+  }
   s.patching = true;
   fx.push({ type: "patch" });
 }
@@ -170,6 +216,12 @@ function onRendered(s: PublishState, fx: PublishEffect[], json: string, key: str
 function onLanded(s: PublishState, fx: PublishEffect[], now: number): void {
   const json = s.attempt.json;
   s.patching = false;
+  if (s.attempt.mode === "text") {
+    // Only the texts went: the card shows neither the last full state nor this one, and the change is not
+    // handled until its full update lands.
+    s.lastSentJson = undefined;
+    return;
+  }
   // Its answer came, but a callback began while it was on the wire: if the platform applied it before the
   // callback's answer, it was reverted (§2.3). What the card shows is not known; the reconcile sends again.
   s.lastSentJson = s.attempt.spanned ? undefined : json;
@@ -208,6 +260,7 @@ function watchUnanswered(s: PublishState, fx: PublishEffect[], json: string | un
 function onDone(s: PublishState, fx: PublishEffect[], sent: boolean, shape: CardShape, now: number): void {
   if (sent) {
     s.lastSentAt = now;
+    if (s.attempt.full !== false) s.lastFullAt = now;
     s.lastFailedJson = undefined;
     s.transientFailures = 0;
     s.rateFailures = 0;
@@ -219,7 +272,12 @@ function onDone(s: PublishState, fx: PublishEffect[], sent: boolean, shape: Card
   }
   s.inFlight = false;
   // Skipped (no-op, held, stopped): nothing to reconcile; a release or the next change schedules again.
-  if (!sent) return;
+  // Given back because the full update was not due: scheduled for when it is.
+  if (!sent) {
+    if (s.deferred) schedule(s, fx, shape, now);
+    s.deferred = false;
+    return;
+  }
   // Compare a render (cheap, no call) instead of queueing a PATCH that may well turn out a no-op.
   if (s.handled === s.version) fx.push({ type: "render", level: s.degrade, redaction: s.redaction });
   else schedule(s, fx, shape, now);

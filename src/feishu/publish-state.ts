@@ -13,7 +13,22 @@ export interface CardShape {
   formOpen: boolean;
   /** The run has ended: this is the card's last state (the policy does not read it; publisher.ts `onLanded`). */
   final?: boolean;
+  /** What the change waiting to go out needs, when the transport can tell (CardKit); absent: a full update. */
+  pending?: PendingChange;
 }
+
+/**
+ * What the state of now needs from the transport, against what the platform shows (card-transport.ts
+ * `pending`): `text`, markdown text it can send as element updates (fast, streamed); `full`, a change only a
+ * full update shows (spaced by the card's interval since the last full one).
+ */
+export interface PendingChange {
+  text: boolean;
+  full: boolean;
+}
+
+/** `text`: only the markdown texts go (element updates), the rest waits for its full update. */
+export type SendMode = "whole" | "text";
 
 export interface PublisherStats {
   sent: number;
@@ -27,6 +42,12 @@ export interface PublishLimits {
   intervalMs: number;
   /** Minimum gap for urgent PATCHes (state or form changes). */
   urgentIntervalMs: number;
+  /**
+   * CardKit: the minimum gap between updates that only carry markdown text (element updates, `pending.text`);
+   * any other change waits `intervalMs` since the last full update. Undefined (IM PATCH): every change is a
+   * full one, spaced by `intervalMs`.
+   */
+  textIntervalMs?: number;
   maxTransientRetries: number;
   maxRateLimitRetries: number;
   /** How long after a later PATCH landed a PATCH that got no answer can no longer arrive (the request timeout). */
@@ -77,7 +98,7 @@ export type PublishEvent =
   /** The app-wide budget gave this card its turn. */
   | { type: "turn" }
   /** The render asked for at the turn. */
-  | { type: "rendered"; json: string; key: string }
+  | { type: "rendered"; json: string; key: string; pending?: PendingChange }
   /** The PATCH was answered with success. */
   | { type: "landed" }
   /** The PATCH call threw (classified once it is out of the app-wide queue, as `failed`). */
@@ -105,8 +126,8 @@ export type PublishEffect =
   /** Give the turn back unused: no call was made. */
   | { type: "unused" }
   | { type: "render"; level: DegradeLevel; redaction: Redaction }
-  /** Send the card just rendered. */
-  | { type: "patch" }
+  /** Send the card just rendered (`mode` absent: whole). */
+  | { type: "patch"; mode?: SendMode }
   | { type: "count"; outcome: PatchOutcome; code?: number; count?: number }
   /** `err`: attach the error as it is (`raw`) or as its message (`described`). */
   | {
@@ -146,6 +167,10 @@ export interface PublishState {
   lastSentKey: string | undefined;
   lastFailedJson: string | undefined;
   lastSentAt: number;
+  /** When the last full update (not a text-only one) was sent: what `intervalMs` spaces with `textIntervalMs`. */
+  lastFullAt: number;
+  /** The turn was given back because the full update was not due yet: schedule again when it is done. */
+  deferred: boolean;
   backoffUntil: number;
   transientFailures: number;
   rateFailures: number;
@@ -161,7 +186,16 @@ export interface PublishState {
    * The PATCH being tried: the change it carries, its JSON and key once rendered; `spanned` once a callback
    * began while it was on the wire (the platform may have applied it before the answer, and reverted it).
    */
-  attempt: { version: number; json: string | undefined; key: string | undefined; spanned?: boolean };
+  attempt: {
+    version: number;
+    json: string | undefined;
+    key: string | undefined;
+    spanned?: boolean;
+    /** `text`: only the markdown texts went, the rest of the change is still to send. */
+    mode?: SendMode;
+    /** It was (or carried) a full update: `lastFullAt` moves when it is sent. */
+    full?: boolean;
+  };
   stats: PublisherStats;
 }
 
@@ -188,6 +222,8 @@ export function initialState(
     lastSentKey: undefined,
     lastFailedJson: undefined,
     lastSentAt: Number.NEGATIVE_INFINITY,
+    lastFullAt: Number.NEGATIVE_INFINITY,
+    deferred: false,
     backoffUntil: 0,
     transientFailures: 0,
     rateFailures: 0,

@@ -44,6 +44,11 @@ export interface PublisherOptions {
   intervalMs: number;
   /** Minimum gap for urgent PATCHes (state or form changes); the platform allows 5/s per message. */
   urgentIntervalMs?: number;
+  /**
+   * CardKit: the gap between updates that only carry the text the transport streams (its `pending`); every
+   * other change still waits `intervalMs` since the last full update. Unset: all changes by `intervalMs`.
+   */
+  textIntervalMs?: number;
   appLimiter: Limiter;
   now: () => number;
   logger: Logger;
@@ -95,6 +100,9 @@ export class CardPublisher {
       {
         intervalMs: options.intervalMs,
         urgentIntervalMs: options.urgentIntervalMs ?? 250,
+        ...(options.textIntervalMs !== undefined && this.#transport.pending
+          ? { textIntervalMs: options.textIntervalMs }
+          : {}),
         maxTransientRetries: options.maxTransientRetries ?? 3,
         maxRateLimitRetries: options.maxRateLimitRetries ?? 8,
         confirmAfterMs: options.confirmAfterMs ?? 10_000,
@@ -129,7 +137,7 @@ export class CardPublisher {
 
   /** The state changed: publish it soon (coalesced with anything already pending). */
   request(): void {
-    this.#step({ type: "changed", shape: this.#o.shape() });
+    this.#step({ type: "changed", shape: this.#shape() });
   }
 
   /**
@@ -145,7 +153,7 @@ export class CardPublisher {
       if (released) return;
       released = true;
       const json = shown ? JSON.stringify(shown) : undefined;
-      this.#step({ type: "callbackSettled", shown: json, shape: this.#o.shape() });
+      this.#step({ type: "callbackSettled", shown: json, shape: this.#shape() });
     };
   }
 
@@ -205,7 +213,7 @@ export class CardPublisher {
         if (this.#confirmTimer !== undefined) clearTimeout(this.#confirmTimer);
         this.#confirmTimer = setTimeout(() => {
           this.#confirmTimer = undefined;
-          this.#fired(() => ({ type: "confirmFired", shape: this.#o.shape() }));
+          this.#fired(() => ({ type: "confirmFired", shape: this.#shape() }));
         }, effect.at - this.#o.now());
         return;
       case "disarmConfirm":
@@ -216,7 +224,7 @@ export class CardPublisher {
         if (this.#lateTimer !== undefined) clearTimeout(this.#lateTimer);
         this.#lateTimer = setTimeout(() => {
           this.#lateTimer = undefined;
-          this.#fired(() => ({ type: "lateRetryFired", shape: this.#o.shape() }));
+          this.#fired(() => ({ type: "lateRetryFired", shape: this.#shape() }));
         }, effect.at - this.#o.now());
         // Minutes away: it must not keep a process (or a test worker) alive on its own.
         this.#lateTimer.unref?.();
@@ -263,12 +271,9 @@ export class CardPublisher {
       const sent = await this.#o.appLimiter((slot) => this.#turn(slot), {
         urgent: () => isUrgent(this.#state, this.#o.shape().key),
       });
-      effects = this.#step({ type: "done", sent, shape: this.#o.shape() });
+      effects = this.#step({ type: "done", sent, shape: this.#shape() });
     } catch (error) {
-      effects = this.#step(
-        { type: "failed", failure: classifyFailure(error), shape: this.#o.shape() },
-        error,
-      );
+      effects = this.#step({ type: "failed", failure: classifyFailure(error), shape: this.#shape() }, error);
     }
     // Reconcile: the policy asks for a render when it cannot know without one whether the state moved on.
     const reconcile = effects.find((effect) => effect.type === "render");
@@ -280,7 +285,7 @@ export class CardPublisher {
       this.#step({ type: "failed", failure: { kind: "unexpected" }, shape: this.#o.shape() }, error);
       return;
     }
-    this.#step({ type: "reconciled", json, shape: this.#o.shape() });
+    this.#step({ type: "reconciled", json, shape: this.#shape() });
   }
 
   /** The card's turn in the app-wide queue: render now, and PATCH unless it would change nothing. */
@@ -293,14 +298,17 @@ export class CardPublisher {
     const card = this.#o.render(render.level, render.redaction);
     const shape = this.#o.shape();
     const json = JSON.stringify(card);
-    if (!this.#step({ type: "rendered", json, key: shape.key }).some((e) => e.type === "patch")) {
+    const pending = this.#pending(card, shape);
+    const rendered = this.#step({ type: "rendered", json, key: shape.key, ...(pending ? { pending } : {}) });
+    const patch = rendered.find((e) => e.type === "patch");
+    if (!patch) {
       slot.unused();
       // Skipped as what the platform shows already (the reply's card, a callback answer's): landed as well.
       if (json === this.#state.lastSentJson) this.#landed(shape);
       return false;
     }
     try {
-      await this.#messageLimiter(() => this.#transport.update(card, shape));
+      await this.#messageLimiter(() => this.#transport.update(card, shape, patch.mode ?? "whole"));
     } catch (error) {
       this.#step({ type: "patchThrew" });
       throw error;
@@ -308,6 +316,28 @@ export class CardPublisher {
     this.#step({ type: "landed" });
     this.#landed(shape);
     return true;
+  }
+
+  /**
+   * The card's shape, and, on a transport that streams text (CardKit), what the state of now needs from it
+   * (a render, compared with what the platform shows): the policy spaces text and full updates apart.
+   */
+  #shape(): CardShape {
+    const shape = this.#o.shape();
+    if (this.#state.limits.textIntervalMs === undefined) return shape;
+    let pending: CardShape["pending"];
+    try {
+      pending = this.#pending(this.#o.render(this.#state.degrade, this.#state.redaction), shape);
+    } catch {
+      // Not known: a full update, by the card's interval, and the render at the turn says why it failed.
+      return shape;
+    }
+    return pending ? { ...shape, pending } : shape;
+  }
+
+  #pending(card: Card, shape: CardShape): CardShape["pending"] {
+    if (this.#state.limits.textIntervalMs === undefined) return undefined;
+    return this.#transport.pending?.(card, shape);
   }
 
   #landed(shape: CardShape): void {

@@ -42,7 +42,24 @@ export function streamedChanges(
   before: CardJson,
   after: CardJson,
 ): { elementId: string; text: string }[] | undefined {
-  if (before.body.elements.length !== after.body.elements.length) return undefined;
+  const diff = textDiff(before, after);
+  return diff && !diff.rest ? diff.changes : undefined;
+}
+
+/**
+ * The one rule of what can stream, for a pair (shown, next): the markdown elements whose text changed
+ * (`changes`), and whether anything else changed too (`rest`: the header, config, another element's props),
+ * which only a full update shows. Undefined when the elements themselves differ (count, order, tags, ids):
+ * then no element update is known to land on the element it means, and only a full update goes.
+ */
+export function textDiff(
+  before: CardJson,
+  after: CardJson,
+): { changes: { elementId: string; text: string }[]; rest: boolean } | undefined {
+  const old = before.body.elements;
+  const now = after.body.elements;
+  if (old.length !== now.length) return undefined;
+  if (now.some((e, i) => e.tag !== old[i]?.tag || e.element_id !== old[i]?.element_id)) return undefined;
   const blank = (card: CardJson) =>
     JSON.stringify({
       ...card,
@@ -50,15 +67,29 @@ export function streamedChanges(
         elements: card.body.elements.map((e) => (e.tag === "markdown" ? { ...e, content: "" } : e)),
       },
     });
-  if (blank(before) !== blank(after)) return undefined;
   const changes: { elementId: string; text: string }[] = [];
-  after.body.elements.forEach((element, index) => {
-    const old = before.body.elements[index];
-    if (element.tag !== "markdown" || old?.content === element.content) return;
+  now.forEach((element, index) => {
+    if (element.tag !== "markdown" || old[index]?.content === element.content) return;
     if (typeof element.element_id !== "string" || typeof element.content !== "string") return;
     changes.push({ elementId: element.element_id, text: element.content });
   });
-  return changes;
+  return { changes, rest: blank(before) !== blank(after) };
+}
+
+/** `card` with the given markdown texts in place (what the entity shows after those element updates). */
+export function withTexts(card: CardJson, changes: readonly { elementId: string; text: string }[]): CardJson {
+  const texts = new Map(changes.map((c) => [c.elementId, c.text]));
+  return {
+    ...card,
+    body: {
+      ...card.body,
+      elements: card.body.elements.map((e) =>
+        typeof e.element_id === "string" && texts.has(e.element_id)
+          ? { ...e, content: texts.get(e.element_id) }
+          : e,
+      ),
+    },
+  };
 }
 
 function walk(value: unknown, visit: (node: Record<string, unknown>) => void): void {

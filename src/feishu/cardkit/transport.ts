@@ -5,9 +5,9 @@ import type { Logger } from "../../logger.ts";
 import type { CardEntityStore } from "../../store/cardkit.ts";
 import type { CardTransport } from "../card-transport.ts";
 import { FeishuApiError, type FeishuMessenger, type MessageTarget } from "../messenger.ts";
-import type { CardShape } from "../publish-state.ts";
+import type { CardShape, PendingChange, SendMode } from "../publish-state.ts";
 import { CARDKIT_ERRORS, type CardKitApi } from "./api.ts";
-import { type CardJson, entityCard, hasForm, streamedChanges } from "./card-shape.ts";
+import { type CardJson, entityCard, hasForm, textDiff, withTexts } from "./card-shape.ts";
 
 /**
  * The CardKit card transport (issue 29, FEISHU_CARD_TRANSPORT=cardkit): the progress card is a card entity,
@@ -25,7 +25,10 @@ import { type CardJson, entityCard, hasForm, streamedChanges } from "./card-shap
  * restart keeps it).
  */
 
-/** The gap between a CardKit card's plain updates: the answer types out at about 5 updates/s. */
+/**
+ * The gap between a CardKit card's text updates (element updates): the answer types out at about 5 updates/s.
+ * Every other change waits CARD_PATCH_INTERVAL_MS since the last full update, as on IM PATCH.
+ */
 export const CARDKIT_INTERVAL_MS = 200;
 /** Reopened this long after streaming was opened: before the platform's 10 minutes close it. */
 export const STREAMING_REOPEN_MS = 9 * 60_000;
@@ -116,34 +119,58 @@ export class CardKitTransport implements CardTransport {
     this.#timer = undefined;
   }
 
-  update(card: Card, shape: CardShape): Promise<void> {
+  update(card: Card, shape: CardShape, mode: SendMode = "whole"): Promise<void> {
     return this.#serial(async () => {
-      if (this.#fallback) return this.#messenger.patchCard(this.#messageId, card);
-      const stream = !shape.formOpen && shape.final !== true && !hasForm(card);
+      if (this.#fallback) {
+        // By IM PATCH the texts cannot go alone: the whole card waits for its full update.
+        if (mode === "text") return;
+        return this.#messenger.patchCard(this.#messageId, card);
+      }
+      const stream = streams(card, shape);
       try {
-        await this.#publish(card, stream);
+        await this.#publish(card, stream, mode);
       } catch (error) {
         await this.#failed(error, card, stream);
       }
     });
   }
 
-  async #publish(card: Card, stream: boolean): Promise<void> {
+  /**
+   * What `update` would send for `card` now (the publisher's policy spaces the two kinds apart): its markdown
+   * texts as element updates, and whether anything else needs a full update. The very rule `#publish` sends by.
+   */
+  pending(card: Card, shape: CardShape): PendingChange {
+    if (this.#fallback) return { text: false, full: true };
+    const stream = streams(card, shape);
+    const diff = this.#diff(entityCard(card, stream), stream);
+    if (!diff) return { text: false, full: true };
+    // Nothing differs from what the entity shows: the full update #publish would send (the policy skips it
+    // when it is what was last sent).
+    if (diff.changes.length === 0) return { text: false, full: true };
+    return { text: true, full: diff.rest };
+  }
+
+  /** The text changes from what the entity shows to `next`, when it streams and what it shows is known. */
+  #diff(next: CardJson, stream: boolean): ReturnType<typeof textDiff> {
+    const prev = this.#shown;
+    if (!prev || !stream || this.#streamingSince === undefined) return undefined;
+    return textDiff(prev, next);
+  }
+
+  async #publish(card: Card, stream: boolean, mode: SendMode): Promise<void> {
     const next = entityCard(card, stream);
     const since = this.#streamingSince;
     if (stream && since !== undefined && this.#d.now() - since >= STREAMING_REOPEN_MS) await this.#reopen();
     const prev = this.#shown;
-    const changes =
-      prev && stream && this.#streamingSince !== undefined ? streamedChanges(prev, next) : undefined;
-    if (changes && changes.length > 0) {
-      for (const change of changes) {
-        this.#shown = undefined; // what the entity shows is unknown until the call answers
-        await this.#op((sequence) =>
-          this.#d.api.content(this.#cardId, change.elementId, change.text, sequence),
-        );
-        this.stats.content += 1;
-      }
-      this.#shown = next;
+    const diff = this.#diff(next, stream);
+    // Text only: the element updates, the rest as it is (its full update comes at the card's interval).
+    if (mode === "text") {
+      if (!prev || !diff) return;
+      await this.#texts(diff.changes, withTexts(prev, diff.changes));
+      return;
+    }
+    if (diff && !diff.rest && diff.changes.length > 0) {
+      await this.#texts(diff.changes, next);
       return;
     }
     // Leave streaming before a form appears: typed input must not meet a streaming card (docs/feishu-platform.md).
@@ -153,6 +180,17 @@ export class CardKitTransport implements CardTransport {
       this.#setStreaming(undefined);
     }
     await this.#full(next, stream);
+  }
+
+  async #texts(changes: readonly { elementId: string; text: string }[], shown: CardJson): Promise<void> {
+    for (const change of changes) {
+      this.#shown = undefined; // what the entity shows is unknown until the call answers
+      await this.#op((sequence) =>
+        this.#d.api.content(this.#cardId, change.elementId, change.text, sequence),
+      );
+      this.stats.content += 1;
+    }
+    this.#shown = shown;
   }
 
   async #full(next: CardJson, stream: boolean): Promise<void> {
@@ -268,6 +306,11 @@ export class CardKitTransport implements CardTransport {
     this.#chain = run.catch(() => undefined);
     return run;
   }
+}
+
+/** A card streams (its texts type out) unless a form is open or shown, or it is the run's last state. */
+function streams(card: Card, shape: CardShape): boolean {
+  return !shape.formOpen && shape.final !== true && !hasForm(card);
 }
 
 /** The emulator's code for the 10 operations/s per entity (the docs name none: assumed). */

@@ -283,11 +283,12 @@ export class CardPlacement {
       render: (level, redaction) => book.render(card, { level, redaction }),
       degradeLevel: rung.level,
       redaction: rung.redaction,
-      // The answer types out at about 5 updates/s on a CardKit card; IM PATCH keeps its interval.
-      intervalMs:
-        transport?.kind === "cardkit"
-          ? Math.min(this.#d.cardPatchIntervalMs, CARDKIT_INTERVAL_MS)
-          : this.#d.cardPatchIntervalMs,
+      // The answer types out at about 5 updates/s on a CardKit card (element updates); every other change,
+      // there as on IM PATCH, waits the card's interval since its last full update (the app budget is shared).
+      intervalMs: this.#d.cardPatchIntervalMs,
+      ...(transport?.kind === "cardkit"
+        ? { textIntervalMs: Math.min(this.#d.cardPatchIntervalMs, CARDKIT_INTERVAL_MS) }
+        : {}),
       confirmAfterMs: this.#d.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       ...(shown !== undefined ? { shown } : {}),
       appLimiter: this.#limiterOf(card),
