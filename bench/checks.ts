@@ -39,6 +39,12 @@ export function atLeast(benchmark: string, what: string, actual: number, min: nu
   return { benchmark, what, actual: show(actual), target: `≥ ${show(min)}`, ok: actual >= min };
 }
 
+/** A count (or ratio) under a bound that does not depend on the machine. */
+export function atMost(benchmark: string, what: string, actual: number, max: number, unit = ""): Check {
+  const show = (n: number) => `${Number.isInteger(n) ? n : n.toFixed(2)}${unit}`;
+  return { benchmark, what, actual: show(actual), target: `≤ ${show(max)}`, ok: actual <= max };
+}
+
 /** A time under a bound: reported, never failing the run. */
 export function within(benchmark: string, what: string, ms: number, maxMs: number): Check {
   const show = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : "never");

@@ -2,6 +2,7 @@ import { runAcp } from "./acp.ts";
 import { runAgents } from "./agents.ts";
 import { runCallbacks } from "./callbacks.ts";
 import { runCardI18n } from "./card-i18n.ts";
+import { runCardKit } from "./cardkit.ts";
 import { type Check, verdict } from "./checks.ts";
 import { runCluster } from "./cluster.ts";
 import { type BenchOptions, benchOptions, formatRunInfo, hasGc, machine, runInfo } from "./common.ts";
@@ -27,6 +28,7 @@ export const BENCHMARKS: Readonly<Record<string, Benchmark>> = {
   agents: runAgents,
   durable: runDurable,
   "card-i18n": runCardI18n,
+  cardkit: runCardKit,
   cluster: (options) => runCluster(options),
 };
 

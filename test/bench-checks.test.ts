@@ -10,6 +10,7 @@ import {
   toastContent,
 } from "../bench/callbacks.ts";
 import { cardI18nChecks } from "../bench/card-i18n.ts";
+import { type CardKitRow, cardkitChecks } from "../bench/cardkit.ts";
 import { type Check, verdict } from "../bench/checks.ts";
 import { durableChecks } from "../bench/durable.ts";
 import { type ManyCardsRow, manyCardsChecks } from "../bench/many-cards.ts";
@@ -282,5 +283,31 @@ describe("bench/median.ts", () => {
     expect(medianCell(["8883 ms", "10.0 s", "8561 ms"])).toBe("8883 ms (8561 ms–10.0 s)");
     expect(medianCell(["0", "0", "0"])).toBe("0");
     expect(medianCell(["19/19", "18/19", "19/19"])).toBe("19/19 / 18/19");
+  });
+});
+
+describe("the cardkit benchmark's checks", () => {
+  const row = (over: Partial<CardKitRow>): CardKitRow => ({
+    transport: "im",
+    seconds: 6,
+    calls: 10,
+    byKind: {},
+    contentPerSecond: 0,
+    maxOpsPerSecond: 2,
+    latencies: [100],
+    shown: 84,
+    changes: 84,
+    ...over,
+  });
+  it("fails on more than 1.2× IM's calls, over 10 ops/s on an entity, or a text change never shown", () => {
+    const good = [
+      row({}),
+      row({ transport: "cardkit", calls: 12, contentPerSecond: 5, maxOpsPerSecond: 10 }),
+    ];
+    expect(failures(cardkitChecks(good))).toEqual([]);
+    const bad = [row({}), row({ transport: "cardkit", calls: 34, maxOpsPerSecond: 11, shown: 83 })];
+    expect(failures(cardkitChecks(bad))).toHaveLength(3);
+    // Fewer than 5 element updates a second is reported, not a failure (it measures the machine too).
+    expect(verdict(cardkitChecks(bad)).lines.some((l) => l.startsWith("missed (timing"))).toBe(true);
   });
 });
