@@ -145,7 +145,10 @@ async function runOnce(
   }
 }
 
-/** CardKit's calls per run over IM PATCH's, the target 1.2×; ops per entity never over the platform's 10/s. */
+/**
+ * CardKit's calls per run besides the typewriter's element updates over IM PATCH's, the target 1.2×; ops per
+ * entity never over the platform's 10/s; every text change shown.
+ */
 export function cardkitChecks(rows: readonly CardKitRow[]): Check[] {
   const im = rows.find((row) => row.transport === "im");
   const ck = rows.find((row) => row.transport === "cardkit");
@@ -157,7 +160,18 @@ export function cardkitChecks(rows: readonly CardKitRow[]): Check[] {
     );
   }
   if (im && ck) {
-    checks.push(atMost("cardkit", "Open API calls per run, cardkit ÷ im", ck.calls / im.calls, 1.2, "×"));
+    // The typewriter's element updates are the feature, and have their own budget (one per 200 ms per card
+    // while text streams, ≤ 10 ops/s per entity above); everything else the card costs must stay near IM's.
+    const structural = ck.calls - (ck.byKind["element update"] ?? 0);
+    checks.push(
+      atMost(
+        "cardkit",
+        "Open API calls per run besides element updates, cardkit ÷ im",
+        structural / im.calls,
+        1.2,
+        "×",
+      ),
+    );
     checks.push({
       benchmark: "cardkit",
       what: "element updates per second during text bursts (cardkit)",
