@@ -106,9 +106,9 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
   // The fake messenger reuses the emulator's message store, ids, limits and card checks, so the two
   // platforms a test can run on differ only where the contract suite says they may.
   testing: ["local"],
-  // The catalogue: strings.ts chooses among the locales; strings-en.ts fills in the shape strings.ts declares.
+  // The catalogue: strings.ts chooses among the locales and holds strings-en.ts to its shape (which imports
+  // nothing back).
   strings: ["strings-en"],
-  "strings-en": ["strings"],
 };
 
 /** Settings shapes are declared once in config.ts: any layer may import its types (values come via deps). */
@@ -256,6 +256,126 @@ describe("the dependency rule", () => {
     ["src/asks/x.ts", 'import type { AskStore } from "../store/asks.ts";'],
   ])("lets a downward, peer or type-only settings import through in %s: %s", (file, source) => {
     expect(edgesOf(file, source).map(violation).filter(Boolean)).toEqual([]);
+  });
+});
+
+/**
+ * Rule 4 (issue 26): no import circle at file level, type-only imports included. A circle makes two files
+ * one unit that neither can be read, tested or moved without; what both need goes into a third file.
+ */
+function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, source] of sources) {
+    const targets = edgesOf(file, source)
+      .filter((edge) => edge.spec.startsWith("."))
+      .map((edge) => path.posix.normalize(path.posix.join(path.posix.dirname(file), edge.spec)))
+      .filter((target) => sources.has(target));
+    graph.set(file, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** Each circle of the graph, one per strongly connected component (Tarjan), as `a → b → a`. */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const connect = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node) ?? 0);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(node, Math.min(low.get(node) ?? 0, low.get(next) ?? 0));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node) ?? 0, index.get(next) ?? 0));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string | undefined;
+    do {
+      member = stack.pop();
+      if (member === undefined) break;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || graph.get(node)?.includes(node)) components.push(component);
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) connect(node);
+  return components.map((component) => cycleThrough(graph, new Set(component)));
+}
+
+/** The shortest path from the component's first file back to itself, inside the component. */
+function cycleThrough(graph: ReadonlyMap<string, readonly string[]>, component: ReadonlySet<string>): string {
+  const [start = ""] = [...component].sort();
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  while (queue.length > 0) {
+    const node = queue.shift() ?? start;
+    for (const next of graph.get(node) ?? []) {
+      if (!component.has(next)) continue;
+      if (next === start) {
+        const route = [node];
+        while (route[0] !== start) route.unshift(cameFrom.get(route[0] ?? start) ?? start);
+        const more =
+          component.size > route.length ? ` (and ${component.size - route.length} more files)` : "";
+        return `${[...route, start].join(" → ")}${more}`;
+      }
+      if (!cameFrom.has(next) && next !== start) {
+        cameFrom.set(next, node);
+        queue.push(next);
+      }
+    }
+  }
+  return [...component].join(" ↔ ");
+}
+
+describe("no import circles", () => {
+  it("no two files of src/ import each other, even through others or as types only", () => {
+    const files = filesUnder("src").map((file) => file.split(path.sep).join("/"));
+    const sources = new Map(files.map((file) => [file, fs.readFileSync(file, "utf8")] as const));
+    expect(importCycles(importGraph(sources))).toEqual([]);
+  });
+
+  it.each([
+    [
+      "two files at run time",
+      [
+        ["src/cards/a.ts", 'import { b } from "./b.ts";'],
+        ["src/cards/b.ts", 'import { a } from "./a.ts";'],
+      ],
+    ],
+    [
+      "two files by types only",
+      [
+        ["src/asks/a.ts", 'import type { B } from "./b.ts";'],
+        ["src/asks/b.ts", 'export type { A } from "./a.ts";'],
+      ],
+    ],
+    [
+      "three files across areas",
+      [
+        ["src/config.ts", 'import type { X } from "./harness/x.ts";'],
+        ["src/harness/x.ts", 'import { y } from "../util/y.ts";'],
+        ["src/util/y.ts", 'const c = await import("../config.ts");'],
+      ],
+    ],
+  ])("finds the circle of %s", (_name, pairs) => {
+    const cycles = importCycles(importGraph(new Map(pairs as [string, string][])));
+    expect(cycles).toHaveLength(1);
+    expect(cycles[0]).toMatch(/ → .* → /);
+  });
+
+  it("finds none in a chain", () => {
+    const chain = new Map([
+      ["src/a.ts", 'import { b } from "./b.ts";'],
+      ["src/b.ts", 'import type { C } from "./c.ts";'],
+      ["src/c.ts", 'import { z } from "zod";'],
+    ]);
+    expect(importCycles(importGraph(chain))).toEqual([]);
   });
 });
 

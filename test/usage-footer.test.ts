@@ -1,7 +1,8 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
-import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { loadConfig } from "../src/config.ts";
 import { addUsage, usageText } from "../src/domain/usage.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";

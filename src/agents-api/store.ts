@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { AskOutcome } from "../asks/registry.ts";
+import type { AskOutcome } from "../asks/pending.ts";
 import { answerSchema } from "../asks/schema.ts";
 import type { Db } from "../store/db.ts";
 

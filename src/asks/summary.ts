@@ -1,6 +1,6 @@
 import { type ToolResult, toolError } from "../domain/tool-result.ts";
 import { bilingual, strings } from "../strings.ts";
-import type { AskOutcome } from "./registry.ts";
+import type { AskOutcome } from "./pending.ts";
 
 /**
  * Tool results (domain/tool-result.ts) with the one line that history and step lists show for them (the

@@ -1,6 +1,6 @@
 import type { ElicitationAsk, ElicitField } from "../asks/elicitation.ts";
 import type { AskSubmitValue } from "./actions.ts";
-import { type AskContext, askHeading } from "./ask-form.ts";
+import { type AskContext, askHeading } from "./ask-context.ts";
 import { formFields } from "./form-fields.ts";
 import { escapeText, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";

@@ -1,9 +1,10 @@
 import { isTerminal, type RunStatus } from "../domain/types.ts";
-import { type RunUsage, USAGE_SEPARATOR, usageText } from "../domain/usage.ts";
+import { USAGE_SEPARATOR, usageText } from "../domain/usage.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
 import type { ProgressValue } from "./actions.ts";
-import { type AskExtrasView, askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
-import { type AskContext, askForm, askForms, type Budget, type CardAsk, compactAsks } from "./ask-form.ts";
+import type { AskContext, Budget } from "./ask-context.ts";
+import { askExtraButtons, askExtraLines, askNotice } from "./ask-extras.ts";
+import { askForm, askForms, type CardAsk, compactAsks } from "./ask-form.ts";
 import { localizeCard } from "./i18n.ts";
 import { escapeText, safeUrl, sanitizeMarkdown } from "./markdown.ts";
 import {
@@ -14,9 +15,10 @@ import {
   type TextTag,
   tagColorFor,
 } from "./model.ts";
+import type { ProgressView } from "./progress-view.ts";
 import { type Redaction, redactAsks, redactView } from "./redaction.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
-import { type ProgressStepView, stepsMarkdown, wordsIn } from "./steps.ts";
+import { stepsMarkdown, wordsIn } from "./steps.ts";
 import { budgetTables } from "./tables.ts";
 import { oneLine, truncate } from "./text.ts";
 
@@ -28,45 +30,6 @@ export type { ProgressStepView } from "./steps.ts";
  * The progress card: a pure function of (run view, pending asks). Every PATCH re-renders the whole card,
  * so a form is part of the state and never "attached once" (seed feishu-card-ask §三).
  */
-
-export interface ProgressView extends AskExtrasView {
-  sessionId: string;
-  runId: string;
-  /** The run's sender: the only person whose submit counts; carried in every button value. */
-  senderId: string;
-  title: string;
-  status: RunStatus;
-  steps: readonly ProgressStepView[];
-  /** Streamed text while running; the final answer (markdown) when completed. */
-  text?: string;
-  error?: string;
-  /** `error` in every language, when the bot wrote it; each rendering takes its own. */
-  errorWords?: Readonly<Record<string, string>>;
-  startedAt: number;
-  endedAt?: number;
-  /** 会话详情 link; never carries a token (a group card is the same for everyone). */
-  detailsUrl?: string;
-  /**
-   * A group card is read by everyone in the chat but answered by its sender alone, so its forms say whose
-   * answer they wait for (`等待 @Alice 回答`) instead of 需要你的回答. Absent: a private chat.
-   */
-  chatType?: "group";
-  /**
-   * An outside agent's task (agents-api): the header names it (`Claude Code 正在处理…`), and there is no
-   * 取消任务/重试: no run of ours stands behind those buttons (延长 and 拒绝回答 are the answerer's, and stay).
-   */
-  agent?: string;
-  /**
-   * A text reply quoting this card answers its question (issue 30): the forms say so. Set by the Feishu
-   * channel, which takes such replies (feishu/card-replies.ts); absent where nothing would read them.
-   */
-  replyToAnswer?: true;
-  /**
-   * What the run's model requests cost (domain/usage.ts): an ended card's footer says `用时 · ↑in ↓out · model`.
-   * Absent with CARD_FOOTER=off, or when the agent reported none.
-   */
-  usage?: RunUsage;
-}
 
 export interface BuildOptions {
   /** One language only; unset, the card carries every locale (the bot's as `content`). */

@@ -1,7 +1,7 @@
 import { ASK_TOOL_NAME } from "../asks/schema.ts";
 import { PLAN_STEP_TOOL, type RunStatus, type StepStatus } from "../domain/types.ts";
 import { catalogues, LOCALES, type Strings } from "../strings.ts";
-import type { Budget } from "./ask-form.ts";
+import type { Budget } from "./ask-context.ts";
 import { escapeText } from "./markdown.ts";
 import { oneLine, truncate } from "./text.ts";
 

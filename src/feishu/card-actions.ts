@@ -1,7 +1,8 @@
 import { unansweredReason } from "../asks/answers.ts";
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
+import type { PendingAsk } from "../asks/pending.ts";
 import { declineAsk, extendRunAsks } from "../asks/person-actions.ts";
-import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { AskRegistry } from "../asks/registry.ts";
 import {
   type AskSubmitValue,
   type ProgressValue,

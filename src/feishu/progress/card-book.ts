@@ -1,8 +1,10 @@
-import type { AskRegistry, PendingAsk } from "../../asks/registry.ts";
+import type { PendingAsk } from "../../asks/pending.ts";
+import type { AskRegistry } from "../../asks/registry.ts";
 import type { GoneQuestion } from "../../cards/ask-words.ts";
 import type { FormDraft } from "../../cards/form-value.ts";
 import type { Card } from "../../cards/model.ts";
-import { buildProgressCard, type ProgressView, type Rendering } from "../../cards/progress.ts";
+import { buildProgressCard, type Rendering } from "../../cards/progress.ts";
+import type { ProgressView } from "../../cards/progress-view.ts";
 import { oneLine, truncate } from "../../cards/text.ts";
 import type { SessionRuns } from "../../domain/ports.ts";
 import type { CardPlacement, RunFeed } from "../../domain/run-feed.ts";

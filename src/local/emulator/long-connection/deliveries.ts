@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { Frame } from "./frame.ts";
 import { METHOD } from "./frame.ts";
-import type { Connection } from "./server.ts";
-import type { AckResult, FrameRecord } from "./types.ts";
+import type { AckResult, Connection, FrameRecord } from "./types.ts";
 
 /**
  * Events and callbacks as data frames, and the acks that answer them (docs/long-connection.md §Delivery).
