@@ -6,7 +6,7 @@ import type { Db } from "../store/db.ts";
 /**
  * Outside agents' tasks and asks in SQLite, so a bot restart loses neither: report_progress and finish_task
  * reach the same card afterwards, and get_answers still returns an answer given before the restart.
- * The tables come from the numbered migrations in src/store/db.ts (MIGRATIONS), like every other table.
+ * The tables come from the numbered migrations in src/store/migrations.ts (MIGRATIONS), like every other table.
  */
 
 export interface StoredTask {
