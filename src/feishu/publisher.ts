@@ -1,5 +1,6 @@
 import type { Card } from "../cards/model.ts";
-import type { DegradeLevel, Redaction } from "../cards/progress.ts";
+import type { Redaction } from "../cards/progress.ts";
+import type { DegradeLevel } from "../cards/progress-body.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { type CardTransport, imTransport } from "./card-transport.ts";

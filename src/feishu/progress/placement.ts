@@ -1,5 +1,5 @@
 import type { AskRegistry } from "../../asks/registry.ts";
-import type { Rendering } from "../../cards/progress.ts";
+import type { Rendering } from "../../cards/progress-body.ts";
 import { isTerminal } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
