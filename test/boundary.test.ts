@@ -86,7 +86,7 @@ const LAYERS: readonly (readonly string[])[] = [
   /* 4 engine and channels: the harness runs agents; channels reach it only through domain/ports.ts */
   ["harness", "feishu", "ws", "web", "agents-api"],
   /* 5 settings: parsed once from the environment (its types may be imported anywhere, see below) */
-  ["config"],
+  ["config", "config-env"],
   /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing, test doubles */
   ["core", "metrics", "local", "listen", "public-url", "process-guard", "testing"],
   /* 7 the HTTP app and its routes */
@@ -106,6 +106,8 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
   // The fake messenger reuses the emulator's message store, ids, limits and card checks, so the two
   // platforms a test can run on differ only where the contract suite says they may.
   testing: ["local"],
+  // The settings: config.ts parses the variables config-env.ts declares and checks.
+  config: ["config-env"],
   // The catalogue: strings.ts chooses among the locales and holds strings-en.ts to its shape (which imports
   // nothing back).
   strings: ["strings-en"],
