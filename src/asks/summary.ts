@@ -1,5 +1,6 @@
 import { type ToolResult, toolError } from "../domain/tool-result.ts";
 import { bilingual, strings } from "../strings.ts";
+import { parseJson } from "../util/json.ts";
 import type { AskOutcome } from "./pending.ts";
 
 /**
@@ -66,6 +67,7 @@ export function askInvalid(invalid: { error: string; problem: string }): ToolRes
  * `error` is a failure; the summary is its `summary`, its error, or its first words.
  */
 export function toolResultOf(output: string): ToolResult {
+  // Tools may return plain text: that is not an error, only not JSON.
   const parsed = parseJson(output);
   const record = isRecord(parsed) ? parsed : undefined;
   const isError = record !== undefined && "error" in record;
@@ -84,16 +86,6 @@ export function toolResultOf(output: string): ToolResult {
 function oneLine(text: string, max = 120): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}
-
-/** Tools may return plain text: that is not an error, only not JSON. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    if (error instanceof SyntaxError) return undefined;
-    throw error;
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
