@@ -1,6 +1,7 @@
 import type { ElicitationAsk } from "../asks/elicitation.ts";
 import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import type { AskSubmitValue } from "./actions.ts";
 import { type AskContext, askHeading, type Budget } from "./ask-context.ts";
 import { elicitForm } from "./elicit-form.ts";
@@ -8,7 +9,6 @@ import { formFields, writeStack } from "./form-fields.ts";
 import type { FormDraft } from "./form-value.ts";
 import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
-import { oneLine, truncate } from "./text.ts";
 
 /**
  * One pending ask as a form on the progress card, and the compact block for asks that do not fit. Pure.

@@ -1,6 +1,7 @@
 import { isTerminal } from "../domain/types.ts";
 import { USAGE_SEPARATOR, usageText } from "../domain/usage.ts";
 import type { Strings } from "../strings.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import type { ProgressValue } from "./actions.ts";
 import type { Budget } from "./ask-context.ts";
 import { askExtraButtons } from "./ask-extras.ts";
@@ -10,7 +11,6 @@ import type { CardNode, ColumnSetNode } from "./model.ts";
 import type { ProgressView } from "./progress-view.ts";
 import type { Redaction } from "./redaction.ts";
 import { wordsIn } from "./steps.ts";
-import { oneLine, truncate } from "./text.ts";
 
 /**
  * The parts of the progress card around its steps and forms (progress.ts puts them together): the chat-list

@@ -1,5 +1,6 @@
 import type { RunStatus } from "../domain/types.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import type { AskContext, Budget } from "./ask-context.ts";
 import { askExtraLines, askNotice } from "./ask-extras.ts";
 import { askForm, askForms, type CardAsk, compactAsks } from "./ask-form.ts";
@@ -21,7 +22,6 @@ import { type Redaction, redactAsks, redactView } from "./redaction.ts";
 import { CARD_LIMITS, cardSize, countComponents } from "./rules.ts";
 import { stepsMarkdown } from "./steps.ts";
 import { budgetTables } from "./tables.ts";
-import { oneLine, truncate } from "./text.ts";
 
 export { type CardAsk, fieldNames } from "./ask-form.ts";
 export type { Redaction } from "./redaction.ts";

@@ -10,11 +10,11 @@ import {
 } from "../cards/actions.ts";
 import { formFields, parseButtonName, readStack } from "../cards/form-fields.ts";
 import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value.ts";
-import { oneLine } from "../cards/text.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
 import { inEveryLocale, type Localized, bilingual as strings } from "../strings.ts";
+import { oneLine } from "../util/text.ts";
 import {
   type CallbackResult,
   type CardActionDeps,
