@@ -1,3 +1,4 @@
+import { BUTTON_TYPES as EMULATED_BUTTON_TYPES } from "../../emulator/card-checker/enums.ts";
 import {
   buttonAction,
   type CardAction,
@@ -19,17 +20,7 @@ import type { ConsoleWords } from "./words.ts";
  * is untrusted JSON: every field is read through these checks, never assumed to have a shape.
  */
 
-const BUTTON_TYPES = new Set([
-  "default",
-  "primary",
-  "danger",
-  "text",
-  "primary_text",
-  "danger_text",
-  "primary_filled",
-  "danger_filled",
-  "laser",
-]);
+const BUTTON_TYPES: ReadonlySet<string> = new Set(EMULATED_BUTTON_TYPES);
 export interface RenderOptions {
   onAction?: (action: CardAction) => unknown;
   onNotice?: (message: string) => void;

@@ -1,5 +1,6 @@
 import { iconizeStatusEmoji } from "../../../web/public/icons.ts";
 import { escapeHtml, inlineMarkdownToHtml, markdownToHtml } from "../../../web/public/markdown.ts";
+import { HEADER_TEMPLATES } from "../../emulator/card-checker/enums.ts";
 import {
   type Ctx,
   nodes,
@@ -37,21 +38,8 @@ export {
 } from "./card-values.ts";
 export { escapeHtml, inlineMarkdownToHtml, markdownToHtml };
 
-const TEMPLATES = new Set([
-  "blue",
-  "wathet",
-  "turquoise",
-  "green",
-  "yellow",
-  "orange",
-  "red",
-  "carmine",
-  "violet",
-  "purple",
-  "indigo",
-  "grey",
-  "default",
-]);
+/** The header templates the platform knows (the emulator's checker has the one list the console renders by). */
+const TEMPLATES: ReadonlySet<string> = new Set(HEADER_TEMPLATES);
 const PX = /^(-?\d{1,3}px)( -?\d{1,3}px){0,3}$/;
 const SPACING: Record<string, string> = { small: "4px", medium: "8px", large: "12px", extra_large: "16px" };
 
