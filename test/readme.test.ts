@@ -167,7 +167,7 @@ beforeAll(async () => {
 afterAll(async () => close());
 
 describe("README.md", () => {
-  it("documents every environment variable src/config.ts reads, and no other", () => {
+  it("documents every environment variable src/config-env.ts declares, and no other", () => {
     expect(tableUnder("Configuration").length).toBeGreaterThan(10);
     const documented = variableTables().flatMap((row) =>
       codeSpans(row[0] ?? "").filter((span) => /^[A-Z][A-Z0-9_]+$/.test(span)),
