@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createApp } from "../src/app.ts";
-import type { PendingAsk } from "../src/asks/registry.ts";
+import type { PendingAsk } from "../src/asks/pending.ts";
 import type { AskQuestion } from "../src/asks/schema.ts";
 import { signToken } from "../src/auth/token.ts";
 import type { SessionInfo } from "../src/domain/types.ts";

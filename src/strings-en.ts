@@ -1,11 +1,10 @@
-import type { Locale, Strings } from "./strings.ts";
-
 /**
  * The English (en_us) catalogue: the same keys and arguments as the Chinese one in `strings.ts`, written for
  * Lark tenants and English clients. Sentence case; the same meaning, not a word-for-word rendering.
- * `Strings` makes a missing or misshapen entry a type error.
+ * `catalogues` in `strings.ts` holds it to the `Strings` shape, so a missing or misshapen entry is a type error
+ * there; this file imports nothing, so the two catalogues never load each other.
  */
-export const en: Strings = {
+export const en = {
   askUnavailable: "This channel cannot ask the user questions",
   needAnswer: "Choose at least one option or fill in Other",
   unanswered: (index: number, header: string) =>
@@ -166,7 +165,7 @@ export const en: Strings = {
       "This text did not pass your organization's data-loss prevention check and cannot be shown on the card.",
     auditWithheldLink: (url: string) =>
       `This text did not pass your organization's data-loss prevention check and cannot be shown on the card; read it in the [session details](${url}).`,
-    oneLanguage: (language: Locale) =>
+    oneLanguage: (language: string) =>
       `This card is too long for every language: some of it is shown in ${language === "zh_cn" ? "Chinese" : "English"} only`,
     cancelledNote: "The task was cancelled.",
     cancelTask: "Cancel task",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildProgressCard, type ProgressStepView, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard, type ProgressStepView } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { PLAN_STEP_TOOL } from "../src/domain/types.ts";
 
 const view = (steps: ProgressStepView[]): ProgressView => ({

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { AskOutcome } from "../src/asks/registry.ts";
+import type { AskOutcome } from "../src/asks/pending.ts";
 import { askNotice } from "../src/cards/ask-extras.ts";
 import { formatDeadline as formatDeadlineIn, goneNoticeText } from "../src/cards/ask-words.ts";
 import type { Card } from "../src/cards/model.ts";

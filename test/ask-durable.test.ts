@@ -6,7 +6,8 @@ import { type ToolContext, ToolDispatcher } from "../src/harness/dispatcher.ts";
 import { createLogger } from "../src/logger.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { auditForSession } from "../src/store/audit.ts";
-import { type Db, MIGRATIONS, migrate, openDatabase } from "../src/store/db.ts";
+import { type Db, migrate, openDatabase } from "../src/store/db.ts";
+import { MIGRATIONS } from "../src/store/migrations.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { fakeSurface, privateSession, tempDir } from "./helpers/core.ts";
 

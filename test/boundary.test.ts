@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS } from "../src/store/db.ts";
+import { MIGRATIONS } from "../src/store/migrations.ts";
 import { TABLE_OWNERS } from "../src/store/tables.ts";
 
 /**
@@ -15,6 +15,8 @@ const PURE = [
   "src/asks/answer-rule.ts",
   "src/strings.ts",
   "src/strings-en.ts",
+  "src/util/text.ts",
+  "src/util/json.ts",
 ];
 const PURE_DIRS = ["src/cards"];
 const FORBIDDEN = [
@@ -52,9 +54,12 @@ describe("pure core boundary", () => {
     expect(bad).toEqual([]);
   });
 
-  it("the answer rule, bundled into the session page, imports nothing at all", () => {
-    expect(imports("src/asks/answer-rule.ts")).toEqual([]);
-  });
+  it.each(["src/asks/answer-rule.ts", "src/util/text.ts", "src/local/emulator/card-checker/enums.ts"])(
+    "%s, bundled into a page, imports nothing at all",
+    (file) => {
+      expect(imports(file)).toEqual([]);
+    },
+  );
 
   it("only src/feishu imports the Lark SDK", () => {
     const offenders = filesUnder("src")
@@ -86,7 +91,7 @@ const LAYERS: readonly (readonly string[])[] = [
   /* 4 engine and channels: the harness runs agents; channels reach it only through domain/ports.ts */
   ["harness", "feishu", "ws", "web", "agents-api"],
   /* 5 settings: parsed once from the environment (its types may be imported anywhere, see below) */
-  ["config"],
+  ["config", "config-env"],
   /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing, test doubles */
   ["core", "metrics", "local", "listen", "public-url", "process-guard", "testing"],
   /* 7 the HTTP app and its routes */
@@ -106,9 +111,11 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
   // The fake messenger reuses the emulator's message store, ids, limits and card checks, so the two
   // platforms a test can run on differ only where the contract suite says they may.
   testing: ["local"],
-  // The catalogue: strings.ts chooses among the locales; strings-en.ts fills in the shape strings.ts declares.
+  // The settings: config.ts parses the variables config-env.ts declares and checks.
+  config: ["config-env"],
+  // The catalogue: strings.ts chooses among the locales and holds strings-en.ts to its shape (which imports
+  // nothing back).
   strings: ["strings-en"],
-  "strings-en": ["strings"],
 };
 
 /** Settings shapes are declared once in config.ts: any layer may import its types (values come via deps). */
@@ -260,6 +267,126 @@ describe("the dependency rule", () => {
 });
 
 /**
+ * Rule 4 (issue 26): no import circle at file level, type-only imports included. A circle makes two files
+ * one unit that neither can be read, tested or moved without; what both need goes into a third file.
+ */
+function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, source] of sources) {
+    const targets = edgesOf(file, source)
+      .filter((edge) => edge.spec.startsWith("."))
+      .map((edge) => path.posix.normalize(path.posix.join(path.posix.dirname(file), edge.spec)))
+      .filter((target) => sources.has(target));
+    graph.set(file, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** Each circle of the graph, one per strongly connected component (Tarjan), as `a → b → a`. */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const connect = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node) ?? 0);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(node, Math.min(low.get(node) ?? 0, low.get(next) ?? 0));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node) ?? 0, index.get(next) ?? 0));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string | undefined;
+    do {
+      member = stack.pop();
+      if (member === undefined) break;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || graph.get(node)?.includes(node)) components.push(component);
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) connect(node);
+  return components.map((component) => cycleThrough(graph, new Set(component)));
+}
+
+/** The shortest path from the component's first file back to itself, inside the component. */
+function cycleThrough(graph: ReadonlyMap<string, readonly string[]>, component: ReadonlySet<string>): string {
+  const [start = ""] = [...component].sort();
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  while (queue.length > 0) {
+    const node = queue.shift() ?? start;
+    for (const next of graph.get(node) ?? []) {
+      if (!component.has(next)) continue;
+      if (next === start) {
+        const route = [node];
+        while (route[0] !== start) route.unshift(cameFrom.get(route[0] ?? start) ?? start);
+        const more =
+          component.size > route.length ? ` (and ${component.size - route.length} more files)` : "";
+        return `${[...route, start].join(" → ")}${more}`;
+      }
+      if (!cameFrom.has(next) && next !== start) {
+        cameFrom.set(next, node);
+        queue.push(next);
+      }
+    }
+  }
+  return [...component].join(" ↔ ");
+}
+
+describe("no import circles", () => {
+  it("no two files of src/ import each other, even through others or as types only", () => {
+    const files = filesUnder("src").map((file) => file.split(path.sep).join("/"));
+    const sources = new Map(files.map((file) => [file, fs.readFileSync(file, "utf8")] as const));
+    expect(importCycles(importGraph(sources))).toEqual([]);
+  });
+
+  it.each([
+    [
+      "two files at run time",
+      [
+        ["src/cards/a.ts", 'import { b } from "./b.ts";'],
+        ["src/cards/b.ts", 'import { a } from "./a.ts";'],
+      ],
+    ],
+    [
+      "two files by types only",
+      [
+        ["src/asks/a.ts", 'import type { B } from "./b.ts";'],
+        ["src/asks/b.ts", 'export type { A } from "./a.ts";'],
+      ],
+    ],
+    [
+      "three files across areas",
+      [
+        ["src/config.ts", 'import type { X } from "./harness/x.ts";'],
+        ["src/harness/x.ts", 'import { y } from "../util/y.ts";'],
+        ["src/util/y.ts", 'const c = await import("../config.ts");'],
+      ],
+    ],
+  ])("finds the circle of %s", (_name, pairs) => {
+    const cycles = importCycles(importGraph(new Map(pairs as [string, string][])));
+    expect(cycles).toHaveLength(1);
+    expect(cycles[0]).toMatch(/ → .* → /);
+  });
+
+  it("finds none in a chain", () => {
+    const chain = new Map([
+      ["src/a.ts", 'import { b } from "./b.ts";'],
+      ["src/b.ts", 'import type { C } from "./c.ts";'],
+      ["src/c.ts", 'import { z } from "zod";'],
+    ]);
+    expect(importCycles(importGraph(chain))).toEqual([]);
+  });
+});
+
+/**
  * The run feed (issue 26, domain/run-feed.ts): the readers of runs depend on `RunFeed` alone, so a new kind
  * of run (or runs of another instance) joins the feed instead of every reader. They may not name an owner of
  * runs, not even as a type; comments may.
@@ -339,7 +466,7 @@ describe("the run feed's rules", () => {
 
 /**
  * Each table belongs to one area (src/store/tables.ts): a SQL string names only its own file's tables. The
- * migrations (store/db.ts) create them all; the emulator keeps a database of its own (its journal).
+ * migrations (store/migrations.ts) create them all; the emulator keeps a database of its own (its journal).
  */
 const SQL = /\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER)\b/i;
 const TABLE_AFTER =
@@ -373,7 +500,7 @@ function foreignTables(file: string, source: string): string[] {
 describe("table ownership", () => {
   const files = filesUnder("src")
     .map((file) => file.split(path.sep).join("/"))
-    .filter((file) => file !== "src/store/db.ts" && !file.startsWith("src/local/emulator/"));
+    .filter((file) => file !== "src/store/migrations.ts" && !file.startsWith("src/local/emulator/"));
 
   it("every SQL string names only tables its own file owns", () => {
     const offenders = files.flatMap((file) =>
@@ -415,5 +542,53 @@ describe("table ownership", () => {
   it("leaves prose and own tables alone", () => {
     expect(foreignTables("src/feishu/x.ts", 'log.info("the runs from the sessions")')).toEqual([]);
     expect(foreignTables("src/store/repos.ts", 'db.prepare("SELECT * FROM runs WHERE id = ?")')).toEqual([]);
+  });
+});
+
+/**
+ * Rule 5 (issue 26): no source file over 350 lines, the pages' browser TypeScript (src/**\/public) included.
+ * A file that long holds more than one idea; it is split along its seams, not squeezed.
+ */
+const MAX_LINES = 350;
+/** The only files allowed over the limit, each with its reason. */
+const LONG_FILES: Readonly<Record<string, string>> = {
+  "src/strings.ts": "catalogue: split in a later step",
+  "src/strings-en.ts": "catalogue: split in a later step",
+};
+
+function linesOf(source: string): number {
+  return source.endsWith("\n") ? source.split("\n").length - 1 : source.split("\n").length;
+}
+
+function tooLong(sources: ReadonlyMap<string, string>): string[] {
+  return [...sources]
+    .filter(([file, source]) => !(file in LONG_FILES) && linesOf(source) > MAX_LINES)
+    .map(([file, source]) => `${file}: ${linesOf(source)} lines`);
+}
+
+describe("file length", () => {
+  const files = filesUnder("src").map((file) => file.split(path.sep).join("/"));
+
+  it(`no source file under src/ is over ${MAX_LINES} lines`, () => {
+    expect(files.some((file) => file.includes("/public/"))).toBe(true);
+    expect(tooLong(new Map(files.map((file) => [file, fs.readFileSync(file, "utf8")] as const)))).toEqual([]);
+  });
+
+  it("every exemption names a file that exists and is still over the limit", () => {
+    for (const file of Object.keys(LONG_FILES)) {
+      expect(files).toContain(file);
+      expect(linesOf(fs.readFileSync(file, "utf8"))).toBeGreaterThan(MAX_LINES);
+    }
+  });
+
+  it("refuses a long file, a browser one included, and lets one at the limit through", () => {
+    const long = "const a = 1;\n".repeat(MAX_LINES + 1);
+    const atLimit = "const a = 1;\n".repeat(MAX_LINES);
+    expect(tooLong(new Map([["src/web/public/x.ts", long]]))).toEqual([
+      `src/web/public/x.ts: ${MAX_LINES + 1} lines`,
+    ]);
+    expect(tooLong(new Map([["src/cards/x.ts", long]]))).toHaveLength(1);
+    expect(tooLong(new Map([["src/cards/x.ts", atLimit]]))).toEqual([]);
+    expect(tooLong(new Map([["src/strings.ts", long]]))).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ASK_TOOL_NAME, type AskInput } from "../src/asks/schema.ts";
 import type { Card, CardNode } from "../src/cards/model.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { cardSize, countComponents, validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";

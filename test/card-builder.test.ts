@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Card, CardNode, FormNode } from "../src/cards/model.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { buildQueuedCard } from "../src/cards/queued.ts";
 import { validateCard } from "../src/cards/rules.ts";
 import { checkCard } from "../src/local/emulator/card-checker/index.ts";

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { buildQueuedCard } from "../src/cards/queued.ts";
 import { checkCard } from "../src/local/emulator/card-checker/index.ts";
 import { cleanText, questionsArb } from "./reliability/helpers/arbitraries.ts";

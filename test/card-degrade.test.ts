@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { CARD_LIMITS, cardSize, validateCard } from "../src/cards/rules.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { sampleAsk } from "./fixtures.ts";

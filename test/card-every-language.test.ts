@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEMO_QUESTIONS_EN } from "../src/asks/demo-questions.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { bilingual, zh } from "../src/strings.ts";
 import { en } from "../src/strings-en.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";

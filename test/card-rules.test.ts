@@ -1,12 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type AskQuestion, LIMITS, parseAskInput } from "../src/asks/schema.ts";
 import type { Card, CardNode, FormNode } from "../src/cards/model.ts";
-import {
-  type BuildOptions,
-  buildProgressCard,
-  type CardAsk,
-  type ProgressView,
-} from "../src/cards/progress.ts";
+import { type BuildOptions, buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { CARD_LIMITS, cardSize, countComponents, validateCard } from "../src/cards/rules.ts";
 import { strings } from "../src/strings.ts";
 

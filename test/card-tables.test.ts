@@ -1,7 +1,8 @@
 import MarkdownIt from "markdown-it";
 import { describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { checkCard } from "../src/local/emulator/card-checker/index.ts";
 
 /**

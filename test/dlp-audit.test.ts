@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { buildQueuedCard } from "../src/cards/queued.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { AUDIT_MESSAGE, startEmulator } from "../src/local/emulator/index.ts";

@@ -3,7 +3,8 @@ import type { AskQuestion } from "../src/asks/schema.ts";
 import { parseActionValue } from "../src/cards/actions.ts";
 import { mapFormValue, readDraft } from "../src/cards/form-value.ts";
 import type { CardNode } from "../src/cards/model.ts";
-import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { strings } from "../src/strings.ts";
 
 const NEED_ANSWER = "请至少选择一项或填写其他";

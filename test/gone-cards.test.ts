@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { AskOutcome } from "../src/asks/registry.ts";
+import type { AskOutcome } from "../src/asks/pending.ts";
 import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";

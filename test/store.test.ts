@@ -1,8 +1,9 @@
 import path from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS, openDatabase } from "../src/store/db.ts";
+import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
+import { MIGRATIONS } from "../src/store/migrations.ts";
 import { Store } from "../src/store/repos.ts";
 import { tempDir } from "./helpers/core.ts";
 

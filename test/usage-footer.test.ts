@@ -1,11 +1,13 @@
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Card } from "../src/cards/model.ts";
-import { buildProgressCard, type ProgressView } from "../src/cards/progress.ts";
+import { buildProgressCard } from "../src/cards/progress.ts";
+import type { ProgressView } from "../src/cards/progress-view.ts";
 import { loadConfig } from "../src/config.ts";
 import { addUsage, usageText } from "../src/domain/usage.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
-import { MIGRATIONS, migrate } from "../src/store/db.ts";
+import { migrate } from "../src/store/db.ts";
+import { MIGRATIONS } from "../src/store/migrations.ts";
 import { Store } from "../src/store/repos.ts";
 import { zh } from "../src/strings.ts";
 import { en } from "../src/strings-en.ts";

@@ -1,4 +1,5 @@
-import type { AskOutcome, AskRegistry } from "../asks/registry.ts";
+import type { AskOutcome } from "../asks/pending.ts";
+import type { AskRegistry } from "../asks/registry.ts";
 import type { AskResult } from "./schemas.ts";
 import { DECLINED_HINT, pendingHint } from "./schemas.ts";
 import type { AgentStore } from "./store.ts";

@@ -1,12 +1,12 @@
 import { z } from "zod";
-import type { AskOutcome } from "../asks/registry.ts";
+import type { AskOutcome } from "../asks/pending.ts";
 import { answerSchema } from "../asks/schema.ts";
 import type { Db } from "../store/db.ts";
 
 /**
  * Outside agents' tasks and asks in SQLite, so a bot restart loses neither: report_progress and finish_task
  * reach the same card afterwards, and get_answers still returns an answer given before the restart.
- * The tables come from the numbered migrations in src/store/db.ts (MIGRATIONS), like every other table.
+ * The tables come from the numbered migrations in src/store/migrations.ts (MIGRATIONS), like every other table.
  */
 
 export interface StoredTask {

@@ -5,7 +5,7 @@ import type { AgentTokenRevocations } from "./token.ts";
  * Agent tokens in SQLite (issue 24 item 8): each minted token is recorded (`npm run token -- --agent`), so a
  * revocation can say what it revoked — by token id, or by agent name (every token of that name issued until
  * now, recorded or not). The server reads the revocations on every request, so a revocation written by the
- * CLI into the running bot's DATA_DIR holds at the next call. The tables come from src/store/db.ts MIGRATIONS.
+ * CLI into the running bot's DATA_DIR holds at the next call. The tables come from src/store/migrations.ts MIGRATIONS.
  */
 
 export interface RecordedAgentToken {

@@ -1,4 +1,5 @@
-import type { AskRegistry, PendingAsk } from "./registry.ts";
+import type { PendingAsk } from "./pending.ts";
+import type { AskRegistry } from "./registry.ts";
 
 /**
  * What the person a question waits for may do with it besides answering, whichever surface they use (the

@@ -1,7 +1,8 @@
 import { setImmediate as nextTurn } from "node:timers";
-import type { AskStatus, AskStore } from "../store/asks.ts";
+import type { AskStore } from "../store/asks.ts";
 import { Emitter } from "../util/emitter.ts";
 import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
+import type { AskOutcome, AskState, PendingAsk } from "./pending.ts";
 import { pendingFromRow, settleOf, stateFromRow } from "./rows.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
@@ -15,56 +16,6 @@ import type { AskAnswer, AskQuestion } from "./schema.ts";
 
 /** How soon a timeout whose row could not be written is tried again. */
 const RETRY_MS = 1_000;
-
-export type AskOutcome =
-  | {
-      kind: "answered";
-      answers: AskAnswer[];
-      surface: string;
-      userId: string;
-      /** Set for an MCP elicitation (its `answers` are empty): accept with content, decline or cancel. */
-      response?: ElicitResponse;
-    }
-  | { kind: "timeout" }
-  /** 拒绝回答: the person asked said they will not answer (only where `declinable`). */
-  | { kind: "declined"; surface: string; userId: string }
-  | { kind: "cancelled"; reason: string; superseded?: true };
-
-export interface PendingAsk {
-  requestId: string;
-  sessionId: string;
-  runId: string;
-  /** The tool call that asked: a resumed turn finds its ask again by it. */
-  toolCallId?: string;
-  /** The run's sender: the only person who may answer. */
-  answererId: string;
-  questions: AskQuestion[];
-  metadata: Record<string, unknown> | undefined;
-  /** The surfaces that could reach the answerer when the question was asked (for the audit). */
-  surfaces: string[];
-  /** Why an outside agent asks (agents-api): shown on the card above its form. */
-  reason?: string;
-  /**
-   * The second kind of ask: an MCP server's form (its `questions` are empty). Kept in memory only: the MCP
-   * request waiting for it dies with the process, so there is nothing to resume after a restart.
-   */
-  elicitation?: ElicitationAsk;
-  createdAt: number;
-  expiresAt: number;
-  /** How much 延长 has added so far. */
-  extendedMs: number;
-  /** Who asked can read a 拒绝回答 (an outside agent, agents-api): the card and the page offer it. */
-  declinable?: true;
-}
-
-/** An ask by id after the fact: pending, or how it ended. */
-export interface AskState {
-  ask: PendingAsk;
-  status: AskStatus;
-  outcome: AskOutcome | undefined;
-  /** When it ended, if it did (from its row). */
-  settledAt?: number;
-}
 
 export interface AskRegistryEvents extends Record<string, unknown> {
   registered: PendingAsk;

@@ -1,5 +1,5 @@
 import type { AskRow, AskSettle } from "../store/asks.ts";
-import type { AskOutcome, AskState, PendingAsk } from "./registry.ts";
+import type { AskOutcome, AskState, PendingAsk } from "./pending.ts";
 
 /** Between the registry's values and the ask rows (store/asks.ts): one place that maps status to outcome. */
 

@@ -1,6 +1,8 @@
 import { type ToolResult, toolError } from "../domain/tool-result.ts";
 import { bilingual, strings } from "../strings.ts";
-import type { AskOutcome } from "./registry.ts";
+import { parseJson } from "../util/json.ts";
+import { oneLine, truncate } from "../util/text.ts";
+import type { AskOutcome } from "./pending.ts";
 
 /**
  * Tool results (domain/tool-result.ts) with the one line that history and step lists show for them (the
@@ -50,14 +52,14 @@ export function askRefused(message: string): ToolResult {
 export function toolFailed(message: string): ToolResult {
   return toolError(
     message,
-    strings.toolFailedSummary(oneLine(message)),
-    bilingual.toolFailedSummary(oneLine(message)),
+    strings.toolFailedSummary(stepLine(message)),
+    bilingual.toolFailedSummary(stepLine(message)),
   );
 }
 
 /** Arguments the ask's schema refused: the model reads `error`; the step names only the `problem`. */
 export function askInvalid(invalid: { error: string; problem: string }): ToolResult {
-  const problem = oneLine(invalid.problem);
+  const problem = stepLine(invalid.problem);
   return toolError(invalid.error, strings.askInvalidSummary(problem), bilingual.askInvalidSummary(problem));
 }
 
@@ -66,6 +68,7 @@ export function askInvalid(invalid: { error: string; problem: string }): ToolRes
  * `error` is a failure; the summary is its `summary`, its error, or its first words.
  */
 export function toolResultOf(output: string): ToolResult {
+  // Tools may return plain text: that is not an error, only not JSON.
   const parsed = parseJson(output);
   const record = isRecord(parsed) ? parsed : undefined;
   const isError = record !== undefined && "error" in record;
@@ -73,27 +76,17 @@ export function toolResultOf(output: string): ToolResult {
     return {
       content: output,
       isError,
-      summary: strings.toolFailedSummary(oneLine(record.error)),
-      summaryWords: bilingual.toolFailedSummary(oneLine(record.error)),
+      summary: strings.toolFailedSummary(stepLine(record.error)),
+      summaryWords: bilingual.toolFailedSummary(stepLine(record.error)),
     };
   if (typeof record?.summary === "string")
-    return { content: output, isError, summary: oneLine(record.summary) };
-  return { content: output, isError, summary: oneLine(output) };
+    return { content: output, isError, summary: stepLine(record.summary) };
+  return { content: output, isError, summary: stepLine(output) };
 }
 
-function oneLine(text: string, max = 120): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}
-
-/** Tools may return plain text: that is not an error, only not JSON. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    if (error instanceof SyntaxError) return undefined;
-    throw error;
-  }
+/** A step's line: one line of at most 120 characters. */
+function stepLine(text: string): string {
+  return truncate(oneLine(text), 120);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,13 +1,14 @@
 import type { ElicitationAsk } from "../asks/elicitation.ts";
 import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import type { AskSubmitValue } from "./actions.ts";
+import { type AskContext, askHeading, type Budget } from "./ask-context.ts";
 import { elicitForm } from "./elicit-form.ts";
 import { formFields, writeStack } from "./form-fields.ts";
 import type { FormDraft } from "./form-value.ts";
 import { escapeText, previewBlock, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
-import { oneLine, truncate } from "./text.ts";
 
 /**
  * One pending ask as a form on the progress card, and the compact block for asks that do not fit. Pure.
@@ -28,26 +29,6 @@ export interface CardAsk {
   declinable?: true;
 }
 
-/** What the builder may spend; it starts generous and gives things up in a fixed order until the card fits. */
-export interface Budget {
-  steps: number;
-  previews: boolean;
-  descriptionChars: number;
-  optionList: "full" | "labels" | "none";
-  bodyChars: number;
-  questionChars: number;
-  optionTextChars: number;
-}
-
-export interface AskContext {
-  sessionId: string;
-  senderId: string;
-  /** A group card is answered by its sender alone: its forms say whose answer they wait for. */
-  chatType?: "group";
-  budget: Budget;
-  strings: Strings;
-}
-
 /** The names of question `questionIndex` of form `askIndex` and of its form (form-fields.ts owns them). */
 export function fieldNames(askIndex: number, questionIndex: number) {
   return {
@@ -56,20 +37,6 @@ export function fieldNames(askIndex: number, questionIndex: number) {
     custom: formFields.custom(askIndex, questionIndex),
     submit: formFields.button(askIndex, "submit"),
   };
-}
-
-/**
- * An open_id as Feishu issues them (`ou_` + hex); anything else is not put inside a tag. The builder writes
- * this `<at>` itself: text from users and models has its `<at>` escaped (markdown.ts), so only this one renders.
- */
-const OPEN_ID = /^ou_[A-Za-z0-9_-]{1,64}$/;
-
-/** The form's heading: 需要你的回答 in a private chat; in a group, the sender by name via `<at id=…></at>`. */
-export function askHeading(c: AskContext, index: number, total: number): string {
-  const s = c.strings;
-  if (c.chatType !== "group") return s.card.askHeading(index, total);
-  if (!OPEN_ID.test(c.senderId)) return s.card.askHeadingSender(index, total);
-  return s.card.askHeadingGroup(`<at id=${c.senderId}></at>`, index, total);
 }
 
 /**

@@ -1,10 +1,10 @@
 import type { ElicitationAsk, ElicitField } from "../asks/elicitation.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import type { AskSubmitValue } from "./actions.ts";
-import { type AskContext, askHeading } from "./ask-form.ts";
+import { type AskContext, askHeading } from "./ask-context.ts";
 import { formFields } from "./form-fields.ts";
 import { escapeText, safeUrl } from "./markdown.ts";
 import type { CardNode, FormNode } from "./model.ts";
-import { oneLine, truncate } from "./text.ts";
 
 /**
  * An MCP server's form (elicitation) on the progress card: the server named in the heading, one field per

@@ -1,7 +1,8 @@
 import { DEMO_QUESTIONS_EN } from "../asks/demo-questions.ts";
 import { bilingual, type Locale } from "../strings.ts";
 import type { Card } from "./model.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
+import { buildProgressCard, type CardAsk } from "./progress.ts";
+import type { ProgressView } from "./progress-view.ts";
 import { buildQueuedCard } from "./queued.ts";
 
 /**

@@ -3,7 +3,8 @@ import { PLAN_STEP_TOOL } from "../domain/types.ts";
 import { bilingual, inEveryLocale, zh } from "../strings.ts";
 import { englishExampleCards } from "./examples-en.ts";
 import type { Card } from "./model.ts";
-import { buildProgressCard, type CardAsk, type ProgressView } from "./progress.ts";
+import { buildProgressCard, type CardAsk } from "./progress.ts";
+import type { ProgressView } from "./progress-view.ts";
 import { buildQueuedCard } from "./queued.ts";
 
 /**

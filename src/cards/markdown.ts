@@ -18,9 +18,9 @@
  *   add links, rules, headings, lists, `<font>`, mentions or a fake bold "系统通知".
  */
 
+import { clean } from "../util/text.ts";
 import { codeLanguage } from "./code-languages.ts";
 import { linkTarget, safeUrl, urlLength } from "./links.ts";
-import { clean } from "./text.ts";
 
 export { codeLanguage, safeUrl };
 

@@ -1,4 +1,5 @@
 import type { Locale, Strings } from "../strings.ts";
+import { truncate } from "../util/text.ts";
 import type { QueueValue } from "./actions.ts";
 import { maskContacts } from "./contacts.ts";
 import { localizeCard } from "./i18n.ts";
@@ -6,7 +7,6 @@ import { escapeText } from "./markdown.ts";
 import { type Card, type CardNode, tagColorFor } from "./model.ts";
 import type { Redaction } from "./redaction.ts";
 import { CARD_LIMITS, cardSize } from "./rules.ts";
-import { truncate } from "./text.ts";
 
 /** The card that answers a message which arrived while a task was running (DESIGN §6 queue). Pure. */
 export interface QueuedView {

@@ -1,6 +1,7 @@
 import type { CardAsk } from "./ask-form.ts";
 import { maskContacts } from "./contacts.ts";
-import type { ProgressStepView, ProgressView } from "./progress.ts";
+import type { ProgressView } from "./progress-view.ts";
+import type { ProgressStepView } from "./steps.ts";
 
 /**
  * The rungs a progress card climbs when the tenant's data-loss-prevention audit refuses it (230028), apart

@@ -1,9 +1,9 @@
 import { ASK_TOOL_NAME } from "../asks/schema.ts";
 import { PLAN_STEP_TOOL, type RunStatus, type StepStatus } from "../domain/types.ts";
 import { catalogues, LOCALES, type Strings } from "../strings.ts";
-import type { Budget } from "./ask-form.ts";
+import { oneLine, truncate } from "../util/text.ts";
+import type { Budget } from "./ask-context.ts";
 import { escapeText } from "./markdown.ts";
-import { oneLine, truncate } from "./text.ts";
 
 /**
  * The progress card's step list: a plan's entries, then the most recent tool calls. A step the bot named

@@ -1,5 +1,5 @@
+import type { AskOutcome, PendingAsk } from "../asks/pending.ts";
 import { canExtend, EXTEND_MS } from "../asks/person-actions.ts";
-import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import { REPLY_SURFACE } from "../asks/reply-answer.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
 import { formatDeadline as formatIn, type GoneQuestion } from "../cards/ask-words.ts";

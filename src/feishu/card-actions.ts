@@ -1,7 +1,7 @@
 import { unansweredReason } from "../asks/answers.ts";
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
-import { declineAsk, extendRunAsks } from "../asks/person-actions.ts";
-import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { PendingAsk } from "../asks/pending.ts";
+import { declineAsk } from "../asks/person-actions.ts";
 import {
   type AskSubmitValue,
   type ProgressValue,
@@ -10,53 +10,27 @@ import {
 } from "../cards/actions.ts";
 import { formFields, parseButtonName, readStack } from "../cards/form-fields.ts";
 import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value.ts";
-import type { Card } from "../cards/model.ts";
-import { oneLine } from "../cards/text.ts";
-import type { SessionRuns } from "../domain/ports.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import type { FeishuStore } from "../store/feishu.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
-import { currentLocale, inEveryLocale, type Localized, bilingual as strings } from "../strings.ts";
-import { type AskTimes, extendedText } from "./ask-deadline.ts";
+import { inEveryLocale, type Localized, bilingual as strings } from "../strings.ts";
+import { oneLine } from "../util/text.ts";
+import {
+  type CallbackResult,
+  type CardActionDeps,
+  onlyAnswerer,
+  toast,
+  withCard,
+} from "./card-action-deps.ts";
 import { parseCardAction } from "./events.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
-import type { QueuedCards } from "./queued-cards.ts";
+import { progressAction, queueAction } from "./run-actions.ts";
 
 /**
  * card.action.trigger (DESIGN §6). Answered within 3 s from memory only: never awaits a PATCH or the agent.
  * While it is answered, the card's PATCHes are held; `afterResponse` releases them once the response is
  * sent, because Feishu reverts an update made before or in parallel with the response.
  */
-
-/** Everything a click may read or change, named: the runtime (runtime.ts) hands these over explicitly. */
-export interface CardActionDeps {
-  runner: Pick<
-    SessionRuns,
-    "activeRun" | "currentRun" | "cancel" | "replace" | "retry" | "queued" | "promote" | "unqueue"
-  >;
-  registry: Pick<AskRegistry, "get" | "complete" | "respond" | "decline" | "getPendingForSession" | "extend">;
-  store: Pick<FeishuStore, "cardForRun">;
-  /** The live progress cards (the channel): which card a click came from, and that card as it is now. */
-  cards: {
-    cardByMessage(messageId: string): ActiveCard | undefined;
-    render(card: ActiveCard): Card;
-    /** The operator clicked in this chat, so they are in it (the viewing rule, domain/access.ts). */
-    noteChatMember(chatId: string, userId: string): void;
-    /** A person's name if the channel learned it (people.ts): a toast is plain text and cannot @-mention. */
-    nameOf(userId: string): string | undefined;
-  };
-  queuedCards: Pick<QueuedCards, "cardFor" | "forget" | "afterAnswer">;
-  times: Pick<AskTimes, "extendMs" | "extendMaxMs" | "timeZone">;
-  now: () => number;
-}
-
-type Toast = { type: "success" | "error" | "info" | "warning"; content: string; i18n: Localized };
-export interface CallbackResult {
-  response: { toast?: Toast; card?: { type: "raw"; data: Card } };
-  /** `delivered`: this response (not the transport's timeout toast) is what the platform got. */
-  afterResponse?: (delivered: boolean) => void;
-}
 
 export async function handleCardAction(
   deps: CardActionDeps,
@@ -282,160 +256,4 @@ function answerElicitation(
     toast(won ? "success" : "warning", won ? done : strings.feishu.askExpired),
     active && deps.cards.render(active),
   );
-}
-
-async function cancelRun(
-  deps: CardActionDeps,
-  value: ProgressValue,
-  operator: string,
-  active: ActiveCard | undefined,
-): Promise<CallbackResult> {
-  const { runner } = deps;
-  const run = runner.activeRun(value.sessionId);
-  if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
-  const result = runner.cancel(value.sessionId, operator);
-  if (!result.ok)
-    return toast(
-      "error",
-      result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.taskNotRunning,
-    );
-  // The run settles on the next turns of the event loop; answer with the cancelled card, not a stale one.
-  await new Promise((resolve) => setImmediate(resolve));
-  return withCard(toast("success", strings.feishu.taskCancelled), active && deps.cards.render(active));
-}
-
-function progressAction(
-  deps: CardActionDeps,
-  value: ProgressValue,
-  operator: string,
-  active: ActiveCard | undefined,
-): CallbackResult | Promise<CallbackResult> {
-  switch (value.act) {
-    case "cancel":
-      return cancelRun(deps, value, operator, active);
-    case "retry":
-      return retryRun(deps, value, operator);
-    case "extend":
-      return extendAsks(deps, value, operator, active);
-    case "replace":
-      return replaceRun(deps, value, operator, active);
-  }
-}
-
-/** 延长 15 分钟: the answerer moves the run's pending deadlines, within ASK_EXTEND_MAX_MS in all (person-actions.ts). */
-function extendAsks(
-  deps: CardActionDeps,
-  value: ProgressValue,
-  operator: string,
-  active: ActiveCard | undefined,
-): CallbackResult {
-  const result = extendRunAsks(deps.registry, value, operator, deps.times);
-  if (!result.ok) {
-    if (result.reason === "none")
-      return withCard(toast("info", strings.feishu.askExpired), active && deps.cards.render(active));
-    if (result.reason === "forbidden") {
-      const other = deps.registry
-        .getPendingForSession(value.sessionId)
-        .find((ask) => ask.runId === value.runId && ask.answererId !== operator);
-      return onlyAnswerer(deps, other?.answererId ?? "");
-    }
-    return toast("warning", strings.asks.extendLimit);
-  }
-  const extended = extendedText(result.earliest, deps.times.timeZone, deps.now());
-  return withCard(toast("success", extended), active && deps.cards.render(active));
-}
-
-/** 取消并处理新消息: the sender lets the queued message replace the run that waits on a question. */
-async function replaceRun(
-  deps: CardActionDeps,
-  value: ProgressValue,
-  operator: string,
-  active: ActiveCard | undefined,
-): Promise<CallbackResult> {
-  const { runner } = deps;
-  const run = runner.activeRun(value.sessionId);
-  if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
-  const result = runner.replace(value.sessionId, operator);
-  if (!result.ok) {
-    if (result.reason === "forbidden") return toast("error", strings.feishu.onlySender);
-    return toast(
-      "info",
-      result.reason === "not_found" ? strings.feishu.queueGone : strings.feishu.taskNotRunning,
-    );
-  }
-  await new Promise((resolve) => setImmediate(resolve));
-  return withCard(toast("success", strings.asks.replaced), active && deps.cards.render(active));
-}
-
-function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string): CallbackResult {
-  const { runner, store } = deps;
-  const row = store.cardForRun(value.runId);
-  const source = row ? { channel: "feishu", messageId: row.sourceMessageId, chatId: row.chatId } : undefined;
-  const last = runner.currentRun(value.sessionId);
-  if (!last || last.id !== value.runId) return toast("info", strings.feishu.notRetryable);
-  const result = runner.retry(value.sessionId, operator, source);
-  if (!result.ok)
-    return toast(
-      "error",
-      result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.notRetryable,
-    );
-  return toast("success", strings.feishu.retried);
-}
-
-function queueAction(deps: CardActionDeps, value: QueueValue, operator: string): CallbackResult {
-  const { runner } = deps;
-  const queued = runner.queued(value.sessionId).find((q) => q.id === value.queueId);
-  if (!queued) return toast("info", strings.feishu.queueGone);
-  if (value.act === "promote") {
-    const result = runner.promote(value.queueId, operator);
-    if (!result.ok)
-      return toast(
-        "error",
-        result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
-      );
-    const followUp = deps.queuedCards.afterAnswer(value.queueId, "queued", queued);
-    return patchedAfter(
-      withCard(
-        toast("success", strings.feishu.promoted),
-        deps.queuedCards.cardFor(value.queueId, "queued", queued),
-      ),
-      followUp,
-    );
-  }
-  const result = runner.unqueue(value.queueId, operator);
-  if (!result.ok)
-    return toast(
-      "error",
-      result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
-    );
-  const card = deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
-  const followUp = deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
-  deps.queuedCards.forget(value.queueId);
-  return patchedAfter(withCard(toast("success", strings.feishu.unqueued), card), followUp);
-}
-
-/**
- * The answer's card reaches the clicker alone: once it settled, the queued card is PATCHed for the rest of
- * the chat (QueuedCards.afterAnswer), also when the answer never reached the platform (the state changed).
- */
-function patchedAfter(result: CallbackResult, followUp: () => Promise<void>): CallbackResult {
-  return { ...result, afterResponse: () => void followUp() };
-}
-
-/** A toast in the bot's language, with every language in `i18n`. */
-/** A question's form clicked by someone else: the toast names who may answer (issue 25), when it can. */
-function onlyAnswerer(deps: Pick<CardActionDeps, "cards">, answererId: string): CallbackResult {
-  const name = deps.cards.nameOf(answererId);
-  return toast(
-    "error",
-    name === undefined ? strings.feishu.onlyAnswererUnnamed : strings.feishu.onlyAnswerer(name),
-  );
-}
-
-function toast(type: Toast["type"], text: Localized): CallbackResult {
-  return { response: { toast: { type, content: text[currentLocale()], i18n: text } } };
-}
-
-function withCard(result: CallbackResult, card: Card | undefined): CallbackResult {
-  return card ? { response: { ...result.response, card: { type: "raw", data: card } } } : result;
 }

@@ -1,5 +1,6 @@
 import { unansweredReason } from "../asks/answers.ts";
-import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { PendingAsk } from "../asks/pending.ts";
+import type { AskRegistry } from "../asks/registry.ts";
 import { parseReplyAnswer, REPLY_SURFACE } from "../asks/reply-answer.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import { strings } from "../strings.ts";

@@ -1,21 +1,14 @@
-import type { AskRegistry } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
-import type { AskSurface, SessionRuns } from "../domain/ports.ts";
-import type { RunFeed } from "../domain/run-feed.ts";
+import type { AskSurface } from "../domain/ports.ts";
 import { feishuGroupSessionId } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
-import type { CardEntityStore } from "../store/cardkit.ts";
-import type { FeishuStore } from "../store/feishu.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
 import { answerByReply, cardRepliedTo, isAboutQuestion } from "./card-replies.ts";
-import type { CardKitApi } from "./cardkit/api.ts";
+import type { FeishuChannelOptions } from "./channel-options.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
-import type { Limiter } from "./limits.ts";
-import type { FeishuMessenger } from "./messenger.ts";
-import type { FeishuMetrics } from "./metrics.ts";
 import { PeopleNames } from "./people.ts";
 import { Background } from "./progress/background.ts";
 import { type ActiveCard, CardBook } from "./progress/card-book.ts";
@@ -37,45 +30,6 @@ export type { ActiveCard } from "./progress/card-book.ts";
  * lifecycle (progress/lifecycle.ts and placement.ts: send, publish, forget, gone), the pings (progress/pings.ts: @-mentions
  * and deadline reminders) and the queued-message cards (queued-cards.ts). Built by runtime.ts.
  */
-
-export interface FeishuChannelOptions {
-  messenger: FeishuMessenger;
-  /** The bot's sessions and what may be done to its runs (harness/runner.ts behind domain/ports.ts). */
-  runner: SessionRuns;
-  /** Every run the cards show, the bot's and outside agents' (core.runs): the cards follow this feed. */
-  runs: RunFeed;
-  registry: AskRegistry;
-  store: FeishuStore;
-  appLimiter: Limiter;
-  logger: Logger;
-  now: () => number;
-  /** The app id names sessions: `feishu-{appId}-private-{openId}` (domain/session-id.ts). */
-  appId: string;
-  dataDir: string;
-  /** WORKSPACES_DIR (default `DATA_DIR/workspaces`). */
-  workspacesDir?: string;
-  /** Base of the 会话详情 link (card-book.ts); without it cards carry none (feishu mode without PUBLIC_URL). */
-  publicUrl?: () => string;
-  cardPatchIntervalMs: number;
-  /** CARD_FOOTER (default on): an ended card's footer with the run's tokens and model (cards/progress.ts). */
-  cardFooter?: boolean;
-  /** Send a short message that @-mentions the sender when a form appears (a PATCH notifies nobody). */
-  askPing: boolean;
-  /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
-  requestTimeoutMs?: number;
-  /** A personal sign-in link for the session pages, sent on /login in a private chat (sign-in.ts). */
-  signInLink?: (userId: string) => { url: string; expiresAt: number };
-  /** PATCH outcomes of every progress card, for `/metrics`. */
-  metrics?: Pick<FeishuMetrics, "patch">;
-  /** Deadlines, reminders and 延长 (issue 16; defaults in ask-deadline.ts). */
-  asks?: Partial<AskTimes>;
-  /** The pause before a refused card reply is tried again (default: a timer). */
-  sleep?: (ms: number) => Promise<void>;
-  /** FEISHU_REPLY_IN_THREAD: a task from a plain group message answers in a new thread under it (topics.ts). */
-  replyInThread?: boolean;
-  /** FEISHU_CARD_TRANSPORT=cardkit: progress cards are CardKit entities (cardkit/transport.ts). */
-  cardkit?: { api: CardKitApi; store: CardEntityStore };
-}
 
 export class FeishuChannel implements AskSurface {
   readonly name = "feishu";

@@ -1,4 +1,4 @@
-import type { PendingAsk } from "../asks/registry.ts";
+import type { PendingAsk } from "../asks/pending.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { FeishuStore } from "../store/feishu.ts";

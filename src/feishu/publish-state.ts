@@ -1,4 +1,5 @@
-import type { DegradeLevel, Redaction } from "../cards/progress.ts";
+import type { Redaction } from "../cards/progress.ts";
+import type { DegradeLevel } from "../cards/progress-body.ts";
 import type { PatchOutcome } from "./metrics.ts";
 
 /**

@@ -1,18 +1,19 @@
 import type { Card } from "../cards/model.ts";
-import type { DegradeLevel, Redaction } from "../cards/progress.ts";
+import type { Redaction } from "../cards/progress.ts";
+import type { DegradeLevel } from "../cards/progress-body.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { type CardTransport, imTransport } from "./card-transport.ts";
 import { createMessageLimiter, type Limiter, type Slot } from "./limits.ts";
-import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
+import { FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
+import { classifyFailure } from "./patch-failure.ts";
 import {
   type CardShape,
   decide,
   initialState,
   isIdle,
   isUrgent,
-  type PatchFailure,
   type PublishEffect,
   type PublishEvent,
   type PublisherStats,
@@ -344,21 +345,4 @@ export class CardPublisher {
     // A confirmation armed: a PATCH that got no answer may still land on top of this one.
     if (this.#state.confirmAt === undefined) this.#o.onLanded?.(shape);
   }
-}
-
-/** Reads a failed PATCH once, into the plain data the policy decides on. */
-export function classifyFailure(error: unknown): PatchFailure {
-  if (!(error instanceof FeishuApiError)) return { kind: "unexpected" };
-  return {
-    kind: "api",
-    code: error.feishuCode ?? error.httpStatus,
-    gone: error.messageGone,
-    rateLimited: error.rateLimited,
-    perMessage: error.feishuCode === FEISHU_CODES.patchRateLimited,
-    retryAfterMs: error.retryAfterMs,
-    refused: error.cardRefused,
-    audited: error.auditRefused,
-    transient: error.transient,
-    answered: error.httpStatus !== undefined,
-  };
 }

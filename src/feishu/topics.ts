@@ -1,8 +1,8 @@
 import path from "node:path";
-import { oneLine, truncate } from "../cards/text.ts";
 import { feishuSession, feishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import { strings } from "../strings.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import type { InboundMessage } from "./events.ts";
 
 /**

@@ -1,4 +1,5 @@
-import type { AskOutcome, AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { AskOutcome, PendingAsk } from "../asks/pending.ts";
+import type { AskRegistry } from "../asks/registry.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";

@@ -1,16 +1,16 @@
 /**
- * Which area owns each table of the bot's SQLite file (the migrations in db.ts create them): only the files
+ * Which area owns each table of the bot's SQLite file (the migrations in migrations.ts create them): only the files
  * listed may name a table in SQL. The owner of a table is the one place that knows what its rows mean, so
  * no area reads another's rows behind the imports (issue 26: a join on `progress_cards` from agents-api was
  * invisible to every import rule). test/boundary.test.ts holds every SQL string in src/ to this map, and
  * every table the migrations create to having an owner here.
  */
 export const TABLE_OWNERS: Readonly<Record<string, readonly string[]>> = {
-  // the bot's sessions and runs (harness/runner.ts through its repositories)
-  sessions: ["src/store/repos.ts"],
-  runs: ["src/store/repos.ts"],
-  messages: ["src/store/repos.ts"],
-  queued_messages: ["src/store/repos.ts"],
+  // the bot's sessions and runs (harness/runner.ts through its repositories: repos.ts, its statements)
+  sessions: ["src/store/repo-statements.ts"],
+  runs: ["src/store/repos.ts", "src/store/repo-statements.ts"],
+  messages: ["src/store/repo-statements.ts"],
+  queued_messages: ["src/store/repos.ts", "src/store/repo-statements.ts"],
   pending_turns: ["src/store/turns.ts"],
   session_members: ["src/store/members.ts"],
   // questions, whoever asked them (asks/registry.ts)

@@ -1,8 +1,8 @@
 import type express from "express";
 import type { Response } from "express";
-import { oneLine, truncate } from "../cards/text.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import type { RunStatus, RunView } from "../domain/types.ts";
+import { oneLine, truncate } from "../util/text.ts";
 import { viewerOf } from "./auth.ts";
 
 /**

@@ -1,9 +1,9 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
-import { checkAnswers } from "../asks/answers.ts";
-import { declineAsk, EXTEND_MS, type ExtendTimes, extendRunAsks } from "../asks/person-actions.ts";
-import type { AskRegistry, PendingAsk } from "../asks/registry.ts";
+import type { PendingAsk } from "../asks/pending.ts";
+import { EXTEND_MS, type ExtendTimes } from "../asks/person-actions.ts";
+import type { AskRegistry } from "../asks/registry.ts";
 import { isRevoked, verifyToken } from "../auth/token.ts";
 import type { AskSurface, RunCommands } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
@@ -14,6 +14,14 @@ import type { TokenRevocations } from "../store/token-revocations.ts";
 import { sameOrigin } from "../web/cookie.ts";
 import { type Connection, ConnectionPool } from "./connections.ts";
 import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
+import {
+  answerFromPage,
+  cancelFromPage,
+  declineFromPage,
+  extendFromPage,
+  type PageActionDeps,
+  type Refusal,
+} from "./page-actions.ts";
 import {
   askFrame,
   type ClientFrame,
@@ -203,13 +211,10 @@ export class WsHub implements AskSurface {
       case "unsubscribe":
         return this.#pool.unsubscribe(connection, frame.sessionId);
       case "ask_user_questions_result":
-        return this.#answer(connection, frame.sessionId, frame.data.requestId, frame.data.answers);
       case "ask_user_questions_decline":
-        return this.#decline(connection, frame.sessionId, frame.data.requestId);
       case "cancel":
-        return this.#cancel(connection, frame.sessionId);
       case "extend":
-        return this.#extend(connection, frame.sessionId);
+        return this.#act(connection, frame);
     }
   }
 
@@ -251,151 +256,55 @@ export class WsHub implements AskSurface {
     }
   }
 
-  #answer(connection: Connection, sessionId: string, requestId: string, rawAnswers: unknown): void {
-    const ask = this.#deps.registry.get(requestId);
-    if (!ask || ask.sessionId !== sessionId) {
-      return this.#error(
-        connection,
-        sessionId,
-        "stale_request",
-        "this question is no longer waiting for an answer",
-        requestId,
-      );
+  /** A page's answer, 拒绝回答, 取消任务 or 延长 (page-actions.ts): a refusal comes back as an error frame. */
+  #act(connection: Connection, frame: ClientFrame & { sessionId: string }): void {
+    const d: PageActionDeps = {
+      registry: this.#deps.registry,
+      runs: this.#deps.runs,
+      commands: this.#deps.commands,
+      times: this.#times,
+      surface: this.name,
+    };
+    const at = { userId: connection.userId, sessionId: frame.sessionId };
+    let refusal: Refusal | undefined;
+    switch (frame.type) {
+      case "ask_user_questions_result":
+        refusal = answerFromPage(
+          d,
+          { ...at, requestId: frame.data.requestId },
+          frame.data.answers,
+          (complete) => {
+            this.#answering = { requestId: frame.data.requestId, connection };
+            try {
+              return complete();
+            } finally {
+              this.#answering = undefined;
+            }
+          },
+        );
+        break;
+      case "ask_user_questions_decline":
+        refusal = declineFromPage(d, { ...at, requestId: frame.data.requestId });
+        break;
+      case "cancel": {
+        const result = cancelFromPage(d, at);
+        if ("cancelled" in result)
+          return this.#send(connection, {
+            type: "cancelled",
+            sessionId: at.sessionId,
+            data: { runId: result.cancelled },
+          });
+        refusal = result;
+        break;
+      }
+      case "extend":
+        refusal = extendFromPage(d, at);
+        break;
+      default:
+        return;
     }
-    if (ask.answererId !== connection.userId) {
-      return this.#error(
-        connection,
-        sessionId,
-        "forbidden",
-        "only the person who started the task may answer",
-        requestId,
-      );
-    }
-    const checked = checkAnswers(ask.questions, rawAnswers);
-    if (!checked.ok) return this.#error(connection, sessionId, "invalid_answers", checked.error, requestId);
-    this.#answering = { requestId, connection };
-    let won: boolean;
-    try {
-      won = this.#deps.registry.complete(sessionId, requestId, checked.answers, {
-        surface: this.name,
-        userId: connection.userId,
-      });
-    } finally {
-      this.#answering = undefined;
-    }
-    if (!won) {
-      return this.#error(
-        connection,
-        sessionId,
-        "stale_request",
-        "this question is no longer waiting for an answer",
-        requestId,
-      );
-    }
-  }
-
-  /** 拒绝回答 from a page: the card's rule (asks/person-actions.ts); the settle withdraws it everywhere. */
-  #decline(connection: Connection, sessionId: string, requestId: string): void {
-    // No "accepted" for a decline: every connection hears the settle, reason "declined".
-    const result = declineAsk(
-      this.#deps.registry,
-      { sessionId, requestId },
-      { surface: this.name, userId: connection.userId },
-    );
-    if (result.ok) return;
-    if (result.reason === "forbidden")
-      return this.#error(connection, sessionId, "forbidden", "only the person asked may decline", requestId);
-    if (result.reason === "not_declinable")
-      return this.#error(connection, sessionId, "forbidden", "this question cannot be declined", requestId);
-    this.#error(
-      connection,
-      sessionId,
-      "stale_request",
-      "this question is no longer waiting for an answer",
-      requestId,
-    );
-  }
-
-  #cancel(connection: Connection, sessionId: string): void {
-    // Some sessions' runs are not stopped from a page: an outside agent's task ends when its agent says so.
-    if (this.#deps.runs.session(sessionId)?.allows.cancel === false) {
-      return this.#action(
-        connection,
-        sessionId,
-        "forbidden",
-        "an outside agent's task is ended by its agent",
-        "cancel",
-      );
-    }
-    // Strangers learn nothing, not even whether something is running.
-    if (!this.#deps.runs.canView(connection.userId, sessionId)) {
-      return this.#action(
-        connection,
-        sessionId,
-        "forbidden",
-        "only the person who started the task may cancel it",
-        "cancel",
-      );
-    }
-    const run = this.#deps.runs.activeRun(sessionId);
-    const result = this.#deps.commands.cancel(sessionId, connection.userId);
-    if (result.ok && run)
-      return this.#send(connection, { type: "cancelled", sessionId, data: { runId: run.id } });
-    if (!result.ok && result.reason === "forbidden") {
-      return this.#action(
-        connection,
-        sessionId,
-        "forbidden",
-        "only the person who started the task may cancel it",
-        "cancel",
-      );
-    }
-    this.#action(connection, sessionId, "not_running", "no task is running in this session", "cancel");
-  }
-
-  /** 延长 from a page: the same rule and effect as the card's button (asks/person-actions.ts). */
-  #extend(connection: Connection, sessionId: string): void {
-    if (!this.#deps.runs.canView(connection.userId, sessionId))
-      return this.#action(
-        connection,
-        sessionId,
-        "forbidden",
-        "only the person asked may extend the deadline",
-        "extend",
-      );
-    const run = this.#deps.runs.activeRun(sessionId);
-    const result = run
-      ? extendRunAsks(this.#deps.registry, { sessionId, runId: run.id }, connection.userId, this.#times)
-      : ({ ok: false, reason: "none" } as const);
-    // Success needs no reply of its own: every connection gets the asks again with their new deadlines.
-    if (result.ok) return;
-    if (result.reason === "forbidden")
-      return this.#action(
-        connection,
-        sessionId,
-        "forbidden",
-        "only the person asked may extend the deadline",
-        "extend",
-      );
-    if (result.reason === "limit")
-      return this.#action(
-        connection,
-        sessionId,
-        "extend_limit",
-        "no further extensions are allowed",
-        "extend",
-      );
-    this.#action(connection, sessionId, "not_running", "no question is waiting in this session", "extend");
-  }
-
-  #action(
-    connection: Connection,
-    sessionId: string,
-    code: ErrorCode,
-    message: string,
-    action: "cancel" | "extend",
-  ): void {
-    this.#error(connection, sessionId, code, message, undefined, action);
+    if (refusal)
+      this.#error(connection, at.sessionId, refusal.code, refusal.message, refusal.requestId, refusal.action);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
+import type { AskOutcome, PendingAsk } from "../asks/pending.ts";
 import { canExtend, type ExtendTimes } from "../asks/person-actions.ts";
-import type { AskOutcome, PendingAsk } from "../asks/registry.ts";
 import type { TopicInfo } from "../domain/topic-view.ts";
 import type { QueuedMessage, RunView } from "../domain/types.ts";
 

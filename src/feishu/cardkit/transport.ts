@@ -4,7 +4,7 @@ import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { CardEntityStore } from "../../store/cardkit.ts";
 import type { CardTransport } from "../card-transport.ts";
-import { FeishuApiError, type FeishuMessenger, type MessageTarget } from "../messenger.ts";
+import { FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { CardShape, PendingChange, SendMode } from "../publish-state.ts";
 import { CARDKIT_ERRORS, type CardKitApi } from "./api.ts";
 import { type CardJson, entityCard, hasForm, textDiff, withTexts } from "./card-shape.ts";
@@ -315,52 +315,3 @@ function streams(card: Card, shape: CardShape): boolean {
 
 /** The emulator's code for the 10 operations/s per entity (the docs name none: assumed). */
 const ENTITY_RATE_LIMITED = 300316;
-
-/**
- * The first send of a CardKit card: the entity (created once per key, so a retried reply reuses it), then the
- * message that shows it. Undefined when CardKit refused either step: the caller sends the card the IM way (one
- * warning line; a refused send is recorded, so the card is not tried by CardKit again).
- */
-export async function sendEntity(
-  deps: CardKitDeps,
-  input: {
-    key: string;
-    card: Card;
-    where: { replyTo: string; inThread?: boolean } | { target: MessageTarget };
-    uuid: string;
-    /** Each call in the app-wide budget, as every Open API call. */
-    limit: <T>(call: () => Promise<T>) => Promise<T>;
-    /** Told Feishu's code when CardKit refused (99991672: the app lacks the scope, for every card). */
-    onRefused?: (code: number | undefined) => void;
-  },
-): Promise<{ messageId: string; shown: CardJson | undefined } | undefined> {
-  const { api, store, log, now } = deps;
-  const row = store.byKey(input.key);
-  if (row?.fallback) return undefined;
-  const stream = !hasForm(input.card);
-  const shown = entityCard(input.card, stream);
-  let cardId = row?.cardId;
-  try {
-    if (cardId === undefined) {
-      const created = await input.limit(() => api.create(shown));
-      cardId = created.cardId;
-      store.created(input.key, cardId);
-    }
-    // Sent before a restart: the message exists; what the entity shows is not known here.
-    if (row?.messageId !== undefined) return { messageId: row.messageId, shown: undefined };
-    const entity = cardId;
-    const sent = await input.limit(() => api.send(input.where, entity, input.uuid));
-    store.sent(input.key, sent.messageId);
-    if (stream) store.streaming(input.key, now());
-    return { messageId: sent.messageId, shown };
-  } catch (error) {
-    if (cardId !== undefined) store.fallback(input.key);
-    const code = error instanceof FeishuApiError ? (error.feishuCode ?? error.httpStatus) : undefined;
-    log.warn(
-      { key: input.key, code, err: describeError(error) },
-      "CardKit refused the progress card; sending it by IM instead",
-    );
-    input.onRefused?.(code);
-    return undefined;
-  }
-}

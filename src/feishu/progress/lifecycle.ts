@@ -1,4 +1,4 @@
-import type { AskOutcome, PendingAsk } from "../../asks/registry.ts";
+import type { AskOutcome, PendingAsk } from "../../asks/pending.ts";
 import type { RunCommands } from "../../domain/ports.ts";
 import type { RunEvents, RunFeed } from "../../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../../domain/types.ts";

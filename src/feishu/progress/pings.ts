@@ -1,4 +1,5 @@
-import type { AskOutcome, AskRegistry, PendingAsk } from "../../asks/registry.ts";
+import type { AskOutcome, PendingAsk } from "../../asks/pending.ts";
+import type { AskRegistry } from "../../asks/registry.ts";
 import { REPLY_SURFACE } from "../../asks/reply-answer.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";

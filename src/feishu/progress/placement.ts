@@ -1,5 +1,5 @@
 import type { AskRegistry } from "../../asks/registry.ts";
-import type { Rendering } from "../../cards/progress.ts";
+import type { Rendering } from "../../cards/progress-body.ts";
 import { isTerminal } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
@@ -10,7 +10,8 @@ import { strings } from "../../strings.ts";
 import type { CardTransport } from "../card-transport.ts";
 import type { CardKitApi } from "../cardkit/api.ts";
 import type { CardJson } from "../cardkit/card-shape.ts";
-import { CARDKIT_INTERVAL_MS, CardKitTransport, sendEntity } from "../cardkit/transport.ts";
+import { sendEntity } from "../cardkit/send.ts";
+import { CARDKIT_INTERVAL_MS, CardKitTransport } from "../cardkit/transport.ts";
 import { checkCard, provesGone, suggestsGone } from "../gone-cards.ts";
 import { agentsLane, type Limiter } from "../limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "../messenger.ts";

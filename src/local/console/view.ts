@@ -1,3 +1,4 @@
+import { parseJson } from "../../util/json.ts";
 import type { FrameRecord, MessageView, RecordedCall } from "../emulator/index.ts";
 import type { MentionRef } from "./compose.ts";
 import { redactHeaders, showBody } from "./redact.ts";
@@ -182,6 +183,7 @@ export function toConsoleMessage(
     ...(view.visibleTo ? { visibleTo: view.visibleTo } : {}),
   };
   if (view.recalled) return message;
+  // Content that is not JSON is shown raw.
   const parsed = parseJson(view.content);
   if (view.msgType === "interactive" && isObject(parsed)) {
     message.card = parsed;
@@ -228,14 +230,6 @@ export function textSegments(
   }
   if (last < text.length) segments.push({ type: "text", text: text.slice(last) });
   return segments;
-}
-
-function parseJson(content: string): unknown {
-  try {
-    return JSON.parse(content);
-  } catch {
-    return undefined; // shown raw
-  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

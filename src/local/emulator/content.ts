@@ -1,3 +1,4 @@
+import { parseJson } from "../../util/json.ts";
 import { CARD_LIMITS, checkCard } from "./card-checker/index.ts";
 import { CODES, cardContentError, fail } from "./errors.ts";
 
@@ -39,6 +40,8 @@ export function checkContent(msgType: string, content: string): void {
   const size = contentBytes(content);
   if (size > limit) throw fail(CODES.contentTooLong, `content is ${size} bytes; the limit is ${limit}`);
   const parsed = parseJson(content);
+  if (parsed === undefined)
+    throw fail(CODES.messageInvalid, "invalid message content: content is not valid JSON");
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     throw fail(CODES.messageInvalid, "invalid message content: content must be a JSON object string");
   if (msgType === "text" && typeof (parsed as { text?: unknown }).text !== "string")
@@ -89,14 +92,6 @@ export function degradedCardContent(content: string): string {
     title,
     elements: [[{ tag: "text", text: "请升级至最新版本客户端，以查看内容" }]],
   });
-}
-
-function parseJson(content: string): unknown {
-  try {
-    return JSON.parse(content);
-  } catch {
-    throw fail(CODES.messageInvalid, "invalid message content: content is not valid JSON");
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,3 +1,5 @@
+import { oneLine } from "../../util/text.ts";
+
 /**
  * The chat's runs on the session page, newest first, each a link to its own page (the page every progress
  * card links to), the one on screen marked with aria-current. Text only through textContent.
@@ -53,5 +55,3 @@ export function historyItems(
     return item;
   });
 }
-
-const oneLine = (text: string): string => String(text).replace(/\s+/g, " ").trim();

@@ -3,6 +3,7 @@
  * note and link on an earlier run's page, the chat's runs and the queued messages. Reads `page`, writes the DOM.
  */
 import { usageText } from "../../domain/usage.ts";
+import { oneLine, truncate } from "../../util/text.ts";
 import { svgIcon } from "./icons.ts";
 import { markdownToHtml } from "./markdown.ts";
 import { fill } from "./page-text.ts";
@@ -30,7 +31,7 @@ export function renderStatus(): void {
 }
 
 export function renderRun(run: PageRun | null): void {
-  byTestId("task-title").textContent = run ? oneLine(run.input, 120) : T.page.noTask;
+  byTestId("task-title").textContent = run ? truncate(oneLine(run.input), 120) : T.page.noTask;
   const steps = Array.isArray(run?.steps) ? run.steps : [];
   const list = byTestId("steps");
   list.replaceChildren(...steps.map(stepItem));
@@ -69,12 +70,12 @@ function stepItem(step: PageStep): HTMLLIElement {
   icon.append(svgIcon(name, { label: T.icons[name] }));
   const title = document.createElement("span");
   title.className = "step-title";
-  title.textContent = oneLine(step.title ?? step.tool ?? "", 120);
+  title.textContent = truncate(oneLine(step.title ?? step.tool ?? ""), 120);
   item.append(icon, title);
   if (step.summary) {
     const summary = document.createElement("span");
     summary.className = "step-summary";
-    summary.textContent = oneLine(step.summary, 200);
+    summary.textContent = truncate(oneLine(step.summary), 200);
     item.append(summary);
   }
   return item;
@@ -109,7 +110,7 @@ export function renderQueue(queued: readonly { text?: string }[], total: unknown
   const items = queued.map((message) => {
     const item = document.createElement("li");
     item.dataset.testid = "queued-message";
-    item.textContent = oneLine(message.text ?? "", 120);
+    item.textContent = truncate(oneLine(message.text ?? ""), 120);
     return item;
   });
   // The snapshot lists the first few queued messages only (ws/snapshot.ts); say how many more wait.
@@ -128,9 +129,4 @@ function stepIcon(status: string): "done" | "failed" | "pending" | "running" | "
   return status === "done" || status === "failed" || status === "pending" || status === "stopped"
     ? status
     : "running";
-}
-
-function oneLine(text: unknown, max: number): string {
-  const flat = String(text).replace(/\s+/g, " ").trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

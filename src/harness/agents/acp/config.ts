@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseJson } from "../../../util/json.ts";
 
 /**
  * The `ACP_*` variables of `AGENT=acp`, parsed with the rest of the environment by `loadConfig`.
@@ -27,16 +28,6 @@ const PASSED_THROUGH = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"
 
 const stringArray = z.array(z.string());
 const stringRecord = z.record(z.string(), z.string());
-
-/** Undefined for text that is not JSON: the schema then reports the variable's expected shape. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    if (error instanceof SyntaxError) return undefined;
-    throw error;
-  }
-}
 
 const argsSchema = z
   .string()

@@ -6,6 +6,7 @@ import type {
 import { z } from "zod";
 import { LIMITS } from "../../../asks/schema.ts";
 import { strings } from "../../../strings.ts";
+import { parseJson } from "../../../util/json.ts";
 
 /**
  * `session/request_permission` as an `ask_user_questions` call: one single-choice question naming the tool
@@ -108,12 +109,4 @@ function uniqueLabel(option: Pick<PermissionOption, "name">, taken: ReadonlyMap<
 
 function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    return { error: error instanceof Error ? error.message : String(error) };
-  }
 }

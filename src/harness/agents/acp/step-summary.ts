@@ -1,6 +1,7 @@
 import type { ToolCallContent, ToolCallUpdate } from "@agentclientprotocol/sdk";
 import type { Words } from "../../../domain/types.ts";
 import { inEveryLocale, type Strings, strings } from "../../../strings.ts";
+import { parseJson } from "../../../util/json.ts";
 
 /**
  * What a tool call's step says beside its title (issue 31): one line by the kind of output, not its first
@@ -40,8 +41,9 @@ function contentSummary(item: ToolCallContent): StepSummary | undefined {
 function textSummary(text: string): StepSummary {
   const trimmed = text.trim();
   if (trimmed.startsWith("{") || trimmed.startsWith("[")) {
+    // Not JSON after all (a log line starting with "["): read as text.
     const parsed = parseJson(trimmed);
-    if (parsed.ok) return jsonSummary(parsed.value);
+    if (parsed !== undefined) return jsonSummary(parsed);
   }
   return { text: firstLine(trimmed) };
 }
@@ -66,15 +68,6 @@ function jsonSummary(value: unknown): StepSummary {
 function firstLine(text: string): string {
   const line = text.trim().split("\n")[0] ?? "";
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
-}
-
-function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    // Not JSON after all (a log line starting with "["): read as text.
-    return { ok: false };
-  }
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
  * Enumerations copied by hand from the Card JSON 2.0 doc pages (keys in docs/feishu-platform.md §0).
- * Kept apart from `src/cards/model.ts` on purpose: the checker must not inherit a misreading.
+ * Kept apart from `src/cards/model.ts` on purpose: the checker must not inherit a misreading. The console's
+ * card renderer (local/console/public), the emulator's client, renders by these same lists. Pure, imports
+ * nothing: the console's browser bundle takes it.
  */
 
 /** 标题 page, 标题主题样式枚举. */

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { parseJson } from "../../../util/json.ts";
 import type { Frame } from "./frame.ts";
 import { METHOD } from "./frame.ts";
-import type { Connection } from "./server.ts";
-import type { AckResult, FrameRecord } from "./types.ts";
+import type { AckResult, Connection, FrameRecord } from "./types.ts";
 
 /**
  * Events and callbacks as data frames, and the acks that answer them (docs/long-connection.md §Delivery).
@@ -116,7 +116,7 @@ export class Deliveries {
       return;
     }
     const pending = this.#pending.get(frameId);
-    const parsed = ackPayload.safeParse(parseJson(frame.payload));
+    const parsed = ackPayload.safeParse(payloadJson(frame.payload));
     const base = { direction: "in" as const, connectionId, kind: "ack" as const, frameId, bytes };
     if (!parsed.success) {
       this.#deps.record({ ...base, kind: "malformed", detail: "ack payload is not {code, data?}" });
@@ -134,7 +134,7 @@ export class Deliveries {
     const data = parsed.data.data;
     let body: unknown = "";
     if (data !== undefined && data !== "") {
-      const decoded = parseJson(Buffer.from(data, "base64"));
+      const decoded = payloadJson(Buffer.from(data, "base64"));
       body = decoded === undefined ? Buffer.from(data, "base64").toString("utf8") : decoded;
     }
     pending.settle({ status: parsed.data.code, body, durationMs: durationMs ?? 0, connectionId });
@@ -256,14 +256,10 @@ function split(bytes: Uint8Array, count: number): Uint8Array[] {
   return parts.length > 0 ? parts : [bytes];
 }
 
-function parseJson(bytes: Uint8Array | undefined): unknown {
+/** A frame's payload as JSON (undefined when empty or not JSON). */
+function payloadJson(bytes: Uint8Array | undefined): unknown {
   if (!bytes || bytes.length === 0) return undefined;
-  try {
-    return JSON.parse(Buffer.from(bytes).toString("utf8"));
-  } catch (error) {
-    if (error instanceof SyntaxError) return undefined;
-    throw error;
-  }
+  return parseJson(Buffer.from(bytes).toString("utf8"));
 }
 
 const round = (ms: number): number => Math.round(ms * 10) / 10;

@@ -6,7 +6,7 @@ import type { Observer } from "../observer.ts";
 import type { EmulatorClock } from "../types.ts";
 import { Deliveries } from "./deliveries.ts";
 import { decodeFrame, encodeFrame, type Frame, METHOD } from "./frame.ts";
-import type { FrameRecord, LongConnectionOptions } from "./types.ts";
+import type { Connection, FrameRecord, LongConnectionOptions } from "./types.ts";
 
 /**
  * The platform's side of the long connection (docs/long-connection.md): the endpoint hands out a one-time
@@ -19,13 +19,6 @@ export const WS_PATH = "/ws/v2";
 export const ENDPOINT_CODES = { ok: 0, forbidden: 403, authFailed: 514, tooManyConnections: 1000040350 };
 /** A ticket left unused this long (wall clock) is void (assumed; the platform's URL carries a short-lived ticket). */
 const TICKET_TTL_MS = 60_000;
-
-export interface Connection {
-  id: string;
-  socket: WebSocket;
-  service: number;
-  seq: number;
-}
 
 export class LongConnectionServer {
   readonly #ctx: { clock: EmulatorClock; observer: Observer };

@@ -1,3 +1,5 @@
+import type { WebSocket } from "ws";
+
 /** Options and observable records of the emulator's long-connection server (docs/long-connection.md). */
 
 export interface LongConnectionOptions {
@@ -56,4 +58,12 @@ export interface AckResult {
   body: unknown;
   durationMs: number;
   connectionId: string;
+}
+
+/** A bot connected over the long connection: its socket, and the service and frame sequence it speaks. */
+export interface Connection {
+  id: string;
+  socket: WebSocket;
+  service: number;
+  seq: number;
 }

@@ -1,5 +1,7 @@
 /**
- * Text helpers for card content. Pure. Escaping and sanitizing markdown lives in `markdown.ts`.
+ * Text helpers for one-line texts: card content (escaping and sanitizing markdown lives in
+ * `cards/markdown.ts`), step summaries (`asks/summary.ts`) and the session page's lines, which the browser
+ * bundle takes from here too. Pure, imports nothing: it runs on the server and in the pages.
  */
 
 /**
