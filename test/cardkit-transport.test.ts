@@ -64,6 +64,8 @@ describe("CardKit streaming lifetime", () => {
       messenger: createLarkMessenger(app),
     });
     await until(() => cardkitCalls(emulator).filter(isSettings).length === 2, "the reopen", 5000);
+    // The emulator records a call before its answer reaches the transport, which counts it then.
+    await until(() => transport.stats.settings === 2, "the reopen answered", 5000);
     transport.close();
     const settings = cardkitCalls(emulator).filter(isSettings);
     expect(settings.map((c) => c.code)).toEqual([0, 0]);
