@@ -67,7 +67,7 @@ async function pick(r: FeishuRig, cardId: string, index: number, seen: Set<strin
   return r.click({
     messageId: cardId,
     operatorOpenId: who,
-    value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
+    value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: who },
     name: "ask0_submit",
     formValue: { ask0_q0: String(index), ask0_c0: "" },
   });
@@ -126,6 +126,22 @@ describe("always allow on an ACP permission form (scripted agent, emulator, SDK,
       }),
     );
     await settled(again.r, bobsCard);
+    // Alice's "always" is hers: Bob's own task in the same group asks him on its form, both times.
+    const bobsAsk = await again.r.progressCard(
+      await again.r.send({
+        chatType: "group",
+        senderOpenId: BOB,
+        text: "/perm-twice",
+        chatId: GROUP,
+        mentionBot: true,
+      }),
+    );
+    const bobsForms = new Set<string>();
+    await pick(again.r, bobsAsk, 0, bobsForms, BOB);
+    await pick(again.r, bobsAsk, 0, bobsForms, BOB);
+    const bobsText = cardText(await settled(again.r, bobsAsk));
+    expect(bobsText).toContain("权限结果: a.md=allow b.md=allow");
+    expect(bobsText).not.toContain("自动允许");
     const listed = await api(again.r, BOB, sessionId);
     expect(listed.status).toBe(200);
     expect(listed.body.permissions).toEqual([

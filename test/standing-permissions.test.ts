@@ -70,17 +70,27 @@ describe.each(stores)("standing permissions kept in %s", (_name, make) => {
     grantedAt: 1,
   };
 
+  it("keeps a choice to its chooser: another member's request of the same scope finds nothing, and their own choice replaces nothing of it", () => {
+    const store = make();
+    const alices = store.grant(entry);
+    expect(store.find("s1", "ou_b", { kind: "edit", tool: "Edit" })).toBeUndefined();
+    const bobs = store.grant({ ...entry, decision: "reject", grantedBy: "ou_b", grantedAt: 2 });
+    expect(store.find("s1", "ou_a", entry)).toEqual(alices);
+    expect(store.find("s1", "ou_b", entry)).toEqual(bobs);
+    expect(store.list("s1")).toEqual([alices, bobs]);
+  });
+
   it("finds a choice by session and scope, replaces it on a new choice, and revokes it by id", () => {
     const store = make();
     const made = store.grant(entry);
-    expect(store.find("s1", { kind: "edit", tool: "Edit" })).toEqual(made);
-    expect(store.find("s2", { kind: "edit", tool: "Edit" })).toBeUndefined();
-    expect(store.find("s1", { kind: "edit", tool: "" })).toBeUndefined();
+    expect(store.find("s1", "ou_a", { kind: "edit", tool: "Edit" })).toEqual(made);
+    expect(store.find("s2", "ou_a", { kind: "edit", tool: "Edit" })).toBeUndefined();
+    expect(store.find("s1", "ou_a", { kind: "edit", tool: "" })).toBeUndefined();
     const replaced = store.grant({ ...entry, decision: "reject", grantedAt: 2 });
     expect(store.list("s1")).toEqual([replaced]);
     expect(store.revoke("s2", replaced.id)).toBeUndefined();
     expect(store.revoke("s1", replaced.id)).toEqual(replaced);
     expect(store.list("s1")).toEqual([]);
-    expect(store.find("s1", entry)).toBeUndefined();
+    expect(store.find("s1", "ou_a", entry)).toBeUndefined();
   });
 });

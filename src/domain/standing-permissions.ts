@@ -27,10 +27,12 @@ export interface StandingPermission extends PermissionScope {
 
 /**
  * Where standing permissions are kept: SQLite in the service (store/permissions.ts), memory in a bare agent.
- * `find` answers for one session and scope; `grant` replaces what that scope had.
+ * A choice is the chooser's own: `find` answers for one session, one person (the task's sender) and one scope,
+ * so in a group Alice's "always" never answers a request in Bob's task; `grant` replaces what that person
+ * had chosen for that scope.
  */
 export interface StandingPermissions {
-  find(sessionId: string, scope: PermissionScope): StandingPermission | undefined;
+  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined;
   grant(entry: Omit<StandingPermission, "id">): StandingPermission;
   list(sessionId: string): StandingPermission[];
   /** The entry, once removed; undefined when the session has no entry of that id. */
@@ -92,12 +94,12 @@ export class MemoryStandingPermissions implements StandingPermissions {
   readonly #entries = new Map<string, StandingPermission>();
   #next = 1;
 
-  find(sessionId: string, scope: PermissionScope): StandingPermission | undefined {
-    return this.list(sessionId).find((entry) => covers(entry, scope));
+  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined {
+    return this.list(sessionId).find((entry) => entry.grantedBy === personId && covers(entry, scope));
   }
 
   grant(entry: Omit<StandingPermission, "id">): StandingPermission {
-    const old = this.find(entry.sessionId, entry);
+    const old = this.find(entry.sessionId, entry.grantedBy, entry);
     if (old) this.#entries.delete(old.id);
     const made = { ...entry, id: `sp-${this.#next++}` };
     this.#entries.set(made.id, made);

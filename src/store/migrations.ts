@@ -343,7 +343,7 @@ export const MIGRATIONS: readonly string[] = [
     title       TEXT NOT NULL,
     granted_by  TEXT NOT NULL,
     granted_at  INTEGER NOT NULL,
-    UNIQUE (session_id, tool_kind, tool_name)
+    UNIQUE (session_id, granted_by, tool_kind, tool_name)
   );
   `,
 ];

@@ -21,9 +21,9 @@ interface Row {
 const COLUMNS = "id, session_id, tool_kind, tool_name, decision, title, granted_by, granted_at";
 
 /**
- * Standing permissions in SQLite (`standing_permissions`): one row per session and scope, so "always" outlives
- * a restart, and the session page lists and revokes what this file holds. A new choice for a scope replaces
- * the old (an "always allow" after an "always reject" for the same kind).
+ * Standing permissions in SQLite (`standing_permissions`): one row per session, chooser and scope, so "always"
+ * outlives a restart, and the session page lists and revokes what this file holds. A person's new choice for a
+ * scope replaces their old one (an "always allow" after an "always reject" for the same kind).
  */
 export class SqliteStandingPermissions implements StandingPermissions {
   readonly #find;
@@ -35,14 +35,14 @@ export class SqliteStandingPermissions implements StandingPermissions {
 
   constructor(db: Db, newId: () => string = randomUUID) {
     this.#newId = newId;
-    this.#find = db.prepare<[string, string, string], Row>(
-      `SELECT ${COLUMNS} FROM standing_permissions WHERE session_id = ? AND tool_kind = ? AND tool_name = ?`,
+    this.#find = db.prepare<[string, string, string, string], Row>(
+      `SELECT ${COLUMNS} FROM standing_permissions
+       WHERE session_id = ? AND granted_by = ? AND tool_kind = ? AND tool_name = ?`,
     );
     this.#put = db.prepare(
       `INSERT INTO standing_permissions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (session_id, tool_kind, tool_name) DO UPDATE SET id = excluded.id,
-         decision = excluded.decision, title = excluded.title, granted_by = excluded.granted_by,
-         granted_at = excluded.granted_at`,
+       ON CONFLICT (session_id, granted_by, tool_kind, tool_name) DO UPDATE SET id = excluded.id,
+         decision = excluded.decision, title = excluded.title, granted_at = excluded.granted_at`,
     );
     this.#list = db.prepare<[string], Row>(
       `SELECT ${COLUMNS} FROM standing_permissions WHERE session_id = ? ORDER BY granted_at, id`,
@@ -53,8 +53,8 @@ export class SqliteStandingPermissions implements StandingPermissions {
     this.#delete = db.prepare("DELETE FROM standing_permissions WHERE session_id = ? AND id = ?");
   }
 
-  find(sessionId: string, scope: PermissionScope): StandingPermission | undefined {
-    const row = this.#find.get(sessionId, scope.kind, scope.tool);
+  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined {
+    const row = this.#find.get(sessionId, personId, scope.kind, scope.tool);
     return row ? entryOf(row) : undefined;
   }
 

@@ -49,7 +49,8 @@ export async function answerPermission(
   const about = reporter.toolCallSeen(request.toolCall);
   const scope = scopeOf({ kind: about.kind, name: request.toolCall.name });
   const shown = about.title || callId;
-  const remembered = scope ? f.standing.find(ctx.session.id, scope) : undefined;
+  // Only what this task's sender chose: in a group, another member's "always" is theirs, not this task's.
+  const remembered = scope ? f.standing.find(ctx.session.id, ctx.senderId, scope) : undefined;
   const option = remembered ? standingOption(request.options, remembered.decision) : undefined;
   if (remembered && option) {
     if (remembered.decision === "reject") reporter.refused(callId);
