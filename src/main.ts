@@ -26,6 +26,7 @@ import { PublicAddress } from "./public-url.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
+import { SqliteStandingPermissions } from "./store/permissions.ts";
 import { selectLocale } from "./strings.ts";
 import { connectionCap, readOpenFilesLimit } from "./web/fd-limit.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
@@ -65,7 +66,9 @@ async function main(): Promise<void> {
     logger[isolation.kind === "none" ? "warn" : "info"]({ sandbox: isolation.kind }, isolation.notice);
   // MCP_CONFIG: a bad file stops here; a server that fails to start is logged and left out.
   const mcp = await startMcpFromConfig(config, logger, { isolation });
-  const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools, isolation });
+  // "Always allow" on ACP permission forms (issue 30): the agent answers by them, the session page revokes them.
+  const standing = new SqliteStandingPermissions(db);
+  const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools, isolation, standing });
   const core = createCore({
     db,
     logger,
@@ -164,6 +167,7 @@ async function main(): Promise<void> {
     logger,
     now: Date.now,
     signInTtlMs: config.signInTtlMs,
+    standing,
     extra: agents.routes,
     ...(local
       ? {

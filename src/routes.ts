@@ -2,6 +2,7 @@ import type { Express } from "express";
 import { mountAgentSetup } from "./agents-api/console-setup.ts";
 import { type AgentTasks, createAgentsApi } from "./agents-api/index.ts";
 import type { Core } from "./core.ts";
+import type { StandingPermissions } from "./domain/standing-permissions.ts";
 import type { FeishuRuntime } from "./feishu/index.ts";
 import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
@@ -20,6 +21,8 @@ export function serviceRoutes(options: {
   authSecret: string;
   logger: Logger;
   now: () => number;
+  /** The sessions' "always allow" choices, listed and revoked on the session page (issue 30). */
+  standing?: StandingPermissions;
   /** How long a browser sign-in lasts (SIGNIN_TTL_HOURS). */
   signInTtlMs?: number;
   /**
@@ -39,6 +42,7 @@ export function serviceRoutes(options: {
         authSecret,
         ...(core.revocations ? { revocations: core.revocations } : {}),
         ...(options.signInTtlMs !== undefined ? { signInTtlMs: options.signInTtlMs } : {}),
+        ...(options.standing ? { standing: options.standing } : {}),
         now,
         logger,
         ...(local ? { localUsers: LOCAL_USERS } : {}),

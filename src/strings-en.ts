@@ -291,6 +291,11 @@ export const en = {
     listSeparator: ", ",
     rejectLabel: "Don't allow",
     optionFallback: "Option",
+    standingScope: (kind: string, tool: string) => (tool ? `${kind} (${tool})` : kind),
+    standingAllowed: (scope: string) => `From now on allowed in this session: ${scope}`,
+    standingRejected: (scope: string) => `From now on refused in this session: ${scope}`,
+    autoAllowed: (title: string) => `Allowed automatically, as chosen before: ${title}`,
+    autoRejected: (title: string) => `Refused automatically, as chosen before: ${title}`,
   },
   topics: {
     sessionTitle: (firstWords: string) => `Group topic: ${firstWords}`,
@@ -370,6 +375,15 @@ export const en = {
       confirmYes: "Yes, cancel it",
       confirmNo: "Go back",
       onlyOwner: "Only the task's sender can do this.",
+    },
+    permissions: {
+      heading: "Choices remembered in this session",
+      allowed: "Allowed automatically: {scope}",
+      rejected: "Refused automatically: {scope}",
+      chosenOn: "(chosen on: {title})",
+      revoke: "Revoke",
+      revoked: "Revoked: you will be asked again next time.",
+      revokeFailed: "Could not revoke; please try again later.",
     },
     icons: {
       done: "Done",

@@ -321,6 +321,12 @@ export const zh = {
     /** Offered beside a lone permission option (a form needs two), and the label of an unnamed one. */
     rejectLabel: "不允许",
     optionFallback: "选项",
+    /** "Always allow" (issue 30): a remembered permission choice, as the card's step lines say it. */
+    standingScope: (kind: string, tool: string) => (tool ? `${kind}（${tool}）` : kind),
+    standingAllowed: (scope: string) => `以后本会话中的「${scope}」操作都将自动允许`,
+    standingRejected: (scope: string) => `以后本会话中的「${scope}」操作都将自动拒绝`,
+    autoAllowed: (title: string) => `已按之前的选择自动允许：${title}`,
+    autoRejected: (title: string) => `已按之前的选择自动拒绝：${title}`,
   },
   topics: {
     /** A topic session's title on the session page and in the hub: the group, then the topic's first words. */
@@ -409,6 +415,16 @@ export const zh = {
       confirmYes: "确定取消",
       confirmNo: "返回",
       onlyOwner: "仅任务发起人可以操作。",
+    },
+    /** The session's standing permissions ("always allow", issue 30); `{scope}` as the card words it. */
+    permissions: {
+      heading: "本会话记住的权限选择",
+      allowed: "自动允许：{scope}",
+      rejected: "自动拒绝：{scope}",
+      chosenOn: "（选择于：{title}）",
+      revoke: "撤销",
+      revoked: "已撤销，下次会再询问。",
+      revokeFailed: "撤销失败，请稍后重试。",
     },
     /** A step icon's accessible name. */
     icons: {

@@ -335,4 +335,15 @@ export const MIGRATIONS: readonly string[] = [
     sent_at      INTEGER NOT NULL
   );
   `,
+  // "Always allow" (issue 30): standing ACP permission choices per session and scope (store/permissions.ts).
+  `
+  CREATE TABLE standing_permissions (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_kind TEXT NOT NULL, tool_name TEXT NOT NULL,
+    decision    TEXT NOT NULL CHECK (decision IN ('allow', 'reject')),
+    title       TEXT NOT NULL,
+    granted_by  TEXT NOT NULL,
+    granted_at  INTEGER NOT NULL,
+    UNIQUE (session_id, granted_by, tool_kind, tool_name)
+  );
+  `,
 ];

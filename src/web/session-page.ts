@@ -2,6 +2,7 @@ import fs from "node:fs";
 import type express from "express";
 import type { Response } from "express";
 import type { RunFeed } from "../domain/run-feed.ts";
+import type { StandingPermissions } from "../domain/standing-permissions.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
@@ -9,6 +10,7 @@ import { catalogues, currentLocale, type Locale, strings } from "../strings.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { browserBundle } from "./bundle.ts";
 import { renderPage } from "./page-strings.ts";
+import { mountPermissionsApi } from "./permissions.ts";
 import { mountRunApi } from "./runs.ts";
 
 /**
@@ -29,6 +31,8 @@ export interface SessionPageOptions {
   localUsers?: LocalUser[];
   revocations?: TokenRevocations;
   signInTtlMs?: number;
+  /** The sessions' "always allow" choices (store/permissions.ts): listed on the page, revoked from it. */
+  standing?: StandingPermissions;
 }
 
 interface Asset {
@@ -108,6 +112,7 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   });
 
   mountRunApi(app, options);
+  if (options.standing) mountPermissionsApi(app, { ...options, standing: options.standing });
 
   app.get("/api/sessions/:id", (req, res) => {
     res.setHeader("Cache-Control", "no-store");

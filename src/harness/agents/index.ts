@@ -1,4 +1,5 @@
 import type { Config } from "../../config.ts";
+import type { StandingPermissions } from "../../domain/standing-permissions.ts";
 import { ConfigError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { ToolImpl } from "../dispatcher.ts";
@@ -16,15 +17,17 @@ import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
 export function createAgentFromConfig(
   config: Pick<Config, "agent" | "dataDir">,
   logger: Logger,
-  extra: { tools?: readonly ToolImpl[]; isolation?: Isolation } = {},
+  extra: { tools?: readonly ToolImpl[]; isolation?: Isolation; standing?: StandingPermissions } = {},
 ): { agent: Agent; tools: ToolImpl[] } {
   const { agent } = config;
   if (agent.kind === "acp") {
     if (!agent.acp?.command) throw new ConfigError("AGENT=acp needs ACP_COMMAND");
     // The ACP agent brings its own tools; the dispatcher serves only ask_user_questions (its permission forms).
     const isolation = extra.isolation ? { isolation: extra.isolation } : {};
+    // "Always allow" choices (issue 30), kept by the service's store so a restart keeps them.
+    const standing = extra.standing ? { standing: extra.standing } : {};
     return {
-      agent: createAcpAgent({ ...agent.acp, dataDir: config.dataDir, logger, ...isolation }),
+      agent: createAcpAgent({ ...agent.acp, dataDir: config.dataDir, logger, ...isolation, ...standing }),
       tools: [],
     };
   }

@@ -48,7 +48,17 @@ export function parsePageStrings(json: string): PageStrings {
   return parsed;
 }
 
-const SECTIONS = ["page", "errors", "asks", "panel", "run", "icons", "status", "actions"] as const;
+const SECTIONS = [
+  "page",
+  "errors",
+  "asks",
+  "panel",
+  "run",
+  "permissions",
+  "icons",
+  "status",
+  "actions",
+] as const;
 
 function isPageStrings(value: unknown): value is PageStrings {
   if (!isRecord(value) || typeof value.lang !== "string") return false;

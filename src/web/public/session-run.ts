@@ -3,6 +3,7 @@
  * live snapshot from the hub applied (who may answer, which panels go, what is drawn).
  */
 import { removePanel, renderActions, setCanAnswer } from "./session-asks.ts";
+import { loadPermissions } from "./session-permissions.ts";
 import { getJson, isLive, page, runPath, sessionPath } from "./session-state.ts";
 import { renderHistory, renderOlderRun, renderQueue, renderRun, renderStatus } from "./session-view.ts";
 import type { PageSnapshot } from "./wire.ts";
@@ -54,8 +55,11 @@ export function onSnapshot(snapshot: PageSnapshot): void {
     renderRun(page.run);
   }
   renderOlderRun(live);
-  if (run && !page.history.some((entry) => entry.id === run.id && entry.status === run.status))
+  if (run && !page.history.some((entry) => entry.id === run.id && entry.status === run.status)) {
     void loadHistory();
+    // A run that started or ended may have made (or used) a standing permission.
+    void loadPermissions();
+  }
   renderQueue(Array.isArray(snapshot.queued) ? snapshot.queued : [], snapshot.queuedCount);
   renderStatus();
   renderActions();

@@ -1,4 +1,5 @@
 import { fill } from "./page-text.ts";
+import { loadPermissions } from "./session-permissions.ts";
 import { loadHistory, loadRun } from "./session-run.ts";
 import { showForbidden, showSignIn, showViewer, signedOut } from "./session-sign-in.ts";
 import { connect } from "./session-socket.ts";
@@ -59,6 +60,7 @@ async function boot(): Promise<void> {
   document.title = fill(T.page.sessionTabTitle, { title: page.title });
   connect();
   void loadHistory();
+  void loadPermissions();
 }
 
 boot();

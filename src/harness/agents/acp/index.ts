@@ -1,15 +1,15 @@
 import path from "node:path";
 import type { RequestPermissionResponse, StopReason } from "@agentclientprotocol/sdk";
-import { ASK_TOOL_NAME } from "../../../asks/schema.ts";
+import { MemoryStandingPermissions, type StandingPermissions } from "../../../domain/standing-permissions.ts";
 import { describeError } from "../../../errors.ts";
 import type { Logger } from "../../../logger.ts";
-import { bilingual, strings } from "../../../strings.ts";
+import { strings } from "../../../strings.ts";
 import { abortReason } from "../../../util/sleep.ts";
 import type { Agent, AgentContext, AgentResult } from "../agent.ts";
 import { type Isolation, NO_ISOLATION } from "../isolation.ts";
 import { CoalescingSink } from "./coalesce.ts";
 import type { AcpConfig } from "./config.ts";
-import { permissionAsk, permissionOutcome, refusedIn } from "./permission.ts";
+import { answerPermission } from "./permission-flow.ts";
 import { AcpProcess } from "./process.ts";
 import { fileSessionIds, type SessionIdStore } from "./session-ids.ts";
 import { createTerminalHost } from "./terminals.ts";
@@ -34,6 +34,8 @@ export interface AcpAgentOptions extends AcpConfig {
   cancelGraceMs?: number;
   /** Where the agent and its terminals run (isolation.ts); default: as asked, no sandbox. */
   isolation?: Isolation;
+  /** The sessions' "always allow" choices (store/permissions.ts in the service); default: this process's memory. */
+  standing?: StandingPermissions;
 }
 
 export interface AcpAgent extends Agent {
@@ -51,6 +53,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
   const logger = options.logger.child({ module: "acp-agent" });
   const sessionIds =
     options.sessionIds ?? fileSessionIds(path.join(options.dataDir, "acp-sessions.json"), logger);
+  const standing = options.standing ?? new MemoryStandingPermissions();
   const processes = new Map<string, AcpProcess>();
   /** Stops a chat's idle agent process after ACP_KEEP_ALIVE_MS, so a bot in many chats does not keep them all. */
   const idleTimers = new Map<string, ReturnType<typeof setTimeout>>();
@@ -136,6 +139,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         }
       }
       acpSessionId = await guard(openSession(proc, ctx.session.id, workspace.root));
+      const flow = { ctx, reporter, updates, standing, logger, now: Date.now };
       proc.attach(acpSessionId, {
         onUpdate: (update) => reporter.apply(update),
         activity: () => watchdog.kick(),
@@ -144,21 +148,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         requestPermission: async (request, requestSignal): Promise<RequestPermissionResponse> => {
           watchdog.pause();
           try {
-            const about = reporter.toolCallSeen(request.toolCall);
-            // The card shows the call the form is about before the form.
-            updates.flush();
-            const ask = permissionAsk(request, about);
-            if (requestSignal.aborted || ctx.signal.aborted) return { outcome: { outcome: "cancelled" } };
-            // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
-            // request's signal withdraws the ask too, so its form leaves the card at once.
-            const result = await ctx.callTool(ASK_TOOL_NAME, ask.args, {
-              title: strings.acp.permissionTitle(about.title),
-              titleWords: bilingual.acp.permissionTitle(about.title),
-              signal: requestSignal,
-            });
-            if (requestSignal.aborted) return { outcome: { outcome: "cancelled" } };
-            if (refusedIn(result, ask.refusals)) reporter.refused(request.toolCall.toolCallId);
-            return { outcome: permissionOutcome(result, ask.optionIds) };
+            return await answerPermission(flow, request, requestSignal);
           } catch (error) {
             // The run was cancelled while the form was open: ACP wants the `cancelled` outcome then.
             logger.debug({ err: error }, "permission ask ended without an answer");

@@ -1,0 +1,119 @@
+/**
+ * Standing permissions (issue 30, "always allow"): a person's "allow always" or "reject always" on an ACP
+ * permission form, remembered for the chat's session so the next request of the same kind is answered
+ * without a form. The rule of what "the same kind" is lives here, pure; the rows in store/permissions.ts.
+ */
+
+/** What a remembered choice covers: the tool call's kind, and the agent's name for its tool where it gives one. */
+export interface PermissionScope {
+  /** ACP's `ToolKind` (`edit`, `execute`, …). */
+  kind: string;
+  /** ACP's `toolCall.name` (e.g. `Edit`, `Bash`); "" when the agent names none. */
+  tool: string;
+}
+
+export type StandingDecision = "allow" | "reject";
+
+export interface StandingPermission extends PermissionScope {
+  id: string;
+  sessionId: string;
+  decision: StandingDecision;
+  /** The call the choice was made on, for the session page ("Edit notes.md"). */
+  title: string;
+  /** Who chose it (the task's sender then): the one who may revoke it. */
+  grantedBy: string;
+  grantedAt: number;
+}
+
+/**
+ * Where standing permissions are kept: SQLite in the service (store/permissions.ts), memory in a bare agent.
+ * A choice is the chooser's own: `find` answers for one session, one person (the task's sender) and one scope,
+ * so in a group Alice's "always" never answers a request in Bob's task; `grant` replaces what that person
+ * had chosen for that scope.
+ */
+export interface StandingPermissions {
+  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined;
+  grant(entry: Omit<StandingPermission, "id">): StandingPermission;
+  list(sessionId: string): StandingPermission[];
+  /** The entry, once removed; undefined when the session has no entry of that id. */
+  revoke(sessionId: string, id: string): StandingPermission | undefined;
+}
+
+/** Kinds that say nothing of what a call does: without the tool's name they cover anything, so never remembered. */
+const VAGUE_KINDS = new Set(["other", "think", "switch_mode"]);
+
+/**
+ * The scope a request's "always" covers. "The same kind" is the same ACP tool kind and, when the agent names
+ * its tool (`toolCall.name`, the protocol's stable programmatic name), the same tool: "Edit" and "MultiEdit"
+ * are both `edit` but not the same permission. Never the title or the path ("Edit notes.md" vs "Edit a.md"):
+ * an agent's "always" is about the kind of operation, which is what it would stop asking for itself. A call
+ * whose kind is vague (`other`…) and that has no name covers nothing we could name on the card: undefined,
+ * and the choice reaches the agent without being remembered.
+ */
+export function scopeOf(call: {
+  kind?: string | null | undefined;
+  name?: string | null | undefined;
+}): PermissionScope | undefined {
+  const kind = call.kind ?? "other";
+  const tool = call.name?.trim() ?? "";
+  if (!tool && VAGUE_KINDS.has(kind)) return undefined;
+  return { kind, tool };
+}
+
+/** Whether a remembered choice answers a request of `scope`: same kind, same tool (both unnamed counts). */
+export function covers(entry: PermissionScope, scope: PermissionScope): boolean {
+  return entry.kind === scope.kind && entry.tool === scope.tool;
+}
+
+type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+
+/** The choice an option stands for, if it is an "always" one. */
+export function standingOf(kind: OptionKind): StandingDecision | undefined {
+  if (kind === "allow_always") return "allow";
+  if (kind === "reject_always") return "reject";
+  return undefined;
+}
+
+/**
+ * Which of the agent's options answers a request a standing choice covers: its "always" option of that
+ * decision, else its "once" one; none (the form is shown) when the agent offers neither this time.
+ */
+export function standingOption<T extends { kind: OptionKind }>(
+  options: readonly T[],
+  decision: StandingDecision,
+): T | undefined {
+  const [always, once] =
+    decision === "allow"
+      ? (["allow_always", "allow_once"] as const)
+      : (["reject_always", "reject_once"] as const);
+  return options.find((option) => option.kind === always) ?? options.find((option) => option.kind === once);
+}
+
+/** Standing permissions of this process only: an agent built without the service's store (tests, tools). */
+export class MemoryStandingPermissions implements StandingPermissions {
+  readonly #entries = new Map<string, StandingPermission>();
+  #next = 1;
+
+  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined {
+    return this.list(sessionId).find((entry) => entry.grantedBy === personId && covers(entry, scope));
+  }
+
+  grant(entry: Omit<StandingPermission, "id">): StandingPermission {
+    const old = this.find(entry.sessionId, entry.grantedBy, entry);
+    if (old) this.#entries.delete(old.id);
+    const made = { ...entry, id: `sp-${this.#next++}` };
+    this.#entries.set(made.id, made);
+    return made;
+  }
+
+  list(sessionId: string): StandingPermission[] {
+    return [...this.#entries.values()].filter((entry) => entry.sessionId === sessionId);
+  }
+
+  revoke(sessionId: string, id: string): StandingPermission | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry || entry.sessionId !== sessionId) return undefined;
+    this.#entries.delete(id);
+    return entry;
+  }
+}

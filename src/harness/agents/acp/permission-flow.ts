@@ -1,0 +1,126 @@
+import type {
+  PermissionOption,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+} from "@agentclientprotocol/sdk";
+import { ASK_TOOL_NAME } from "../../../asks/schema.ts";
+import {
+  type PermissionScope,
+  type StandingDecision,
+  type StandingPermissions,
+  scopeOf,
+  standingOf,
+  standingOption,
+} from "../../../domain/standing-permissions.ts";
+import type { Logger } from "../../../logger.ts";
+import { bilingual, inEveryLocale, type Strings, strings } from "../../../strings.ts";
+import type { AgentContext } from "../agent.ts";
+import type { CoalescingSink } from "./coalesce.ts";
+import { permissionAsk, permissionOutcome, refusedIn } from "./permission.ts";
+import type { TurnReporter } from "./updates.ts";
+
+/**
+ * One `session/request_permission`, answered: by a standing choice of the session (issue 30, "always allow":
+ * no form, a step line says so), or by the person on a form (permission.ts). A pick of the agent's
+ * allow_always / reject_always option is remembered for the session and its scope (the call's kind and tool,
+ * domain/standing-permissions.ts scopeOf), and the card says what it covers from now on. Only the task's
+ * sender can answer the form, so only they make such a choice.
+ */
+
+export interface PermissionFlow {
+  ctx: AgentContext;
+  reporter: TurnReporter;
+  updates: CoalescingSink;
+  standing: StandingPermissions;
+  logger: Logger;
+  now: () => number;
+}
+
+type Kind = keyof Strings["acp"]["toolKinds"];
+const CANCELLED: RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
+
+export async function answerPermission(
+  f: PermissionFlow,
+  request: RequestPermissionRequest,
+  requestSignal: AbortSignal,
+): Promise<RequestPermissionResponse> {
+  const { ctx, reporter, updates } = f;
+  const callId = request.toolCall.toolCallId;
+  const about = reporter.toolCallSeen(request.toolCall);
+  const scope = scopeOf({ kind: about.kind, name: request.toolCall.name });
+  const shown = about.title || callId;
+  // Only what this task's sender chose: in a group, another member's "always" is theirs, not this task's.
+  const remembered = scope ? f.standing.find(ctx.session.id, ctx.senderId, scope) : undefined;
+  const option = remembered ? standingOption(request.options, remembered.decision) : undefined;
+  if (remembered && option) {
+    if (remembered.decision === "reject") reporter.refused(callId);
+    const word = remembered.decision === "allow" ? "autoAllowed" : "autoRejected";
+    updates.reportStep(`standing:${callId}`, {
+      tool: "acp_permission",
+      title: strings.acp[word](`${strings.acp.toolKinds[about.kind]} · ${shown}`),
+      words: { title: inEveryLocale((s) => s.acp[word](`${s.acp.toolKinds[about.kind]} · ${shown}`)) },
+      status: remembered.decision === "allow" ? "done" : "stopped",
+    });
+    updates.flush();
+    f.logger.info(
+      { sessionId: ctx.session.id, kind: about.kind, tool: scope?.tool, decision: remembered.decision },
+      "acp permission answered by a standing choice",
+    );
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  }
+  // The card shows the call the form is about before the form.
+  updates.flush();
+  const ask = permissionAsk(request, about);
+  if (requestSignal.aborted || ctx.signal.aborted) return CANCELLED;
+  // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
+  // request's signal withdraws the ask too, so its form leaves the card at once.
+  const result = await ctx.callTool(ASK_TOOL_NAME, ask.args, {
+    title: strings.acp.permissionTitle(about.title),
+    titleWords: bilingual.acp.permissionTitle(about.title),
+    signal: requestSignal,
+  });
+  if (requestSignal.aborted) return CANCELLED;
+  if (refusedIn(result, ask.refusals)) reporter.refused(callId);
+  const outcome = permissionOutcome(result, ask.optionIds);
+  const picked =
+    outcome.outcome === "selected"
+      ? request.options.find((o: PermissionOption) => o.optionId === outcome.optionId)
+      : undefined;
+  const decision = picked ? standingOf(picked.kind) : undefined;
+  if (decision && scope) remember(f, callId, scope, decision, { title: shown, kind: about.kind });
+  return { outcome };
+}
+
+/** Keeps the choice for the session, and says on the card what it covers from now on. */
+function remember(
+  f: PermissionFlow,
+  callId: string,
+  scope: PermissionScope,
+  decision: StandingDecision,
+  { title, kind }: { title: string; kind: Kind },
+): void {
+  const { ctx } = f;
+  try {
+    f.standing.grant({
+      sessionId: ctx.session.id,
+      ...scope,
+      decision,
+      title,
+      grantedBy: ctx.senderId,
+      grantedAt: f.now(),
+    });
+  } catch (error) {
+    // Not remembered (storage refused): the agent still gets the pick; the next request asks again.
+    f.logger.warn({ err: error, sessionId: ctx.session.id }, "standing permission not saved");
+    return;
+  }
+  const word = decision === "allow" ? "standingAllowed" : "standingRejected";
+  const line = (s: Strings) => s.acp[word](s.acp.standingScope(s.acp.toolKinds[kind], scope.tool));
+  f.updates.reportStep(`standing:${callId}`, {
+    tool: "acp_permission",
+    title: line(strings),
+    words: { title: inEveryLocale(line) },
+    status: "done",
+  });
+  f.updates.flush();
+}

@@ -1,0 +1,196 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { signToken } from "../src/auth/token.ts";
+import { createLogger } from "../src/logger.ts";
+import { type Db, openDatabase } from "../src/store/db.ts";
+import { SqliteStandingPermissions } from "../src/store/permissions.ts";
+import { SESSION_COOKIE } from "../src/web/cookie.ts";
+import { mountSessionPages } from "../src/web/session-page.ts";
+import { fixtureAgent } from "./helpers/acp.ts";
+import { ALICE, ask, BOB, GROUP, settled, stepsIn } from "./helpers/acp-rig.ts";
+import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
+
+/**
+ * "Always allow" (issue 30) end to end: the scripted ACP agent asks twice for the same kind (`/perm-twice`:
+ * an `Edit` of a.md, then of b.md); the person's allow_always on the first form answers the second, after a
+ * restart too, until it is revoked on the session page (its HTTP route, by its chooser only).
+ */
+
+const SECRET = "test-secret-0123456789";
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** The rig with the ACP fixture, its standing permissions in the rig's own SQLite file, and the session pages. */
+async function start(dataDir: string): Promise<{ r: FeishuRig; db: Db }> {
+  const db = openDatabase(path.join(dataDir, "bot.sqlite"));
+  const standing = new SqliteStandingPermissions(db);
+  const agent = fixtureAgent({ standing });
+  const r = await startFeishuRig({
+    agent,
+    tools: [],
+    dataDir,
+    routes: ({ core }) => [
+      (app) =>
+        mountSessionPages(app, {
+          runs: core.runs,
+          authSecret: SECRET,
+          now: Date.now,
+          logger: createLogger({ level: "silent" }),
+          standing,
+        }),
+    ],
+  });
+  closers.push(() => {
+    db.close();
+  });
+  closers.push(() => agent.close());
+  closers.push(() => r.stop());
+  return { r, db };
+}
+
+const stopAll = async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+};
+
+/** Waits for a form not answered yet and picks option `index` on it as `who`. */
+async function pick(r: FeishuRig, cardId: string, index: number, seen: Set<string>, who = ALICE) {
+  const requestId = await r.until(
+    () => requestIdsOn(r.cardOf(cardId)).find((id) => !seen.has(id)),
+    "a new permission form",
+  );
+  seen.add(requestId);
+  const sessionId = r.core.registry.get(requestId)?.sessionId ?? "";
+  return r.click({
+    messageId: cardId,
+    operatorOpenId: who,
+    value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: who },
+    name: "ask0_submit",
+    formValue: { ask0_q0: String(index), ask0_c0: "" },
+  });
+}
+
+const cookie = (userId: string) => `${SESSION_COOKIE}=${signToken(SECRET, userId, Date.now() + 60_000)}`;
+
+async function api(r: FeishuRig, userId: string, sessionId: string, revoke?: string) {
+  const base = `${r.httpUrl}/api/sessions/${encodeURIComponent(sessionId)}/permissions`;
+  const response = await fetch(revoke ? `${base}/${revoke}/revoke` : base, {
+    method: revoke ? "POST" : "GET",
+    headers: { cookie: cookie(userId) },
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: the route's JSON, read field by field by the assertions
+  const body: any = await response.json();
+  return { status: response.status, body };
+}
+
+describe("always allow on an ACP permission form (scripted agent, emulator, SDK, SQLite)", () => {
+  it("remembers allow_always for the session: the next request of the kind is answered without a form, after a restart too, until revoked", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-always-"));
+    const { r } = await start(dataDir);
+    const sessionId = `feishu-${r.emulator.appId}-group-${GROUP}`;
+    const cardId = await ask(r, "/perm-twice", true);
+    const seen = new Set<string>();
+    expect((await pick(r, cardId, 1, seen)).toast?.content).toBe("已提交");
+    const card = await settled(r, cardId);
+    const text = cardText(card);
+    // The agent got its own allow_always both times; only one form was ever shown.
+    expect(text).toContain("权限结果: a.md=always b.md=always");
+    expect(seen.size).toBe(1);
+    expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动允许");
+    expect(text).toContain("已按之前的选择自动允许：编辑 · Edit b.md");
+    const english = stepsIn(card, "en_us");
+    expect(english).toContain("From now on allowed in this session: edit (Edit)");
+    expect(english).toContain("Allowed automatically, as chosen before: edit · Edit b.md");
+
+    // A restart on the same DATA_DIR: a new agent process, the choice still stands.
+    await stopAll();
+    const again = await start(dataDir);
+    const second = await ask(again.r, "/perm-twice", true);
+    const secondText = cardText(await settled(again.r, second));
+    expect(secondText).toContain("权限结果: a.md=always b.md=always");
+    expect(secondText).toContain("已按之前的选择自动允许：编辑 · Edit a.md");
+    expect(secondText).not.toContain("请求权限");
+    expect(formsOn(again.r.cardOf(second))).toEqual([]);
+
+    // Bob, a member of the group, sees the list but may not revoke Alice's choice.
+    const bobsCard = await again.r.progressCard(
+      await again.r.send({
+        chatType: "group",
+        senderOpenId: BOB,
+        text: "/count",
+        chatId: GROUP,
+        mentionBot: true,
+      }),
+    );
+    await settled(again.r, bobsCard);
+    // Alice's "always" is hers: Bob's own task in the same group asks him on its form, both times.
+    const bobsAsk = await again.r.progressCard(
+      await again.r.send({
+        chatType: "group",
+        senderOpenId: BOB,
+        text: "/perm-twice",
+        chatId: GROUP,
+        mentionBot: true,
+      }),
+    );
+    const bobsForms = new Set<string>();
+    await pick(again.r, bobsAsk, 0, bobsForms, BOB);
+    await pick(again.r, bobsAsk, 0, bobsForms, BOB);
+    const bobsText = cardText(await settled(again.r, bobsAsk));
+    expect(bobsText).toContain("权限结果: a.md=allow b.md=allow");
+    expect(bobsText).not.toContain("自动允许");
+    const listed = await api(again.r, BOB, sessionId);
+    expect(listed.status).toBe(200);
+    expect(listed.body.permissions).toEqual([
+      expect.objectContaining({
+        decision: "allow",
+        scope: "编辑（Edit）",
+        title: "Edit a.md",
+        canRevoke: false,
+      }),
+    ]);
+    const id = listed.body.permissions[0].id;
+    const refused = await api(again.r, BOB, sessionId, id);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toBe(
+      "only the person who started the task may revoke this permission",
+    );
+    // A stranger to the session learns nothing.
+    expect((await api(again.r, "ou_stranger", sessionId)).status).toBe(403);
+
+    // Alice revokes it: the next request shows the form again (and allow_once is not remembered).
+    const mine = await api(again.r, ALICE, sessionId);
+    expect(mine.body.permissions[0].canRevoke).toBe(true);
+    expect(await api(again.r, ALICE, sessionId, id)).toEqual({ status: 200, body: { revoked: id } });
+    expect((await api(again.r, ALICE, sessionId)).body.permissions).toEqual([]);
+    const third = await ask(again.r, "/perm-twice", true);
+    const forms = new Set<string>();
+    await pick(again.r, third, 0, forms);
+    await pick(again.r, third, 0, forms);
+    const thirdText = cardText(await settled(again.r, third));
+    expect(thirdText).toContain("权限结果: a.md=allow b.md=allow");
+    expect(thirdText).not.toContain("自动允许");
+  });
+
+  it("remembers reject_always the same way: the next request is refused without a form", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-never-")));
+    const cardId = await ask(r, "/perm-twice");
+    await pick(r, cardId, 3, new Set());
+    const text = cardText(await settled(r, cardId));
+    expect(text).toContain("权限结果: a.md=never b.md=never");
+    expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动拒绝");
+    expect(text).toContain("已按之前的选择自动拒绝：编辑 · Edit b.md");
+    // Neither the chooser's page nor anyone else's can be reached from another site.
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    const id = (await api(r, ALICE, sessionId)).body.permissions[0].id;
+    const foreign = await fetch(`${r.httpUrl}/api/sessions/${sessionId}/permissions/${id}/revoke`, {
+      method: "POST",
+      headers: { cookie: cookie(ALICE), origin: "https://evil.example" },
+    });
+    expect(foreign.status).toBe(403);
+    expect((await api(r, ALICE, sessionId)).body.permissions).toHaveLength(1);
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from "vitest";
+import {
+  covers,
+  MemoryStandingPermissions,
+  type StandingPermissions,
+  scopeOf,
+  standingOf,
+  standingOption,
+} from "../src/domain/standing-permissions.ts";
+import { openDatabase } from "../src/store/db.ts";
+import { SqliteStandingPermissions } from "../src/store/permissions.ts";
+
+const options = [
+  { optionId: "a1", kind: "allow_once" as const },
+  { optionId: "aa", kind: "allow_always" as const },
+  { optionId: "r1", kind: "reject_once" as const },
+  { optionId: "ra", kind: "reject_always" as const },
+];
+
+describe("what an 'always' covers (domain/standing-permissions.ts)", () => {
+  it("is the call's kind and the agent's tool name, never its title or path", () => {
+    expect(scopeOf({ kind: "edit", name: "Edit" })).toEqual({ kind: "edit", tool: "Edit" });
+    expect(scopeOf({ kind: "execute" })).toEqual({ kind: "execute", tool: "" });
+    expect(covers({ kind: "edit", tool: "Edit" }, { kind: "edit", tool: "Edit" })).toBe(true);
+    // Same kind, another tool: not the same permission; named and unnamed are not either.
+    expect(covers({ kind: "edit", tool: "Edit" }, { kind: "edit", tool: "MultiEdit" })).toBe(false);
+    expect(covers({ kind: "edit", tool: "" }, { kind: "edit", tool: "Edit" })).toBe(false);
+    expect(covers({ kind: "edit", tool: "" }, { kind: "delete", tool: "" })).toBe(false);
+  });
+
+  it("is nothing for a vague kind without a name (it would cover anything)", () => {
+    expect(scopeOf({})).toBeUndefined();
+    expect(scopeOf({ kind: "other", name: "  " })).toBeUndefined();
+    expect(scopeOf({ kind: "think", name: null })).toBeUndefined();
+    expect(scopeOf({ kind: "other", name: "mcp__db__query" })).toEqual({
+      kind: "other",
+      tool: "mcp__db__query",
+    });
+  });
+
+  it("answers with the agent's own 'always' option, else its 'once' one, else not at all", () => {
+    expect(standingOf("allow_always")).toBe("allow");
+    expect(standingOf("reject_always")).toBe("reject");
+    expect(standingOf("allow_once")).toBeUndefined();
+    expect(standingOption(options, "allow")?.optionId).toBe("aa");
+    expect(standingOption(options, "reject")?.optionId).toBe("ra");
+    expect(
+      standingOption(
+        [options[0], options[2]].flatMap((o) => (o ? [o] : [])),
+        "allow",
+      )?.optionId,
+    ).toBe("a1");
+    expect(standingOption([{ optionId: "r1", kind: "reject_once" as const }], "allow")).toBeUndefined();
+  });
+});
+
+const stores: [string, () => StandingPermissions][] = [
+  ["memory", () => new MemoryStandingPermissions()],
+  ["SQLite", () => new SqliteStandingPermissions(openDatabase(":memory:"))],
+];
+
+describe.each(stores)("standing permissions kept in %s", (_name, make) => {
+  const entry = {
+    sessionId: "s1",
+    kind: "edit",
+    tool: "Edit",
+    decision: "allow" as const,
+    title: "Edit a.md",
+    grantedBy: "ou_a",
+    grantedAt: 1,
+  };
+
+  it("keeps a choice to its chooser: another member's request of the same scope finds nothing, and their own choice replaces nothing of it", () => {
+    const store = make();
+    const alices = store.grant(entry);
+    expect(store.find("s1", "ou_b", { kind: "edit", tool: "Edit" })).toBeUndefined();
+    const bobs = store.grant({ ...entry, decision: "reject", grantedBy: "ou_b", grantedAt: 2 });
+    expect(store.find("s1", "ou_a", entry)).toEqual(alices);
+    expect(store.find("s1", "ou_b", entry)).toEqual(bobs);
+    expect(store.list("s1")).toEqual([alices, bobs]);
+  });
+
+  it("finds a choice by session and scope, replaces it on a new choice, and revokes it by id", () => {
+    const store = make();
+    const made = store.grant(entry);
+    expect(store.find("s1", "ou_a", { kind: "edit", tool: "Edit" })).toEqual(made);
+    expect(store.find("s2", "ou_a", { kind: "edit", tool: "Edit" })).toBeUndefined();
+    expect(store.find("s1", "ou_a", { kind: "edit", tool: "" })).toBeUndefined();
+    const replaced = store.grant({ ...entry, decision: "reject", grantedAt: 2 });
+    expect(store.list("s1")).toEqual([replaced]);
+    expect(store.revoke("s2", replaced.id)).toBeUndefined();
+    expect(store.revoke("s1", replaced.id)).toEqual(replaced);
+    expect(store.list("s1")).toEqual([]);
+    expect(store.find("s1", "ou_a", entry)).toBeUndefined();
+  });
+});
