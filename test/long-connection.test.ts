@@ -197,6 +197,7 @@ describe("the bot over the long connection (real WSClient)", () => {
     const a = await recordingBot(emu);
     const b = await recordingBot(emu);
     await Promise.all([a.connection.ready, b.connection.ready]);
+    await waitFor(() => emu.longConnection.online === 2); // both have pinged
     expect(emu.longConnection.online).toBe(2);
     const sent = Array.from({ length: 24 }, (_, i) =>
       emu.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: `第 ${i} 条` }),

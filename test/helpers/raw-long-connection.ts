@@ -61,6 +61,17 @@ export async function connectRaw(emulator: Emulator): Promise<RawClient> {
     socket.once("error", reject);
   });
   const send = (frame: Frame) => socket.send(encodeFrame(frame));
+  // As the SDK does on open: a first ping, whose pong says the platform counts the connection online (the
+  // emulator delivers only to a connection that has pinged). Its pong is not one of the test's frames.
+  const greeted = new Promise<void>((resolve) =>
+    waiters.push({
+      predicate: (f) => f.method === METHOD.control && f.headers.type === "pong",
+      resolve: () => resolve(),
+    }),
+  );
+  send({ SeqID: 0, LogID: 0, service, method: METHOD.control, headers: { type: "ping" } });
+  await greeted;
+  frames.length = 0;
   return {
     socket,
     frames,

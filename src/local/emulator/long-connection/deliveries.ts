@@ -38,7 +38,11 @@ interface Pending {
 }
 
 export interface DeliveriesDeps {
+  /** The connections online for deliveries (those that have pinged: Connection.greeted). */
   connections(): Connection[];
+  /** Connections open but not greeted yet, and a wait (at most `ms`) for the next one to greet. */
+  opening(): number;
+  greeting(ms: number): Promise<void>;
   send(connection: Connection, frame: Frame): void;
   record(record: Omit<FrameRecord, "at">): void;
   now(): number;
@@ -58,6 +62,9 @@ export interface DeliverOptions {
   /** Fragments (by `seq`) that are lost on the way: the client can never reassemble the payload. */
   lose?: readonly number[];
 }
+
+/** How long a delivery waits for a just-opened connection's first ping. */
+const GREETING_WAIT_MS = 2_000;
 
 export class Deliveries {
   readonly #deps: DeliveriesDeps;
@@ -158,6 +165,19 @@ export class Deliveries {
   }
 
   #send(
+    payload: unknown,
+    options: DeliverOptions,
+    attempt: number,
+    meta: { eventType: string | undefined; eventId: string | undefined },
+  ): Promise<AckResult> {
+    // A connection that is open but has not pinged yet is held for, as the platform holds an event for a
+    // connection it is setting up, rather than refused as none.
+    if (!this.#closed && this.#deps.connections().length === 0 && this.#deps.opening() > 0)
+      return this.#deps.greeting(GREETING_WAIT_MS).then(() => this.#sendNow(payload, options, attempt, meta));
+    return this.#sendNow(payload, options, attempt, meta);
+  }
+
+  #sendNow(
     payload: unknown,
     options: DeliverOptions,
     attempt: number,

@@ -25,6 +25,8 @@ export class LongConnectionServer {
   readonly #wss = new WebSocketServer({ noServer: true });
   readonly #tickets = new Map<string, { deviceId: string; service: number; issuedAt: number }>();
   readonly #connections = new Map<string, Connection>();
+  /** Deliveries waiting for a just-opened connection's first ping. */
+  readonly #onGreeting = new Set<() => void>();
   readonly #config: Required<Omit<LongConnectionOptions, "pick">>;
   readonly deliveries: Deliveries;
   readonly frames: FrameRecord[] = [];
@@ -43,7 +45,17 @@ export class LongConnectionServer {
       ...options,
     };
     this.deliveries = new Deliveries({
-      connections: () => [...this.#connections.values()],
+      connections: () => this.#greeted(),
+      opening: () => this.#connections.size - this.#greeted().length,
+      greeting: (ms) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(done, ms);
+          function done() {
+            clearTimeout(timer);
+            resolve();
+          }
+          this.#onGreeting.add(done);
+        }),
       send: (connection, frame) => this.#send(connection, frame),
       record: (record) => this.record(record),
       now: () => ctx.clock.now(),
@@ -109,12 +121,17 @@ export class LongConnectionServer {
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, issued.deviceId, issued.service));
   }
 
+  /** Connections that have pinged (see Connection.greeted): the ones events go to. */
   get online(): number {
-    return this.#connections.size;
+    return this.#greeted().length;
   }
 
   connectionIds(): string[] {
-    return [...this.#connections.keys()];
+    return this.#greeted().map((connection) => connection.id);
+  }
+
+  #greeted(): Connection[] {
+    return [...this.#connections.values()].filter((connection) => connection.greeted);
   }
 
   /** Cuts every connection (or one) as a platform restart would; the SDK reconnects through the endpoint. */
@@ -151,7 +168,7 @@ export class LongConnectionServer {
   }
 
   #open(socket: WebSocket, deviceId: string, service: number): void {
-    const connection: Connection = { id: deviceId, socket, service, seq: 0 };
+    const connection: Connection = { id: deviceId, socket, service, seq: 0, greeted: false };
     this.#connections.set(deviceId, connection);
     this.record({ direction: "in", connectionId: deviceId, kind: "open", bytes: 0 });
     socket.on("message", (data, isBinary) => this.#receive(connection, data, isBinary));
@@ -193,6 +210,11 @@ export class LongConnectionServer {
     if (frame.method === METHOD.control) {
       this.record({ direction: "in", connectionId: connection.id, kind: "ping", bytes: bytes.length });
       if (type !== "ping") return;
+      if (!connection.greeted) {
+        connection.greeted = true;
+        for (const done of this.#onGreeting) done();
+        this.#onGreeting.clear();
+      }
       const pong = new TextEncoder().encode(JSON.stringify(this.clientConfig()));
       this.#send(connection, { ...frame, headers: { type: "pong" }, payload: pong });
       this.record({ direction: "out", connectionId: connection.id, kind: "pong", bytes: pong.length });

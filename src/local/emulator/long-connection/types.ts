@@ -66,4 +66,12 @@ export interface Connection {
   socket: WebSocket;
   service: number;
   seq: number;
+  /**
+   * The client has pinged: only then is it online for deliveries. The SDK's WSClient adds its frame listener
+   * a few microtasks after the socket's 'open' (after its first ping), so a frame that arrives in the same
+   * read as the upgrade's 101 is dropped by the SDK unseen; Feishu redelivers an unacked event later
+   * (docs/feishu-platform.md, the long connection). Delivering only after the first ping keeps tests from
+   * timing that race instead of the bot.
+   */
+  greeted: boolean;
 }
