@@ -14,6 +14,8 @@ export interface CardEntityRow {
   reserved: number;
   streamingSince: number | undefined;
   fallback: boolean;
+  static: boolean;
+  staticMessageId: string | undefined;
 }
 
 interface DbRow {
@@ -23,6 +25,8 @@ interface DbRow {
   reserved: number;
   streaming_since: number | null;
   fallback: number;
+  static: number;
+  static_message_id: string | null;
 }
 
 export class CardEntityStore {
@@ -35,9 +39,16 @@ export class CardEntityStore {
       message_id TEXT,
       reserved INTEGER NOT NULL DEFAULT 0,
       streaming_since INTEGER,
-      fallback INTEGER NOT NULL DEFAULT 0
+      fallback INTEGER NOT NULL DEFAULT 0,
+      static INTEGER NOT NULL DEFAULT 0,
+      static_message_id TEXT
     );
     CREATE INDEX IF NOT EXISTS cardkit_entities_message ON cardkit_entities (message_id);`);
+    // A table an earlier build made lacks the static fallback's columns.
+    const columns = db.prepare<[], { name: string }>("PRAGMA table_info(cardkit_entities)").all();
+    if (!columns.some((c) => c.name === "static"))
+      db.exec(`ALTER TABLE cardkit_entities ADD COLUMN static INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE cardkit_entities ADD COLUMN static_message_id TEXT;`);
     this.#sql = {
       insert: db.prepare("INSERT OR IGNORE INTO cardkit_entities (key, card_id) VALUES (?, ?)"),
       byKey: db.prepare<[string], DbRow>("SELECT * FROM cardkit_entities WHERE key = ?"),
@@ -46,6 +57,8 @@ export class CardEntityStore {
       reserve: db.prepare("UPDATE cardkit_entities SET reserved = ? WHERE key = ? AND reserved < ?"),
       streaming: db.prepare("UPDATE cardkit_entities SET streaming_since = ? WHERE key = ?"),
       fallback: db.prepare("UPDATE cardkit_entities SET fallback = 1 WHERE key = ?"),
+      toStatic: db.prepare("UPDATE cardkit_entities SET fallback = 1, static = 1 WHERE key = ?"),
+      staticSent: db.prepare("UPDATE cardkit_entities SET static_message_id = ? WHERE key = ?"),
     };
   }
 
@@ -76,6 +89,16 @@ export class CardEntityStore {
   fallback(key: string): void {
     this.#sql.fallback.run(key);
   }
+
+  /** IM PATCH was refused too: nothing more goes to the card; its final state goes as a new message. */
+  toStatic(key: string): void {
+    this.#sql.toStatic.run(key);
+  }
+
+  /** The static message with the final state was sent: a restart never sends it again. */
+  staticSent(key: string, messageId: string): void {
+    this.#sql.staticSent.run(messageId, key);
+  }
 }
 
 function toRow(row: DbRow | undefined): CardEntityRow | undefined {
@@ -87,5 +110,7 @@ function toRow(row: DbRow | undefined): CardEntityRow | undefined {
     reserved: row.reserved,
     streamingSince: row.streaming_since ?? undefined,
     fallback: row.fallback === 1,
+    static: row.static === 1,
+    staticMessageId: row.static_message_id ?? undefined,
   };
 }

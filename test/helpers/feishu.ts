@@ -101,6 +101,8 @@ export async function startFeishuRig(
     cardTransport?: "im" | "cardkit";
     /** Where the service logs (default: silent). */
     logger?: ReturnType<typeof createLogger>;
+    /** The bot's clock, core and channel alike (default Date.now); e.g. the emulator's, which a test moves. */
+    now?: () => number;
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -119,6 +121,7 @@ export async function startFeishuRig(
     tools: options.tools ?? createDemoTools({ stepMs: options.stepMs ?? 5 }),
     askTimeoutMs: options.askTimeoutMs ?? 60_000,
     authSecret: "test-secret-0123456789",
+    ...(options.now ? { now: options.now } : {}),
   });
   let server: Server | undefined;
   let httpUrl = "";
@@ -133,7 +136,7 @@ export async function startFeishuRig(
     }),
     core,
     logger,
-    now: Date.now,
+    now: options.now ?? Date.now,
     appId: emulator.appId,
     dataDir,
     publicUrl: () => "http://localhost:3000",

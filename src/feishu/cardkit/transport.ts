@@ -8,6 +8,7 @@ import { FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { CardShape, PendingChange, SendMode } from "../publish-state.ts";
 import { CARDKIT_ERRORS, type CardKitApi } from "./api.ts";
 import { type CardJson, entityCard, hasForm, textDiff, withTexts } from "./card-shape.ts";
+import { type FallbackDeps, ImFallback } from "./fallback.ts";
 
 /**
  * The CardKit card transport (issue 29, FEISHU_CARD_TRANSPORT=cardkit): the progress card is a card entity,
@@ -18,7 +19,8 @@ import { type CardJson, entityCard, hasForm, textDiff, withTexts } from "./card-
  * Forms: streaming mode is left (settings) before the full update that shows a form, and a card with a form
  * open is never streamed into. Streaming closes itself 10 minutes after it was opened, whatever the traffic:
  * it is reopened on a timer at 9 minutes; after a 300309/200850 the current state goes out in one full update,
- * and if that fails too the card falls back to IM PATCH. 200810 (a callback in progress) and 300316 (10
+ * and if that fails too the card falls back to IM PATCH (once: refused too, its final state goes as a new
+ * message, fallback.ts). 200810 (a callback in progress) and 300316 (10
  * operations/s) are handed to the publisher as a rate limit: it waits and sends the latest state again,
  * a bounded number of times. Any other refusal (no permission, 11310, 230099, an unknown code): the card
  * falls back to IM PATCH in the same update, with one warning line, and stays there (recorded, so a
@@ -66,7 +68,7 @@ export class CardKitTransport implements CardTransport {
   readonly #key: string;
   readonly #cardId: string;
   readonly #messageId: string;
-  readonly #messenger: Pick<FeishuMessenger, "patchCard">;
+  readonly #im: ImFallback;
   readonly #gate: () => Promise<unknown>;
   #reserved: number;
   #streamingSince: number | undefined;
@@ -84,6 +86,8 @@ export class CardKitTransport implements CardTransport {
       cardId: string;
       messageId: string;
       messenger: Pick<FeishuMessenger, "patchCard">;
+      /** The static fallback's new message (fallback.ts): without it, a refused IM PATCH is the publisher's. */
+      reply?: FallbackDeps["reply"];
       /** The entity as the first send showed it (undefined after a restart: the next update is full). */
       shown?: CardJson;
     },
@@ -92,7 +96,15 @@ export class CardKitTransport implements CardTransport {
     this.#key = init.key;
     this.#cardId = init.cardId;
     this.#messageId = init.messageId;
-    this.#messenger = init.messenger;
+    this.#im = new ImFallback({
+      store: deps.store,
+      log: deps.log,
+      key: init.key,
+      messageId: init.messageId,
+      cardId: init.cardId,
+      messenger: init.messenger,
+      ...(init.reply ? { reply: init.reply } : {}),
+    });
     this.#shown = init.shown;
     const row = deps.store.byKey(init.key);
     this.#reserved = row?.reserved ?? 0;
@@ -113,6 +125,11 @@ export class CardKitTransport implements CardTransport {
     return this.#fallback;
   }
 
+  /** IM PATCH was refused too: the final state goes (or went) as a new message. */
+  get staticMessageId(): string | undefined {
+    return this.#im.staticMessageId;
+  }
+
   close(): void {
     this.#closed = true;
     clearTimeout(this.#timer);
@@ -121,16 +138,12 @@ export class CardKitTransport implements CardTransport {
 
   update(card: Card, shape: CardShape, mode: SendMode = "whole"): Promise<void> {
     return this.#serial(async () => {
-      if (this.#fallback) {
-        // By IM PATCH the texts cannot go alone: the whole card waits for its full update.
-        if (mode === "text") return;
-        return this.#messenger.patchCard(this.#messageId, card);
-      }
+      if (this.#fallback) return this.#im.update(card, shape, mode);
       const stream = streams(card, shape);
       try {
         await this.#publish(card, stream, mode);
       } catch (error) {
-        await this.#failed(error, card, stream);
+        await this.#failed(error, card, shape, stream);
       }
     });
   }
@@ -211,7 +224,7 @@ export class CardKitTransport implements CardTransport {
     this.#setStreaming(this.#d.now());
   }
 
-  async #failed(error: unknown, card: Card, stream: boolean): Promise<void> {
+  async #failed(error: unknown, card: Card, shape: CardShape, stream: boolean): Promise<void> {
     const code = error instanceof FeishuApiError ? error.feishuCode : undefined;
     if (code === CARDKIT_ERRORS.streamingClosed || code === CARDKIT_ERRORS.streamingTimedOut) {
       // Streaming closed under us: the state of now in one full update (which opens it again), once.
@@ -221,7 +234,7 @@ export class CardKitTransport implements CardTransport {
         await this.#full(entityCard(card, stream), stream);
         return;
       } catch (again) {
-        return this.#fallBack(again, card);
+        return this.#fallBack(again, card, shape);
       }
     }
     if (code === CARDKIT_ERRORS.callbackInProgress || code === ENTITY_RATE_LIMITED) {
@@ -241,11 +254,11 @@ export class CardKitTransport implements CardTransport {
       this.#shown = undefined;
       throw error;
     }
-    return this.#fallBack(error, card);
+    return this.#fallBack(error, card, shape);
   }
 
   /** CardKit refused this card: IM PATCH from now on, this very update included. */
-  async #fallBack(error: unknown, card: Card): Promise<void> {
+  async #fallBack(error: unknown, card: Card, shape: CardShape): Promise<void> {
     this.#fallback = true;
     this.stats.fellBack = true;
     this.close();
@@ -255,7 +268,7 @@ export class CardKitTransport implements CardTransport {
       { messageId: this.#messageId, cardId: this.#cardId, code, err: describeError(error) },
       "CardKit refused the progress card; updating it by IM PATCH from now on",
     );
-    await this.#messenger.patchCard(this.#messageId, card);
+    await this.#im.update(card, shape, "whole");
   }
 
   /** One operation: its sequence reserved (and stored) before the call, within 10 operations/s. */

@@ -239,11 +239,12 @@ export class CardPlacement {
     };
   }
 
-  /** The CardKit transport of a card sent as an entity (and not fallen back), else undefined: IM PATCH. */
+  /** The CardKit transport of a card sent as an entity (fallen back too: cardkit/fallback.ts), else IM PATCH. */
   #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): CardTransport | undefined {
     const cardkit = this.#d.cardkit;
     const row = cardkit?.store.byMessage(messageId);
-    if (!cardkit || !row || row.fallback) return undefined;
+    if (!cardkit || !row) return undefined;
+    const { messenger } = this.#d;
     const limiter = this.#limiterOf(card);
     return new CardKitTransport(
       { ...cardkit, log: this.#d.log, now: this.#d.now, limit: (call) => limiter(() => call()) },
@@ -251,7 +252,11 @@ export class CardPlacement {
         key: row.key,
         cardId: row.cardId,
         messageId,
-        messenger: this.#d.messenger,
+        messenger,
+        reply: (content, uuid) =>
+          card.agent?.to
+            ? messenger.sendCard(card.agent.to, content, { uuid })
+            : messenger.replyCard(card.sourceMessageId, content, { uuid, ...threadReply(card) }),
         ...(shown ? { shown } : {}),
       },
     );

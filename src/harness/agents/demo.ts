@@ -123,7 +123,7 @@ export function createDemoAgent(): Agent {
  * after a restart walks its script from the top); the first call not in history goes to the runner, where a
  * turn that was waiting on a question continues at that question.
  */
-function replaying(ctx: AgentContext): AgentContext["callTool"] {
+export function replaying(ctx: AgentContext): AgentContext["callTool"] {
   const results = new Map<string, string>();
   for (const message of ctx.history) {
     if (message.role === "tool" && message.toolCallId) results.set(message.toolCallId, message.content);
