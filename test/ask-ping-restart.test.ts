@@ -174,9 +174,9 @@ describe("the @-ping and the reminder across a restart", () => {
       selectedLabels: [q.options[0]?.label ?? ""],
       customInput: null,
     }));
-    expect(other.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE })).toBe(
-      true,
-    );
+    expect(
+      other.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
+    ).toEqual({ ok: true });
     db.close();
 
     const second = await rig({ emulator: platform, dataDir: first.dataDir, recover: true });

@@ -212,7 +212,7 @@ describe("the channel's cards and forms, on fake time", () => {
     }));
     expect(
       r.core.registry.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
-    ).toBe(true);
+    ).toEqual({ ok: true });
     await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "the form to leave the card");
     const late = await r.click({
       messageId: cardId,

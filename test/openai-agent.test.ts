@@ -322,7 +322,7 @@ describe("OpenAI agent", () => {
         surface: "websocket",
         userId: ALICE,
       }),
-    ).toBe(true);
+    ).toEqual({ ok: true });
     expect(await waitForRun(second, run.id)).toMatchObject({ status: "completed", text: "继续完成了。" });
 
     // Request 3 is the one after the answer: the ask turn was not requested again.
