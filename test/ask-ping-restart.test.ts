@@ -4,7 +4,7 @@ import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import {
   FAST_LONG_CONNECTION,
   type FeishuRig,

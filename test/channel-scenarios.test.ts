@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import { FakeMessenger } from "../src/testing/fake-messenger.ts";
 import { submitValue as buttonValue } from "./helpers/agents.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";

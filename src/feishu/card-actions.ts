@@ -13,7 +13,7 @@ import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
-import { inEveryLocale, type Localized, bilingual as strings } from "../strings.ts";
+import { inEveryLocale, type Localized, bilingual as strings } from "../strings/index.ts";
 import { oneLine } from "../util/text.ts";
 import {
   type CallbackResult,

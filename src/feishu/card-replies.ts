@@ -3,7 +3,7 @@ import type { PendingAsk } from "../asks/pending.ts";
 import type { AskRegistry } from "../asks/registry.ts";
 import { parseReplyAnswer, REPLY_SURFACE } from "../asks/reply-answer.ts";
 import type { SessionInfo } from "../domain/types.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import type { InboundMessage } from "./events.ts";
 import type { ActiveCard, CardBook } from "./progress/card-book.ts";
 import { endedText } from "./progress/pings.ts";

@@ -4,7 +4,7 @@ import type { Request, Response } from "express";
 import { DEFAULT_SIGNIN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { readCookie, SESSION_COOKIE, sameOrigin, sessionCookie } from "./cookie.ts";
 
 /**

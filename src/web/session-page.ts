@@ -5,7 +5,7 @@ import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { catalogues, currentLocale, type Locale, strings } from "../strings.ts";
+import { catalogues, currentLocale, type Locale, strings } from "../strings/index.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { browserBundle } from "./bundle.ts";
 import { renderPage } from "./page-strings.ts";
