@@ -4,7 +4,7 @@ import { unansweredReason } from "../src/asks/answers.ts";
 import type { AskQuestion } from "../src/asks/schema.ts";
 import { createEventDispatcher } from "../src/feishu/long-connection.ts";
 import { encryptBody, signBody } from "../src/local/emulator/index.ts";
-import { type Strings, strings } from "../src/strings.ts";
+import { type Strings, strings } from "../src/strings/index.ts";
 import {
   type FeishuRig,
   formsOn,

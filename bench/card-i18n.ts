@@ -2,7 +2,7 @@ import { DEMO_QUESTIONS } from "../src/asks/demo-questions.ts";
 import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
 import type { ProgressView } from "../src/cards/progress-view.ts";
 import { cardSize } from "../src/cards/rules.ts";
-import { zh } from "../src/strings.ts";
+import { zh } from "../src/strings/index.ts";
 import { all, type Check } from "./checks.ts";
 import { type BenchOptions, clock, fmtBytes, fmtMs, percentile, printTable } from "./common.ts";
 

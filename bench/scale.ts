@@ -211,7 +211,7 @@ function completeAll(core: TestCore, asks: PendingAsk[]): number {
       surface: "websocket",
       userId: ask.answererId,
     });
-    if (!won) refused += 1;
+    if (!won.ok) refused += 1;
   }
   return refused;
 }

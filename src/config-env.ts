@@ -2,7 +2,7 @@ import { z } from "zod";
 import { acpEnvShape } from "./harness/agents/acp/config.ts";
 import { DEFAULT_RUN_BUDGET } from "./harness/agents/budget.ts";
 import { isolationEnvShape } from "./harness/agents/isolation-config.ts";
-import { LOCALES } from "./strings.ts";
+import { LOCALES } from "./strings/index.ts";
 
 /**
  * Every environment variable the service reads and how each is checked: the schema `loadConfig` (config.ts)

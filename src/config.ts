@@ -4,7 +4,7 @@ import { ConfigError } from "./errors.ts";
 import { type AcpConfig, acpConfigFrom, acpProblems } from "./harness/agents/acp/config.ts";
 import { isInside } from "./harness/agents/agent-user.ts";
 import type { SandboxSetting } from "./harness/agents/isolation-config.ts";
-import type { Locale } from "./strings.ts";
+import type { Locale } from "./strings/index.ts";
 
 /**
  * The environment the service reads, validated once at start-up (DESIGN §10).

@@ -27,7 +27,7 @@ import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { SqliteStandingPermissions } from "./store/permissions.ts";
-import { selectLocale } from "./strings.ts";
+import { selectLocale } from "./strings/index.ts";
 import { connectionCap, readOpenFilesLimit } from "./web/fd-limit.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
 

@@ -78,7 +78,7 @@ describe("AGENT=acp: a hung agent", () => {
     ];
     expect(
       core.registry.complete(session.id, ask.requestId, answers, { surface: "test", userId: ALICE }),
-    ).toBe(true);
+    ).toEqual({ ok: true });
     const run = await until(() => {
       const r = core.runner.getRun(result.run.id);
       return r?.status === "completed" ? r : undefined;

@@ -4,7 +4,7 @@ import { askNotice } from "../src/cards/ask-extras.ts";
 import { formatDeadline as formatDeadlineIn, goneNoticeText } from "../src/cards/ask-words.ts";
 import type { Card } from "../src/cards/model.ts";
 import { DEFAULT_ASK_TIMES, extendedText, formatDeadline, goneQuestion } from "../src/feishu/ask-deadline.ts";
-import { catalogues, strings } from "../src/strings.ts";
+import { catalogues, strings } from "../src/strings/index.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { type FeishuRig, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
 import { shownIn } from "./helpers/local-datetime.ts";

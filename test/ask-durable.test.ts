@@ -69,8 +69,13 @@ describe("durable asks", () => {
     const asked = ask(a);
     expect(b.restore().map((r) => r.requestId)).toEqual([asked.requestId]);
     // Two processes on one file (a restart that overlapped the old one): the row decides, not memory.
-    expect(b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(true);
-    expect(a.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(false);
+    expect(b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual({
+      ok: true,
+    });
+    expect(a.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+      ok: false,
+      reason: "gone",
+    });
     const state = a.state(asked.requestId);
     expect(state).toMatchObject({ status: "answered", outcome: { kind: "answered", surface: "websocket" } });
     const [row] = auditForSession(open[0]!, "s1");
@@ -211,7 +216,9 @@ describe("拒绝回答 kept in the rows (issue 25)", () => {
     second.restore();
     expect(second.get(agents.requestId)?.declinable).toBe(true);
     expect(second.get(waiting.requestId)?.declinable).toBeUndefined();
-    expect(second.decline("s2", agents.requestId, { surface: "feishu", userId: "ou_a" })).toBe(true);
+    expect(second.decline("s2", agents.requestId, { surface: "feishu", userId: "ou_a" })).toEqual({
+      ok: true,
+    });
     expect(second.state(agents.requestId)?.outcome).toEqual({
       kind: "declined",
       surface: "feishu",
@@ -250,9 +257,9 @@ describe("a database that refuses the write", () => {
     ).toThrow("SQLITE_FULL");
     expect(registry.get(asked.requestId)).toBeDefined();
     const waiting = registry.waitForAnswer(asked.requestId);
-    expect(registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(
-      true,
-    );
+    expect(registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+      ok: true,
+    });
     await vi.runOnlyPendingTimersAsync();
     await expect(waiting).resolves.toMatchObject({ kind: "answered", answers });
     expect(settle).toHaveBeenCalledTimes(2);

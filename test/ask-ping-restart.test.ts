@@ -4,7 +4,7 @@ import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import {
   FAST_LONG_CONNECTION,
   type FeishuRig,
@@ -174,9 +174,9 @@ describe("the @-ping and the reminder across a restart", () => {
       selectedLabels: [q.options[0]?.label ?? ""],
       customInput: null,
     }));
-    expect(other.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE })).toBe(
-      true,
-    );
+    expect(
+      other.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
+    ).toEqual({ ok: true });
     db.close();
 
     const second = await rig({ emulator: platform, dataDir: first.dataDir, recover: true });

@@ -69,8 +69,8 @@ describe("AskRegistry", () => {
     const { registry, register } = setup();
     const ask = register();
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(
-      true,
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+      { ok: true },
     );
     await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
     expect(registry.getPendingForSession("s1")).toEqual([]);
@@ -103,24 +103,74 @@ describe("AskRegistry", () => {
       registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" }),
       registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
     ];
-    expect(results.filter(Boolean)).toHaveLength(1);
-    expect(results[0]).toBe(true);
+    expect(results.filter((result) => result.ok)).toHaveLength(1);
+    expect(results[0]).toEqual({ ok: true });
+  });
+
+  it("refuses an answer from anyone but the ask's answerer, whatever the surface, and keeps it pending", async () => {
+    const { registry, register } = setup();
+    const ask = register();
+    const settled: string[] = [];
+    registry.on("settled", ({ outcome }) => settled.push(outcome.kind));
+    for (const surface of ["feishu", "websocket", "feishu-reply", "a-new-surface"])
+      expect(registry.complete("s1", ask.requestId, answers, { surface, userId: "ou_b" })).toEqual({
+        ok: false,
+        reason: "forbidden",
+      });
+    expect(registry.decline("s1", ask.requestId, { surface: "feishu", userId: "ou_b" })).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+    expect(registry.get(ask.requestId)).toBeDefined();
+    expect(registry.state(ask.requestId)?.status).toBe("pending");
+    expect(settled).toEqual([]);
+    const wait = registry.waitForAnswer(ask.requestId);
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+      {
+        ok: true,
+      },
+    );
+    await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
+    // Once settled, even a stranger hears only that it is gone: the ask is no longer anyone's to answer.
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_b" })).toEqual({
+      ok: false,
+      reason: "gone",
+    });
+  });
+
+  it("refuses an elicitation's response from anyone but its answerer", () => {
+    const { registry } = setup();
+    const ask = registry.register({
+      sessionId: "s1",
+      runId: "run-s1",
+      answererId: "ou_a",
+      questions: [],
+      elicitation: { server: "docs", message: "Sign in", fields: [] },
+    });
+    expect(
+      registry.respond("s1", ask.requestId, { action: "decline" }, { surface: "feishu", userId: "ou_b" }),
+    ).toEqual({ ok: false, reason: "forbidden" });
+    expect(registry.get(ask.requestId)).toBeDefined();
+    expect(
+      registry.respond("s1", ask.requestId, { action: "decline" }, { surface: "feishu", userId: "ou_a" }),
+    ).toEqual({ ok: true });
+    expect(registry.get(ask.requestId)).toBeUndefined();
   });
 
   it("returns false for a complete after the timeout", async () => {
     const { registry, register } = setup();
     const ask = register();
     await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(
-      false,
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+      { ok: false, reason: "gone" },
     );
   });
 
   it("refuses a complete that names another session", () => {
     const { registry, register } = setup();
     const ask = register("s1");
-    expect(registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toBe(
-      false,
+    expect(registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+      { ok: false, reason: "gone" },
     );
     expect(registry.get(ask.requestId)).toBeDefined();
   });
@@ -131,9 +181,9 @@ describe("AskRegistry", () => {
     const other = register("s2");
     registry.failAllForSession("s1");
     expect(registry.getPendingForSession("s2")).toEqual([other]);
-    expect(registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(
-      true,
-    );
+    expect(registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+      ok: true,
+    });
   });
 
   it("emits registered and exactly one settled event per ask, whatever the way out", async () => {
@@ -165,7 +215,9 @@ describe("AskRegistry", () => {
     });
     const ask = register();
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" })).toBe(true);
+    expect(registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+      ok: true,
+    });
     await expect(wait).resolves.toMatchObject({ kind: "answered" });
     expect(listenerErrors).toHaveLength(1);
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { checkAnswers } from "../src/asks/answers.ts";
 import { ASK_TOOL_DESCRIPTION, askToolJsonSchema, parseAskInput } from "../src/asks/schema.ts";
 import { askInvalid, askRefused, askResult, toolResultOf } from "../src/asks/summary.ts";
-import { en } from "../src/strings-en.ts";
+import { en } from "../src/strings/index.ts";
 import { sampleAsk } from "./fixtures.ts";
 
 function withQuestion(patch: Record<string, unknown>) {

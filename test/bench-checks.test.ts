@@ -18,7 +18,7 @@ import { medianCell } from "../bench/median.ts";
 import { type OneCardRow, oneCardChecks } from "../bench/one-card.ts";
 import { type ScaleResult, scaleChecks } from "../bench/scale.ts";
 import { runSuite } from "../bench/suite.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { formsOn, requestIdsOn } from "./helpers/feishu.ts";
 

@@ -7,8 +7,7 @@ import type { ProgressView } from "../src/cards/progress-view.ts";
 import { buildQueuedCard } from "../src/cards/queued.ts";
 import { CARD_LIMITS, cardSize, validateCard } from "../src/cards/rules.ts";
 import { checkCard } from "../src/local/emulator/card-checker/index.ts";
-import { zh } from "../src/strings.ts";
-import { en } from "../src/strings-en.ts";
+import { en, zh } from "../src/strings/index.ts";
 import { foldHeaderTags } from "./helpers/header-tags.ts";
 
 /** Bilingual cards (cards/i18n.ts): one card, each reader's language, the same callbacks, within budget. */

@@ -4,7 +4,7 @@ import type { Card, CardNode, FormNode } from "../src/cards/model.ts";
 import { type BuildOptions, buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
 import type { ProgressView } from "../src/cards/progress-view.ts";
 import { CARD_LIMITS, cardSize, countComponents, validateCard } from "../src/cards/rules.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 
 // ---------------------------------------------------------------------------------------------------------
 // Hand-made cards for validateCard: one valid baseline, and each rejection changes exactly one thing.

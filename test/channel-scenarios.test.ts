@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import { FakeMessenger } from "../src/testing/fake-messenger.ts";
 import { submitValue as buttonValue } from "./helpers/agents.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
@@ -212,7 +212,7 @@ describe("the channel's cards and forms, on fake time", () => {
     }));
     expect(
       r.core.registry.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
-    ).toBe(true);
+    ).toEqual({ ok: true });
     await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "the form to leave the card");
     const late = await r.click({
       messageId: cardId,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AskRegistry } from "../src/asks/registry.ts";
 import { type ToolContext, ToolDispatcher, type ToolImpl } from "../src/harness/dispatcher.ts";
 import { createLogger } from "../src/logger.ts";
-import { en } from "../src/strings-en.ts";
+import { en } from "../src/strings/index.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { fakeSurface, privateSession } from "./helpers/core.ts";
 

@@ -2,7 +2,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { auditForSession } from "../src/store/audit.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import {
   cardText,
   type FeishuRig,

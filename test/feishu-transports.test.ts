@@ -17,8 +17,7 @@ import {
   urlVerification,
 } from "../src/local/emulator/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { zh } from "../src/strings.ts";
-import { en } from "../src/strings-en.ts";
+import { en, zh } from "../src/strings/index.ts";
 
 /** A fixed time: the emulator stamps deliveries with it and the webhook's clock reads it. */
 const T0 = Date.UTC(2026, 10, 30, 2, 0, 0);

@@ -5,7 +5,7 @@ import { mapFormValue, readDraft } from "../src/cards/form-value.ts";
 import type { CardNode } from "../src/cards/model.ts";
 import { buildProgressCard } from "../src/cards/progress.ts";
 import type { ProgressView } from "../src/cards/progress-view.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 
 const NEED_ANSWER = "请至少选择一项或填写其他";
 

@@ -6,7 +6,7 @@ import type { AskOutcome } from "../src/asks/pending.ts";
 import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import { FakeMessenger } from "../src/testing/fake-messenger.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { formsOn } from "./helpers/feishu.ts";

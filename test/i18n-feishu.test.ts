@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
-import { selectLocale } from "../src/strings.ts";
+import { selectLocale } from "../src/strings/index.ts";
 import {
   FAST_LONG_CONNECTION,
   type FeishuRig,

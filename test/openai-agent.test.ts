@@ -5,7 +5,7 @@ import { createOpenAIAgent, type OpenAIAgentOptions } from "../src/harness/agent
 import { FEISHU_ASK_INSTRUCTION, SUB_AGENT_PROMPT } from "../src/harness/agents/prompts.ts";
 import { currentTimeTool, ToolRegistry } from "../src/harness/agents/tool-registry.ts";
 import { createLogger } from "../src/logger.ts";
-import { en } from "../src/strings-en.ts";
+import { en } from "../src/strings/index.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { buildCore, privateSession, type TestCore } from "./helpers/core.ts";
 import { cardText, type FeishuRig, formsOn, requestIdsOn, startFeishuRig } from "./helpers/feishu.ts";
@@ -322,7 +322,7 @@ describe("OpenAI agent", () => {
         surface: "websocket",
         userId: ALICE,
       }),
-    ).toBe(true);
+    ).toEqual({ ok: true });
     expect(await waitForRun(second, run.id)).toMatchObject({ status: "completed", text: "继续完成了。" });
 
     // Request 3 is the one after the answer: the ask turn was not requested again.

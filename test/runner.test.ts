@@ -137,7 +137,7 @@ describe("SessionRunner", () => {
     ];
     expect(
       core.registry.complete(session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" }),
-    ).toBe(true);
+    ).toEqual({ ok: true });
     await core.runner.idle();
     const run = core.runner.currentRun(session.id)!;
     expect(run.status).toBe("completed");

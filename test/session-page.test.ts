@@ -449,6 +449,9 @@ describe("sign-in", () => {
         headers: { cookie, origin: "https://evil.com" },
       });
       expect(foreign.status).toBe(403);
+      expect(await foreign.json()).toEqual({
+        error: { code: "FORBIDDEN", message: "cross-site sign-out refused" },
+      });
       expect(sessionSetCookie(foreign)).toBeNull();
     });
   });
@@ -459,13 +462,20 @@ describe("GET /api/sessions/:id", () => {
     const server = await startPageServer();
     const session = createSession(server.core, ALICE, { title: "飞书私聊" });
     const url = `/api/sessions/${encodeURIComponent(session.id)}`;
-    expect((await get(server, url)).status).toBe(401);
+    const anonymous = await get(server, url);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("cache-control")).toBe("no-store");
+    expect(await anonymous.json()).toEqual({ error: { code: "UNAUTHORIZED", message: "not signed in" } });
     const own = await get(server, url, { cookie: cookieFor(server.tokenFor(ALICE)) });
     expect(await own.json()).toMatchObject({ id: session.id, title: "飞书私聊" });
     const stranger = await get(server, url, { cookie: cookieFor(server.tokenFor(BOB)) });
     const unknown = await get(server, "/api/sessions/nope", { cookie: cookieFor(server.tokenFor(BOB)) });
     expect([stranger.status, unknown.status]).toEqual([403, 403]);
+    expect(stranger.headers.get("cache-control")).toBe("no-store");
     expect(await stranger.json()).toEqual(await unknown.json());
+    expect(await (await get(server, url, { cookie: cookieFor(server.tokenFor(BOB)) })).json()).toEqual({
+      error: { code: "FORBIDDEN", message: "you may not view this session" },
+    });
   });
 });
 
@@ -489,7 +499,9 @@ describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", (
     const asBob = { cookie: cookieFor(server.tokenFor(BOB)) };
     const runs = `/api/sessions/${session.id}/runs`;
 
-    expect((await get(server, runs)).status).toBe(401);
+    const anonymous = await get(server, runs);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toEqual({ error: { code: "UNAUTHORIZED", message: "not signed in" } });
     const history = await (await get(server, runs, asAlice)).json();
     expect(history).toMatchObject({
       activeRunId: second.id,
@@ -527,7 +539,11 @@ describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", (
     const unknown = await get(server, `${runs}/nope`, asBob);
     const elsewhere = await get(server, `/api/sessions/other/runs/${first.id}`, asBob);
     expect([notHis.status, unknown.status, elsewhere.status]).toEqual([403, 403, 403]);
+    expect(notHis.headers.get("cache-control")).toBe("no-store");
     expect(await notHis.json()).toEqual(await unknown.json());
+    expect(await elsewhere.json()).toEqual({
+      error: { code: "FORBIDDEN", message: "you may not view this run" },
+    });
   });
 });
 

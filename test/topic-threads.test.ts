@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { feishuGroupSessionId, feishuTopicSessionId } from "../src/domain/session-id.ts";
 import type { MessageView } from "../src/local/emulator/types.ts";
-import { strings } from "../src/strings.ts";
+import { strings } from "../src/strings/index.ts";
 import { type FakeChannelOptions, type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { formsOn } from "./helpers/feishu.ts";
 

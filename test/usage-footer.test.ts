@@ -9,8 +9,7 @@ import type { Agent } from "../src/harness/agents/agent.ts";
 import { migrate } from "../src/store/db.ts";
 import { MIGRATIONS } from "../src/store/migrations.ts";
 import { Store } from "../src/store/repos.ts";
-import { zh } from "../src/strings.ts";
-import { en } from "../src/strings-en.ts";
+import { en, zh } from "../src/strings/index.ts";
 import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText } from "./helpers/feishu.ts";
 

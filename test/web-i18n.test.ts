@@ -8,7 +8,7 @@ import { type Core, createCore } from "../src/core.ts";
 import { routeInbound } from "../src/feishu/topics.ts";
 import { createLogger } from "../src/logger.ts";
 import { openDatabase } from "../src/store/db.ts";
-import { catalogues, type Locale, selectLocale } from "../src/strings.ts";
+import { catalogues, type Locale, selectLocale } from "../src/strings/index.ts";
 import { pageStrings, renderPage, scriptJson } from "../src/web/page-strings.ts";
 import { fill, PAGE_STRINGS_ID, parsePageStrings } from "../src/web/public/page-text.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";

@@ -3,7 +3,7 @@ import type { AskRegistry } from "../asks/registry.ts";
 import type { Step } from "../domain/types.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { askTarget, parsedAsk } from "./ask-input.ts";
 import { AgentGuard } from "./guard.ts";
 import { type AgentAsk, AskLedger } from "./ledger.ts";

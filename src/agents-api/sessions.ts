@@ -8,7 +8,7 @@ import {
 } from "../domain/run-feed.ts";
 import type { RunView } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { Emitter } from "../util/emitter.ts";
 
 /**

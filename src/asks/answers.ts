@@ -1,4 +1,4 @@
-import { type Strings, strings } from "../strings.ts";
+import { type Strings, strings } from "../strings/index.ts";
 import { normalizeAnswer } from "./answer-rule.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 

@@ -1,4 +1,4 @@
-import { currentLocale, type Locale } from "../strings.ts";
+import { currentLocale, type Locale } from "../strings/index.ts";
 import type { AskInput } from "./schema.ts";
 
 /** The demo agent's questions (DESIGN §11): a single choice with previews, and a multiple choice. Pure. */

@@ -49,6 +49,13 @@ export interface PendingAsk {
   declinable?: true;
 }
 
+/**
+ * How a person's answer (or 拒绝回答) went: it settled the ask, or it was refused. `gone`: the ask is not
+ * pending in that session (settled first elsewhere, timed out, unknown); `forbidden`: the person is not the
+ * ask's `answererId`. The registry decides both, so no surface can forget who may answer.
+ */
+export type AnswerResult = { ok: true } | { ok: false; reason: "gone" | "forbidden" };
+
 /** An ask by id after the fact: pending, or how it ended. */
 export interface AskState {
   ask: PendingAsk;

@@ -64,9 +64,8 @@ export function declineAsk(
 ): DeclineOutcome {
   const ask = registry.get(target.requestId);
   if (!ask || ask.sessionId !== target.sessionId) return { ok: false, reason: "gone" };
+  // Who first (the registry would refuse it too), then which: a stranger learns nothing of the ask.
   if (ask.answererId !== by.userId) return { ok: false, reason: "forbidden" };
   if (!ask.declinable) return { ok: false, reason: "not_declinable" };
-  return registry.decline(target.sessionId, target.requestId, by)
-    ? { ok: true }
-    : { ok: false, reason: "gone" };
+  return registry.decline(target.sessionId, target.requestId, by);
 }

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from "node:timers";
 import type { AskStore } from "../store/asks.ts";
 import { Emitter } from "../util/emitter.ts";
 import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
-import type { AskOutcome, AskState, PendingAsk } from "./pending.ts";
+import type { AnswerResult, AskOutcome, AskState, PendingAsk } from "./pending.ts";
 import { pendingFromRow, settleOf, stateFromRow } from "./rows.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
@@ -121,35 +121,63 @@ export class AskRegistry {
     return Promise.resolve(settled ?? { kind: "cancelled", reason: "Unknown request" });
   }
 
-  /** First answer wins: true when this call settled the ask, false when it was already settled or unknown. */
+  /**
+   * First answer wins: ok when this call settled the ask; refused when it was already settled or unknown
+   * (`gone`), or when `by` is not the ask's answerer (`forbidden`: the ask stays pending). Only the person
+   * asked may answer (the run's sender; for an outside agent's question, the person it asked), whichever
+   * surface the answer comes from.
+   */
   complete(
     sessionId: string,
     requestId: string,
     answers: AskAnswer[],
     by: { surface: string; userId: string },
-  ): boolean {
-    const entry = this.#entries.get(requestId);
-    if (!entry || entry.ask.sessionId !== sessionId) return false;
-    return this.#settle(requestId, { kind: "answered", answers, surface: by.surface, userId: by.userId });
+  ): AnswerResult {
+    return this.#byAnswerer(sessionId, requestId, by, false, {
+      kind: "answered",
+      answers,
+      surface: by.surface,
+      userId: by.userId,
+    });
   }
 
-  /** An elicitation's answer (accept, decline or cancel); first answer wins, as with `complete`. */
+  /** An elicitation's answer (accept, decline or cancel); first answer wins and only its answerer's, as with `complete`. */
   respond(
     sessionId: string,
     requestId: string,
     response: ElicitResponse,
     by: { surface: string; userId: string },
-  ): boolean {
-    const entry = this.#entries.get(requestId);
-    if (!entry?.ask.elicitation || entry.ask.sessionId !== sessionId) return false;
-    return this.#settle(requestId, { kind: "answered", answers: [], response, ...by });
+  ): AnswerResult {
+    return this.#byAnswerer(sessionId, requestId, by, true, {
+      kind: "answered",
+      answers: [],
+      response,
+      ...by,
+    });
   }
 
-  /** 拒绝回答 (person-actions.ts checks who and which): first settle wins, as with `complete`. */
-  decline(sessionId: string, requestId: string, by: { surface: string; userId: string }): boolean {
-    const entry = this.#entries.get(requestId);
-    if (!entry || entry.ask.sessionId !== sessionId) return false;
-    return this.#settle(requestId, { kind: "declined", surface: by.surface, userId: by.userId });
+  /** 拒绝回答 (person-actions.ts checks which asks may be declined): as with `complete`. */
+  decline(sessionId: string, requestId: string, by: { surface: string; userId: string }): AnswerResult {
+    return this.#byAnswerer(sessionId, requestId, by, false, {
+      kind: "declined",
+      surface: by.surface,
+      userId: by.userId,
+    });
+  }
+
+  /** The one rule of a person's settle: the pending ask of that session (an elicitation's, for `respond`), by its answerer. */
+  #byAnswerer(
+    sessionId: string,
+    requestId: string,
+    by: { userId: string },
+    elicitationOnly: boolean,
+    outcome: AskOutcome,
+  ): AnswerResult {
+    const ask = this.#entries.get(requestId)?.ask;
+    if (!ask || ask.sessionId !== sessionId || (elicitationOnly && !ask.elicitation))
+      return { ok: false, reason: "gone" };
+    if (ask.answererId !== by.userId) return { ok: false, reason: "forbidden" };
+    return this.#settle(requestId, outcome) ? { ok: true } : { ok: false, reason: "gone" };
   }
 
   /** Settles every pending ask of one session (and only that session). Returns how many it settled. */

@@ -1,5 +1,5 @@
 import { type ToolResult, toolError } from "../domain/tool-result.ts";
-import { bilingual, strings } from "../strings.ts";
+import { bilingual, strings } from "../strings/index.ts";
 import { parseJson } from "../util/json.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import type { AskOutcome } from "./pending.ts";

@@ -1,4 +1,4 @@
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 
 /**
  * What every form on a card is built with (the budget it may spend, whose answer it waits for) and the

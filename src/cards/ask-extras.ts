@@ -1,4 +1,4 @@
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 import type { ProgressValue } from "./actions.ts";
 import { type DeadlineFact, deadlineMarkup, type GoneQuestion, goneNoticeText } from "./ask-words.ts";
 import { escapeText } from "./markdown.ts";

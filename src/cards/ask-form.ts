@@ -1,6 +1,6 @@
 import type { ElicitationAsk } from "../asks/elicitation.ts";
 import type { AskQuestion } from "../asks/schema.ts";
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import type { AskSubmitValue } from "./actions.ts";
 import { type AskContext, askHeading, type Budget } from "./ask-context.ts";

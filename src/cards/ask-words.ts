@@ -1,4 +1,4 @@
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 
 /**
  * The facts a waiting card words in each reader's language (issue 19). A shared group card is rendered once

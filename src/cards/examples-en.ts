@@ -1,5 +1,5 @@
 import { DEMO_QUESTIONS_EN } from "../asks/demo-questions.ts";
-import { bilingual, type Locale } from "../strings.ts";
+import { bilingual, type Locale } from "../strings/index.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk } from "./progress.ts";
 import type { ProgressView } from "./progress-view.ts";

@@ -1,6 +1,6 @@
 import { DEMO_QUESTIONS } from "../asks/demo-questions.ts";
 import { PLAN_STEP_TOOL } from "../domain/types.ts";
-import { bilingual, inEveryLocale, zh } from "../strings.ts";
+import { bilingual, inEveryLocale, zh } from "../strings/index.ts";
 import { englishExampleCards } from "./examples-en.ts";
 import type { Card } from "./model.ts";
 import { buildProgressCard, type CardAsk } from "./progress.ts";

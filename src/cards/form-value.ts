@@ -1,7 +1,7 @@
 import { normalizeAnswer } from "../asks/answers.ts";
 import { type ElicitField, type ElicitMapping, mapElicitForm } from "../asks/elicitation.ts";
 import type { AskAnswer, AskQuestion } from "../asks/schema.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { type FormFields, parseFormName, readFormFields } from "./form-fields.ts";
 
 /**

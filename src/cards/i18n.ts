@@ -1,4 +1,4 @@
-import { cardLocales, catalogues, type Locale, type Strings } from "../strings.ts";
+import { cardLocales, catalogues, type Locale, type Strings } from "../strings/index.ts";
 import { type Card, type CardNode, cardSchema } from "./model.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LOCALES } from "../strings.ts";
+import { LOCALES } from "../strings/index.ts";
 
 /**
  * A strict model of the Card JSON 2.0 subset this service emits (feishu-platform §1.1–1.2).

@@ -1,6 +1,6 @@
 import { isTerminal } from "../domain/types.ts";
 import { USAGE_SEPARATOR, usageText } from "../domain/usage.ts";
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import type { ProgressValue } from "./actions.ts";
 import type { Budget } from "./ask-context.ts";

@@ -1,5 +1,5 @@
 import type { RunStatus } from "../domain/types.ts";
-import { strings as defaultStrings, type Locale, type Strings } from "../strings.ts";
+import { strings as defaultStrings, type Locale, type Strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import type { AskContext, Budget } from "./ask-context.ts";
 import { askExtraLines, askNotice } from "./ask-extras.ts";
@@ -35,7 +35,7 @@ export type { ProgressStepView } from "./steps.ts";
 export interface BuildOptions {
   /** One language only; unset, the card carries every locale (the bot's as `content`). */
   strings?: Strings;
-  /** The card's languages, the first as `content`; default: the bot's, then the others (strings.ts). */
+  /** The card's languages, the first as `content`; default: the bot's, then the others (strings/index.ts). */
   locales?: readonly Locale[];
   /** Most recent steps shown when nothing needs trimming. */
   maxStepsShown?: number;

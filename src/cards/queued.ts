@@ -1,4 +1,4 @@
-import type { Locale, Strings } from "../strings.ts";
+import type { Locale, Strings } from "../strings/index.ts";
 import { truncate } from "../util/text.ts";
 import type { QueueValue } from "./actions.ts";
 import { maskContacts } from "./contacts.ts";

@@ -1,6 +1,6 @@
 import { ASK_TOOL_NAME } from "../asks/schema.ts";
 import { PLAN_STEP_TOOL, type RunStatus, type StepStatus } from "../domain/types.ts";
-import { catalogues, LOCALES, type Strings } from "../strings.ts";
+import { catalogues, LOCALES, type Strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import type { Budget } from "./ask-context.ts";
 import { escapeText } from "./markdown.ts";

@@ -3,7 +3,7 @@ import { canExtend, EXTEND_MS } from "../asks/person-actions.ts";
 import { REPLY_SURFACE } from "../asks/reply-answer.ts";
 import type { AskExtrasView } from "../cards/ask-extras.ts";
 import { formatDeadline as formatIn, type GoneQuestion } from "../cards/ask-words.ts";
-import { inEveryLocale, type Localized, type Strings, strings } from "../strings.ts";
+import { inEveryLocale, type Localized, type Strings, strings } from "../strings/index.ts";
 
 /**
  * Deadlines people can see (issue 16). The card writes the earliest pending deadline as an absolute time in

@@ -2,7 +2,7 @@ import type { AskRegistry } from "../asks/registry.ts";
 import type { Card } from "../cards/model.ts";
 import type { SessionRuns } from "../domain/ports.ts";
 import type { FeishuStore } from "../store/feishu.ts";
-import { currentLocale, type Localized, bilingual as strings } from "../strings.ts";
+import { currentLocale, type Localized, bilingual as strings } from "../strings/index.ts";
 import type { AskTimes } from "./ask-deadline.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
 import type { QueuedCards } from "./queued-cards.ts";

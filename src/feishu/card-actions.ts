@@ -13,7 +13,7 @@ import { mapElicitFormValue, mapFormValue, readDraft } from "../cards/form-value
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 // Every toast text in every language (issue 19): the operator's client shows its own from `i18n`.
-import { inEveryLocale, type Localized, bilingual as strings } from "../strings.ts";
+import { inEveryLocale, type Localized, bilingual as strings } from "../strings/index.ts";
 import { oneLine } from "../util/text.ts";
 import {
   type CallbackResult,
@@ -114,7 +114,8 @@ function submitAnswer(
     // After a restart, or once answered elsewhere: the waiting tool call is gone (seed §4.5).
     return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
   }
-  // The registry's answerer is the truth; the button's `sender` is only what the card claimed.
+  // The registry's answerer is the truth; the button's `sender` is only what the card claimed. Said here,
+  // before the form is read; the registry's settle refuses a wrong answerer all the same.
   if (operator !== ask.answererId) return onlyAnswerer(deps, ask.answererId);
   if (ask.elicitation)
     return answerElicitation(deps, ask, ask.elicitation, value, operator, formValue, name, active);
@@ -135,10 +136,12 @@ function submitAnswer(
     const reason = inEveryLocale((s) => unansweredReason(s, ask.questions, mapped.questionIndex));
     return withCard(toast("warning", reason), active && deps.cards.render(active));
   }
-  const won = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
+  const result = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
     surface: "feishu",
     userId: operator,
   });
+  if (!result.ok && result.reason === "forbidden") return onlyAnswerer(deps, ask.answererId);
+  const won = result.ok;
   const done = submittedText(otherWins(ask, formValue, formName));
   // Settling removed the form from the card state synchronously; the response carries the card without it.
   return withCard(
@@ -207,7 +210,9 @@ function submitStack(
       continue;
     }
     const by = { surface: "feishu", userId: operator };
-    if (registry.complete(ask.sessionId, ask.requestId, mapped.answers, by)) answered += 1;
+    const result = registry.complete(ask.sessionId, ask.requestId, mapped.answers, by);
+    if (!result.ok && result.reason === "forbidden") return onlyAnswerer(deps, ask.answererId);
+    if (result.ok) answered += 1;
     replaced.push(...otherWins(ask, formValue, formName));
   }
   const card = active && deps.cards.render(active);
@@ -242,10 +247,12 @@ function answerElicitation(
     response =
       elicitation.url !== undefined ? { action: "accept" } : { action: "accept", content: mapped.content };
   }
-  const won = deps.registry.respond(ask.sessionId, ask.requestId, response, {
+  const result = deps.registry.respond(ask.sessionId, ask.requestId, response, {
     surface: "feishu",
     userId: operator,
   });
+  if (!result.ok && result.reason === "forbidden") return onlyAnswerer(deps, ask.answererId);
+  const won = result.ok;
   const done =
     response.action === "accept"
       ? strings.feishu.submitted

@@ -3,7 +3,7 @@ import type { PendingAsk } from "../asks/pending.ts";
 import type { AskRegistry } from "../asks/registry.ts";
 import { parseReplyAnswer, REPLY_SURFACE } from "../asks/reply-answer.ts";
 import type { SessionInfo } from "../domain/types.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import type { InboundMessage } from "./events.ts";
 import type { ActiveCard, CardBook } from "./progress/card-book.ts";
 import { endedText } from "./progress/pings.ts";
@@ -81,11 +81,8 @@ export function answerByReply(
     const ended = endedWhileRunning(deps, card);
     return ended === undefined ? { kind: "message" } : { kind: "refused", text: ended };
   }
-  if (message.senderOpenId !== ask.answererId) {
-    const name = deps.nameOf(ask.answererId);
-    const text = name === undefined ? strings.feishu.onlyAnswererUnnamed : strings.feishu.onlyAnswerer(name);
-    return { kind: "refused", text };
-  }
+  // Said before the reply is read; the registry's settle below refuses a wrong answerer all the same.
+  if (message.senderOpenId !== ask.answererId) return { kind: "refused", text: onlyAnswererText(deps, ask) };
   const sameThread = session.topic?.rootMessageId === card.topic?.rootMessageId;
   if (message.chatId !== card.chatId || !sameThread)
     return { kind: "refused", text: strings.feishu.replyElsewhere };
@@ -93,11 +90,19 @@ export function answerByReply(
   if (!parsed.ok)
     return { kind: "refused", text: unansweredReason(strings, ask.questions, parsed.questionIndex) };
   const by = { surface: REPLY_SURFACE, userId: message.senderOpenId };
-  if (deps.registry.complete(ask.sessionId, ask.requestId, parsed.answers, by)) return { kind: "answered" };
+  const result = deps.registry.complete(ask.sessionId, ask.requestId, parsed.answers, by);
+  if (result.ok) return { kind: "answered" };
+  if (result.reason === "forbidden") return { kind: "refused", text: onlyAnswererText(deps, ask) };
   // Another surface answered first (or the deadline passed) between reading the ask and settling it.
   const outcome = deps.registry.state(ask.requestId)?.outcome;
   return {
     kind: "refused",
     text: outcome ? endedText(outcome, card.chatType === "group") : strings.feishu.askExpired,
   };
+}
+
+/** 只有 … 可以回答: the refusal of a reply by someone else than the person asked. */
+function onlyAnswererText(deps: Pick<CardReplyDeps, "nameOf">, ask: Pick<PendingAsk, "answererId">): string {
+  const name = deps.nameOf(ask.answererId);
+  return name === undefined ? strings.feishu.onlyAnswererUnnamed : strings.feishu.onlyAnswerer(name);
 }

@@ -4,7 +4,7 @@ import { feishuGroupSessionId } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
 import { answerByReply, cardRepliedTo, isAboutQuestion } from "./card-replies.ts";
 import type { FeishuChannelOptions } from "./channel-options.ts";

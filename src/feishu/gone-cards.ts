@@ -1,5 +1,5 @@
 import type { SessionTopic } from "../domain/types.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import type { Limiter } from "./limits.ts";
 import { FEISHU_CODES, FeishuApiError, type FeishuMessenger } from "./messenger.ts";
 import { threadReply } from "./topics.ts";

@@ -1,6 +1,6 @@
 import { extendRunAsks } from "../asks/person-actions.ts";
 import type { ProgressValue, QueueValue } from "../cards/actions.ts";
-import { bilingual as strings } from "../strings.ts";
+import { bilingual as strings } from "../strings/index.ts";
 import { extendedText } from "./ask-deadline.ts";
 import {
   type CallbackResult,

@@ -1,4 +1,4 @@
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 
 /**
  * `/login` in a chat with the bot: the way a Feishu user gets onto the session pages (DESIGN §7). A link on a

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { feishuSession, feishuTopicSessionId, type SessionKey } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import type { InboundMessage } from "./events.ts";
 

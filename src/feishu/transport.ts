@@ -1,6 +1,6 @@
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { bilingual, strings } from "../strings.ts";
+import { bilingual, strings } from "../strings/index.ts";
 
 /**
  * What both Feishu transports (webhook and long connection) hand inbound traffic to, plus the rules they

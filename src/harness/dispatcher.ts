@@ -7,7 +7,7 @@ import type { ToolResult } from "../domain/tool-result.ts";
 import type { SessionInfo, ToolDefinition } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { isShutdown } from "./shutdown.ts";
 
 export interface ToolContext {

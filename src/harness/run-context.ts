@@ -6,7 +6,7 @@ import type { Logger } from "../logger.ts";
 import { isStorageError } from "../store/db.ts";
 import type { Store } from "../store/repos.ts";
 import type { PendingTurn, TurnStore } from "../store/turns.ts";
-import { inEveryLocale, strings } from "../strings.ts";
+import { inEveryLocale, strings } from "../strings/index.ts";
 import type { AgentContext, ReportedStep } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";

@@ -2,9 +2,10 @@ import { createHash } from "node:crypto";
 import type express from "express";
 import type { Request, Response } from "express";
 import { DEFAULT_SIGNIN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
+import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { readCookie, SESSION_COOKIE, sameOrigin, sessionCookie } from "./cookie.ts";
 
 /**
@@ -101,10 +102,8 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
 
   app.post("/auth/logout", (req, res) => {
     // SameSite=Lax already keeps the cookie off cross-site POSTs; this also stops a foreign page signing you out.
-    if (!sameOrigin(req.headers.origin, req.headers.host)) {
-      res.status(403).json({ error: { code: "FORBIDDEN", message: "cross-site sign-out refused" } });
-      return;
-    }
+    if (!sameOrigin(req.headers.origin, req.headers.host))
+      throw new AppError("FORBIDDEN", "cross-site sign-out refused");
     res.setHeader("Set-Cookie", clearCookie(req));
     res.setHeader("Cache-Control", "no-store");
     res.status(204).end();

@@ -1,5 +1,5 @@
 import { EXTEND_MINUTES } from "../asks/person-actions.ts";
-import type { Strings } from "../strings.ts";
+import type { Strings } from "../strings/index.ts";
 import { escapeHtml } from "./auth.ts";
 import { PAGE_STRINGS_ID, type PageActions, type PageStrings } from "./public/page-text.ts";
 

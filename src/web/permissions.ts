@@ -3,7 +3,7 @@ import type { Response } from "express";
 import type { RunFeed } from "../domain/run-feed.ts";
 import type { StandingPermission, StandingPermissions } from "../domain/standing-permissions.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { strings } from "../strings.ts";
+import { strings } from "../strings/index.ts";
 import { viewerOf } from "./auth.ts";
 import { sameOrigin } from "./cookie.ts";
 

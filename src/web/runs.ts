@@ -1,7 +1,7 @@
 import type express from "express";
-import type { Response } from "express";
 import type { RunFeed } from "../domain/run-feed.ts";
 import type { RunStatus, RunView } from "../domain/types.ts";
+import { AppError } from "../errors.ts";
 import { oneLine, truncate } from "../util/text.ts";
 import { viewerOf } from "./auth.ts";
 
@@ -42,9 +42,9 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
   app.get("/api/sessions/:id/runs", (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
-    if (!userId) return unauthorized(res);
+    if (!userId) throw unauthorized();
     const sessionId = req.params.id;
-    if (!feed.canView(userId, sessionId)) return forbidden(res);
+    if (!feed.canView(userId, sessionId)) throw forbidden();
     const active = feed.activeRun(sessionId);
     res.json({
       activeRunId: active?.id ?? null,
@@ -55,12 +55,12 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
   app.get("/api/sessions/:id/runs/:runId", (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
-    if (!userId) return unauthorized(res);
+    if (!userId) throw unauthorized();
     const { id: sessionId, runId } = req.params;
     const run = feed.getRun(runId);
-    if (!run || run.sessionId !== sessionId) return forbidden(res);
+    if (!run || run.sessionId !== sessionId) throw forbidden();
     const mayViewSession = feed.canView(userId, sessionId);
-    if (run.senderId !== userId && !mayViewSession) return forbidden(res);
+    if (run.senderId !== userId && !mayViewSession) throw forbidden();
     res.json({
       run,
       active: feed.activeRun(sessionId)?.id === run.id,
@@ -81,10 +81,11 @@ function summary(run: RunView): RunSummary {
   };
 }
 
-function unauthorized(res: Response): void {
-  res.status(401).json({ error: { code: "UNAUTHORIZED", message: "not signed in" } });
+/** Thrown to the app's error middleware, which answers `{error: {code, message}}` with its status. */
+function unauthorized(): AppError {
+  return new AppError("UNAUTHORIZED", "not signed in");
 }
 
-function forbidden(res: Response): void {
-  res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this run" } });
+function forbidden(): AppError {
+  return new AppError("FORBIDDEN", "you may not view this run");
 }

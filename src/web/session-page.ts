@@ -4,9 +4,10 @@ import type { Response } from "express";
 import type { RunFeed } from "../domain/run-feed.ts";
 import type { StandingPermissions } from "../domain/standing-permissions.ts";
 import { topicInfo } from "../domain/topic-view.ts";
+import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { catalogues, currentLocale, type Locale, strings } from "../strings.ts";
+import { catalogues, currentLocale, type Locale, strings } from "../strings/index.ts";
 import { type LocalUser, mountAuth, viewerOf } from "./auth.ts";
 import { browserBundle } from "./bundle.ts";
 import { renderPage } from "./page-strings.ts";
@@ -117,17 +118,12 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   app.get("/api/sessions/:id", (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
-    if (!userId) {
-      res.status(401).json({ error: { code: "UNAUTHORIZED", message: "not signed in" } });
-      return;
-    }
+    if (!userId) throw new AppError("UNAUTHORIZED", "not signed in");
     const sessionId = req.params.id;
     const session = options.runs.session(sessionId);
     // Unknown and not-yours answer alike, so nobody can probe which sessions exist (as the hub does).
-    if (!session || !options.runs.canView(userId, sessionId)) {
-      res.status(403).json({ error: { code: "FORBIDDEN", message: "you may not view this session" } });
-      return;
-    }
+    if (!session || !options.runs.canView(userId, sessionId))
+      throw new AppError("FORBIDDEN", "you may not view this session");
     const topic = topicInfo(session);
     res.json({
       id: session.id,

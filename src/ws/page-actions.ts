@@ -1,4 +1,5 @@
 import { checkAnswers } from "../asks/answers.ts";
+import type { AnswerResult } from "../asks/pending.ts";
 import { declineAsk, type ExtendTimes, extendRunAsks } from "../asks/person-actions.ts";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { AskAnswer } from "../asks/schema.ts";
@@ -30,6 +31,7 @@ export interface Refusal {
 }
 
 const STALE = "this question is no longer waiting for an answer";
+const NOT_ANSWERER = "only the person who started the task may answer";
 
 /**
  * An answer from a page. `settle` runs the registry's compare-and-set (the hub marks whose answer it is
@@ -39,20 +41,22 @@ export function answerFromPage(
   d: PageActionDeps,
   at: { userId: string; sessionId: string; requestId: string },
   rawAnswers: unknown,
-  settle: (complete: () => boolean) => boolean,
+  settle: (complete: () => AnswerResult) => AnswerResult,
 ): Refusal | undefined {
   const { userId, sessionId, requestId } = at;
   const ask = d.registry.get(requestId);
   if (!ask || ask.sessionId !== sessionId) return { code: "stale_request", message: STALE, requestId };
-  if (ask.answererId !== userId)
-    return { code: "forbidden", message: "only the person who started the task may answer", requestId };
+  // Said before the answers are checked; the registry's settle refuses a wrong answerer all the same.
+  if (ask.answererId !== userId) return { code: "forbidden", message: NOT_ANSWERER, requestId };
   const checked = checkAnswers(ask.questions, rawAnswers);
   if (!checked.ok) return { code: "invalid_answers", message: checked.error, requestId };
   const answers: AskAnswer[] = checked.answers;
-  const won = settle(() =>
+  const result = settle(() =>
     d.registry.complete(sessionId, requestId, answers, { surface: d.surface, userId }),
   );
-  return won ? undefined : { code: "stale_request", message: STALE, requestId };
+  if (result.ok) return undefined;
+  if (result.reason === "forbidden") return { code: "forbidden", message: NOT_ANSWERER, requestId };
+  return { code: "stale_request", message: STALE, requestId };
 }
 
 /** 拒绝回答 from a page: the card's rule (asks/person-actions.ts); the settle withdraws it everywhere. */

@@ -1,2 +1,1 @@
-export { bilingual, catalogues, zh } from "../../src/strings.ts";
-export { en } from "../../src/strings-en.ts";
+export { bilingual, catalogues, en, zh } from "../../src/strings/index.ts";

@@ -7,7 +7,7 @@ import { ASK_TOOL_NAME, type AskInput, parseAskInput } from "../../src/asks/sche
 import { mapFormValue } from "../../src/cards/form-value.ts";
 import { ToolDispatcher } from "../../src/harness/dispatcher.ts";
 import { createLogger } from "../../src/logger.ts";
-import { strings } from "../../src/strings.ts";
+import { strings } from "../../src/strings/index.ts";
 import { type ErrorCode, parseClientFrame } from "../../src/ws/protocol.ts";
 import { privateSession } from "../helpers/core.ts";
 import { answersModelArb, answerViolations, expectedAnswers } from "./helpers/answers-model.ts";

@@ -6,7 +6,7 @@ import { signToken } from "../../src/auth/token.ts";
 import type { Card } from "../../src/cards/model.ts";
 import { DEMO_QUESTIONS } from "../../src/harness/agents/demo.ts";
 import type { Emulator } from "../../src/local/emulator/index.ts";
-import { strings } from "../../src/strings.ts";
+import { strings } from "../../src/strings/index.ts";
 import { sampleAsk } from "../fixtures.ts";
 import { type ScriptedModel, startScriptedModel } from "../helpers/openai-server.ts";
 import {

@@ -3,7 +3,7 @@ import type { Card } from "../../src/cards/model.ts";
 import type { AgentContext } from "../../src/harness/agents/agent.ts";
 import type { RecordedCall } from "../../src/local/emulator/index.ts";
 import { startEmulator } from "../../src/local/emulator/index.ts";
-import { strings } from "../../src/strings.ts";
+import { strings } from "../../src/strings/index.ts";
 import { LONG, record, size, sleep, timeoutMs, until } from "./helpers/env.ts";
 import { startSlowPath } from "./helpers/slow-path.ts";
 import {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { signToken } from "../../src/auth/token.ts";
 import { encryptBody, signBody } from "../../src/local/emulator/index.ts";
 import { auditForSession } from "../../src/store/audit.ts";
-import { strings } from "../../src/strings.ts";
+import { strings } from "../../src/strings/index.ts";
 import type { TestClient } from "../helpers/harness.ts";
 import { record, until } from "./helpers/env.ts";
 import {

@@ -7,7 +7,7 @@ import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
 import { createAppLimiter, IGNORED_SLOT, type Limiter } from "../../src/feishu/limits.ts";
 import { type Emulator, type MessageView, startEmulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
-import { strings } from "../../src/strings.ts";
+import { strings } from "../../src/strings/index.ts";
 import { TestClient } from "../helpers/harness.ts";
 import { type BotProcess, checkDatabase, query, startBot, tempDataDir } from "./helpers/bot-process.ts";
 import { LONG, percentile, record, size, sleep, until } from "./helpers/env.ts";

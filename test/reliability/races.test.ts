@@ -5,7 +5,7 @@ import type { AgentContext } from "../../src/harness/agents/agent.ts";
 import { DEMO_QUESTIONS } from "../../src/harness/agents/demo.ts";
 import { startEmulator } from "../../src/local/emulator/index.ts";
 import { auditForSession } from "../../src/store/audit.ts";
-import { strings } from "../../src/strings.ts";
+import { strings } from "../../src/strings/index.ts";
 import type { TestClient } from "../helpers/harness.ts";
 import { testRandom } from "../helpers/random.ts";
 import { loopingAskAgent } from "./helpers/agents.ts";

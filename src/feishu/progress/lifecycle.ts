@@ -4,7 +4,7 @@ import type { RunEvents, RunFeed } from "../../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import { CARD_PATCHABLE_MS } from "../../store/feishu.ts";
-import { strings } from "../../strings.ts";
+import { strings } from "../../strings/index.ts";
 import { type AskTimes, goneQuestion } from "../ask-deadline.ts";
 import { checkCard, tellChatCardGone } from "../gone-cards.ts";
 import type { QueuedCards } from "../queued-cards.ts";

@@ -5,7 +5,7 @@ import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import { CARD_PATCHABLE_MS, type FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
-import { strings } from "../../strings.ts";
+import { strings } from "../../strings/index.ts";
 import { type AskTimes, deadlineInZone } from "../ask-deadline.ts";
 import { afterSend, shouldRemind } from "../ask-reminder.ts";
 import { ExpiryReminders } from "../expiry-reminder.ts";

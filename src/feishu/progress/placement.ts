@@ -6,7 +6,7 @@ import type { Logger } from "../../logger.ts";
 import type { CardEntityStore } from "../../store/cardkit.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
-import { strings } from "../../strings.ts";
+import { strings } from "../../strings/index.ts";
 import type { CardTransport } from "../card-transport.ts";
 import type { CardKitApi } from "../cardkit/api.ts";
 import type { CardJson } from "../cardkit/card-shape.ts";

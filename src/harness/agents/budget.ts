@@ -1,6 +1,6 @@
 import type { RunUsage } from "../../domain/usage.ts";
 import { ModelError } from "../../errors.ts";
-import { bilingual, strings } from "../../strings.ts";
+import { bilingual, strings } from "../../strings/index.ts";
 import type { ChatModel } from "./chat-model.ts";
 
 /**

@@ -2,7 +2,7 @@ import { DEMO_QUESTIONS, DEMO_QUESTIONS_EN, demoQuestions } from "../../asks/dem
 import type { AskAnswer, AskInput } from "../../asks/schema.ts";
 import { ASK_TOOL_NAME, askOutputSchema } from "../../asks/schema.ts";
 import { escapeText } from "../../cards/markdown.ts";
-import { bilingual, strings } from "../../strings.ts";
+import { bilingual, strings } from "../../strings/index.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { ToolImpl } from "../dispatcher.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";

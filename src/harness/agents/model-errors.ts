@@ -1,6 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import { ModelError } from "../../errors.ts";
-import { inEveryLocale, type Strings, strings } from "../../strings.ts";
+import { inEveryLocale, type Strings, strings } from "../../strings/index.ts";
 
 /**
  * What went wrong with one model request, and whether trying again can help. The final error a person

@@ -1,6 +1,6 @@
 import { ASK_TOOL_NAME } from "../../asks/schema.ts";
 import type { Logger } from "../../logger.ts";
-import { bilingual, type Localized, strings } from "../../strings.ts";
+import { bilingual, type Localized, strings } from "../../strings/index.ts";
 import type { Agent, AgentContext, AgentResult } from "./agent.ts";
 import { budgeted, type RunBudgetLimits, RunBudgets } from "./budget.ts";
 import { toChatMessages } from "./chat-history.ts";

@@ -1,6 +1,6 @@
 import type { ToolDefinition } from "../../domain/types.ts";
 import { ModelError } from "../../errors.ts";
-import { bilingual, strings } from "../../strings.ts";
+import { bilingual, strings } from "../../strings/index.ts";
 import { abortReason } from "../../util/sleep.ts";
 import type { ChatMessage, ChatModel, ModelToolCall } from "./chat-model.ts";
 

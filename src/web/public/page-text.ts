@@ -1,10 +1,10 @@
-import type { Strings } from "../../strings.ts";
+import type { Strings } from "../../strings/index.ts";
 
 /**
  * The session page's words, in the bot's language: the server writes the locale's `web` strings (and the
  * card's status words) into the page as JSON (web/page-strings.ts), so the browser gets one catalogue, not
- * both, and the text is there before the script asks for anything. Types only from strings.ts: nothing of
- * the catalogues is bundled into the script.
+ * both, and the text is there before the script asks for anything. Types only from strings/index.ts:
+ * nothing of the catalogues is bundled into the script.
  */
 
 export type PageStrings = Strings["web"] & {

@@ -3,7 +3,7 @@ import { expect } from "vitest";
 import type { AskInput, AskQuestion } from "../../../src/asks/schema.ts";
 import { mapFormValue } from "../../../src/cards/form-value.ts";
 import { DEMO_QUESTIONS } from "../../../src/harness/agents/demo.ts";
-import { strings } from "../../../src/strings.ts";
+import { strings } from "../../../src/strings/index.ts";
 import { isRecord, loopingAskAgent, REQ, SES } from "./agents.ts";
 import { junk } from "./arbitraries.ts";
 import { until } from "./env.ts";

@@ -13,7 +13,7 @@ import {
   standingOption,
 } from "../../../domain/standing-permissions.ts";
 import type { Logger } from "../../../logger.ts";
-import { bilingual, inEveryLocale, type Strings, strings } from "../../../strings.ts";
+import { bilingual, inEveryLocale, type Strings, strings } from "../../../strings/index.ts";
 import type { AgentContext } from "../agent.ts";
 import type { CoalescingSink } from "./coalesce.ts";
 import { permissionAsk, permissionOutcome, refusedIn } from "./permission.ts";

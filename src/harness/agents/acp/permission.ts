@@ -5,7 +5,7 @@ import type {
 } from "@agentclientprotocol/sdk";
 import { z } from "zod";
 import { LIMITS } from "../../../asks/schema.ts";
-import { strings } from "../../../strings.ts";
+import { strings } from "../../../strings/index.ts";
 import { parseJson } from "../../../util/json.ts";
 
 /**

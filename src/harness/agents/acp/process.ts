@@ -14,7 +14,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import { describeError } from "../../../errors.ts";
 import type { Logger } from "../../../logger.ts";
-import { strings } from "../../../strings.ts";
+import { strings } from "../../../strings/index.ts";
 import { type TerminalHost, terminalHandlers } from "./terminals.ts";
 import { WorkspaceFileError, type WorkspaceFs } from "./workspace-fs.ts";
 

@@ -1,6 +1,6 @@
 import type { ToolCallContent, ToolCallUpdate } from "@agentclientprotocol/sdk";
 import type { Words } from "../../../domain/types.ts";
-import { inEveryLocale, type Strings, strings } from "../../../strings.ts";
+import { inEveryLocale, type Strings, strings } from "../../../strings/index.ts";
 import { parseJson } from "../../../util/json.ts";
 
 /**

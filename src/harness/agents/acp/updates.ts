@@ -1,6 +1,6 @@
 import type { ContentBlock, SessionUpdate, ToolCallUpdate, ToolKind } from "@agentclientprotocol/sdk";
 import { PLAN_STEP_TOOL } from "../../../domain/types.ts";
-import { inEveryLocale, strings } from "../../../strings.ts";
+import { inEveryLocale, strings } from "../../../strings/index.ts";
 import type { AgentContext, ReportedStep } from "../agent.ts";
 import { hidePaths, type StepSummary, summarize } from "./step-summary.ts";
 
