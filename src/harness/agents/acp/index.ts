@@ -3,7 +3,7 @@ import type { RequestPermissionResponse, StopReason } from "@agentclientprotocol
 import { MemoryStandingPermissions, type StandingPermissions } from "../../../domain/standing-permissions.ts";
 import { describeError } from "../../../errors.ts";
 import type { Logger } from "../../../logger.ts";
-import { bilingual, strings } from "../../../strings/index.ts";
+import { strings } from "../../../strings/index.ts";
 import { abortReason } from "../../../util/sleep.ts";
 import type { Agent, AgentContext, AgentResult } from "../agent.ts";
 import { type Isolation, NO_ISOLATION } from "../isolation.ts";
