@@ -20,7 +20,13 @@ const options = [
 describe("what an 'always' covers (domain/standing-permissions.ts)", () => {
   it("is the call's kind and the agent's tool name, never its title or path", () => {
     expect(scopeOf({ kind: "edit", name: "Edit" })).toEqual({ kind: "edit", tool: "Edit" });
-    expect(scopeOf({ kind: "execute" })).toEqual({ kind: "execute", tool: "" });
+    expect(scopeOf({ kind: "read" })).toEqual({ kind: "read", tool: "" });
+    // Claude Code names no tool on its permission requests: an "always" on `Bash: ls` must not allow every
+    // later command, nor one `Write notes.md` every edit, so an unnamed call that acts is never remembered.
+    expect(scopeOf({ kind: "execute" })).toBeUndefined();
+    expect(scopeOf({ kind: "edit", name: "" })).toBeUndefined();
+    expect(scopeOf({ kind: "fetch" })).toBeUndefined();
+    expect(scopeOf({ kind: "execute", name: "Bash" })).toEqual({ kind: "execute", tool: "Bash" });
     expect(covers({ kind: "edit", tool: "Edit" }, { kind: "edit", tool: "Edit" })).toBe(true);
     // Same kind, another tool: not the same permission; named and unnamed are not either.
     expect(covers({ kind: "edit", tool: "Edit" }, { kind: "edit", tool: "MultiEdit" })).toBe(false);

@@ -39,16 +39,20 @@ export interface StandingPermissions {
   revoke(sessionId: string, id: string): StandingPermission | undefined;
 }
 
-/** Kinds that say nothing of what a call does: without the tool's name they cover anything, so never remembered. */
-const VAGUE_KINDS = new Set(["other", "think", "switch_mode"]);
+/**
+ * Kinds whose calls only look: an unnamed "always" of these may cover the whole kind. Any other kind (run a
+ * command, edit, delete, move, fetch…) is remembered only with the agent's name for its tool: Claude Code's
+ * permission requests name none, and an "always" on `Bash: ls` must not allow every later command.
+ */
+const LOOKING_KINDS = new Set(["read", "search"]);
 
 /**
  * The scope a request's "always" covers. "The same kind" is the same ACP tool kind and, when the agent names
  * its tool (`toolCall.name`, the protocol's stable programmatic name), the same tool: "Edit" and "MultiEdit"
  * are both `edit` but not the same permission. Never the title or the path ("Edit notes.md" vs "Edit a.md"):
  * an agent's "always" is about the kind of operation, which is what it would stop asking for itself. A call
- * whose kind is vague (`other`…) and that has no name covers nothing we could name on the card: undefined,
- * and the choice reaches the agent without being remembered.
+ * that names no tool is remembered only for a kind that just looks (LOOKING_KINDS): otherwise undefined, and
+ * the choice reaches the agent without being remembered here (the agent may still keep its own, narrower rule).
  */
 export function scopeOf(call: {
   kind?: string | null | undefined;
@@ -56,7 +60,7 @@ export function scopeOf(call: {
 }): PermissionScope | undefined {
   const kind = call.kind ?? "other";
   const tool = call.name?.trim() ?? "";
-  if (!tool && VAGUE_KINDS.has(kind)) return undefined;
+  if (!tool && !LOOKING_KINDS.has(kind)) return undefined;
   return { kind, tool };
 }
 

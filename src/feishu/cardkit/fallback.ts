@@ -90,6 +90,8 @@ function refused(error: unknown): boolean {
     !error.rateLimited &&
     !error.transient &&
     !error.auditRefused &&
+    // Refused content (230099/230025) has the publisher's degrade ladder; it says nothing of PATCH itself.
+    !error.cardRefused &&
     !error.messageGone &&
     !error.messageRemoved
   );

@@ -234,6 +234,13 @@ export class CardKitTransport implements CardTransport {
         await this.#full(entityCard(card, stream), stream);
         return;
       } catch (again) {
+        // A wait-and-try-again is the publisher's to retry; only a refusal ends CardKit for this card.
+        const againCode = again instanceof FeishuApiError ? again.feishuCode : undefined;
+        if (
+          again instanceof FeishuApiError &&
+          (again.rateLimited || again.transient || againCode === ENTITY_RATE_LIMITED)
+        )
+          throw again;
         return this.#fallBack(again, card, shape);
       }
     }

@@ -50,8 +50,10 @@ export class LongConnectionServer {
       greeting: (ms) =>
         new Promise<void>((resolve) => {
           const timer = setTimeout(done, ms);
+          const waiters = this.#onGreeting;
           function done() {
             clearTimeout(timer);
+            waiters.delete(done);
             resolve();
           }
           this.#onGreeting.add(done);
@@ -161,6 +163,7 @@ export class LongConnectionServer {
   }
 
   close(): void {
+    for (const done of [...this.#onGreeting]) done();
     this.deliveries.close();
     for (const connection of this.#connections.values()) connection.socket.terminate();
     this.#connections.clear();
@@ -212,7 +215,7 @@ export class LongConnectionServer {
       if (type !== "ping") return;
       if (!connection.greeted) {
         connection.greeted = true;
-        for (const done of this.#onGreeting) done();
+        for (const done of [...this.#onGreeting]) done();
         this.#onGreeting.clear();
       }
       const pong = new TextEncoder().encode(JSON.stringify(this.clientConfig()));
