@@ -227,13 +227,15 @@ describe("CardPublisher", () => {
     expect(patched).toHaveLength(9); // the first try and 8 retries
     expect(publisher.stats.failed).toBe(1);
     await publisher.idle(); // a late retry armed does not keep the card busy
-    // Then one late try each after 30 s, 2 min and 10 min, and no more.
+    // Then a late round each after 30 s, 2 min and 10 min, and no more: a rate limit is the platform up and
+    // saying when, so each round gets the same spaced waits (a try and 8 retries), not a single shot that a
+    // 230020 would spend (the fault property's seed -352752998 left the card at 执行中 that way).
     await vi.runAllTimersAsync();
-    expect(patched).toHaveLength(12);
+    expect(patched).toHaveLength(36);
     state.step = 2; // a new state is tried again
     publisher.request();
     await vi.advanceTimersByTimeAsync(1000);
-    expect(patched.length).toBeGreaterThan(12);
+    expect(patched.length).toBeGreaterThan(36);
   });
 
   it("stops publishing a card older than 14 days (230031)", async () => {

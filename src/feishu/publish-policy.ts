@@ -88,10 +88,12 @@ export function decide(state: PublishState, event: PublishEvent, now: number): D
     case "lateRetryFired":
       s.lateRetryAt = undefined;
       if (s.stopped) break;
-      // The latest state once more, even if it is the very card given up on; one try per round, no burst.
+      // The latest state once more, even if it is the very card given up on: one try per round against a
+      // failing platform (a transient failure gives up again at once), but a rate limit is the platform up and
+      // saying when, so it gets its spaced waits as any state does; a 230020 must not spend a late round.
       s.confirming = true;
       s.transientFailures = s.limits.maxTransientRetries;
-      s.rateFailures = s.limits.maxRateLimitRetries;
+      s.rateFailures = 0;
       schedule(s, fx, event.shape, now);
       break;
     case "turn":
