@@ -24,6 +24,8 @@ export interface ClusterPoolOptions {
   log?: Logger;
   /** Name shown in pg_stat_activity (default feishu-progress-bot). */
   applicationName?: string;
+  /** How column values are parsed (the store reads bigint milliseconds as numbers: src/store/pg-schema.ts). */
+  types?: pg.CustomTypesConfig;
 }
 
 export function createClusterPool(options: ClusterPoolOptions): Db {
@@ -34,6 +36,7 @@ export function createClusterPool(options: ClusterPoolOptions): Db {
     statement_timeout: options.statementTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
     application_name: options.applicationName ?? "feishu-progress-bot",
+    ...(options.types ? { types: options.types } : {}),
   });
   pool.on("error", (error) => {
     options.log?.warn({ err: error.message }, "postgres idle connection lost");

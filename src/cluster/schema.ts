@@ -56,18 +56,30 @@ const MIGRATIONS: readonly string[] = [
 const SCHEMA_LOCK = 27_270_001;
 
 export async function ensureClusterSchema(db: Db): Promise<void> {
+  await applyMigrations(db, { table: "cluster_migrations", lock: SCHEMA_LOCK, migrations: MIGRATIONS });
+}
+
+/**
+ * Runs the `migrations` not yet recorded in `table`, in order, in one transaction under the advisory lock
+ * `lock` (the store's Postgres tables use it too, with their own table and lock: src/store/pg-schema.ts).
+ */
+export async function applyMigrations(
+  db: Db,
+  set: { table: string; lock: number; migrations: readonly string[] },
+): Promise<void> {
+  if (!/^[a-z_]+$/.test(set.table)) throw new Error(`not a migrations table name: ${set.table}`);
   await transaction(db, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock($1)", [SCHEMA_LOCK]);
+    await client.query("SELECT pg_advisory_xact_lock($1)", [set.lock]);
     await client.query(
-      "CREATE TABLE IF NOT EXISTS cluster_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+      `CREATE TABLE IF NOT EXISTS ${set.table} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
-    const done = await client.query<{ version: number }>("SELECT version FROM cluster_migrations");
+    const done = await client.query<{ version: number }>(`SELECT version FROM ${set.table}`);
     const applied = new Set(done.rows.map((row) => row.version));
-    for (const [index, sql] of MIGRATIONS.entries()) {
+    for (const [index, statement] of set.migrations.entries()) {
       const version = index + 1;
       if (applied.has(version)) continue;
-      await client.query(sql);
-      await client.query("INSERT INTO cluster_migrations (version) VALUES ($1)", [version]);
+      await client.query(statement);
+      await client.query(`INSERT INTO ${set.table} (version) VALUES ($1)`, [version]);
     }
   });
 }

@@ -1,0 +1,83 @@
+import { type Generated, Kysely, PostgresDialect, type RawBuilder, SqliteDialect, sql } from "kysely";
+import type pg from "pg";
+import { asClusterError } from "../cluster/errors.ts";
+import type { Db } from "./db.ts";
+
+/**
+ * The one query layer over both dialects (issue 27): Kysely on the SQLite file (better-sqlite3, the embedded
+ * default) or on Postgres (`pg`, several instances). A repository written against `StoreSql` runs unchanged on
+ * either; where the dialects differ in what they can say, the difference lives here, named, never in a
+ * repository. The repositories move here one by one (asks first: the row every surface compare-and-sets);
+ * until they all have, the others keep their better-sqlite3 statements on the same file.
+ *
+ * On SQLite, Kysely shares the better-sqlite3 handle the synchronous repositories use. That is safe because a
+ * Kysely repository here runs single statements, never a transaction across an `await` (on one connection,
+ * another task's synchronous write would land inside it).
+ */
+
+export type AskStatusColumn = "pending" | "answered" | "timeout" | "cancelled" | "superseded" | "declined";
+
+/** Times are milliseconds since the epoch (INTEGER in SQLite, bigint read back as a number in Postgres). */
+export interface AsksTable {
+  request_id: string;
+  session_id: string;
+  run_id: string;
+  tool_call_id: string | null;
+  answerer_id: string;
+  questions: string;
+  question_count: number;
+  metadata: string | null;
+  surfaces: string;
+  created_at: number;
+  expires_at: number;
+  extended_ms: Generated<number>;
+  status: Generated<AskStatusColumn>;
+  answer: string | null;
+  reason: string | null;
+  answered_via: string | null;
+  answered_by: string | null;
+  settled_at: number | null;
+  declinable: Generated<number>;
+}
+
+export interface StoreTables {
+  asks: AsksTable;
+}
+
+export type Dialect = "sqlite" | "postgres";
+
+export interface StoreSql {
+  readonly db: Kysely<StoreTables>;
+  readonly dialect: Dialect;
+}
+
+/** Kysely on the bot's SQLite file. Never `destroy()` it: the handle belongs to whoever opened the file. */
+export function sqliteSql(db: Db): StoreSql {
+  return { db: new Kysely<StoreTables>({ dialect: new SqliteDialect({ database: db }) }), dialect: "sqlite" };
+}
+
+/** Kysely on a Postgres pool (src/cluster/pool.ts makes one that cannot crash the process). */
+export function postgresSql(pool: pg.Pool): StoreSql {
+  return { db: new Kysely<StoreTables>({ dialect: new PostgresDialect({ pool }) }), dialect: "postgres" };
+}
+
+/**
+ * The order rows were inserted in, for ties on a time column (fake clocks and fast machines give equal
+ * milliseconds): SQLite's rowid, Postgres's `seq` column (a bigserial the Postgres schema adds).
+ */
+export function insertionOrder(store: StoreSql): RawBuilder<number> {
+  return store.dialect === "sqlite" ? sql<number>`rowid` : sql<number>`seq`;
+}
+
+/**
+ * Runs one statement. On Postgres, an outage surfaces as DatabaseUnavailableError (503, "Postgres is
+ * unreachable"), as every cluster primitive's does; SQLite's errors pass through (isStorageError knows them).
+ */
+export async function run<T>(store: StoreSql, statement: () => Promise<T>): Promise<T> {
+  if (store.dialect === "sqlite") return statement();
+  try {
+    return await statement();
+  } catch (error) {
+    throw asClusterError(error);
+  }
+}
