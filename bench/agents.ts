@@ -174,8 +174,8 @@ async function memoryRound(r: AgentsRig, clients: Client[], tokens: string[]) {
     return check.principal;
   });
   const before = heapUsed();
-  const asks = principals.map((principal, i) =>
-    r.tasks.ask(principal, { to: person(i), questions: [QUESTION] }),
+  const asks = await Promise.all(
+    principals.map((principal, i) => r.tasks.ask(principal, { to: person(i), questions: [QUESTION] })),
   );
   const idle = heapUsed();
   const waits = clients.map((client, i) =>
@@ -201,7 +201,7 @@ async function memoryRound(r: AgentsRig, clients: Client[], tokens: string[]) {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const polling = heapUsed();
   const endedBeforeCancel = ended;
-  for (const askId of asks) r.core.registry.cancel(askId, "bench done");
+  for (const askId of asks) await r.core.registry.cancel(askId, "bench done");
   await Promise.all([...waitsCounted, ...pollsCounted]);
   return {
     perIdleAsk: (idle - before) / n,

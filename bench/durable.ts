@@ -7,6 +7,7 @@ import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { openDatabase } from "../src/store/db.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import {
   cardReplyingTo,
   type FeishuRig,
@@ -55,52 +56,53 @@ function registry(store?: AskStore) {
   });
 }
 
-function registerComplete(reg: AskRegistry, count: number): number {
+async function registerComplete(reg: AskRegistry, count: number): Promise<number> {
   const started = clock();
   for (let i = 0; i < count; i += 1) {
-    const ask = reg.register({
+    const ask = await reg.register({
       sessionId: `s${i % 100}`,
       runId: `r${i}`,
       answererId: "ou_a",
       questions: QUESTIONS,
     });
-    reg.complete(ask.sessionId, ask.requestId, ANSWERS, { surface: "feishu", userId: "ou_a" });
+    await reg.complete(ask.sessionId, ask.requestId, ANSWERS, { surface: "feishu", userId: "ou_a" });
   }
   return count / ((clock() - started) / 1000);
 }
 
-function restoreFigures(count: number) {
+async function restoreFigures(count: number) {
   const file = tempFile();
   const seed = openDatabase(file);
-  const store = new AskStore(seed);
+  const store = new AskStore(sqliteSql(seed));
   const now = Date.now();
-  seed.transaction(() => {
-    for (let i = 0; i < count; i += 1) {
-      store.insert({
-        requestId: randomUUID(),
-        sessionId: `s${i}`,
-        runId: `r${i}`,
-        toolCallId: `c${i}`,
-        answererId: `ou_${i}`,
-        questions: QUESTIONS,
-        metadata: { source: "demo" },
-        surfaces: ["feishu"],
-        createdAt: now,
-        expiresAt: now + 900_000,
-      });
-    }
-  })();
+  // One transaction on the one connection Kysely shares with the file (setup, not measured).
+  seed.exec("BEGIN");
+  for (let i = 0; i < count; i += 1) {
+    await store.insert({
+      requestId: randomUUID(),
+      sessionId: `s${i}`,
+      runId: `r${i}`,
+      toolCallId: `c${i}`,
+      answererId: `ou_${i}`,
+      questions: QUESTIONS,
+      metadata: { source: "demo" },
+      surfaces: ["feishu"],
+      createdAt: now,
+      expiresAt: now + 900_000,
+    });
+  }
+  seed.exec("COMMIT");
   seed.close();
   const db = openDatabase(file);
   const before = heapUsed();
   const started = clock();
-  const reg = registry(new AskStore(db));
-  const restored = reg.restore().length;
+  const reg = registry(new AskStore(sqliteSql(db)));
+  const restored = (await reg.restore()).length;
   const ms = clock() - started;
   const perAsk = (heapUsed() - before) / restored;
   // Read after the measurement, which keeps the registry alive until then; the verdict checks the count.
   const held = reg.size;
-  reg.failAllForSession("none");
+  await reg.failAllForSession("none");
   db.close();
   return { restored: Math.min(restored, held), ms, perAsk };
 }
@@ -188,9 +190,9 @@ export function durableChecks(r: DurableResult): Check[] {
 
 export async function runDurable(options: BenchOptions): Promise<Check[]> {
   const count = options.quick ? 2_000 : 20_000;
-  const memory = registerComplete(registry(), count);
+  const memory = await registerComplete(registry(), count);
   const db = openDatabase(tempFile());
-  const durable = registerComplete(registry(new AskStore(db)), count);
+  const durable = await registerComplete(registry(new AskStore(sqliteSql(db))), count);
   db.close();
   printTable(
     `Durable asks: register + complete per second (${fmtInt(count)} asks, one thread)`,
@@ -202,7 +204,7 @@ export async function runDurable(options: BenchOptions): Promise<Check[]> {
   );
 
   const pending = 10_000;
-  const restore = restoreFigures(pending);
+  const restore = await restoreFigures(pending);
   printTable(
     `Durable asks: ${fmtInt(pending)} pending rows on start`,
     ["restored", "restore time", "heap per ask"],

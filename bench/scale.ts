@@ -71,7 +71,7 @@ export function scaleChecks(r: ScaleResult): Check[] {
 export async function runScale(options: BenchOptions): Promise<Check[]> {
   const connections = options.quick ? 1000 : 5000;
   const asks = connections * ASKS_PER_SESSION;
-  const core = buildCore({ agent: { name: "idle", run: () => new Promise(() => undefined) } });
+  const core = await buildCore({ agent: { name: "idle", run: () => new Promise(() => undefined) } });
   const sessions = Array.from({ length: connections }, (_, i) =>
     createSession(core, `ou_user${String(i).padStart(27, "0")}`),
   );
@@ -85,15 +85,15 @@ export async function runScale(options: BenchOptions): Promise<Check[]> {
     );
     let refusedCompletes = 0;
     let started = clock();
-    let pending = registerAll(core, sessions, questions);
+    let pending = await registerAll(core, sessions, questions);
     const registerPerSecond = asks / ((clock() - started) / 1000);
     const heapPerAsk = (heapUsed() - before) / asks;
     started = clock();
-    refusedCompletes += completeAll(core, pending);
+    refusedCompletes += await completeAll(core, pending);
     const completePerSecond = asks / ((clock() - started) / 1000);
 
     // Every session's owner connects and subscribes; each connection gets its session's pending asks.
-    pending = registerAll(core, sessions, questions);
+    pending = await registerAll(core, sessions, questions);
     const heapBefore = heapUsed();
     const rssBefore = process.memoryUsage().rss;
     const connected = await clients.call({
@@ -119,12 +119,12 @@ export async function runScale(options: BenchOptions): Promise<Check[]> {
 
     // The same asks settled and asked again while every owner is connected: each event is fanned out.
     started = clock();
-    refusedCompletes += completeAll(core, pending);
+    refusedCompletes += await completeAll(core, pending);
     const completePerSecondConnected = asks / ((clock() - started) / 1000);
     started = clock();
-    pending = registerAll(core, sessions, questions);
+    pending = await registerAll(core, sessions, questions);
     const registerPerSecondConnected = asks / ((clock() - started) / 1000);
-    refusedCompletes += completeAll(core, pending);
+    refusedCompletes += await completeAll(core, pending);
 
     const result: ScaleResult = {
       asks,
@@ -181,10 +181,15 @@ function freshQuestions(): AskQuestion[] {
   return structuredClone(sampleAsk().questions) as AskQuestion[];
 }
 
-function registerAll(core: TestCore, sessions: SessionInfo[], questions: AskQuestion[][]): PendingAsk[] {
-  return questions.map((qs, i) => {
+async function registerAll(
+  core: TestCore,
+  sessions: SessionInfo[],
+  questions: AskQuestion[][],
+): Promise<PendingAsk[]> {
+  const asks: PendingAsk[] = [];
+  for (const [i, qs] of questions.entries()) {
     const session = sessions[Math.floor(i / ASKS_PER_SESSION)]!;
-    const ask = core.registry.register({
+    const ask = await core.registry.register({
       sessionId: session.id,
       runId: `run-${session.id}`,
       answererId: session.ownerId,
@@ -194,12 +199,13 @@ function registerAll(core: TestCore, sessions: SessionInfo[], questions: AskQues
     });
     // The tool call waits on it, as the dispatcher does.
     void core.registry.waitForAnswer(ask.requestId);
-    return ask;
-  });
+    asks.push(ask);
+  }
+  return asks;
 }
 
 /** Completes every ask as its answerer would; returns how many the registry refused. */
-function completeAll(core: TestCore, asks: PendingAsk[]): number {
+async function completeAll(core: TestCore, asks: PendingAsk[]): Promise<number> {
   let refused = 0;
   for (const ask of asks) {
     const answers = ask.questions.map((q) => ({
@@ -207,7 +213,7 @@ function completeAll(core: TestCore, asks: PendingAsk[]): number {
       selectedLabels: [q.options[0]?.label ?? ""],
       customInput: null,
     }));
-    const won = core.registry.complete(ask.sessionId, ask.requestId, answers, {
+    const won = await core.registry.complete(ask.sessionId, ask.requestId, answers, {
       surface: "websocket",
       userId: ask.answererId,
     });

@@ -10,6 +10,7 @@ import { AskStore } from "./store/asks.ts";
 import type { Db } from "./store/db.ts";
 import { SessionMembers } from "./store/members.ts";
 import { Store } from "./store/repos.ts";
+import { sqliteSql } from "./store/sql.ts";
 import { SqliteTokenRevocations } from "./store/token-revocations.ts";
 import { TurnStore } from "./store/turns.ts";
 import { WsHub } from "./ws/hub.ts";
@@ -50,7 +51,7 @@ export interface Core {
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
-export function createCore(options: CoreOptions): Core {
+export async function createCore(options: CoreOptions): Promise<Core> {
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomUUID;
   const onListenerError = (error: unknown, event: string) =>
@@ -61,10 +62,10 @@ export function createCore(options: CoreOptions): Core {
     now,
     newId,
     onListenerError,
-    store: new AskStore(options.db),
+    store: new AskStore(sqliteSql(options.db)),
   });
   // Questions asked before a restart are waiting again, with their request ids and deadlines (DESIGN §8).
-  registry.restore();
+  await registry.restore();
   const dispatcher = new ToolDispatcher({
     registry,
     tools: options.tools,

@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   // "Always allow" on ACP permission forms (issue 30): the agent answers by them, the session page revokes them.
   const standing = new SqliteStandingPermissions(db);
   const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools, isolation, standing });
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     ...agent,

@@ -26,7 +26,7 @@ describe("AGENT=acp: a hung agent", () => {
     // Only the timer functions are faked: the child's pipes and the SDK's I/O run for real.
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const agent = fixtureAgent({ idleTimeoutMs: 60_000 });
-    const core = buildCore({ agent });
+    const core = await buildCore({ agent });
     closers.push(
       () => agent.close(),
       () => core.close(),
@@ -62,7 +62,7 @@ describe("AGENT=acp: a hung agent", () => {
   it("does not count the time a permission form waits for the person", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const agent = fixtureAgent({ idleTimeoutMs: 60_000 });
-    const core = buildCore({ agent, askTimeoutMs: 600_000 });
+    const core = await buildCore({ agent, askTimeoutMs: 600_000 });
     closers.push(
       () => agent.close(),
       () => core.close(),
@@ -77,7 +77,7 @@ describe("AGENT=acp: a hung agent", () => {
       { question: ask.questions[0]?.question ?? "", selectedLabels: ["Reject"], customInput: null },
     ];
     expect(
-      core.registry.complete(session.id, ask.requestId, answers, { surface: "test", userId: ALICE }),
+      await core.registry.complete(session.id, ask.requestId, answers, { surface: "test", userId: ALICE }),
     ).toEqual({ ok: true });
     const run = await until(() => {
       const r = core.runner.getRun(result.run.id);
@@ -90,7 +90,7 @@ describe("AGENT=acp: a hung agent", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-keep-"));
     const agent = fixtureAgent({ keepAliveMs: 600_000, stateDir });
-    const core = buildCore({ agent });
+    const core = await buildCore({ agent });
     closers.push(
       () => agent.close(),
       () => core.close(),

@@ -169,7 +169,7 @@ describe("declining and extending an outside agent's question", () => {
     const { askId, waiting } = await askAlice(0.05);
     await waiting;
     // The same registry holds the bot's own asks; one without `declinable` is refused, whoever asks.
-    const own = r.core.registry.register({
+    const own = await r.core.registry.register({
       sessionId: "web-x",
       runId: "run-x",
       answererId: ALICE,

@@ -117,7 +117,7 @@ describe("report_progress is coalesced per task before the publisher", () => {
     const { task_id } = tasks.startTask(who, { to: ALICE, title: "ends" });
     tasks.reportProgress(who, { task_id, step: "one" });
     tasks.reportProgress(who, { task_id, step: "two" });
-    const askId = tasks.ask(who, { task_id, questions: [QUESTION] });
+    const askId = await tasks.ask(who, { task_id, questions: [QUESTION] });
     expect(registry.get(askId)).toBeDefined();
     expect(updates.at(-1)?.steps.map((s) => s.title)).toEqual(["one", "two"]);
     tasks.reportProgress(who, { task_id, step: "three" });
@@ -151,7 +151,7 @@ describe("report_progress is coalesced per task before the publisher", () => {
 });
 
 describe("live tasks per agent", () => {
-  it("refuses a 21st running task, and a question card past the cap, before anything is shown", () => {
+  it("refuses a 21st running task, and a question card past the cap, before anything is shown", async () => {
     const { tasks, opened, registry } = setup();
     const ids = [];
     for (let i = 0; i < 20; i += 1) ids.push(tasks.startTask(who, { to: ALICE, title: `t${i}` }).task_id);
@@ -166,11 +166,13 @@ describe("live tasks per agent", () => {
     expect(refused).toMatchObject({ code: "RATE_LIMITED", status: 429 });
     expect((refused as Error).message).toMatch(/20 tasks running.*finish_task/);
     // A question without a task would open a card: refused too, and no form registered anywhere.
-    expect(() => tasks.ask(who, { to: BOB, questions: [QUESTION] })).toThrow(/tasks running/);
+    await expect(tasks.ask(who, { to: BOB, questions: [QUESTION] })).rejects.toThrow(/tasks running/);
     expect(registry.getPendingForSession(`agent:${who.agent}:${BOB}`)).toHaveLength(0);
     expect(opened).toHaveLength(20);
     // A question on a running task opens nothing new: still allowed.
-    expect(registry.get(tasks.ask(who, { task_id: ids[0] ?? "", questions: [QUESTION] }))).toBeDefined();
+    expect(
+      registry.get(await tasks.ask(who, { task_id: ids[0] ?? "", questions: [QUESTION] })),
+    ).toBeDefined();
     // Another agent is not held by this one's cards.
     const other = { ...who, agent: "Quiet Agent", tokenId: "at_quiet" };
     expect(tasks.startTask(other, { to: BOB, title: "mine" }).task_id).toBeDefined();

@@ -49,7 +49,7 @@ describe("AgentTasks.wait", () => {
 
   it("reports every 15 s whom it waits for and for how long, and returns pending at wait_s", async () => {
     const { tasks, registry } = setup();
-    const askId = tasks.ask(who, { to: ALICE, questions: [QUESTION] });
+    const askId = await tasks.ask(who, { to: ALICE, questions: [QUESTION] });
     // The agent comes back 2 minutes later and waits 100 s more.
     await vi.advanceTimersByTimeAsync(120_000);
     const messages: string[] = [];
@@ -68,11 +68,11 @@ describe("AgentTasks.wait", () => {
 
   it("returns the answer as soon as it comes, and timeout at the ask's own deadline", async () => {
     const { tasks, registry } = setup();
-    const answered = tasks.ask(who, { to: ALICE, questions: [QUESTION] });
+    const answered = await tasks.ask(who, { to: ALICE, questions: [QUESTION] });
     const waiting = tasks.wait(who, answered, { waitMs: 50_000 });
     await vi.advanceTimersByTimeAsync(5_000);
     const ask = registry.get(answered);
-    registry.complete(
+    await registry.complete(
       ask?.sessionId ?? "",
       answered,
       [{ question: QUESTION.question, selectedLabels: ["SQLite"], customInput: null }],
@@ -81,14 +81,14 @@ describe("AgentTasks.wait", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(await waiting).toMatchObject({ status: "answered", answered_by: ALICE });
 
-    const late = tasks.ask(who, { to: ALICE, questions: [QUESTION], timeout_s: 60 });
+    const late = await tasks.ask(who, { to: ALICE, questions: [QUESTION], timeout_s: 60 });
     await vi.advanceTimersByTimeAsync(61_000);
     expect(await tasks.wait(who, late, { waitMs: 50_000 })).toEqual({ status: "timeout", ask_id: late });
   });
 
   it("stops waiting when the caller goes away, leaving the question open", async () => {
     const { tasks, registry } = setup();
-    const askId = tasks.ask(who, { to: ALICE, questions: [QUESTION] });
+    const askId = await tasks.ask(who, { to: ALICE, questions: [QUESTION] });
     const controller = new AbortController();
     const waiting = tasks.wait(who, askId, { waitMs: 50_000, signal: controller.signal });
     controller.abort();

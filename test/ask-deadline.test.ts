@@ -209,7 +209,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     const done = textOf(r.cardOf(cardId));
     expect(done).toContain("问题已失效：已超时");
     expect(done).toContain("没有收到你的回答");
-    expect(r.core.registry.state(ask.requestId)?.status).toBe("timeout");
+    expect((await r.core.registry.state(ask.requestId))?.status).toBe("timeout");
     // Both reminders now say the question expired, edited in place: nothing was recalled.
     await r.until(
       () => botTexts(r).every((m) => m.content.includes("问题已失效：已超时")),
@@ -261,7 +261,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
       customInput: null,
     }));
     client.send({ type: "ask_user_questions_result", sessionId, data: { requestId, answers } });
-    await r.until(() => r.core.registry.state(requestId)?.status === "answered", "the answer");
+    await r.until(async () => (await r.core.registry.state(requestId))?.status === "answered", "the answer");
     const stale = await r.click({
       messageId: cardId,
       operatorOpenId: ALICE,
@@ -320,7 +320,7 @@ describe("deadlines, reminders and 延长 on fake time", () => {
     });
     expect(replaced.toast).toEqual({ type: "success", content: strings.asks.replaced });
     await r.drive(r.core.runner.idle());
-    expect(r.core.registry.state(ask.requestId)?.status).toBe("superseded");
+    expect((await r.core.registry.state(ask.requestId))?.status).toBe("superseded");
     const runs = r.core.runner.runs(sessionId, 5).map((run) => [run.input, run.status]);
     expect(runs).toEqual([
       ["/quick 新的需求", "completed"],

@@ -8,8 +8,10 @@ import { AskStore } from "../src/store/asks.ts";
 import { auditForSession } from "../src/store/audit.ts";
 import { type Db, migrate, openDatabase } from "../src/store/db.ts";
 import { MIGRATIONS } from "../src/store/migrations.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { fakeSurface, privateSession, tempDir } from "./helpers/core.ts";
+import { until } from "./helpers/wait.ts";
 
 /** Durable asks (issue 16): rows from register on, compare-and-set settles, restore after a restart. */
 
@@ -31,7 +33,7 @@ function registryOn(db: Db) {
     onListenerError: (error) => {
       throw error;
     },
-    store: new AskStore(db),
+    store: new AskStore(sqliteSql(db)),
   });
 }
 
@@ -63,20 +65,22 @@ describe("durable asks", () => {
     for (const d of open.splice(0)) d.close();
   });
 
-  it("writes the row at register and settles it once: the second answer, from another process, loses", () => {
+  it("writes the row at register and settles it once: the second answer, from another process, loses", async () => {
     const at = file();
     const [a, b] = [registryOn(db(at)), registryOn(db(at))];
-    const asked = ask(a);
-    expect(b.restore().map((r) => r.requestId)).toEqual([asked.requestId]);
+    const asked = await ask(a);
+    expect((await b.restore()).map((r) => r.requestId)).toEqual([asked.requestId]);
     // Two processes on one file (a restart that overlapped the old one): the row decides, not memory.
-    expect(b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual({
+    expect(
+      await b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+    ).toEqual({
       ok: true,
     });
-    expect(a.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(await a.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
       ok: false,
       reason: "gone",
     });
-    const state = a.state(asked.requestId);
+    const state = await a.state(asked.requestId);
     expect(state).toMatchObject({ status: "answered", outcome: { kind: "answered", surface: "websocket" } });
     const [row] = auditForSession(open[0]!, "s1");
     expect(row).toMatchObject({
@@ -90,11 +94,11 @@ describe("durable asks", () => {
   it("the loser's waiting call still gets the winner's answer", async () => {
     const at = file();
     const [a, b] = [registryOn(db(at)), registryOn(db(at))];
-    const asked = ask(a);
-    b.restore();
-    b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" });
+    const asked = await ask(a);
+    await b.restore();
+    await b.complete("s1", asked.requestId, answers, { surface: "websocket", userId: "ou_a" });
     const waiting = a.waitForAnswer(asked.requestId);
-    a.cancel(asked.requestId, "Session cancelled");
+    await a.cancel(asked.requestId, "Session cancelled");
     await vi.runOnlyPendingTimersAsync();
     await expect(waiting).resolves.toMatchObject({ kind: "answered", answers });
   });
@@ -102,10 +106,10 @@ describe("durable asks", () => {
   it("restores a pending ask after a restart with its request id, tool call and deadline", async () => {
     const at = file();
     const first = registryOn(db(at));
-    const asked = ask(first);
+    const asked = await ask(first);
     vi.advanceTimersByTime(10 * 60_000);
     const second = registryOn(db(at));
-    const [restored] = second.restore();
+    const [restored] = await second.restore();
     expect(restored).toMatchObject({
       requestId: asked.requestId,
       toolCallId: "call-1",
@@ -113,7 +117,7 @@ describe("durable asks", () => {
       questions: asked.questions,
       metadata: { m: 1 },
     });
-    expect(second.forToolCall("run-1", "call-1")?.ask.requestId).toBe(asked.requestId);
+    expect((await second.forToolCall("run-1", "call-1"))?.ask.requestId).toBe(asked.requestId);
     const outcome = second.waitForAnswer(asked.requestId);
     // The deadline counts from the moment of asking: 5 more minutes, not 15.
     vi.advanceTimersByTime(5 * 60_000 - 1);
@@ -121,54 +125,54 @@ describe("durable asks", () => {
     vi.advanceTimersByTime(1);
     await vi.runOnlyPendingTimersAsync();
     await expect(outcome).resolves.toEqual({ kind: "timeout" });
-    expect(second.state(asked.requestId)?.status).toBe("timeout");
+    expect((await second.state(asked.requestId))?.status).toBe("timeout");
   });
 
   it("times out at once an ask whose deadline passed while the process was down", async () => {
     const at = file();
-    const asked = ask(registryOn(db(at)));
+    const asked = await ask(registryOn(db(at)));
     vi.advanceTimersByTime(TIMEOUT_MS + 1);
     const second = registryOn(db(at));
-    second.restore();
+    await second.restore();
     await vi.runOnlyPendingTimersAsync();
-    expect(second.state(asked.requestId)?.status).toBe("timeout");
+    expect((await second.state(asked.requestId))?.status).toBe("timeout");
   });
 
   it("answers a waiting call at once with an outcome settled before the restart", async () => {
     const at = file();
     const first = registryOn(db(at));
-    const asked = ask(first);
-    first.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    const asked = await ask(first);
+    await first.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" });
     const second = registryOn(db(at));
-    expect(second.restore()).toEqual([]);
+    expect(await second.restore()).toEqual([]);
     await expect(second.waitForAnswer(asked.requestId)).resolves.toMatchObject({ kind: "answered", answers });
   });
 
-  it("extends a deadline by 15 minutes at a time, bounded, and survives a restart with it", () => {
+  it("extends a deadline by 15 minutes at a time, bounded, and survives a restart with it", async () => {
     const at = file();
     const registry = registryOn(db(at));
-    const asked = ask(registry);
+    const asked = await ask(registry);
     const quarter = 15 * 60_000;
-    expect(registry.extend(asked.requestId, quarter, 2 * quarter)?.expiresAt).toBe(
+    expect((await registry.extend(asked.requestId, quarter, 2 * quarter))?.expiresAt).toBe(
       asked.createdAt + TIMEOUT_MS + quarter,
     );
-    expect(registry.extend(asked.requestId, quarter, 2 * quarter)).toBeDefined();
-    expect(registry.extend(asked.requestId, quarter, 2 * quarter)).toBeUndefined();
-    const [restored] = registryOn(db(at)).restore();
+    expect(await registry.extend(asked.requestId, quarter, 2 * quarter)).toBeDefined();
+    expect(await registry.extend(asked.requestId, quarter, 2 * quarter)).toBeUndefined();
+    const [restored] = await registryOn(db(at)).restore();
     expect(restored?.expiresAt).toBe(asked.createdAt + TIMEOUT_MS + 2 * quarter);
     expect(restored?.extendedMs).toBe(2 * quarter);
   });
 
-  it("records superseded asks as such", () => {
+  it("records superseded asks as such", async () => {
     const d = db(file());
     const registry = registryOn(d);
-    const asked = ask(registry);
-    expect(registry.supersede("s1", "Session cancelled")).toBe(1);
-    expect(registry.state(asked.requestId)?.status).toBe("superseded");
+    const asked = await ask(registry);
+    expect(await registry.supersede("s1", "Session cancelled")).toBe(1);
+    expect((await registry.state(asked.requestId))?.status).toBe("superseded");
     expect(auditForSession(d, "s1")[0]?.outcome).toBe("superseded");
   });
 
-  it("keeps the audit rows of an older file as ask rows (one that had no outcome died with its process)", () => {
+  it("keeps the audit rows of an older file as ask rows (one that had no outcome died with its process)", async () => {
     const raw = new Database(":memory:");
     raw.exec(MIGRATIONS.slice(0, 4).join(";\n"));
     raw.pragma("user_version = 4");
@@ -179,13 +183,13 @@ describe("durable asks", () => {
       ["r1", "answered", 2],
       ["r2", "cancelled", 1],
     ]);
-    expect(new AskStore(raw).pending()).toEqual([]);
+    expect(await new AskStore(sqliteSql(raw)).pending()).toEqual([]);
     raw.close();
   });
 });
 
 describe("拒绝回答 kept in the rows (issue 25)", () => {
-  it("upgrades a file from before declines with its pending asks, and keeps `declinable` and a decline across a restart", () => {
+  it("upgrades a file from before declines with its pending asks, and keeps `declinable` and a decline across a restart", async () => {
     const raw = new Database(":memory:");
     // The migration that added declines (later ones, e.g. issue 30's usage columns, apply on top).
     const before = MIGRATIONS.findIndex((sql) => sql.includes("CREATE TABLE asks_next"));
@@ -198,13 +202,13 @@ describe("拒绝回答 kept in the rows (issue 25)", () => {
                       ${Date.now()}, ${Date.now() + TIMEOUT_MS})`);
     const waiting = { requestId: "r-old" };
     migrate(raw);
-    expect(new AskStore(raw).pending().map((row) => [row.requestId, row.declinable])).toEqual([
-      [waiting.requestId, false],
-    ]);
+    expect(
+      (await new AskStore(sqliteSql(raw)).pending()).map((row) => [row.requestId, row.declinable]),
+    ).toEqual([[waiting.requestId, false]]);
 
     const first = registryOn(raw);
-    first.restore();
-    const agents = first.register({
+    await first.restore();
+    const agents = await first.register({
       sessionId: "s2",
       runId: "task",
       answererId: "ou_a",
@@ -213,13 +217,13 @@ describe("拒绝回答 kept in the rows (issue 25)", () => {
     });
     // A restart: the ask comes back still declinable, and a decline lands as its own status.
     const second = registryOn(raw);
-    second.restore();
+    await second.restore();
     expect(second.get(agents.requestId)?.declinable).toBe(true);
     expect(second.get(waiting.requestId)?.declinable).toBeUndefined();
-    expect(second.decline("s2", agents.requestId, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(await second.decline("s2", agents.requestId, { surface: "feishu", userId: "ou_a" })).toEqual({
       ok: true,
     });
-    expect(second.state(agents.requestId)?.outcome).toEqual({
+    expect((await second.state(agents.requestId))?.outcome).toEqual({
       kind: "declined",
       surface: "feishu",
       userId: "ou_a",
@@ -239,7 +243,7 @@ describe("a database that refuses the write", () => {
 
   it("loses no answer: complete throws, the ask stays pending, and the next answer lands once", async () => {
     const db = openDatabase(":memory:");
-    const store = new AskStore(db);
+    const store = new AskStore(sqliteSql(db));
     const errors: string[] = [];
     const registry = new AskRegistry({
       timeoutMs: TIMEOUT_MS,
@@ -248,16 +252,18 @@ describe("a database that refuses the write", () => {
       onListenerError: (_error, event) => errors.push(event),
       store,
     });
-    const asked = ask(registry);
-    const settle = vi.spyOn(store, "settle").mockImplementationOnce(() => {
+    const asked = await ask(registry);
+    const settle = vi.spyOn(store, "settle").mockImplementationOnce(async () => {
       throw new Error("SQLITE_FULL: database or disk is full");
     });
-    expect(() =>
+    await expect(
       registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" }),
-    ).toThrow("SQLITE_FULL");
+    ).rejects.toThrow("SQLITE_FULL");
     expect(registry.get(asked.requestId)).toBeDefined();
     const waiting = registry.waitForAnswer(asked.requestId);
-    expect(registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(
+      await registry.complete("s1", asked.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+    ).toEqual({
       ok: true,
     });
     await vi.runOnlyPendingTimersAsync();
@@ -268,7 +274,7 @@ describe("a database that refuses the write", () => {
 
   it("a timeout whose row cannot be written is tried again instead of crashing the timer", async () => {
     const db = openDatabase(":memory:");
-    const store = new AskStore(db);
+    const store = new AskStore(sqliteSql(db));
     const errors: string[] = [];
     const registry = new AskRegistry({
       timeoutMs: 1_000,
@@ -277,15 +283,15 @@ describe("a database that refuses the write", () => {
       onListenerError: (_error, event) => errors.push(event),
       store,
     });
-    const asked = ask(registry);
-    vi.spyOn(store, "settle").mockImplementationOnce(() => {
+    const asked = await ask(registry);
+    vi.spyOn(store, "settle").mockImplementationOnce(async () => {
       throw new Error("SQLITE_BUSY");
     });
-    vi.advanceTimersByTime(1_000);
+    await vi.advanceTimersByTimeAsync(1_000);
     expect(errors).toEqual(["timeout"]);
     expect(registry.get(asked.requestId)).toBeDefined();
-    vi.advanceTimersByTime(1_000);
-    expect(registry.state(asked.requestId)?.status).toBe("timeout");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await registry.state(asked.requestId))?.status).toBe("timeout");
     db.close();
   });
 });
@@ -317,7 +323,7 @@ describe("the dispatcher over durable asks", () => {
 
   it("does not ask a question whose row cannot be written, and tells the model why", async () => {
     const db = openDatabase(":memory:");
-    const store = new AskStore(db);
+    const store = new AskStore(sqliteSql(db));
     vi.spyOn(store, "insert").mockImplementation(() => {
       throw new Error("SQLITE_READONLY: attempt to write a readonly database");
     });
@@ -330,17 +336,17 @@ describe("the dispatcher over durable asks", () => {
 
   it("a resumed call waits on the ask it made before the restart instead of asking again", async () => {
     const db = openDatabase(":memory:");
-    const first = dispatcherOn(new AskStore(db));
+    const first = dispatcherOn(new AskStore(sqliteSql(db)));
     void first.dispatcher.dispatch("ask_user_questions", sampleAsk(), first.ctx);
-    const [asked] = first.registry.getPendingForSession(first.ctx.session.id);
-    const second = dispatcherOn(new AskStore(db));
-    second.registry.restore();
+    const asked = await until(() => first.registry.getPendingForSession(first.ctx.session.id)[0], "the ask");
+    const second = dispatcherOn(new AskStore(sqliteSql(db)));
+    await second.registry.restore();
     const waiting = second.dispatcher.dispatch("ask_user_questions", sampleAsk(), {
       ...second.ctx,
       resuming: true,
     });
     expect(second.registry.size).toBe(1);
-    second.registry.complete(asked!.sessionId, asked!.requestId, answers.slice(0, 1), {
+    await second.registry.complete(asked!.sessionId, asked!.requestId, answers.slice(0, 1), {
       surface: "feishu",
       userId: "ou_a",
     });

@@ -4,6 +4,7 @@ import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { AskStore } from "../src/store/asks.ts";
 import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { strings } from "../src/strings/index.ts";
 import {
   FAST_LONG_CONNECTION,
@@ -141,7 +142,10 @@ describe("the @-ping and the reminder across a restart", () => {
     });
     expect(second.core.registry.get(requestId)).toBeDefined();
     vi.advanceTimersByTime(5 * MIN);
-    await second.until(() => second.core.registry.state(requestId)?.status === "timeout", "the timeout");
+    await second.until(
+      async () => (await second.core.registry.state(requestId))?.status === "timeout",
+      "the timeout",
+    );
     const expired = strings.asks.goneLine(strings.asks.gone.timeout);
     await second.until(
       () => botTexts(second).length === 2 && botTexts(second).every((m) => m.text === expired),
@@ -166,16 +170,16 @@ describe("the @-ping and the reminder across a restart", () => {
       onListenerError: (error) => {
         throw error;
       },
-      store: new AskStore(db),
+      store: new AskStore(sqliteSql(db)),
     });
-    other.restore();
+    await other.restore();
     const answers = ask.questions.map((q) => ({
       question: q.question,
       selectedLabels: [q.options[0]?.label ?? ""],
       customInput: null,
     }));
     expect(
-      other.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
+      await other.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
     ).toEqual({ ok: true });
     db.close();
 

@@ -41,10 +41,10 @@ describe("AskRegistry", () => {
     vi.useRealTimers();
   });
 
-  it("shows a registered ask with its requestId, questions, metadata and expiry (seed 8.1 #1)", () => {
+  it("shows a registered ask with its requestId, questions, metadata and expiry (seed 8.1 #1)", async () => {
     const { registry, register } = setup();
-    const ask = register();
-    const [pending] = registry.getPendingForSession("s1");
+    const ask = await register();
+    const [pending] = await registry.getPendingForSession("s1");
     expect(pending).toMatchObject({
       requestId: ask.requestId,
       questions: sampleAsk().questions,
@@ -55,7 +55,7 @@ describe("AskRegistry", () => {
 
   it("keeps the ask visible while it waits, and the wait does not return (seed 8.1 #2)", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     let settled = false;
     void registry.waitForAnswer(ask.requestId).then(() => {
       settled = true;
@@ -67,9 +67,9 @@ describe("AskRegistry", () => {
 
   it("removes the ask on complete and hands the answers to the waiter (seed 8.1 #3)", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+    expect(await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
       { ok: true },
     );
     await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
@@ -79,9 +79,9 @@ describe("AskRegistry", () => {
 
   it("fails every ask of a session on failAllForSession (seed 8.1 #4)", async () => {
     const { registry, register } = setup();
-    const first = registry.waitForAnswer(register().requestId);
-    const second = registry.waitForAnswer(register().requestId);
-    expect(registry.failAllForSession("s1")).toBe(2);
+    const first = registry.waitForAnswer((await register()).requestId);
+    const second = registry.waitForAnswer((await register()).requestId);
+    expect(await registry.failAllForSession("s1")).toBe(2);
     await expect(first).resolves.toEqual({ kind: "cancelled", reason: "Session cancelled" });
     await expect(second).resolves.toEqual({ kind: "cancelled", reason: "Session cancelled" });
     expect(registry.getPendingForSession("s1")).toEqual([]);
@@ -89,19 +89,19 @@ describe("AskRegistry", () => {
 
   it("times out after ASK_TIMEOUT_MS counted from the ask, and removes the entry (seed 8.1 #5)", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     const wait = registry.waitForAnswer(ask.requestId);
     await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
     await expect(wait).resolves.toEqual({ kind: "timeout" });
     expect(registry.getPendingForSession("s1")).toEqual([]);
   });
 
-  it("lets exactly one of two surfaces completing at once win", () => {
+  it("lets exactly one of two surfaces completing at once win", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     const results = [
-      registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" }),
-      registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+      await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+      await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
     ];
     expect(results.filter((result) => result.ok)).toHaveLength(1);
     expect(results[0]).toEqual({ ok: true });
@@ -109,38 +109,38 @@ describe("AskRegistry", () => {
 
   it("refuses an answer from anyone but the ask's answerer, whatever the surface, and keeps it pending", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     const settled: string[] = [];
     registry.on("settled", ({ outcome }) => settled.push(outcome.kind));
     for (const surface of ["feishu", "websocket", "feishu-reply", "a-new-surface"])
-      expect(registry.complete("s1", ask.requestId, answers, { surface, userId: "ou_b" })).toEqual({
+      expect(await registry.complete("s1", ask.requestId, answers, { surface, userId: "ou_b" })).toEqual({
         ok: false,
         reason: "forbidden",
       });
-    expect(registry.decline("s1", ask.requestId, { surface: "feishu", userId: "ou_b" })).toEqual({
+    expect(await registry.decline("s1", ask.requestId, { surface: "feishu", userId: "ou_b" })).toEqual({
       ok: false,
       reason: "forbidden",
     });
     expect(registry.get(ask.requestId)).toBeDefined();
-    expect(registry.state(ask.requestId)?.status).toBe("pending");
+    expect((await registry.state(ask.requestId))?.status).toBe("pending");
     expect(settled).toEqual([]);
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+    expect(await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
       {
         ok: true,
       },
     );
     await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
     // Once settled, even a stranger hears only that it is gone: the ask is no longer anyone's to answer.
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_b" })).toEqual({
+    expect(await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_b" })).toEqual({
       ok: false,
       reason: "gone",
     });
   });
 
-  it("refuses an elicitation's response from anyone but its answerer", () => {
+  it("refuses an elicitation's response from anyone but its answerer", async () => {
     const { registry } = setup();
-    const ask = registry.register({
+    const ask = await registry.register({
       sessionId: "s1",
       runId: "run-s1",
       answererId: "ou_a",
@@ -148,28 +148,38 @@ describe("AskRegistry", () => {
       elicitation: { server: "docs", message: "Sign in", fields: [] },
     });
     expect(
-      registry.respond("s1", ask.requestId, { action: "decline" }, { surface: "feishu", userId: "ou_b" }),
+      await registry.respond(
+        "s1",
+        ask.requestId,
+        { action: "decline" },
+        { surface: "feishu", userId: "ou_b" },
+      ),
     ).toEqual({ ok: false, reason: "forbidden" });
     expect(registry.get(ask.requestId)).toBeDefined();
     expect(
-      registry.respond("s1", ask.requestId, { action: "decline" }, { surface: "feishu", userId: "ou_a" }),
+      await registry.respond(
+        "s1",
+        ask.requestId,
+        { action: "decline" },
+        { surface: "feishu", userId: "ou_a" },
+      ),
     ).toEqual({ ok: true });
     expect(registry.get(ask.requestId)).toBeUndefined();
   });
 
   it("returns false for a complete after the timeout", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+    expect(await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
       { ok: false, reason: "gone" },
     );
   });
 
-  it("refuses a complete that names another session", () => {
+  it("refuses a complete that names another session", async () => {
     const { registry, register } = setup();
-    const ask = register("s1");
-    expect(registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
+    const ask = await register("s1");
+    expect(await registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
       { ok: false, reason: "gone" },
     );
     expect(registry.get(ask.requestId)).toBeDefined();
@@ -177,11 +187,11 @@ describe("AskRegistry", () => {
 
   it("touches only its own session on failAllForSession", async () => {
     const { registry, register } = setup();
-    register("s1");
-    const other = register("s2");
-    registry.failAllForSession("s1");
+    await register("s1");
+    const other = await register("s2");
+    await registry.failAllForSession("s1");
     expect(registry.getPendingForSession("s2")).toEqual([other]);
-    expect(registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(await registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
       ok: true,
     });
   });
@@ -191,12 +201,12 @@ describe("AskRegistry", () => {
     const events: string[] = [];
     registry.on("registered", (ask) => events.push(`registered ${ask.requestId}`));
     registry.on("settled", ({ ask, outcome }) => events.push(`settled ${ask.requestId} ${outcome.kind}`));
-    const a = register();
-    const b = register();
-    const c = register("s2");
-    registry.complete("s1", a.requestId, answers, { surface: "feishu", userId: "ou_a" });
-    registry.complete("s1", a.requestId, answers, { surface: "feishu", userId: "ou_a" });
-    registry.failAllForSession("s1");
+    const a = await register();
+    const b = await register();
+    const c = await register("s2");
+    await registry.complete("s1", a.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    await registry.complete("s1", a.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    await registry.failAllForSession("s1");
     await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
     expect(events).toEqual([
       `registered ${a.requestId}`,
@@ -213,9 +223,9 @@ describe("AskRegistry", () => {
     registry.on("settled", () => {
       throw new Error("broken surface");
     });
-    const ask = register();
+    const ask = await register();
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
       ok: true,
     });
     await expect(wait).resolves.toMatchObject({ kind: "answered" });
@@ -226,8 +236,8 @@ describe("AskRegistry", () => {
     const { registry, register } = setup();
     const settled: string[] = [];
     registry.on("settled", ({ outcome }) => settled.push(outcome.kind));
-    const ask = register();
-    registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    const ask = await register();
+    await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" });
     await vi.advanceTimersByTimeAsync(TIMEOUT_MS * 2);
     expect(settled).toEqual(["answered"]);
     expect(vi.getTimerCount()).toBe(0);
@@ -235,10 +245,10 @@ describe("AskRegistry", () => {
 
   it("lets the answer's own work finish before the waiting tool call resumes", async () => {
     const { registry, register } = setup();
-    const ask = register();
+    const ask = await register();
     const order: string[] = [];
     const resumed = registry.waitForAnswer(ask.requestId).then(() => order.push("run resumed"));
-    registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" });
+    await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" });
     // What a callback does right after complete(): render and send its response, itself a chain of promises.
     await Promise.resolve()
       .then(() => order.push("response rendered"))
@@ -247,18 +257,18 @@ describe("AskRegistry", () => {
     expect(order).toEqual(["response rendered", "response sent", "run resumed"]);
   });
 
-  it("lists each session's pending asks in the order asked, and forgets settled ones", () => {
+  it("lists each session's pending asks in the order asked, and forgets settled ones", async () => {
     const { registry, register } = setup();
-    const a1 = register("s1");
+    const a1 = await register("s1");
     vi.advanceTimersByTime(10);
-    const b1 = register("s2");
+    const b1 = await register("s2");
     vi.advanceTimersByTime(10);
-    const a2 = register("s1");
+    const a2 = await register("s1");
     expect(registry.getPendingForSession("s1").map((a) => a.requestId)).toEqual([a1.requestId, a2.requestId]);
     expect(registry.getPendingForSession("s2").map((a) => a.requestId)).toEqual([b1.requestId]);
-    registry.cancel(a1.requestId, "gone");
+    await registry.cancel(a1.requestId, "gone");
     expect(registry.getPendingForSession("s1").map((a) => a.requestId)).toEqual([a2.requestId]);
-    expect(registry.failAllForSession("s1")).toBe(1);
+    expect(await registry.failAllForSession("s1")).toBe(1);
     expect(registry.getPendingForSession("s1")).toEqual([]);
     expect(registry.getPendingForSession("s2")).toHaveLength(1);
   });

@@ -114,7 +114,7 @@ describe("a click on a group's card", () => {
       formValue: { ask0_q0: "0", ask0_c0: "", ask1_q0: [], ask1_c0: "" },
     });
     expect(answer.toast?.type).toBe("warning"); // the second ask is still open, and named
-    expect(r.core.registry.state(first!)?.status).toBe("answered");
+    expect((await r.core.registry.state(first!))?.status).toBe("answered");
     // The clicker sees the answer's card, the first ask gone; Bob still sees both live until the PATCH.
     expect(requestIdsOn(answer.card!.data)).toEqual([second]);
     expect(r.cardOf(cardId, ALICE)).toEqual(answer.card?.data);

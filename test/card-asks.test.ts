@@ -249,7 +249,7 @@ describe("a submit that leaves a question unanswered", () => {
       type: "warning",
       content: "第 1 题「附加功能」：请至少选择一项或填写其他",
     });
-    expect(r.core.registry.state(first ?? "")?.status).toBe("answered");
+    expect((await r.core.registry.state(first ?? ""))?.status).toBe("answered");
     const left = partly.card?.data ?? card;
     expect(requestIdsOn(left)).toEqual([second]);
     expect(fieldsOf(left, "ask0").get("ask0_c0")).toMatchObject({ default_value: " " });
@@ -262,7 +262,7 @@ describe("a submit that leaves a question unanswered", () => {
       formValue: { ask0_q0: ["1"], ask0_c0: "RTL" },
     });
     expect(rest.toast?.content).toBe("已提交");
-    expect(r.core.registry.state(second ?? "")?.status).toBe("answered");
+    expect((await r.core.registry.state(second ?? ""))?.status).toBe("answered");
   });
 
   it("answers every stacked ask in one submit, and says where 其他 text replaced a single choice", async () => {
@@ -297,9 +297,7 @@ describe("a submit that leaves a question unanswered", () => {
       type: "success",
       content: "已提交：第 1 题按「其他」中填写的内容作答，所选项未采用",
     });
-    expect([first, second].map((id) => r.core.registry.state(id ?? "")?.status)).toEqual([
-      "answered",
-      "answered",
-    ]);
+    const states = await Promise.all([first, second].map((id) => r.core.registry.state(id ?? "")));
+    expect(states.map((state) => state?.status)).toEqual(["answered", "answered"]);
   });
 });

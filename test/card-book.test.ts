@@ -25,8 +25,9 @@ const run: RunView = {
 };
 
 let registry: AskRegistry;
-afterEach(() => {
-  for (const ask of registry.getPendingForSession(run.sessionId)) registry.cancel(ask.requestId, "done");
+afterEach(async () => {
+  for (const ask of registry.getPendingForSession(run.sessionId))
+    await registry.cancel(ask.requestId, "done");
 });
 
 function setup() {
@@ -72,10 +73,10 @@ describe("the card book", () => {
     expect(book.shape(card)).toEqual({ key: "completed||0", formOpen: false, final: true });
   });
 
-  it("shows the registry's pending questions as forms, and drops them once settled there", () => {
+  it("shows the registry's pending questions as forms, and drops them once settled there", async () => {
     const { book, card } = setup();
     expect(formsOn(book.render(card))).toEqual([]);
-    const ask = registry.register({
+    const ask = await registry.register({
       sessionId: run.sessionId,
       runId: run.id,
       answererId: "ou_a",
@@ -87,14 +88,14 @@ describe("the card book", () => {
       formOpen: true,
     });
     // Another run's question in the same session is not this card's.
-    registry.register({
+    await registry.register({
       sessionId: run.sessionId,
       runId: "run-2",
       answererId: "ou_a",
       questions: sampleAsk().questions,
     });
     expect(book.asksOf(card).map((a) => a.requestId)).toEqual([ask.requestId]);
-    registry.cancel(ask.requestId, "Session cancelled");
+    await registry.cancel(ask.requestId, "Session cancelled");
     expect(formsOn(book.render(card))).toEqual([]);
   });
 

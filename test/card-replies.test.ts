@@ -81,9 +81,12 @@ function textsReplyingTo(r: FakeChannelRig, messageId: string): string[] {
     .map((m) => String((JSON.parse(m.content) as { text?: unknown }).text));
 }
 
-/** How the ask ended: its answer and the surface, from the registry (the ask's row). */
-function settled(r: FakeChannelRig, requestId: string) {
-  const outcome = r.core.registry.state(requestId)?.outcome;
+/** How the ask ended, once it has: its answer and the surface, from the registry (the ask's row). */
+async function settled(r: FakeChannelRig, requestId: string) {
+  const outcome = await r.until(
+    async () => (await r.core.registry.state(requestId))?.outcome,
+    `ask ${requestId} to settle`,
+  );
   return outcome?.kind === "answered"
     ? { surface: outcome.surface, userId: outcome.userId, answers: outcome.answers }
     : outcome;
@@ -98,7 +101,7 @@ describe("answering a card's question by replying to the card", () => {
     const reply = r.message({ chatType: "p2p", senderOpenId: ALICE, text: "2", parentId: cardId });
     r.deliver(reply.data);
     r.deliver(reply.data); // Feishu redelivers what it thinks was not acknowledged
-    expect(settled(r, requestId)).toEqual({
+    expect(await settled(r, requestId)).toEqual({
       surface: "reply",
       userId: ALICE,
       answers: [{ question: TARGET.question, selectedLabels: ["prod"], customInput: null }],
@@ -120,7 +123,7 @@ describe("answering a card's question by replying to the card", () => {
     const r = await rig({ agent, tools: [] });
     const { cardId, requestId } = await asked(r);
     r.send({ chatType: "p2p", senderOpenId: ALICE, text: "PROD", parentId: cardId });
-    expect(settled(r, requestId)).toMatchObject({
+    expect(await settled(r, requestId)).toMatchObject({
       answers: [{ selectedLabels: ["prod"], customInput: null }],
     });
   });
@@ -130,7 +133,7 @@ describe("answering a card's question by replying to the card", () => {
     const r = await rig({ agent, tools: [] });
     const { cardId, requestId } = await asked(r);
     r.send({ chatType: "p2p", senderOpenId: ALICE, text: "先部署到香港节点", parentId: cardId });
-    expect(settled(r, requestId)).toMatchObject({
+    expect(await settled(r, requestId)).toMatchObject({
       answers: [{ selectedLabels: [], customInput: "先部署到香港节点" }],
     });
   });
@@ -144,7 +147,7 @@ describe("answering a card's question by replying to the card", () => {
     expect(textsReplyingTo(r, short)).toEqual(["第 2 题「附加功能」：请至少选择一项或填写其他"]);
     expect(r.core.registry.get(requestId)).toBeDefined();
     r.send({ chatType: "p2p", senderOpenId: ALICE, text: "1：2 2:暗色模式、3", parentId: cardId });
-    expect(settled(r, requestId)).toMatchObject({
+    expect(await settled(r, requestId)).toMatchObject({
       surface: "reply",
       answers: [
         { selectedLabels: ["Kubernetes"], customInput: null },
@@ -205,7 +208,7 @@ describe("answering a card's question by replying to the card", () => {
     const late = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "2", parentId: cardId });
     await r.idle();
     expect(textsReplyingTo(r, late)).toEqual(["问题已由 你 回答"]);
-    expect(settled(r, requestId)).toMatchObject({
+    expect(await settled(r, requestId)).toMatchObject({
       surface: "feishu",
       answers: [{ selectedLabels: ["staging"] }],
     });
@@ -220,7 +223,7 @@ describe("answering a card's question by replying to the card", () => {
     const late = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "prod", parentId: cardId });
     await r.idle();
     expect(textsReplyingTo(r, late)).toEqual(["问题已失效：已超时"]);
-    expect(r.core.registry.state(requestId)?.outcome).toEqual({ kind: "timeout" });
+    expect((await r.core.registry.state(requestId))?.outcome).toEqual({ kind: "timeout" });
     finish();
   });
 

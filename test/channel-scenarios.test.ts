@@ -211,7 +211,7 @@ describe("the channel's cards and forms, on fake time", () => {
       customInput: null,
     }));
     expect(
-      r.core.registry.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
+      await r.core.registry.complete(ask.sessionId, requestId, answers, { surface: "websocket", userId: ALICE }),
     ).toEqual({ ok: true });
     await r.until(() => formsOn(r.cardOf(cardId)).length === 0, "the form to leave the card");
     const late = await r.click({

@@ -304,7 +304,7 @@ describe("Dockerfile", () => {
 
     const logger = createLogger({ level: "silent" });
     const db = openDatabase(":memory:");
-    const core = createCore({
+    const core = await createCore({
       db,
       logger,
       agent: createDemoAgent(),

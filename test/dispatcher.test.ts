@@ -5,6 +5,7 @@ import { createLogger } from "../src/logger.ts";
 import { en } from "../src/strings/index.ts";
 import { sampleAsk } from "./fixtures.ts";
 import { fakeSurface, privateSession } from "./helpers/core.ts";
+import { until } from "./helpers/wait.ts";
 
 function setup(options: { reachable?: boolean; tools?: ToolImpl[] } = {}) {
   let id = 0;
@@ -46,10 +47,10 @@ describe("ToolDispatcher", () => {
   it("registers the ask for the run's sender and returns the answers as the tool result", async () => {
     const { dispatcher, registry, ctx } = setup();
     const pending = dispatcher.dispatch("ask_user_questions", JSON.stringify(sampleAsk()), ctx);
-    const [ask] = registry.getPendingForSession(ctx.session.id);
+    const ask = await until(() => registry.getPendingForSession(ctx.session.id)[0], "the ask");
     expect(ask).toMatchObject({ answererId: "ou_a", runId: "run1", metadata: { source: "test" } });
     const answers = [{ question: "q", selectedLabels: ["React"], customInput: null }];
-    registry.complete(ctx.session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" });
+    await registry.complete(ctx.session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" });
     const result = await pending;
     expect(JSON.parse(result.content)).toEqual({ answers });
     expect(result).toMatchObject({ isError: false, summary: "回答了 1 个问题" });

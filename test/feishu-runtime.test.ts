@@ -37,7 +37,7 @@ async function start() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-runtime-"));
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
   const logger = createLogger({ level: "silent" });
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: createDemoAgent(),

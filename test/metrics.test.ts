@@ -47,7 +47,7 @@ async function start() {
   if (config.mode !== "feishu") throw new Error("the test's config must be in feishu mode");
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
   const logger = createLogger({ level: process.env.DEBUG_LOG ? "debug" : "silent" });
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: createDemoAgent(),

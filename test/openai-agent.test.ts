@@ -42,9 +42,9 @@ function openaiAgent(model: ScriptedModel, options: Partial<OpenAIAgentOptions> 
   return { agent, tools: registry.list() };
 }
 
-function core(model: ScriptedModel, options: Partial<OpenAIAgentOptions> & { dbFile?: string } = {}) {
+async function core(model: ScriptedModel, options: Partial<OpenAIAgentOptions> & { dbFile?: string } = {}) {
   const { dbFile, ...agentOptions } = options;
-  const built = buildCore({ ...openaiAgent(model, agentOptions), ...(dbFile ? { dbFile } : {}) });
+  const built = await buildCore({ ...openaiAgent(model, agentOptions), ...(dbFile ? { dbFile } : {}) });
   closers.push(() => built.close());
   const session = built.runner.ensureSession(privateSession(ALICE));
   return { core: built, session };
@@ -174,7 +174,7 @@ describe("OpenAI agent", () => {
       { text: ["11:04"], usage: usage(200, 5, 100), model: "gpt-4o-2024-08-06" },
       { text: ["现在是 11:04。"], usage: usage(1300, 34, 1000), model: "gpt-4o-2024-08-06" },
     );
-    const { core: test, session } = core(model, { maxDelegateDepth: 1 });
+    const { core: test, session } = await core(model, { maxDelegateDepth: 1 });
     const run = await waitForRun(test, start(test, session.id, "几点了").id);
     expect((await model.request(1)).body.stream_options).toEqual({ include_usage: true });
     const expected = { inputTokens: 2500, outputTokens: 59, cachedTokens: 1100, model: "gpt-4o-2024-08-06" };
@@ -190,7 +190,7 @@ describe("OpenAI agent", () => {
       // No usage chunk at all: this request's tokens are unknown, so the run's output total is too.
       { text: ["现在是 11:04。"] },
     );
-    const { core: test, session } = core(model);
+    const { core: test, session } = await core(model);
     const run = await waitForRun(test, start(test, session.id, "几点了").id);
     // The server named its model `scripted` in every chunk; the sums are unknown, never a partial number.
     expect(run.usage).toEqual({ model: "scripted" });
@@ -206,7 +206,7 @@ describe("OpenAI agent", () => {
       { text: ["现在是 2025-01-02 11:04:05"] },
       { text: ["子代理说:现在是 11:04。"] },
     );
-    const { core: test, session } = core(model, { maxDelegateDepth: 1 });
+    const { core: test, session } = await core(model, { maxDelegateDepth: 1 });
     const run = await waitForRun(test, start(test, session.id, "几点了").id);
 
     expect(run).toMatchObject({ status: "completed", text: "子代理说:现在是 11:04。" });
@@ -244,13 +244,13 @@ describe("OpenAI agent", () => {
       { toolCalls: [{ id: "call_3", name: "ask_user_questions", arguments: sampleAsk() }] },
       { text: ["好的,用 React。"] },
     );
-    const { core: test, session } = core(model);
+    const { core: test, session } = await core(model);
     const run = start(test, session.id);
     const [ask] = await until(() => {
       const asks = test.registry.getPendingForSession(session.id);
       return asks.length > 0 && asks;
     }, "the model's question");
-    test.registry.complete(
+    await test.registry.complete(
       session.id,
       ask!.requestId,
       ask!.questions.map((q) => ({
@@ -280,7 +280,7 @@ describe("OpenAI agent", () => {
   it("aborts the in-flight request at once on cancel, and the run is cancelled", async () => {
     const model = await scriptedModel();
     model.script({ text: ["正在思考"], hang: true });
-    const { core: test, session } = core(model);
+    const { core: test, session } = await core(model);
     const run = start(test, session.id);
     await model.request(1);
     await eventually(() => expect(test.runner.activeRun(session.id)?.text).toBe("正在思考"));
@@ -299,7 +299,7 @@ describe("OpenAI agent", () => {
         toolCalls: [{ id: "call_ask", name: "ask_user_questions", arguments: sampleAsk() }],
       },
     );
-    const first = buildCore(openaiAgent(model));
+    const first = await buildCore(openaiAgent(model));
     const session = first.runner.ensureSession(privateSession(ALICE));
     const run = start(first, session.id, "帮我选框架");
     const [asked] = await until(() => {
@@ -309,7 +309,7 @@ describe("OpenAI agent", () => {
     await first.close(); // shutdown while the question waits: the ask stays pending, the turn beside history
 
     model.script({ text: ["继续完成了。"] });
-    const { core: second } = core(model, { dbFile: first.dbFile });
+    const { core: second } = await core(model, { dbFile: first.dbFile });
     // The waiting turn is not in history: a model is never sent a call without its result.
     expect(second.store.history(session.id).filter((m) => m.toolName === "ask_user_questions")).toEqual([]);
     expect(second.runner.recover().map((view) => view.id)).toEqual([run.id]);
@@ -318,7 +318,7 @@ describe("OpenAI agent", () => {
       { question: sampleAsk().questions[0]!.question, selectedLabels: ["React"], customInput: null },
     ];
     expect(
-      second.registry.complete(session.id, asked!.requestId, answers, {
+      await second.registry.complete(session.id, asked!.requestId, answers, {
         surface: "websocket",
         userId: ALICE,
       }),
@@ -341,7 +341,7 @@ describe("OpenAI agent", () => {
     expect(call?.tool_calls?.map((c) => c.function.name)).toEqual(["ask_user_questions"]);
     expect(result?.tool_call_id).toBe(call?.tool_calls?.[0]?.id);
     expect(JSON.parse(result?.content ?? "{}")).toEqual({ answers });
-    expect(second.registry.state(asked!.requestId)?.status).toBe("answered");
+    expect((await second.registry.state(asked!.requestId))?.status).toBe("answered");
   });
 
   it("sends the model its own tool-call ids after a restart, and makes OpenAI-shaped ones only when it gave none", async () => {
@@ -351,7 +351,7 @@ describe("OpenAI agent", () => {
       { toolCalls: [{ id: "", name: "current_time", arguments: {} }] },
       { toolCalls: [{ id: "call_ask_1", name: "ask_user_questions", arguments: sampleAsk() }] },
     );
-    const first = buildCore(openaiAgent(model));
+    const first = await buildCore(openaiAgent(model));
     const session = first.runner.ensureSession(privateSession(ALICE));
     const run = start(first, session.id, "帮我选框架");
     const [asked] = await until(() => {
@@ -361,13 +361,16 @@ describe("OpenAI agent", () => {
     await first.close();
 
     model.script({ text: ["好了。"] });
-    const { core: second } = core(model, { dbFile: first.dbFile });
+    const { core: second } = await core(model, { dbFile: first.dbFile });
     second.runner.recover();
     await vi.waitFor(() => expect(second.registry.get(asked!.requestId)).toBeDefined());
     const answers = [
       { question: sampleAsk().questions[0]!.question, selectedLabels: ["React"], customInput: null },
     ];
-    second.registry.complete(session.id, asked!.requestId, answers, { surface: "websocket", userId: ALICE });
+    await second.registry.complete(session.id, asked!.requestId, answers, {
+      surface: "websocket",
+      userId: ALICE,
+    });
     expect(await waitForRun(second, run.id)).toMatchObject({ status: "completed" });
 
     const before = (await model.request(2)).body.messages;
@@ -385,7 +388,7 @@ describe("OpenAI agent", () => {
   it("fails with an actionable reason on 401, without retrying", async () => {
     const model = await scriptedModel();
     model.script({ status: 401, body: { error: { message: "Incorrect API key", code: "invalid_api_key" } } });
-    const { core: test, session } = core(model);
+    const { core: test, session } = await core(model);
     const run = await waitForRun(test, start(test, session.id).id);
     expect(run).toMatchObject({ status: "failed", error: "模型服务返回 401：检查 OPENAI_API_KEY" });
     expect(model.requests).toHaveLength(1);
@@ -395,7 +398,7 @@ describe("OpenAI agent", () => {
     const model = await scriptedModel();
     const limited = { status: 429, headers: { "retry-after": "0" } };
     model.script(limited, { text: ["好了"] });
-    const { core: test, session } = core(model, { maxRetries: 2 });
+    const { core: test, session } = await core(model, { maxRetries: 2 });
     expect(await waitForRun(test, start(test, session.id).id)).toMatchObject({
       status: "completed",
       text: "好了",
@@ -414,7 +417,7 @@ describe("OpenAI agent", () => {
   it("gives up on a stream that goes silent, closing it, and says the service did not answer", async () => {
     const model = await scriptedModel();
     model.script({ text: ["开始"], hang: true }, { text: ["又开始"], hang: true });
-    const { core: test, session } = core(model, { maxRetries: 1, requestTimeoutMs: 300 });
+    const { core: test, session } = await core(model, { maxRetries: 1, requestTimeoutMs: 300 });
     const run = await waitForRun(test, start(test, session.id).id);
     expect(run.status).toBe("failed");
     expect(run.error).toContain("模型服务 1 秒内没有响应，重试 1 次后仍失败：检查 OPENAI_BASE_URL");
@@ -426,7 +429,7 @@ describe("OpenAI agent", () => {
     const model = await scriptedModel();
     const baseUrl = model.baseUrl;
     await model.close();
-    const { core: test, session } = core({ ...model, baseUrl }, { maxRetries: 1 });
+    const { core: test, session } = await core({ ...model, baseUrl }, { maxRetries: 1 });
     const run = await waitForRun(test, start(test, session.id).id);
     expect(run.status).toBe("failed");
     expect(run.error).toBe(`无法连接模型服务 ${baseUrl}（ECONNREFUSED）：检查 OPENAI_BASE_URL`);

@@ -124,7 +124,7 @@ beforeAll(async () => {
   if (config.mode !== "local") throw new Error("the README's routes are read in local mode");
   const logger = createLogger({ level: "silent" });
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: createDemoAgent(),

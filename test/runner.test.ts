@@ -14,9 +14,9 @@ afterEach(async () => {
   for (const core of cores.splice(0)) await core.close();
 });
 
-function demoCore(options: { surfaces?: ReturnType<typeof fakeSurface>[] } = {}) {
+async function demoCore(options: { surfaces?: ReturnType<typeof fakeSurface>[] } = {}) {
   const core = track(
-    buildCore({ agent: createDemoAgent(), tools: createDemoTools({ stepMs: 0 }), ...options }),
+    await buildCore({ agent: createDemoAgent(), tools: createDemoTools({ stepMs: 0 }), ...options }),
   );
   const session = core.runner.ensureSession(privateSession());
   return { core, session };
@@ -37,7 +37,7 @@ function nextAsks(core: TestCore, sessionId: string, count: number) {
 describe("SessionRunner", () => {
   it("queues messages that arrive while a run is busy and runs them in order afterwards", async () => {
     const gated = gatedAgent();
-    const core = track(buildCore({ agent: gated.agent }));
+    const core = track(await buildCore({ agent: gated.agent }));
     const session = core.runner.ensureSession(privateSession());
     const first = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "one" });
     const second = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "two" });
@@ -63,7 +63,7 @@ describe("SessionRunner", () => {
   });
 
   it("lets only the run's sender cancel; cancel aborts the run and fails its pending asks with Session cancelled", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     const started = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "hi" });
     await nextAsks(core, session.id, 1);
     expect(core.runner.cancel(session.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
@@ -81,7 +81,7 @@ describe("SessionRunner", () => {
   });
 
   it("fails a /fail run with a readable error and retries the same input for its sender only", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/fail please" });
     await core.runner.idle();
     const failed = core.runner.currentRun(session.id)!;
@@ -101,7 +101,7 @@ describe("SessionRunner", () => {
   });
 
   it("does not retry a completed run", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
     await core.runner.idle();
     expect(core.runner.retry(session.id, "ou_a")).toEqual({ ok: false, reason: "not_retryable" });
@@ -109,7 +109,7 @@ describe("SessionRunner", () => {
 
   it("moves a queued message to the front (插队) or withdraws it (取消排队), for its sender only", async () => {
     const gated = gatedAgent();
-    const core = track(buildCore({ agent: gated.agent }));
+    const core = track(await buildCore({ agent: gated.agent }));
     const session = core.runner.ensureSession(privateSession());
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "running" });
     const a = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "a" });
@@ -127,7 +127,7 @@ describe("SessionRunner", () => {
   });
 
   it("records steps, and tool calls with their results and summaries in history", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     const [ask] = await nextAsks(core, session.id, 1);
     expect(ask!.answererId).toBe("ou_a");
@@ -136,7 +136,7 @@ describe("SessionRunner", () => {
       { question: ask!.questions[1]!.question, selectedLabels: ["暗色模式", "导出 PDF"], customInput: null },
     ];
     expect(
-      core.registry.complete(session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" }),
+      await core.registry.complete(session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" }),
     ).toEqual({ ok: true });
     await core.runner.idle();
     const run = core.runner.currentRun(session.id)!;
@@ -160,12 +160,12 @@ describe("SessionRunner", () => {
   });
 
   it("puts two asks of one /parallel turn up at once; answering one keeps the other", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/parallel" });
     const asks = await nextAsks(core, session.id, 2);
     expect(asks.map((a) => a.questions.length)).toEqual([1, 1]);
     const [first, second] = asks;
-    core.registry.complete(
+    await core.registry.complete(
       session.id,
       first!.requestId,
       [{ question: first!.questions[0]!.question, selectedLabels: [], customInput: "Nomad" }],
@@ -174,7 +174,7 @@ describe("SessionRunner", () => {
     expect(core.registry.getPendingForSession(session.id).map((a) => a.requestId)).toEqual([
       second!.requestId,
     ]);
-    core.registry.complete(
+    await core.registry.complete(
       session.id,
       second!.requestId,
       [{ question: second!.questions[0]!.question, selectedLabels: ["多语言"], customInput: null }],
@@ -185,7 +185,7 @@ describe("SessionRunner", () => {
   });
 
   it("runs /long as 20 steps and /quick as one, without questions", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
     const updates: RunView[] = [];
@@ -199,12 +199,12 @@ describe("SessionRunner", () => {
   });
 
   it("words every demo step in Chinese, with a summary that adds to its title instead of repeating it", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     const updates: RunView[] = [];
     core.runner.on("run_updated", (run) => updates.push(run));
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     const [ask] = await nextAsks(core, session.id, 1);
-    core.registry.complete(
+    await core.registry.complete(
       session.id,
       ask!.requestId,
       [
@@ -233,7 +233,7 @@ describe("SessionRunner", () => {
   });
 
   it("answers at once with 当前通道无法向用户提问 when no surface can reach the sender", async () => {
-    const { core, session } = demoCore({ surfaces: [fakeSurface(false)] });
+    const { core, session } = await demoCore({ surfaces: [fakeSurface(false)] });
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     await core.runner.idle();
     const run = core.runner.currentRun(session.id)!;
@@ -248,7 +248,7 @@ describe("SessionRunner", () => {
 
   it("resumes a run a crash interrupted, showing it as recovering first, and still runs the queue once", async () => {
     const gated = gatedAgent();
-    const crashed = buildCore({ agent: gated.agent });
+    const crashed = await buildCore({ agent: gated.agent });
     const session = crashed.runner.ensureSession(privateSession());
     crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "long task" });
     crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "queued task" });
@@ -264,7 +264,7 @@ describe("SessionRunner", () => {
         return { text: `finished ${ctx.input}` };
       },
     };
-    const restarted = track(buildCore({ agent, dbFile: crashed.dbFile }));
+    const restarted = track(await buildCore({ agent, dbFile: crashed.dbFile }));
     restarted.runner.on("run_updated", (run) => statuses.push(`${run.input}:${run.status}`));
     const resumed = restarted.runner.recover();
     expect(resumed.map((run) => run.status)).toEqual(["recovering"]);
@@ -298,7 +298,7 @@ describe("SessionRunner", () => {
         return { text: "done" };
       },
     };
-    const core = track(buildCore({ agent, tools: createDemoTools({ stepMs: 0 }) }));
+    const core = track(await buildCore({ agent, tools: createDemoTools({ stepMs: 0 }) }));
     const session = core.runner.ensureSession(privateSession());
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     await core.runner.idle();
@@ -317,7 +317,7 @@ describe("SessionRunner", () => {
   });
 
   it("saves nothing of a turn a shutdown interrupts, so the resumed agent makes it again", async () => {
-    const { core, session } = demoCore();
+    const { core, session } = await demoCore();
     core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     await nextAsks(core, session.id, 1);
     await core.runner.stop();

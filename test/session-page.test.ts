@@ -78,7 +78,7 @@ async function startPageServer(
   const logger = createLogger({ level: "silent" });
   const secret = `page-secret-${path.basename(dir)}`;
   const agent = createScriptedAskAgent();
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent,

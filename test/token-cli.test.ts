@@ -54,7 +54,7 @@ async function startServer(dataDir: string): Promise<string> {
   const logger = createLogger({ level: "silent" });
   const authSecret = resolveAuthSecret(undefined, dataDir);
   const agent = createScriptedAskAgent();
-  const core = createCore({ db, logger, agent, tools: [], askTimeoutMs: 60_000, authSecret });
+  const core = await createCore({ db, logger, agent, tools: [], askTimeoutMs: 60_000, authSecret });
   const routes = [
     (app: Parameters<typeof mountSessionPages>[0]) =>
       mountSessionPages(app, { runs: core.runs, authSecret, now: Date.now, logger }),

@@ -27,7 +27,7 @@ async function start(env: Record<string, string>) {
   const config = loadConfig({ DATA_DIR: dataDir, FEISHU_TRANSPORT: "webhook", ...env });
   const logger = createLogger({ level: "silent" });
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: createDemoAgent(),

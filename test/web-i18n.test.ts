@@ -40,7 +40,7 @@ async function startPagesWithCore(locale: Locale): Promise<{ base: string; core:
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-web-i18n-"));
   const db = openDatabase(path.join(dir, "bot.sqlite"));
   const logger = createLogger({ level: "silent" });
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: createScriptedAskAgent(),

@@ -80,8 +80,8 @@ export function mountAgentHttpApi(
       await tasks.wait(agentOf(req), String(req.params.id), { waitMs: wait * 1000, signal: gone(res) }),
     );
   });
-  router.delete("/asks/:id", (req, res) => {
-    res.json(tasks.cancelQuestion(agentOf(req), String(req.params.id)));
+  router.delete("/asks/:id", async (req, res) => {
+    res.json(await tasks.cancelQuestion(agentOf(req), String(req.params.id)));
   });
   router.use((error: unknown, _req: Request, res: Response, next: NextFunction) =>
     bodyErrors(error, res, next),

@@ -88,9 +88,9 @@ export class AskLedger {
    * process that held it (before durable asks): its form is gone from the card, so it ends as cancelled
    * rather than pending for ever. An ask with a row is never marked lost: the row says how it ended.
    */
-  markLost(askId: string): void {
+  async markLost(askId: string): Promise<void> {
     const entry = this.#asks.get(askId);
-    if (!entry || entry.outcome || this.#registry.state(askId)) return;
+    if (!entry || entry.outcome || (await this.#registry.state(askId))) return;
     entry.outcome = { kind: "cancelled", reason: "the bot restarted while the question was open" };
     entry.settledAt = this.#now();
     this.#store?.settleAsk(askId, entry.outcome, entry.settledAt);
@@ -112,13 +112,13 @@ export class AskLedger {
   }
 
   /** How the ask ended, or undefined while it is pending: the durable row first, then what was seen here. */
-  settledOutcome(askId: string): AskOutcome | undefined {
-    return this.#registry.state(askId)?.outcome ?? this.#asks.get(askId)?.outcome;
+  async settledOutcome(askId: string): Promise<AskOutcome | undefined> {
+    return (await this.#registry.state(askId))?.outcome ?? this.#asks.get(askId)?.outcome;
   }
 
   /** The tool result for an ask as it is now. */
-  result(askId: string): AskResult {
-    const outcome = this.settledOutcome(askId);
+  async result(askId: string): Promise<AskResult> {
+    const outcome = await this.settledOutcome(askId);
     if (!outcome) return { status: "pending", ask_id: askId, hint: pendingHint(askId) };
     if (outcome.kind === "answered")
       return {

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { PendingAsk } from "../asks/pending.ts";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { Step } from "../domain/types.ts";
 import { AppError } from "../errors.ts";
@@ -19,6 +20,7 @@ import { AgentTaskFeed } from "./sessions.ts";
 import type { AgentStore } from "./store.ts";
 import { type AgentTask, ownedBy, TaskBook } from "./task-book.ts";
 import type { AgentPrincipal } from "./token.ts";
+import { AskTwins } from "./twins.ts";
 import { type WaitOptions, waitForSettle } from "./wait.ts";
 import { type WaitHold, type WaitLimits, WaitSlots } from "./wait-slots.ts";
 
@@ -68,6 +70,7 @@ export class AgentTasks {
   readonly #guard: AgentGuard;
   readonly ledger: AskLedger;
   readonly waits: WaitSlots;
+  readonly #twins: AskTwins;
   /** The tasks as the run feed's sessions (sessions.ts): what the hub and the session pages read. */
   readonly feed: AgentTaskFeed;
 
@@ -91,6 +94,7 @@ export class AgentTasks {
       now: options.now,
       ...(options.store ? { store: options.store } : {}),
     });
+    this.#twins = new AskTwins(options.registry, this.#book, this.ledger);
     options.registry.on("settled", ({ ask, outcome }) => this.#endImplicit(ask.runId, outcome.kind));
   }
 
@@ -143,13 +147,13 @@ export class AgentTasks {
   }
 
   /** Registers the question on the card (after every check) and returns its ask id; `wait` gets the answer. */
-  ask(who: AgentPrincipal, input: AskUserQuestionsInput): string {
+  async ask(who: AgentPrincipal, input: AskUserQuestionsInput): Promise<string> {
     const parsed = parsedAsk(input);
     const existing = input.task_id !== undefined ? this.#running(who, input.task_id) : undefined;
     const { to, answerer } = askTarget(input, existing && { id: existing.run.id, to: existing.to });
     const { questions } = parsed;
-    const twinKey = JSON.stringify([who.agent, existing?.run.id ?? `to:${to}`, answerer, questions]);
-    const twin = this.#twin(who, existing, to, answerer, questions) ?? this.ledger.undeliveredTwin(twinKey);
+    const twinKey = AskTwins.key(who, existing, to, answerer, questions);
+    const twin = await this.#twins.find(who, existing, to, answerer, questions);
     if (twin !== undefined) {
       this.#guard.mayReach(who, to);
       this.#o.logger?.info({ agent: who.agent, askId: twin }, "agent asked again: joined the open question");
@@ -172,21 +176,26 @@ export class AgentTasks {
     // The form goes on the card as the card is now: with the steps held back (#soon) on it.
     if (!fresh && this.#book.held(task.run.id)) this.#book.update(task, {});
     const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
-    let ask: ReturnType<AskRegistry["register"]>;
+    let ask: PendingAsk;
+    const registered = this.#o.registry.register({
+      sessionId: task.run.sessionId,
+      runId: task.run.id,
+      answererId: answerer,
+      questions,
+      ...(parsed.metadata ? { metadata: parsed.metadata } : {}),
+      surfaces: ["feishu"],
+      ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      timeoutMs,
+      // The agent reads a 拒绝回答 as status "declined" (ledger.ts): the person may say no.
+      declinable: true,
+    });
+    const recorded = this.#twins.asking(twinKey);
     try {
-      ask = this.#o.registry.register({
-        sessionId: task.run.sessionId,
-        runId: task.run.id,
-        answererId: answerer,
-        questions,
-        ...(parsed.metadata ? { metadata: parsed.metadata } : {}),
-        surfaces: ["feishu"],
-        ...(input.reason !== undefined ? { reason: input.reason } : {}),
-        timeoutMs,
-        // The agent reads a 拒绝回答 as status "declined" (ledger.ts): the person may say no.
-        declinable: true,
-      });
+      ask = await registered;
+      // A twin waiting on this resumes only after this turn, by when the ask is in the ledger.
+      recorded(ask.requestId);
     } catch (error) {
+      recorded(undefined);
       if (!fresh && previousSender !== answerer) this.#book.update(task, { senderId: previousSender });
       throw error;
     }
@@ -222,7 +231,7 @@ export class AgentTasks {
   ): Promise<AskResult> {
     const hold = this.waits.hold(who.agent, options.waitMs);
     try {
-      return await this.wait(who, this.ask(who, input), options, hold);
+      return await this.wait(who, await this.ask(who, input), options, hold);
     } finally {
       hold.release();
     }
@@ -234,8 +243,9 @@ export class AgentTasks {
    */
   async wait(who: AgentPrincipal, askId: string, options: WaitOptions, held?: WaitHold): Promise<AskResult> {
     const entry = this.#ask(who, askId);
-    if (!this.ledger.settledOutcome(askId) && !this.#o.registry.state(askId)) this.ledger.markLost(askId);
-    if (!this.ledger.settledOutcome(askId)) {
+    if (!(await this.ledger.settledOutcome(askId)) && !(await this.#o.registry.state(askId)))
+      await this.ledger.markLost(askId);
+    if (!(await this.ledger.settledOutcome(askId))) {
       const hold = held ?? this.waits.hold(who.agent, options.waitMs);
       const name = this.#o.nameOf?.(entry.answererId) ?? entry.answererId;
       try {
@@ -254,9 +264,9 @@ export class AgentTasks {
     return this.ledger.result(askId);
   }
 
-  cancelQuestion(who: AgentPrincipal, askId: string): AskResult {
+  async cancelQuestion(who: AgentPrincipal, askId: string): Promise<AskResult> {
     this.#ask(who, askId);
-    this.#o.registry.cancel(askId, `cancelled by ${who.agent}`);
+    await this.#o.registry.cancel(askId, `cancelled by ${who.agent}`);
     return this.ledger.result(askId);
   }
 
@@ -289,7 +299,7 @@ export class AgentTasks {
 
   #finish(task: AgentTask, status: "completed" | "failed" | "cancelled", text: string | undefined): void {
     for (const ask of this.#o.registry.getPendingForSession(task.run.sessionId))
-      if (ask.runId === task.run.id) this.#o.registry.cancel(ask.requestId, `task ${status}`);
+      if (ask.runId === task.run.id) void this.#o.registry.cancel(ask.requestId, `task ${status}`);
     this.#book.update(task, {
       status,
       endedAt: this.#o.now(),
@@ -304,27 +314,6 @@ export class AgentTasks {
     if (pending) return;
     const answered = outcome === "answered";
     this.#finish(task, "completed", answered ? strings.agents.answered : strings.agents.notAnswered);
-  }
-
-  /**
-   * The same questions from the same agent to the same answerer, still open, on the same task (or, without a
-   * task, on a question card for the same person): a client whose own timeout cut the first call asks again
-   * and must land on the form already shown, not stack a second one (issue 31).
-   */
-  #twin(
-    who: AgentPrincipal,
-    existing: AgentTask | undefined,
-    to: string,
-    answerer: string,
-    questions: unknown,
-  ): string | undefined {
-    const same = JSON.stringify(questions);
-    for (const ask of this.#o.registry.getPendingForSession(`agent:${who.agent}:${to}`)) {
-      const scoped = existing ? ask.runId === existing.run.id : this.#book.get(ask.runId)?.implicit === true;
-      if (!scoped || ask.answererId !== answerer || !this.ledger.get(who, ask.requestId)) continue;
-      if (JSON.stringify(ask.questions) === same) return ask.requestId;
-    }
-    return undefined;
   }
 
   #owned(who: AgentPrincipal, taskId: string): AgentTask {

@@ -30,19 +30,20 @@ export type ExtendOutcome =
   | { ok: false; reason: "none" | "forbidden" | "limit" };
 
 /** 延长: the answerer moves every pending deadline of the run, each within its bound. */
-export function extendRunAsks(
+export async function extendRunAsks(
   registry: Pick<AskRegistry, "getPendingForSession" | "extend">,
   run: { sessionId: string; runId: string },
   userId: string,
   times: ExtendTimes,
-): ExtendOutcome {
+): Promise<ExtendOutcome> {
   const ofRun = () => registry.getPendingForSession(run.sessionId).filter((ask) => ask.runId === run.runId);
   const asks = ofRun();
   if (asks.length === 0) return { ok: false, reason: "none" };
   if (asks.some((ask) => ask.answererId !== userId)) return { ok: false, reason: "forbidden" };
-  const moved = asks.flatMap(
-    (ask) => registry.extend(ask.requestId, times.extendMs, times.extendMaxMs) ?? [],
+  const extended = await Promise.all(
+    asks.map((ask) => registry.extend(ask.requestId, times.extendMs, times.extendMaxMs)),
   );
+  const moved = extended.flatMap((ask) => ask ?? []);
   if (moved.length === 0) return { ok: false, reason: "limit" };
   const earliest = Math.min(...ofRun().map((ask) => ask.expiresAt));
   return { ok: true, moved, earliest };
@@ -57,11 +58,11 @@ export type DeclineOutcome =
  * 拒绝回答: the person asked settles the question without an answer. Only where the asker can read that
  * (`declinable`: an outside agent gets status "declined"); the bot's own runs have 取消任务 instead.
  */
-export function declineAsk(
+export async function declineAsk(
   registry: Pick<AskRegistry, "get" | "decline">,
   target: { sessionId: string; requestId: string },
   by: { surface: string; userId: string },
-): DeclineOutcome {
+): Promise<DeclineOutcome> {
   const ask = registry.get(target.requestId);
   if (!ask || ask.sessionId !== target.sessionId) return { ok: false, reason: "gone" };
   // Who first (the registry would refuse it too), then which: a stranger learns nothing of the ask.

@@ -1,21 +1,31 @@
-import { setImmediate as nextTurn } from "node:timers";
 import type { AskStore } from "../store/asks.ts";
 import { Emitter } from "../util/emitter.ts";
 import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
+import { type HeldAsk, HeldAsks } from "./held-asks.ts";
+import { AskLookups } from "./lookups.ts";
 import type { AnswerResult, AskOutcome, AskState, PendingAsk } from "./pending.ts";
-import { pendingFromRow, settleOf, stateFromRow } from "./rows.ts";
+import { outcomeOfRow, pendingFromRow, settleOf } from "./rows.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
 /**
- * Pending `ask_user_questions` calls. With a store (the service), every ask is a SQLite row from `register`
- * on and this registry is a cache of the pending rows plus the promises the waiting calls hold; without one
- * (unit tests) it is memory only. Every way out — answer, timeout, cancel, supersede — is a compare-and-set
- * on the row, so the first answer wins across surfaces and processes and `complete` is true only for it.
- * On start the pending rows come back with their request ids and deadlines (`restore`).
+ * Pending `ask_user_questions` calls. With a store (the service), every ask is a row from `register` on (SQLite
+ * or Postgres: store/sql.ts) and this registry is a cache of the pending rows plus the promises the waiting
+ * calls hold; without one (unit tests) it is memory only. Every way out — answer, timeout, cancel, supersede —
+ * is a compare-and-set on the row, so the first answer wins across surfaces, processes and instances, and
+ * `complete` is true only for it. On start the pending rows come back with their request ids and deadlines
+ * (`restore`).
+ *
+ * A person's answer (`complete`, `respond`, `decline`) is decided by the row, so it resolves once the row is
+ * written. An ask this registry does not hold (another instance's) is answered from its row alone; the
+ * instance that waits on it learns of it by `reconcile` (a wake-up or a poll re-reads the row). The settles the
+ * bot makes itself (timeout, cancel, supersede) never reject: a write the database refuses leaves the ask
+ * pending and is tried again, so a refused disk or an unreachable Postgres cannot lose one.
  */
 
 /** How soon a timeout whose row could not be written is tried again. */
 const RETRY_MS = 1_000;
+
+const GONE: AnswerResult = { ok: false, reason: "gone" };
 
 export interface AskRegistryEvents extends Record<string, unknown> {
   registered: PendingAsk;
@@ -32,22 +42,16 @@ export interface AskRegistryDeps {
   store?: AskStore;
 }
 
-interface Entry {
-  ask: PendingAsk;
-  promise: Promise<AskOutcome>;
-  resolve: (outcome: AskOutcome) => void;
-  timer: ReturnType<typeof setTimeout>;
-}
-
 export class AskRegistry {
-  readonly #entries = new Map<string, Entry>();
-  /** Request ids of the pending asks of each session, in the order they were asked. */
-  readonly #bySession = new Map<string, Set<string>>();
+  readonly #held: HeldAsks;
+  readonly #lookups: AskLookups;
   readonly #events: Emitter<AskRegistryEvents>;
   readonly #deps: AskRegistryDeps;
 
   constructor(deps: AskRegistryDeps) {
     this.#deps = deps;
+    this.#held = new HeldAsks(deps.now, (id) => void this.#settleRetrying(id, { kind: "timeout" }));
+    this.#lookups = new AskLookups(this.#held, deps.store);
     this.#events = new Emitter<AskRegistryEvents>((error, event) =>
       deps.onListenerError(error, String(event)),
     );
@@ -60,7 +64,7 @@ export class AskRegistry {
     return this.#events.on(event, listener);
   }
 
-  register(input: {
+  async register(input: {
     sessionId: string;
     runId: string;
     answererId: string;
@@ -72,7 +76,7 @@ export class AskRegistry {
     toolCallId?: string;
     elicitation?: ElicitationAsk;
     declinable?: boolean;
-  }): PendingAsk {
+  }): Promise<PendingAsk> {
     const createdAt = this.#deps.now();
     const ask: PendingAsk = {
       requestId: this.#deps.newId(),
@@ -91,8 +95,8 @@ export class AskRegistry {
       extendedMs: 0,
     };
     // The row first: an ask that could not be written is not asked (the caller gets the error).
-    if (!ask.elicitation) this.#deps.store?.insert(ask);
-    this.#track(ask);
+    if (!ask.elicitation) await this.#deps.store?.insert(ask);
+    this.#held.track(ask);
     this.#events.emit("registered", ask);
     return ask;
   }
@@ -102,23 +106,23 @@ export class AskRegistry {
    * while the process was down times out now). Returns the asks restored. No `registered` event: nothing
    * new was asked; surfaces read `getPendingForSession` as they come up.
    */
-  restore(): PendingAsk[] {
+  async restore(): Promise<PendingAsk[]> {
     const restored: PendingAsk[] = [];
-    for (const row of this.#deps.store?.pending() ?? []) {
-      if (this.#entries.has(row.requestId)) continue;
+    for (const row of (await this.#deps.store?.pending()) ?? []) {
+      if (this.#held.has(row.requestId)) continue;
       const ask = pendingFromRow(row);
-      this.#track(ask);
+      this.#held.track(ask);
       restored.push(ask);
     }
     return restored;
   }
 
   /** Resolves when the ask settles, however it settles; an ask settled earlier (or before a restart) at once. */
-  waitForAnswer(requestId: string): Promise<AskOutcome> {
-    const entry = this.#entries.get(requestId);
+  async waitForAnswer(requestId: string): Promise<AskOutcome> {
+    const entry = this.#held.get(requestId);
     if (entry) return entry.promise;
-    const settled = this.state(requestId)?.outcome;
-    return Promise.resolve(settled ?? { kind: "cancelled", reason: "Unknown request" });
+    const settled = (await this.state(requestId))?.outcome;
+    return settled ?? { kind: "cancelled", reason: "Unknown request" };
   }
 
   /**
@@ -132,7 +136,7 @@ export class AskRegistry {
     requestId: string,
     answers: AskAnswer[],
     by: { surface: string; userId: string },
-  ): AnswerResult {
+  ): Promise<AnswerResult> {
     return this.#byAnswerer(sessionId, requestId, by, false, {
       kind: "answered",
       answers,
@@ -147,7 +151,7 @@ export class AskRegistry {
     requestId: string,
     response: ElicitResponse,
     by: { surface: string; userId: string },
-  ): AnswerResult {
+  ): Promise<AnswerResult> {
     return this.#byAnswerer(sessionId, requestId, by, true, {
       kind: "answered",
       answers: [],
@@ -157,7 +161,11 @@ export class AskRegistry {
   }
 
   /** 拒绝回答 (person-actions.ts checks which asks may be declined): as with `complete`. */
-  decline(sessionId: string, requestId: string, by: { surface: string; userId: string }): AnswerResult {
+  decline(
+    sessionId: string,
+    requestId: string,
+    by: { surface: string; userId: string },
+  ): Promise<AnswerResult> {
     return this.#byAnswerer(sessionId, requestId, by, false, {
       kind: "declined",
       surface: by.surface,
@@ -165,159 +173,178 @@ export class AskRegistry {
     });
   }
 
-  /** The one rule of a person's settle: the pending ask of that session (an elicitation's, for `respond`), by its answerer. */
-  #byAnswerer(
+  /**
+   * The one rule of a person's settle: the pending ask of that session (an elicitation's, for `respond`), by
+   * its answerer. An ask another instance holds is decided by its row the same way (elicitations live in
+   * their instance's memory only: none of ours is `gone`).
+   */
+  async #byAnswerer(
     sessionId: string,
     requestId: string,
     by: { userId: string },
     elicitationOnly: boolean,
     outcome: AskOutcome,
-  ): AnswerResult {
-    const ask = this.#entries.get(requestId)?.ask;
-    if (!ask || ask.sessionId !== sessionId || (elicitationOnly && !ask.elicitation))
+  ): Promise<AnswerResult> {
+    const ask = this.#held.get(requestId)?.ask;
+    if (!ask)
+      return elicitationOnly
+        ? { ok: false, reason: "gone" }
+        : this.#fromRow(sessionId, requestId, by, outcome);
+    if (ask.sessionId !== sessionId || (elicitationOnly && !ask.elicitation))
       return { ok: false, reason: "gone" };
     if (ask.answererId !== by.userId) return { ok: false, reason: "forbidden" };
-    return this.#settle(requestId, outcome) ? { ok: true } : { ok: false, reason: "gone" };
+    return (await this.#settle(requestId, outcome)) ? { ok: true } : { ok: false, reason: "gone" };
   }
 
-  /** Settles every pending ask of one session (and only that session). Returns how many it settled. */
-  failAllForSession(sessionId: string, reason = "Session cancelled"): number {
-    let count = 0;
-    for (const requestId of [...(this.#bySession.get(sessionId) ?? [])]) {
-      if (this.#settle(requestId, { kind: "cancelled", reason })) count += 1;
-    }
-    return count;
+  /** An answer to an ask this registry does not hold: the row's compare-and-set decides, nothing else. */
+  async #fromRow(
+    sessionId: string,
+    requestId: string,
+    by: { userId: string },
+    outcome: AskOutcome,
+  ): Promise<AnswerResult> {
+    const answerable = await this.#lookups.answerableRow(sessionId, requestId, by);
+    if (answerable !== "open" || !this.#deps.store) return answerable === "open" ? GONE : answerable;
+    // Held here meanwhile (restored, or reconciled): the ordinary way, one settled event.
+    if (this.#held.has(requestId)) return this.#byAnswerer(sessionId, requestId, by, false, outcome);
+    return (await this.#deps.store.settle(requestId, settleOf(outcome, this.#deps.now())))
+      ? { ok: true }
+      : GONE;
+  }
+
+  /**
+   * Re-reads an ask this registry holds (a wake-up said its row changed, or a poll): a row another instance
+   * settled settles it here with that outcome, without writing. True when it did.
+   */
+  async reconcile(requestId: string): Promise<boolean> {
+    const entry = this.#held.get(requestId);
+    if (!entry || entry.ask.elicitation || !this.#deps.store) return false;
+    const row = await this.#deps.store.get(requestId);
+    if (!row || row.status === "pending" || !this.#held.holds(entry)) return false;
+    this.#finish(entry, outcomeOfRow(row));
+    return true;
+  }
+
+  /** Settles every pending ask of one session (and only that session). Resolves to how many it settled. */
+  async failAllForSession(sessionId: string, reason = "Session cancelled"): Promise<number> {
+    const ids = this.#held.idsOf(sessionId);
+    const won = await Promise.all(ids.map((id) => this.#settleRetrying(id, { kind: "cancelled", reason })));
+    return won.filter(Boolean).length;
   }
 
   /** Settles one ask without an answer (e.g. its run ended while a sibling ask was pending). */
-  cancel(requestId: string, reason: string): boolean {
-    return this.#settle(requestId, { kind: "cancelled", reason });
+  cancel(requestId: string, reason: string): Promise<boolean> {
+    return this.#settleRetrying(requestId, { kind: "cancelled", reason });
   }
 
   /** A new message replaced the run (取消并处理新消息): its asks end as superseded. */
-  supersede(sessionId: string, reason: string): number {
-    let count = 0;
-    for (const requestId of [...(this.#bySession.get(sessionId) ?? [])]) {
-      if (this.#settle(requestId, { kind: "cancelled", reason, superseded: true })) count += 1;
-    }
-    return count;
+  async supersede(sessionId: string, reason: string): Promise<number> {
+    const ids = this.#held.idsOf(sessionId);
+    const outcome: AskOutcome = { kind: "cancelled", reason, superseded: true };
+    const won = await Promise.all(ids.map((id) => this.#settleRetrying(id, outcome)));
+    return won.filter(Boolean).length;
   }
 
   /**
    * 延长: moves a pending ask's deadline by `byMs`, unless the asks's extensions would pass `maxTotalMs`.
    * Returns the ask with its new deadline, or undefined when it is not pending or the bound is reached.
    */
-  extend(requestId: string, byMs: number, maxTotalMs: number): PendingAsk | undefined {
-    const entry = this.#entries.get(requestId);
-    if (!entry || entry.ask.extendedMs + byMs > maxTotalMs) return undefined;
+  async extend(requestId: string, byMs: number, maxTotalMs: number): Promise<PendingAsk | undefined> {
+    const entry = this.#held.get(requestId);
+    if (!entry || entry.settling || entry.ask.extendedMs + byMs > maxTotalMs) return undefined;
     const { store } = this.#deps;
-    if (store && !store.extend(requestId, byMs, maxTotalMs)) return undefined;
+    if (store && !(await store.extend(requestId, byMs, maxTotalMs))) return undefined;
+    if (!this.#held.holds(entry)) return undefined;
     entry.ask.expiresAt += byMs;
     entry.ask.extendedMs += byMs;
     clearTimeout(entry.timer);
-    entry.timer = this.#timer(entry.ask);
+    entry.timer = this.#held.timer(entry.ask);
     this.#events.emit("extended", entry.ask);
     return entry.ask;
   }
 
   get(requestId: string): PendingAsk | undefined {
-    return this.#entries.get(requestId)?.ask;
+    return this.#held.get(requestId)?.ask;
   }
 
   /** An ask by id, pending or settled (settled ones from the rows; memory-only registries forget them). */
-  state(requestId: string): AskState | undefined {
-    const entry = this.#entries.get(requestId);
-    if (entry) return { ask: entry.ask, status: "pending", outcome: undefined };
-    const row = this.#deps.store?.get(requestId);
-    return row ? stateFromRow(row) : undefined;
+  state(requestId: string): Promise<AskState | undefined> {
+    return this.#lookups.state(requestId);
   }
 
   /** The ask a tool call made, if it made one (a resumed turn's call finds its ask again). */
-  forToolCall(runId: string, toolCallId: string): AskState | undefined {
-    for (const entry of this.#entries.values()) {
-      if (entry.ask.runId === runId && entry.ask.toolCallId === toolCallId) {
-        return { ask: entry.ask, status: "pending", outcome: undefined };
-      }
-    }
-    const row = this.#deps.store?.byToolCall(runId, toolCallId);
-    return row ? stateFromRow(row) : undefined;
+  forToolCall(runId: string, toolCallId: string): Promise<AskState | undefined> {
+    return this.#lookups.forToolCall(runId, toolCallId);
   }
 
   /** The run's most recent ask, pending or settled (the card's one-line reason once an ask is gone). */
-  latestOfRun(runId: string): AskState | undefined {
-    const row = this.#deps.store?.latestOfRun(runId);
-    return row ? (this.state(row.requestId) ?? stateFromRow(row)) : undefined;
+  latestOfRun(runId: string): Promise<AskState | undefined> {
+    return this.#lookups.latestOfRun(runId);
   }
 
   getPendingForSession(sessionId: string): PendingAsk[] {
-    const asks: PendingAsk[] = [];
-    for (const requestId of this.#bySession.get(sessionId) ?? []) {
-      const entry = this.#entries.get(requestId);
-      if (entry) asks.push(entry.ask);
-    }
-    return asks.sort((a, b) => a.createdAt - b.createdAt);
+    return this.#held.pendingOf(sessionId);
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#held.size;
   }
 
-  #track(ask: PendingAsk): void {
-    let resolve!: (outcome: AskOutcome) => void;
-    const promise = new Promise<AskOutcome>((r) => {
-      resolve = r;
-    });
-    this.#entries.set(ask.requestId, { ask, promise, resolve, timer: this.#timer(ask) });
-    const ids = this.#bySession.get(ask.sessionId) ?? new Set<string>();
-    ids.add(ask.requestId);
-    this.#bySession.set(ask.sessionId, ids);
-  }
-
-  /** The deadline is absolute (from the moment of asking, resume seed D3): a restart does not restart it. */
-  #timer(ask: PendingAsk): ReturnType<typeof setTimeout> {
-    const delay = Math.max(0, ask.expiresAt - this.#deps.now());
-    const timer = setTimeout(() => this.#expire(ask.requestId), delay);
-    timer.unref?.();
-    return timer;
-  }
-
-  #expire(requestId: string): void {
-    try {
-      this.#settle(requestId, { kind: "timeout" });
-    } catch (error) {
-      // The row could not be written (a full disk, a locked file): the ask stays pending and its timeout
-      // is tried again shortly, rather than the process dying on a timer.
-      this.#deps.onListenerError(error, "timeout");
-      const entry = this.#entries.get(requestId);
-      if (!entry) return;
-      entry.timer = setTimeout(() => this.#expire(requestId), RETRY_MS);
-      entry.timer.unref?.();
+  /**
+   * A settle the bot makes itself. The row could not be written (a full disk, a locked file, Postgres away):
+   * the ask stays pending and the settle is tried again shortly, rather than rejecting into a caller that
+   * cannot wait (a timer, an abort listener). Resolves to whether this settle won, never rejects.
+   */
+  async #settleRetrying(requestId: string, outcome: AskOutcome): Promise<boolean> {
+    for (;;) {
+      try {
+        return await this.#settle(requestId, outcome);
+      } catch (error) {
+        this.#deps.onListenerError(error, outcome.kind);
+        if (!this.#held.has(requestId)) return false;
+        await new Promise<void>((resolve) => setTimeout(resolve, RETRY_MS).unref?.());
+      }
     }
   }
 
-  #settle(requestId: string, outcome: AskOutcome): boolean {
-    const entry = this.#entries.get(requestId);
+  async #settle(requestId: string, outcome: AskOutcome): Promise<boolean> {
+    const entry = this.#held.get(requestId);
     if (!entry) return false;
-    // The compare-and-set decides. A row another process settled first wins over this call: the waiting
-    // call gets that outcome, and this caller is told it lost. A write that throws leaves the ask pending.
-    const { store } = this.#deps;
-    let final = outcome;
-    let won = true;
-    if (store && !entry.ask.elicitation && !store.settle(requestId, settleOf(outcome, this.#deps.now()))) {
-      won = false;
-      const row = store.get(requestId);
-      final = (row && stateFromRow(row).outcome) ?? { kind: "cancelled", reason: "Unknown request" };
+    // One write at a time per ask: a second settle waits for the first, then finds the ask gone.
+    if (entry.settling) {
+      await entry.settling.catch(() => false);
+      return this.#settle(requestId, outcome);
     }
-    this.#entries.delete(requestId);
-    const ids = this.#bySession.get(entry.ask.sessionId);
-    ids?.delete(requestId);
-    if (ids?.size === 0) this.#bySession.delete(entry.ask.sessionId);
-    clearTimeout(entry.timer);
-    // Surfaces hear of the settle at once; the waiting tool call resumes on the event loop's next turn, so
-    // the answer's own response (a card callback, a WebSocket ack) and others already waiting go out before
-    // the run's next step takes the CPU. (node:timers, not the global: fake clocks in tests leave it alone.)
-    nextTurn(() => entry.resolve(final));
-    this.#events.emit("settled", { ask: entry.ask, outcome: final });
-    return won;
+    const { store } = this.#deps;
+    if (!store || entry.ask.elicitation) {
+      this.#finish(entry, outcome);
+      return true;
+    }
+    const written = this.#write(store, entry, outcome);
+    entry.settling = written;
+    try {
+      return await written;
+    } finally {
+      if (entry.settling === written) delete entry.settling;
+    }
+  }
+
+  /**
+   * The compare-and-set decides. A row another process or instance settled first wins over this call: the
+   * waiting call gets that outcome, and this caller is told it lost. A write that throws leaves the ask pending.
+   */
+  async #write(store: AskStore, entry: HeldAsk, outcome: AskOutcome): Promise<boolean> {
+    const requestId = entry.ask.requestId;
+    if (await store.settle(requestId, settleOf(outcome, this.#deps.now()))) {
+      this.#finish(entry, outcome);
+      return true;
+    }
+    this.#finish(entry, outcomeOfRow(await store.get(requestId)));
+    return false;
+  }
+
+  #finish(entry: HeldAsk, final: AskOutcome): void {
+    // Surfaces hear of the settle at once (the waiting call on the next turn: held-asks.ts).
+    if (this.#held.release(entry, final)) this.#events.emit("settled", { ask: entry.ask, outcome: final });
   }
 }

@@ -63,3 +63,8 @@ function outcomeOf(row: AskRow): AskOutcome | undefined {
       return { kind: "cancelled", reason: row.reason ?? "Session cancelled", superseded: true };
   }
 }
+
+/** How a settled row ended (a row that is missing or still pending: cancelled, as an unknown request). */
+export function outcomeOfRow(row: AskRow | undefined): AskOutcome {
+  return (row && stateFromRow(row).outcome) ?? { kind: "cancelled", reason: "Unknown request" };
+}

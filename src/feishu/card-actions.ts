@@ -100,14 +100,14 @@ async function route(
   }
 }
 
-function submitAnswer(
+async function submitAnswer(
   deps: CardActionDeps,
   value: AskSubmitValue,
   operator: string,
   formValue: unknown,
   name: string | undefined,
   active: ActiveCard | undefined,
-): CallbackResult {
+): Promise<CallbackResult> {
   const { registry } = deps;
   const ask = registry.get(value.requestId);
   if (!ask || ask.sessionId !== value.sessionId) {
@@ -136,7 +136,7 @@ function submitAnswer(
     const reason = inEveryLocale((s) => unansweredReason(s, ask.questions, mapped.questionIndex));
     return withCard(toast("warning", reason), active && deps.cards.render(active));
   }
-  const result = registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
+  const result = await registry.complete(ask.sessionId, ask.requestId, mapped.answers, {
     surface: "feishu",
     userId: operator,
   });
@@ -151,13 +151,13 @@ function submitAnswer(
 }
 
 /** 拒绝回答 on an outside agent's question: the rule is person-actions.ts's, shared with the session page. */
-function declineQuestion(
+async function declineQuestion(
   deps: CardActionDeps,
   ask: PendingAsk,
   operator: string,
   active: ActiveCard | undefined,
-): CallbackResult {
-  const result = declineAsk(deps.registry, ask, { surface: "feishu", userId: operator });
+): Promise<CallbackResult> {
+  const result = await declineAsk(deps.registry, ask, { surface: "feishu", userId: operator });
   if (!result.ok && result.reason === "forbidden") return onlyAnswerer(deps, ask.answererId);
   if (!result.ok && result.reason === "not_declinable") return toast("warning", strings.feishu.unknownAction);
   const text = result.ok ? strings.feishu.askDeclined : strings.feishu.askExpired;
@@ -183,13 +183,13 @@ function submittedText(replaced: readonly number[]): Localized {
  * completes is answered and the others keep what was typed (pre-filled), none of it lost. The toast names
  * the first question still open, if any.
  */
-function submitStack(
+async function submitStack(
   deps: CardActionDeps,
   stack: string,
   operator: string,
   formValue: unknown,
   active: ActiveCard | undefined,
-): CallbackResult {
+): Promise<CallbackResult> {
   const { registry } = deps;
   const held = readStack(stack).flatMap(({ askIndex, requestId }) => {
     const ask = registry.get(requestId);
@@ -210,7 +210,7 @@ function submitStack(
       continue;
     }
     const by = { surface: "feishu", userId: operator };
-    const result = registry.complete(ask.sessionId, ask.requestId, mapped.answers, by);
+    const result = await registry.complete(ask.sessionId, ask.requestId, mapped.answers, by);
     if (!result.ok && result.reason === "forbidden") return onlyAnswerer(deps, ask.answererId);
     if (result.ok) answered += 1;
     replaced.push(...otherWins(ask, formValue, formName));
@@ -222,7 +222,7 @@ function submitStack(
 }
 
 /** An MCP server's form (asks/elicitation.ts): 提交 checks the fields; 拒绝 / 取消 need nothing filled in. */
-function answerElicitation(
+async function answerElicitation(
   deps: CardActionDeps,
   ask: PendingAsk,
   elicitation: ElicitationAsk,
@@ -231,7 +231,7 @@ function answerElicitation(
   formValue: unknown,
   name: string | undefined,
   active: ActiveCard | undefined,
-): CallbackResult {
+): Promise<CallbackResult> {
   let response: ElicitResponse;
   if (value.act !== "submit") response = { action: value.act };
   else {
@@ -247,7 +247,7 @@ function answerElicitation(
     response =
       elicitation.url !== undefined ? { action: "accept" } : { action: "accept", content: mapped.content };
   }
-  const result = deps.registry.respond(ask.sessionId, ask.requestId, response, {
+  const result = await deps.registry.respond(ask.sessionId, ask.requestId, response, {
     surface: "feishu",
     userId: operator,
   });

@@ -51,14 +51,14 @@ function questionAsks(deps: CardReplyDeps, card: ActiveCard): PendingAsk[] {
  * anything: the caller records the message as seen first, so a redelivery settles nothing twice.
  */
 export function isAboutQuestion(deps: CardReplyDeps, card: ActiveCard): boolean {
-  if (questionAsks(deps, card).length > 0) return true;
-  return endedWhileRunning(deps, card) !== undefined;
+  // A running card without an open question may have had one that ended (answerByReply reads its row).
+  return questionAsks(deps, card).length > 0 || deps.book.runOf(card).status === "running";
 }
 
 /** The words for the run's last question, when it ended and the run goes on (a reply came too late). */
-function endedWhileRunning(deps: CardReplyDeps, card: ActiveCard): string | undefined {
+async function endedWhileRunning(deps: CardReplyDeps, card: ActiveCard): Promise<string | undefined> {
   if (deps.book.runOf(card).status !== "running") return undefined;
-  const latest = deps.registry.latestOfRun(card.runId);
+  const latest = await deps.registry.latestOfRun(card.runId);
   if (!latest?.outcome) return undefined;
   return endedText(latest.outcome, card.chatType === "group");
 }
@@ -69,16 +69,16 @@ function endedWhileRunning(deps: CardReplyDeps, card: ActiveCard): string | unde
  * `session` is where the reply itself was routed (topics.ts): a reply in a thread opened under the card is
  * another conversation than the card's.
  */
-export function answerByReply(
+export async function answerByReply(
   deps: CardReplyDeps,
   card: ActiveCard,
   message: Pick<InboundMessage, "senderOpenId" | "chatId">,
   session: Pick<SessionInfo, "topic">,
   text: string,
-): ReplyOutcome {
+): Promise<ReplyOutcome> {
   const ask = questionAsks(deps, card)[0];
   if (!ask) {
-    const ended = endedWhileRunning(deps, card);
+    const ended = await endedWhileRunning(deps, card);
     return ended === undefined ? { kind: "message" } : { kind: "refused", text: ended };
   }
   // Said before the reply is read; the registry's settle below refuses a wrong answerer all the same.
@@ -90,11 +90,11 @@ export function answerByReply(
   if (!parsed.ok)
     return { kind: "refused", text: unansweredReason(strings, ask.questions, parsed.questionIndex) };
   const by = { surface: REPLY_SURFACE, userId: message.senderOpenId };
-  const result = deps.registry.complete(ask.sessionId, ask.requestId, parsed.answers, by);
+  const result = await deps.registry.complete(ask.sessionId, ask.requestId, parsed.answers, by);
   if (result.ok) return { kind: "answered" };
   if (result.reason === "forbidden") return { kind: "refused", text: onlyAnswererText(deps, ask) };
   // Another surface answered first (or the deadline passed) between reading the ask and settling it.
-  const outcome = deps.registry.state(ask.requestId)?.outcome;
+  const outcome = (await deps.registry.state(ask.requestId))?.outcome;
   return {
     kind: "refused",
     text: outcome ? endedText(outcome, card.chatType === "group") : strings.feishu.askExpired,

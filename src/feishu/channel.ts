@@ -134,8 +134,9 @@ export class FeishuChannel implements AskSurface {
       registry.on("extended", (ask) => lifecycle.askExtended(ask)),
     );
     // In the same turn as the subscriptions, so no settle falls between: the pings sent before a restart
-    // point at their questions again, and those whose questions ended while the bot was down are edited.
-    this.#pings.recover();
+    // point at their questions again (pings.ts places every pointer before its first read), and those whose
+    // questions ended while the bot was down are edited.
+    this.#background.track(this.#pings.recover());
     this.#log.debug({ botOpenId: bot.openId, name: bot.name }, "feishu channel ready");
   }
 
@@ -249,15 +250,17 @@ export class FeishuChannel implements AskSurface {
     if (repliesTo && aboutQuestion) {
       // Recorded as seen before anything settles: a redelivered reply answers nothing twice.
       if (!markInbound()) return this.#redelivered(message);
-      const outcome = answerByReply(replyDeps, repliesTo, message, route.session, text);
-      if (outcome.kind === "refused") this.#background.track(replyText(outcome.text));
-      if (outcome.kind !== "message") {
-        this.#log.debug({ runId: repliesTo.runId, outcome: outcome.kind }, "reply to a card's question");
-        return;
-      }
-      if (!addressed) return;
-      // Nothing to answer after all: an ordinary message (its id is already recorded as seen).
-      return this.#accept(message, route, text, () => true);
+      const answering = answerByReply(replyDeps, repliesTo, message, route.session, text).then((outcome) => {
+        if (outcome.kind === "refused") this.#background.track(replyText(outcome.text));
+        if (outcome.kind !== "message") {
+          this.#log.debug({ runId: repliesTo.runId, outcome: outcome.kind }, "reply to a card's question");
+          return;
+        }
+        // Nothing to answer after all: an ordinary message (its id is already recorded as seen).
+        if (addressed) this.#accept(message, route, text, () => true);
+      });
+      this.#background.track(answering);
+      return;
     }
     this.#accept(message, route, text, markInbound);
   }

@@ -56,13 +56,13 @@ export function progressAction(
 }
 
 /** 延长 15 分钟: the answerer moves the run's pending deadlines, within ASK_EXTEND_MAX_MS in all (person-actions.ts). */
-function extendAsks(
+async function extendAsks(
   deps: CardActionDeps,
   value: ProgressValue,
   operator: string,
   active: ActiveCard | undefined,
-): CallbackResult {
-  const result = extendRunAsks(deps.registry, value, operator, deps.times);
+): Promise<CallbackResult> {
+  const result = await extendRunAsks(deps.registry, value, operator, deps.times);
   if (!result.ok) {
     if (result.reason === "none")
       return withCard(toast("info", strings.feishu.askExpired), active && deps.cards.render(active));

@@ -1,4 +1,5 @@
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
+import type { PendingAsk } from "../asks/pending.ts";
 import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_TOOL_NAME, parseAskInput } from "../asks/schema.ts";
 import { ASK_ERRORS, askInvalid, askRefused, askResult, toolFailed, toolResultOf } from "../asks/summary.ts";
@@ -96,7 +97,7 @@ export class ToolDispatcher implements ToolHost {
     );
     if (reachable.length === 0) return { action: "cancel" };
     const { registry } = this.#deps;
-    const ask = registry.register({
+    const ask = await registry.register({
       sessionId: ctx.session.id,
       runId: ctx.runId,
       answererId: ctx.senderId,
@@ -104,11 +105,14 @@ export class ToolDispatcher implements ToolHost {
       surfaces: reachable.map((surface) => surface.name),
       elicitation,
     });
-    const onAbort = () => registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
+    // The waiter first: an abort that came while the ask was written settles it at once below, and a
+    // memory-only registry forgets a settled ask.
+    const answer = registry.waitForAnswer(ask.requestId);
+    const onAbort = () => void registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     if (ctx.signal.aborted) onAbort();
     try {
-      const outcome = await registry.waitForAnswer(ask.requestId);
+      const outcome = await answer;
       return outcome.kind === "answered" && outcome.response ? outcome.response : { action: "cancel" };
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
@@ -122,7 +126,7 @@ export class ToolDispatcher implements ToolHost {
 
     const { registry } = this.#deps;
     if (ctx.resuming && ctx.toolCallId) {
-      const earlier = registry.forToolCall(ctx.runId, ctx.toolCallId);
+      const earlier = await registry.forToolCall(ctx.runId, ctx.toolCallId);
       if (earlier?.outcome) return askResult(earlier.outcome);
       if (earlier) return this.#wait(earlier.ask.requestId, ctx);
     }
@@ -130,9 +134,9 @@ export class ToolDispatcher implements ToolHost {
     const reachable = this.#surfaces.filter((surface) => safeCanReach(surface, target, this.#deps.logger));
     if (reachable.length === 0) return askRefused(strings.askUnavailable);
 
-    let ask: ReturnType<AskRegistry["register"]>;
+    let ask: PendingAsk;
     try {
-      ask = registry.register({
+      ask = await registry.register({
         sessionId: ctx.session.id,
         runId: ctx.runId,
         answererId: ctx.senderId,
@@ -161,12 +165,14 @@ export class ToolDispatcher implements ToolHost {
     });
     const onAbort = () => {
       if (isShutdown(ctx.signal)) stop(ctx.signal.reason);
-      else registry.cancel(requestId, ASK_ERRORS.cancelled);
+      else void registry.cancel(requestId, ASK_ERRORS.cancelled);
     };
+    // The waiter before the abort check, as in elicit.
+    const answer = registry.waitForAnswer(requestId);
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     if (ctx.signal.aborted) onAbort();
     try {
-      return askResult(await Promise.race([registry.waitForAnswer(requestId), stopped]));
+      return askResult(await Promise.race([answer, stopped]));
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
     }

@@ -28,7 +28,7 @@ export function cancelRun(deps: CommandDeps, sessionId: string, userId: string):
   if (!active) return { ok: false, reason: "not_running" };
   if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
   // Fail the asks first so the waiting tool call returns "Session cancelled", then abort the run.
-  deps.registry.failAllForSession(sessionId, ASK_ERRORS.cancelled);
+  void deps.registry.failAllForSession(sessionId, ASK_ERRORS.cancelled);
   active.controller.abort(new CancelledError());
   return { ok: true };
 }
@@ -41,7 +41,7 @@ export function cancelRun(deps: CommandDeps, sessionId: string, userId: string):
 export function abandonRun(deps: CommandDeps, runId: string, reason: string): ActionResult {
   const active = [...deps.live.active.values()].find((candidate) => candidate.run.id === runId);
   if (!active) return { ok: false, reason: "not_running" };
-  deps.registry.failAllForSession(active.run.sessionId, reason);
+  void deps.registry.failAllForSession(active.run.sessionId, reason);
   active.controller.abort(new AbandonedError(reason));
   return { ok: true };
 }
@@ -55,7 +55,7 @@ export function replaceRun(deps: CommandDeps, sessionId: string, userId: string)
   if (!active) return { ok: false, reason: "not_running" };
   if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
   if (deps.store.queued(sessionId).length === 0) return { ok: false, reason: "not_found" };
-  deps.registry.supersede(sessionId, ASK_ERRORS.cancelled);
+  void deps.registry.supersede(sessionId, ASK_ERRORS.cancelled);
   active.controller.abort(new CancelledError());
   return { ok: true };
 }

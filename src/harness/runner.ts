@@ -295,12 +295,11 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     }
     endSteps(run);
     // An ask can only outlive its run if the agent stopped waiting for it; nobody would read the answer.
-    // The clean-up must not stop the run from ending (its card at 失败, the queue drained): retried if refused.
-    const asks = registry.getPendingForSession(session.id).map((ask) => ask.requestId);
-    this.#writes.write(`cleanup:${run.id}`, "run clean-up", () => {
-      this.#deps.turns?.dropRun(run.id);
-      for (const requestId of asks) registry.cancel(requestId, ASK_ERRORS.cancelled);
-    });
+    // The clean-up must not stop the run from ending (its card at 失败, the queue drained): retried if refused
+    // (the registry retries its own settles).
+    for (const ask of registry.getPendingForSession(session.id))
+      void registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
+    this.#writes.write(`cleanup:${run.id}`, "run clean-up", () => this.#deps.turns?.dropRun(run.id));
     run.endedAt = this.#deps.now();
     this.live.active.delete(session.id);
     this.#touch(run);

@@ -1,14 +1,15 @@
 import { z } from "zod";
 import { type AskAnswer, type AskQuestion, answerSchema, questionSchema } from "../asks/schema.ts";
-import type { Db } from "./db.ts";
+import { type AskStatusColumn, insertionOrder, run, type StoreSql } from "./sql.ts";
 
 /**
- * The ask rows (issue 16). Every status change is a compare-and-set on `status = 'pending'`, so whichever
- * surface or process writes first wins and every later writer learns it lost (`changes === 0`).
+ * The ask rows (issue 16), on either dialect (sql.ts; issue 27: any instance may settle any ask from its row).
+ * Every status change is a compare-and-set on `status = 'pending'`, so whichever surface, process or instance
+ * writes first wins and every later writer learns it lost (no row updated).
  * Rows are parsed back with zod: a row edited by hand is an error with a message.
  */
 
-export type AskStatus = "pending" | "answered" | "timeout" | "cancelled" | "superseded" | "declined";
+export type AskStatus = AskStatusColumn;
 
 export interface AskRow {
   requestId: string;
@@ -68,99 +69,142 @@ const answersSchema = z.array(answerSchema);
 const metadataSchema = z.record(z.string(), z.unknown());
 const surfacesSchema = z.array(z.string());
 
-function prepare(db: Db) {
-  return {
-    insert: db.prepare(
-      `INSERT INTO asks (request_id, session_id, run_id, tool_call_id, answerer_id, questions, question_count,
-                         metadata, surfaces, created_at, expires_at, declinable)
-       VALUES (@requestId, @sessionId, @runId, @toolCallId, @answererId, @questions, @questionCount,
-               @metadata, @surfaces, @createdAt, @expiresAt, @declinable)`,
-    ),
-    settle: db.prepare(
-      `UPDATE asks SET status = @status, answer = @answer, reason = @reason, answered_via = @via,
-                       answered_by = @by, settled_at = @at
-       WHERE request_id = @requestId AND status = 'pending'`,
-    ),
-    extend: db.prepare(
-      `UPDATE asks SET expires_at = expires_at + @byMs, extended_ms = extended_ms + @byMs
-       WHERE request_id = @requestId AND status = 'pending' AND extended_ms + @byMs <= @maxMs`,
-    ),
-    get: db.prepare<[string], unknown>("SELECT * FROM asks WHERE request_id = ?"),
-    byToolCall: db.prepare<[string, string], unknown>(
-      "SELECT * FROM asks WHERE run_id = ? AND tool_call_id = ? ORDER BY created_at DESC LIMIT 1",
-    ),
-    pending: db.prepare<[], unknown>("SELECT * FROM asks WHERE status = 'pending' ORDER BY created_at"),
-    latestOfRun: db.prepare<[string], unknown>(
-      "SELECT * FROM asks WHERE run_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-    ),
-  };
+export interface AskInsert {
+  requestId: string;
+  sessionId: string;
+  runId: string;
+  toolCallId?: string | undefined;
+  answererId: string;
+  questions: AskQuestion[];
+  metadata?: Record<string, unknown> | undefined;
+  surfaces: string[];
+  createdAt: number;
+  expiresAt: number;
+  declinable?: boolean | undefined;
 }
 
+/** The ask rows on either dialect (sql.ts): each method is one statement. */
 export class AskStore {
-  readonly #sql: ReturnType<typeof prepare>;
+  readonly #store: StoreSql;
 
-  constructor(db: Db) {
-    this.#sql = prepare(db);
+  constructor(store: StoreSql) {
+    this.#store = store;
   }
 
-  insert(row: {
-    requestId: string;
-    sessionId: string;
-    runId: string;
-    toolCallId?: string | undefined;
-    answererId: string;
-    questions: AskQuestion[];
-    metadata?: Record<string, unknown> | undefined;
-    surfaces: string[];
-    createdAt: number;
-    expiresAt: number;
-    declinable?: boolean | undefined;
-  }): void {
-    this.#sql.insert.run({
-      ...row,
-      declinable: row.declinable ? 1 : 0,
-      toolCallId: row.toolCallId ?? null,
-      questions: JSON.stringify(row.questions),
-      questionCount: row.questions.length,
-      metadata: row.metadata ? JSON.stringify(row.metadata) : null,
-      surfaces: JSON.stringify(row.surfaces),
-    });
+  async insert(row: AskInsert): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () =>
+      db
+        .insertInto("asks")
+        .values({
+          request_id: row.requestId,
+          session_id: row.sessionId,
+          run_id: row.runId,
+          tool_call_id: row.toolCallId ?? null,
+          answerer_id: row.answererId,
+          questions: JSON.stringify(row.questions),
+          question_count: row.questions.length,
+          metadata: row.metadata ? JSON.stringify(row.metadata) : null,
+          surfaces: JSON.stringify(row.surfaces),
+          created_at: row.createdAt,
+          expires_at: row.expiresAt,
+          declinable: row.declinable ? 1 : 0,
+        })
+        .execute(),
+    );
   }
 
   /** The compare-and-set: true only for the writer that moved the row out of `pending`. */
-  settle(requestId: string, settle: AskSettle): boolean {
-    const changes = this.#sql.settle.run({
-      requestId,
-      status: settle.status,
-      answer: settle.answers ? JSON.stringify(settle.answers) : null,
-      reason: settle.reason ?? null,
-      via: settle.via ?? null,
-      by: settle.by ?? null,
-      at: settle.at,
-    }).changes;
-    return changes === 1;
+  async settle(requestId: string, settle: AskSettle): Promise<boolean> {
+    const { db } = this.#store;
+    const result = await run(this.#store, () =>
+      db
+        .updateTable("asks")
+        .set({
+          status: settle.status,
+          answer: settle.answers ? JSON.stringify(settle.answers) : null,
+          reason: settle.reason ?? null,
+          answered_via: settle.via ?? null,
+          answered_by: settle.by ?? null,
+          settled_at: settle.at,
+        })
+        .where("request_id", "=", requestId)
+        .where("status", "=", "pending")
+        .executeTakeFirst(),
+    );
+    return result.numUpdatedRows === 1n;
   }
 
   /** Moves a pending ask's deadline by `byMs` unless that would pass `maxMs` added in total. */
-  extend(requestId: string, byMs: number, maxMs: number): boolean {
-    return this.#sql.extend.run({ requestId, byMs, maxMs }).changes === 1;
+  async extend(requestId: string, byMs: number, maxMs: number): Promise<boolean> {
+    const { db } = this.#store;
+    const result = await run(this.#store, () =>
+      db
+        .updateTable("asks")
+        .set((eb) => ({
+          expires_at: eb("expires_at", "+", byMs),
+          extended_ms: eb("extended_ms", "+", byMs),
+        }))
+        .where("request_id", "=", requestId)
+        .where("status", "=", "pending")
+        .where((eb) => eb(eb("extended_ms", "+", byMs), "<=", maxMs))
+        .executeTakeFirst(),
+    );
+    return result.numUpdatedRows === 1n;
   }
 
-  get(requestId: string): AskRow | undefined {
-    return toRow(this.#sql.get.get(requestId));
+  async get(requestId: string): Promise<AskRow | undefined> {
+    const { db } = this.#store;
+    const raw = await run(this.#store, () =>
+      db.selectFrom("asks").selectAll().where("request_id", "=", requestId).executeTakeFirst(),
+    );
+    return toRow(raw);
   }
 
-  byToolCall(runId: string, toolCallId: string): AskRow | undefined {
-    return toRow(this.#sql.byToolCall.get(runId, toolCallId));
+  async byToolCall(runId: string, toolCallId: string): Promise<AskRow | undefined> {
+    const { db } = this.#store;
+    const raw = await run(this.#store, () =>
+      db
+        .selectFrom("asks")
+        .selectAll()
+        .where("run_id", "=", runId)
+        .where("tool_call_id", "=", toolCallId)
+        .orderBy("created_at", "desc")
+        .orderBy(insertionOrder(this.#store), "desc")
+        .limit(1)
+        .executeTakeFirst(),
+    );
+    return toRow(raw);
   }
 
   /** The run's most recent ask, whatever its status (the card's one-line reason after a settle). */
-  latestOfRun(runId: string): AskRow | undefined {
-    return toRow(this.#sql.latestOfRun.get(runId));
+  async latestOfRun(runId: string): Promise<AskRow | undefined> {
+    const { db } = this.#store;
+    const raw = await run(this.#store, () =>
+      db
+        .selectFrom("asks")
+        .selectAll()
+        .where("run_id", "=", runId)
+        .orderBy("created_at", "desc")
+        .orderBy(insertionOrder(this.#store), "desc")
+        .limit(1)
+        .executeTakeFirst(),
+    );
+    return toRow(raw);
   }
 
-  pending(): AskRow[] {
-    return this.#sql.pending.all().flatMap((raw) => toRow(raw) ?? []);
+  async pending(): Promise<AskRow[]> {
+    const { db } = this.#store;
+    const rows = await run(this.#store, () =>
+      db
+        .selectFrom("asks")
+        .selectAll()
+        .where("status", "=", "pending")
+        .orderBy("created_at")
+        .orderBy(insertionOrder(this.#store))
+        .execute(),
+    );
+    return rows.flatMap((raw) => toRow(raw) ?? []);
   }
 }
 

@@ -12,16 +12,10 @@ import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { sameOrigin } from "../web/cookie.ts";
+import { AnswersInFlight } from "./answers-in-flight.ts";
 import { type Connection, ConnectionPool } from "./connections.ts";
 import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
-import {
-  answerFromPage,
-  cancelFromPage,
-  declineFromPage,
-  extendFromPage,
-  type PageActionDeps,
-  type Refusal,
-} from "./page-actions.ts";
+import { type PageActionDeps, type PageActionFrame, pageAction, type Refusal } from "./page-actions.ts";
 import {
   askFrame,
   type ClientFrame,
@@ -71,7 +65,9 @@ export class WsHub implements AskSurface {
   readonly #unsubscribe: (() => void)[] = [];
   readonly #heartbeat: ReturnType<typeof setInterval>;
   /** Set only while `registry.complete` runs for an answer from this hub. */
-  #answering: { requestId: string; connection: Connection } | undefined;
+  readonly #inFlight = new AnswersInFlight<Connection>();
+  /** The frame each connection is still handling (#onFrame keeps its frames in order). */
+  readonly #working = new WeakMap<Connection, Promise<void>>();
 
   constructor(deps: HubDeps) {
     this.#deps = deps;
@@ -95,18 +91,8 @@ export class WsHub implements AskSurface {
         if (!ask.elicitation) this.#sendAround(ask, askFrame(ask, this.#times));
       }),
       deps.registry.on("settled", ({ ask, outcome }) => {
-        if (ask.elicitation) return;
-        // The connection whose answer won hears "accepted" before the "cancelled" every connection gets.
-        const winner = this.#answering;
-        if (winner?.requestId === ask.requestId) {
-          const data = { requestId: ask.requestId };
-          this.#send(winner.connection, {
-            type: "ask_user_questions_accepted",
-            sessionId: ask.sessionId,
-            data,
-          });
-        }
-        this.#sendAround(ask, cancelledFrame(ask, outcome));
+        // A connection still writing its answer hears this after its "accepted" (answers-in-flight.ts).
+        if (!ask.elicitation) this.#sendAround(ask, cancelledFrame(ask, outcome));
       }),
       deps.runs.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runs.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
@@ -188,18 +174,31 @@ export class WsHub implements AskSurface {
     return !isRevoked({ userId: connection.userId, ...connection.token }, this.#deps.revocations);
   }
 
+  /**
+   * A connection's frames are handled in the order they came, each one's replies before the next one's (an
+   * answer waits for its row; a ping sent after it is answered after it). The rate limit bounds the queue.
+   */
   #onFrame(connection: Connection, text: string | null): void {
-    if (text === null)
-      return this.#error(connection, null, "bad_frame", "binary frames are not supported; send JSON text");
-    try {
-      this.#handle(connection, text);
-    } catch (error) {
-      this.#deps.logger.error({ err: error, userId: connection.userId }, "websocket frame handling failed");
-      this.#error(connection, null, "bad_frame", `could not handle frame: ${describeError(error)}`);
-    }
+    const handle = (): void | Promise<void> => {
+      if (text === null)
+        return this.#error(connection, null, "bad_frame", "binary frames are not supported; send JSON text");
+      try {
+        return this.#handle(connection, text);
+      } catch (error) {
+        this.#deps.logger.error({ err: error, userId: connection.userId }, "websocket frame handling failed");
+        this.#error(connection, null, "bad_frame", `could not handle frame: ${describeError(error)}`);
+      }
+    };
+    const before = this.#working.get(connection);
+    const work = before ? before.then(handle) : handle();
+    if (!work) return;
+    this.#working.set(connection, work);
+    void work.finally(() => {
+      if (this.#working.get(connection) === work) this.#working.delete(connection);
+    });
   }
 
-  #handle(connection: Connection, text: string): void {
+  #handle(connection: Connection, text: string): void | Promise<void> {
     const parsed = parseClientFrame(text);
     if (!parsed.ok) return this.#error(connection, null, parsed.code, parsed.message);
     const frame: ClientFrame = parsed.frame;
@@ -214,7 +213,7 @@ export class WsHub implements AskSurface {
       case "ask_user_questions_decline":
       case "cancel":
       case "extend":
-        return this.#act(connection, frame);
+        return this.#act(connection, frame as PageActionFrame);
     }
   }
 
@@ -257,7 +256,7 @@ export class WsHub implements AskSurface {
   }
 
   /** A page's answer, 拒绝回答, 取消任务 or 延长 (page-actions.ts): a refusal comes back as an error frame. */
-  #act(connection: Connection, frame: ClientFrame & { sessionId: string }): void {
+  #act(connection: Connection, frame: PageActionFrame): Promise<void> {
     const d: PageActionDeps = {
       registry: this.#deps.registry,
       runs: this.#deps.runs,
@@ -265,46 +264,43 @@ export class WsHub implements AskSurface {
       times: this.#times,
       surface: this.name,
     };
-    const at = { userId: connection.userId, sessionId: frame.sessionId };
-    let refusal: Refusal | undefined;
-    switch (frame.type) {
-      case "ask_user_questions_result":
-        refusal = answerFromPage(
-          d,
-          { ...at, requestId: frame.data.requestId },
-          frame.data.answers,
-          (complete) => {
-            this.#answering = { requestId: frame.data.requestId, connection };
-            try {
-              return complete();
-            } finally {
-              this.#answering = undefined;
-            }
-          },
-        );
-        break;
-      case "ask_user_questions_decline":
-        refusal = declineFromPage(d, { ...at, requestId: frame.data.requestId });
-        break;
-      case "cancel": {
-        const result = cancelFromPage(d, at);
+    const answering = frame.type === "ask_user_questions_result" ? frame.data.requestId : undefined;
+    if (answering !== undefined) this.#inFlight.begin(answering, connection);
+    return pageAction(d, connection.userId, frame)
+      .catch((error: unknown): Refusal => {
+        this.#deps.logger.error({ err: error, userId: connection.userId }, "page action failed");
+        const message = `not saved, try again: ${describeError(error)}`;
+        return {
+          code: "stale_request",
+          message,
+          ...(answering !== undefined ? { requestId: answering } : {}),
+        };
+      })
+      .then((result) => {
+        const held = answering !== undefined ? this.#inFlight.end(answering, connection) : [];
+        if (answering !== undefined && result === undefined)
+          this.#send(connection, {
+            type: "ask_user_questions_accepted",
+            sessionId: frame.sessionId,
+            data: { requestId: answering },
+          });
+        for (const later of held) this.#send(connection, later);
+        if (result === undefined) return;
         if ("cancelled" in result)
           return this.#send(connection, {
             type: "cancelled",
-            sessionId: at.sessionId,
+            sessionId: frame.sessionId,
             data: { runId: result.cancelled },
           });
-        refusal = result;
-        break;
-      }
-      case "extend":
-        refusal = extendFromPage(d, at);
-        break;
-      default:
-        return;
-    }
-    if (refusal)
-      this.#error(connection, at.sessionId, refusal.code, refusal.message, refusal.requestId, refusal.action);
+        this.#error(
+          connection,
+          frame.sessionId,
+          result.code,
+          result.message,
+          result.requestId,
+          result.action,
+        );
+      });
   }
 
   /**
@@ -312,13 +308,12 @@ export class WsHub implements AskSurface {
    * connection subscribed to the session, which may view it read-only.
    */
   #sendAround(ask: PendingAsk, frame: ServerFrame): void {
-    this.#sendToUser(ask.answererId, frame);
+    const send = (connection: Connection) => {
+      if (!this.#inFlight.hold(ask.requestId, connection, frame)) this.#send(connection, frame);
+    };
+    for (const connection of this.#pool.ofUser(ask.answererId)) send(connection);
     for (const connection of this.#pool.subscribers(ask.sessionId) ?? [])
-      if (connection.userId !== ask.answererId) this.#send(connection, frame);
-  }
-
-  #sendToUser(userId: string, frame: ServerFrame): void {
-    for (const connection of this.#pool.ofUser(userId)) this.#send(connection, frame);
+      if (connection.userId !== ask.answererId) send(connection);
   }
 
   #sendToSubscribers(sessionId: string): void {

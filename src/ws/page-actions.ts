@@ -1,11 +1,10 @@
 import { checkAnswers } from "../asks/answers.ts";
-import type { AnswerResult } from "../asks/pending.ts";
 import { declineAsk, type ExtendTimes, extendRunAsks } from "../asks/person-actions.ts";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { AskAnswer } from "../asks/schema.ts";
 import type { RunCommands } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
-import type { ErrorCode } from "./protocol.ts";
+import type { ClientFrame, ErrorCode } from "./protocol.ts";
 
 /**
  * What a person does from a session page over the WebSocket (hub.ts): answer, 拒绝回答, 取消任务, 延长. Each
@@ -33,16 +32,37 @@ export interface Refusal {
 const STALE = "this question is no longer waiting for an answer";
 const NOT_ANSWERER = "only the person who started the task may answer";
 
-/**
- * An answer from a page. `settle` runs the registry's compare-and-set (the hub marks whose answer it is
- * while it runs, so that connection hears "accepted" first).
- */
-export function answerFromPage(
+/** The frames that act (page-actions.ts), each with the session it acts in. */
+export type PageActionFrame = Extract<
+  ClientFrame,
+  { type: "ask_user_questions_result" | "ask_user_questions_decline" | "cancel" | "extend" }
+> & { sessionId: string };
+
+/** One page action by `userId`: undefined when done, else why not (a cancel says which run it stopped). */
+export async function pageAction(
+  d: PageActionDeps,
+  userId: string,
+  frame: PageActionFrame,
+): Promise<Refusal | { cancelled: string } | undefined> {
+  const at = { userId, sessionId: frame.sessionId };
+  switch (frame.type) {
+    case "ask_user_questions_result":
+      return answerFromPage(d, { ...at, requestId: frame.data.requestId }, frame.data.answers);
+    case "ask_user_questions_decline":
+      return declineFromPage(d, { ...at, requestId: frame.data.requestId });
+    case "cancel":
+      return cancelFromPage(d, at);
+    case "extend":
+      return extendFromPage(d, at);
+  }
+}
+
+/** An answer from a page: the registry's compare-and-set decides (the hub orders "accepted" first). */
+export async function answerFromPage(
   d: PageActionDeps,
   at: { userId: string; sessionId: string; requestId: string },
   rawAnswers: unknown,
-  settle: (complete: () => AnswerResult) => AnswerResult,
-): Refusal | undefined {
+): Promise<Refusal | undefined> {
   const { userId, sessionId, requestId } = at;
   const ask = d.registry.get(requestId);
   if (!ask || ask.sessionId !== sessionId) return { code: "stale_request", message: STALE, requestId };
@@ -51,22 +71,20 @@ export function answerFromPage(
   const checked = checkAnswers(ask.questions, rawAnswers);
   if (!checked.ok) return { code: "invalid_answers", message: checked.error, requestId };
   const answers: AskAnswer[] = checked.answers;
-  const result = settle(() =>
-    d.registry.complete(sessionId, requestId, answers, { surface: d.surface, userId }),
-  );
+  const result = await d.registry.complete(sessionId, requestId, answers, { surface: d.surface, userId });
   if (result.ok) return undefined;
   if (result.reason === "forbidden") return { code: "forbidden", message: NOT_ANSWERER, requestId };
   return { code: "stale_request", message: STALE, requestId };
 }
 
 /** 拒绝回答 from a page: the card's rule (asks/person-actions.ts); the settle withdraws it everywhere. */
-export function declineFromPage(
+export async function declineFromPage(
   d: PageActionDeps,
   at: { userId: string; sessionId: string; requestId: string },
-): Refusal | undefined {
+): Promise<Refusal | undefined> {
   const { userId, sessionId, requestId } = at;
   // No "accepted" for a decline: every connection hears the settle, reason "declined".
-  const result = declineAsk(d.registry, { sessionId, requestId }, { surface: d.surface, userId });
+  const result = await declineAsk(d.registry, { sessionId, requestId }, { surface: d.surface, userId });
   if (result.ok) return undefined;
   if (result.reason === "forbidden")
     return { code: "forbidden", message: "only the person asked may decline", requestId };
@@ -97,17 +115,17 @@ export function cancelFromPage(
 }
 
 /** 延长 from a page: the same rule and effect as the card's button (asks/person-actions.ts). */
-export function extendFromPage(
+export async function extendFromPage(
   d: PageActionDeps,
   at: { userId: string; sessionId: string },
-): Refusal | undefined {
+): Promise<Refusal | undefined> {
   const { userId, sessionId } = at;
   const refuse = (code: ErrorCode, message: string): Refusal => ({ code, message, action: "extend" });
   if (!d.runs.canView(userId, sessionId))
     return refuse("forbidden", "only the person asked may extend the deadline");
   const run = d.runs.activeRun(sessionId);
   const result = run
-    ? extendRunAsks(d.registry, { sessionId, runId: run.id }, userId, d.times)
+    ? await extendRunAsks(d.registry, { sessionId, runId: run.id }, userId, d.times)
     : ({ ok: false, reason: "none" } as const);
   // Success needs no reply of its own: every connection gets the asks again with their new deadlines.
   if (result.ok) return undefined;

@@ -46,7 +46,9 @@ export type ErrorCode =
   | "not_running"
   | "extend_limit"
   | "too_many_subscriptions"
-  | "rate_limited";
+  | "rate_limited"
+  /** The database refused the write (a full disk, Postgres away): nothing changed, send it again later. */
+  | "unavailable";
 
 export type ServerFrame =
   | {

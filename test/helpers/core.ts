@@ -22,17 +22,17 @@ export interface TestCore extends Core {
   close(): Promise<void>;
 }
 
-export function buildCore(options: {
+export async function buildCore(options: {
   agent: Agent;
   tools?: ToolImpl[];
   dbFile?: string;
   askTimeoutMs?: number;
   surfaces?: AskSurface[];
-}): TestCore {
+}): Promise<TestCore> {
   const dbFile = options.dbFile ?? path.join(tempDir(), "bot.sqlite");
   const db = openDatabase(dbFile);
   let id = 0;
-  const core = createCore({
+  const core = await createCore({
     db,
     logger: createLogger({ level: "silent" }),
     agent: options.agent,

@@ -57,7 +57,11 @@ export interface FakeChannelRig {
   /** The bot's messages (cards and texts), oldest first. */
   fromBot(): MessageView[];
   /** Moves fake time on until `probe` holds; fails after `limitMs` of fake time. */
-  until<T>(probe: () => T | undefined | false, what: string, limitMs?: number): Promise<T>;
+  until<T>(
+    probe: () => T | undefined | false | Promise<T | undefined | false>,
+    what: string,
+    limitMs?: number,
+  ): Promise<T>;
   /** Awaits `work` while fake time moves on (anything that waits on the channel's timers). */
   drive<T>(work: Promise<T>, limitMs?: number): Promise<T>;
   /** Waits for the channel's background work and cards to land, on fake time. */
@@ -116,7 +120,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   const logger = options.logger ?? createLogger({ level: "silent" });
   // Clocks are read through Date.now at each call, so they follow vi.setSystemTime and advancing timers.
   const now = () => Date.now();
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     now,
@@ -179,13 +183,13 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     }
   };
   const until = async <T>(
-    probe: () => T | undefined | false,
+    probe: () => T | undefined | false | Promise<T | undefined | false>,
     what: string,
     limitMs = 120_000,
   ): Promise<T> => {
     const deadline = Date.now() + limitMs;
     for (;;) {
-      const value = probe();
+      const value = await probe();
       if (value !== undefined && value !== false) return value;
       if (Date.now() > deadline)
         throw new Error(`timed out after ${limitMs} ms of fake time waiting for ${what}`);

@@ -66,7 +66,11 @@ export interface FeishuRig {
   /** The card JSON currently stored for a message in the emulator (after PATCHes). */
   /** The card as `viewer` sees it (a callback's card reaches its clicker alone), else as every member does. */
   cardOf(messageId: string, viewer?: string): Card;
-  until<T>(probe: () => T | undefined | false, what: string, timeoutMs?: number): Promise<T>;
+  until<T>(
+    probe: () => T | undefined | false | Promise<T | undefined | false>,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -114,7 +118,7 @@ export async function startFeishuRig(
   const dbFile = path.join(dataDir, "bot.sqlite");
   const db = openDatabase(dbFile);
   const logger = options.logger ?? createLogger({ level: "silent" });
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: options.agent ?? createDemoAgent(),
@@ -190,8 +194,11 @@ export async function startFeishuRig(
     channel.repairEnded();
   }
 
-  const until = <T>(probe: () => T | undefined | false, what: string, timeoutMs = 8000): Promise<T> =>
-    waitUntil(probe, what, timeoutMs);
+  const until = <T>(
+    probe: () => T | undefined | false | Promise<T | undefined | false>,
+    what: string,
+    timeoutMs = 8000,
+  ): Promise<T> => waitUntil(probe, what, timeoutMs);
 
   const sockets: WebSocket[] = [];
   const deliverEvent = async (payload: unknown): Promise<unknown> => {

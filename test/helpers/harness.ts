@@ -79,7 +79,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const logger = createLogger({ level: "silent" });
   const secret = `test-secret-${path.basename(dir)}`;
   const agent = options.agent ?? createScriptedAskAgent();
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent,

@@ -51,7 +51,7 @@ export async function stack(closers: (() => Promise<void>)[], mcp: McpTools) {
   closers.push(() => model.close());
   const config = loadConfig({ AGENT: "openai", OPENAI_BASE_URL: model.baseUrl, OPENAI_MODEL: "scripted" });
   const built = createAgentFromConfig(config, createLogger({ level: "silent" }), { tools: mcp.tools });
-  const core: TestCore = buildCore(built);
+  const core: TestCore = await buildCore(built);
   closers.push(() => core.close());
   const session = core.runner.ensureSession(privateSession(ALICE));
   const run = (text: string): Promise<RunView> => {

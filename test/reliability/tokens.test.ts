@@ -38,7 +38,7 @@ async function startBot() {
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
   const logger = createLogger({ level: "silent" });
   const secret = "tokens-test-secret-0123456789abcdef";
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: createScriptedAskAgent(),

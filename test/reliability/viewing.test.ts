@@ -86,9 +86,9 @@ describe("who may view a group's runs", () => {
 });
 
 describe("membership of a group", () => {
-  function coreAt(clock: { nowMs: number }, db = new Database(":memory:")) {
+  async function coreAt(clock: { nowMs: number }, db = new Database(":memory:")) {
     migrate(db);
-    const core = createCore({
+    const core = await createCore({
       db,
       logger: createLogger({ level: "silent" }),
       agent: quickAgent,
@@ -109,9 +109,9 @@ describe("membership of a group", () => {
     return { core, session, db };
   }
 
-  it("lapses for someone not seen in the chat for 30 days, the first sender included", () => {
+  it("lapses for someone not seen in the chat for 30 days, the first sender included", async () => {
     const clock = { nowMs: 1_800_000_000_000 };
-    const { core, session } = coreAt(clock);
+    const { core, session } = await coreAt(clock);
     core.runner.noteInChat(session.id, ALICE);
     core.runner.noteInChat(session.id, BOB);
     clock.nowMs += VIEW_MEMBERSHIP_MS;
@@ -122,7 +122,7 @@ describe("membership of a group", () => {
     expect(canViewSession(core.runner, BOB, session.id)).toBe(true);
   });
 
-  it("starts, after the upgrade, with everyone who had started a run in the chat", () => {
+  it("starts, after the upgrade, with everyone who had started a run in the chat", async () => {
     const db = new Database(":memory:");
     const before = MIGRATIONS.findIndex((sql) => sql.includes("session_members"));
     for (const sql of MIGRATIONS.slice(0, before)) db.exec(sql);
@@ -134,7 +134,7 @@ describe("membership of a group", () => {
     db.prepare(
       "INSERT INTO runs (id, session_id, sender_id, input, status, started_at) VALUES ('r1','feishu-app-group-oc_1',?,'x','completed',?)",
     ).run(BOB, at);
-    const { core, session } = coreAt({ nowMs: at + 1000 }, db);
+    const { core, session } = await coreAt({ nowMs: at + 1000 }, db);
     expect(canViewSession(core.runner, BOB, session.id)).toBe(true);
     expect(canViewSession(core.runner, CAROL, session.id)).toBe(false);
   });

@@ -195,7 +195,7 @@ export class CardLifecycle {
     this.#place.markGone(card.runId);
     log.warn({ runId: card.runId, messageId: card.messageId }, "progress card is gone; ending its run");
     // Desktop clients and the agent learn why the question ended.
-    for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.feishu.cardGoneError);
+    for (const ask of book.asksOf(card)) void registry.cancel(ask.requestId, strings.feishu.cardGoneError);
     book.forget(card);
     const ended = runner.abandon(card.runId, strings.feishu.cardGoneError);
     if (!ended.ok) return;

@@ -174,7 +174,7 @@ export class Pings {
    * before the edit landed) is edited now, saying how the last of them ended; the others wait for theirs.
    * Returns how many were edited now.
    */
-  recover(): number {
+  async recover(): Promise<number> {
     const { store, registry, now, log } = this.#deps;
     let rows: ReturnType<FeishuStore["pingsSince"]>;
     try {
@@ -183,45 +183,42 @@ export class Pings {
       log.warn({ err: describeError(error) }, "the pings sent before the restart could not be read");
       return 0;
     }
-    let edited = 0;
+    // Every pointer with an open question is in place before the first read below: a settle that comes
+    // while the rows are read finds its pointer.
+    const ended: typeof rows = [];
     for (const row of rows) {
       const pointer: Pointer = {
         messageId: row.messageId,
         kind: row.kind,
         runId: row.runId,
-        open: new Set(),
+        open: new Set(row.requestIds.filter((requestId) => registry.get(requestId) !== undefined)),
         asks: new Set(row.requestIds),
         group: row.group,
         sentAt: row.sentAt,
       };
+      if (pointer.open.size === 0) ended.push(row);
+      else if (row.kind === "ping") this.#pings.set(row.runId, pointer);
+      else
+        for (const requestId of pointer.open)
+          this.#reminders.set(requestId, [...(this.#reminders.get(requestId) ?? []), pointer]);
+    }
+    let edited = 0;
+    for (const row of ended) {
       let last: { outcome: AskOutcome; at: number } | undefined;
       for (const requestId of row.requestIds) {
-        if (registry.get(requestId)) {
-          pointer.open.add(requestId);
-          continue;
-        }
         // Ended; one the rows do not know (an outside agent's elicitation lives in memory only) is gone.
-        const state = registry.state(requestId);
+        const state = await registry.state(requestId);
         const outcome = state?.outcome ?? { kind: "cancelled" as const, reason: "gone" };
         const at = state?.settledAt ?? 0;
         if (!last || at >= last.at) last = { outcome, at };
       }
-      if (pointer.open.size === 0) {
-        if (last) {
-          this.#edit(row.messageId, endedText(last.outcome, row.group));
-          edited += 1;
-        } else
-          this.#deps.writes.write(`ping:${row.messageId}`, "ended ping record", () =>
-            store.deletePing(row.messageId),
-          );
-        continue;
-      }
-      if (row.kind === "ping") {
-        this.#pings.set(row.runId, pointer);
-        continue;
-      }
-      for (const requestId of pointer.open)
-        this.#reminders.set(requestId, [...(this.#reminders.get(requestId) ?? []), pointer]);
+      if (last) {
+        this.#edit(row.messageId, endedText(last.outcome, row.group));
+        edited += 1;
+      } else
+        this.#deps.writes.write(`ping:${row.messageId}`, "ended ping record", () =>
+          store.deletePing(row.messageId),
+        );
     }
     if (edited > 0)
       log.info({ messages: edited }, "editing pings whose questions ended while the bot was down");

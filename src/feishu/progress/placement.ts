@@ -202,7 +202,7 @@ export class CardPlacement {
       log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
       book.forget(card);
       // Nobody can see the questions: let the waiting tool calls return instead of hanging until timeout.
-      for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
+      for (const ask of book.asksOf(card)) void registry.cancel(ask.requestId, strings.askUnavailable);
     }
   }
 
@@ -305,7 +305,7 @@ export class CardPlacement {
         if (provesGone(error)) return this.#d.cardGone(card);
         // 230031: the card is older than 14 days, not removed. Its questions end; the run goes on.
         this.markGone(card.runId);
-        for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
+        for (const ask of book.asksOf(card)) void registry.cancel(ask.requestId, strings.askUnavailable);
       },
       onLanded: (shape) => {
         if (!shape.final) return;

@@ -166,7 +166,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       },
     },
   });
-  const core = createCore({
+  const core = await createCore({
     db,
     logger,
     agent: options.agent ?? createDemoAgent(),
