@@ -92,7 +92,7 @@ const LAYERS: readonly (readonly string[])[] = [
   /* 5 settings: parsed once from the environment (its types may be imported anywhere, see below) */
   ["config", "config-env"],
   /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing, test doubles */
-  ["core", "metrics", "local", "listen", "public-url", "process-guard", "testing"],
+  ["core", "ask-wakeups", "metrics", "local", "listen", "public-url", "process-guard", "testing"],
   /* 7 the HTTP app and its routes */
   ["app", "routes"],
   /* 8 entry points */

@@ -1,9 +1,12 @@
 import { setImmediate as nextTurn } from "node:timers";
+import type { AskStore } from "../store/asks.ts";
 import type { AskOutcome, PendingAsk } from "./pending.ts";
+import { outcomeOfRow, settleOf } from "./rows.ts";
 
 /**
- * The asks one registry holds (registry.ts): the pending asks of this process, by id and by session, each with
- * the promise its waiting call holds and its deadline's timer. Rows decide; this is the cache and the waiters.
+ * The asks one registry holds (registry.ts) and how each ends: the pending asks of this process, by id and
+ * by session, each with the promise its waiting call holds and its deadline's timer. Rows decide (the
+ * compare-and-set in `settle`); this is the cache, the waiters and the one way an ask leaves them.
  */
 
 export interface HeldAsk {
@@ -15,16 +18,28 @@ export interface HeldAsk {
   settling?: Promise<boolean>;
 }
 
+export interface HeldAsksDeps {
+  now: () => number;
+  /** The ask rows; without it asks live in memory only. */
+  store: AskStore | undefined;
+  onError: (error: unknown, event: string) => void;
+  /** An ask ended here, with the outcome its waiting call gets. */
+  onReleased: (ask: PendingAsk, outcome: AskOutcome) => void;
+  /** Our compare-and-set moved the ask's row out of pending. */
+  onWritten: (requestId: string) => void;
+}
+
+/** How soon a settle whose row could not be written is tried again. */
+const RETRY_MS = 1_000;
+
 export class HeldAsks {
   readonly #entries = new Map<string, HeldAsk>();
   /** Request ids of the pending asks of each session, in the order they were asked. */
   readonly #bySession = new Map<string, Set<string>>();
-  readonly #now: () => number;
-  readonly #onDeadline: (requestId: string) => void;
+  readonly #deps: HeldAsksDeps;
 
-  constructor(now: () => number, onDeadline: (requestId: string) => void) {
-    this.#now = now;
-    this.#onDeadline = onDeadline;
+  constructor(deps: HeldAsksDeps) {
+    this.#deps = deps;
   }
 
   get(requestId: string): HeldAsk | undefined {
@@ -44,14 +59,14 @@ export class HeldAsks {
     return [...(this.#bySession.get(sessionId) ?? [])];
   }
 
-  values(): IterableIterator<HeldAsk> {
-    return this.#entries.values();
-  }
-
   /** A session's pending asks, in the order they were asked. */
   pendingOf(sessionId: string): PendingAsk[] {
     const asks = this.idsOf(sessionId).flatMap((id) => this.#entries.get(id)?.ask ?? []);
     return asks.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  values(): IterableIterator<HeldAsk> {
+    return this.#entries.values();
   }
 
   get size(): number {
@@ -71,10 +86,62 @@ export class HeldAsks {
 
   /** The deadline is absolute (from the moment of asking, resume seed D3): a restart does not restart it. */
   timer(ask: PendingAsk): ReturnType<typeof setTimeout> {
-    const delay = Math.max(0, ask.expiresAt - this.#now());
-    const timer = setTimeout(() => this.#onDeadline(ask.requestId), delay);
+    const delay = Math.max(0, ask.expiresAt - this.#deps.now());
+    const timer = setTimeout(() => void this.settleRetrying(ask.requestId, { kind: "timeout" }), delay);
     timer.unref?.();
     return timer;
+  }
+
+  /**
+   * A settle the bot makes itself. The row could not be written (a full disk, a locked file, Postgres away):
+   * the ask stays pending and the settle is tried again shortly, rather than rejecting into a caller that
+   * cannot wait (a timer, an abort listener). Resolves to whether this settle won, never rejects.
+   */
+  async settleRetrying(requestId: string, outcome: AskOutcome): Promise<boolean> {
+    for (;;) {
+      try {
+        return await this.settle(requestId, outcome);
+      } catch (error) {
+        this.#deps.onError(error, outcome.kind);
+        if (!this.#entries.has(requestId)) return false;
+        await new Promise<void>((resolve) => setTimeout(resolve, RETRY_MS).unref?.());
+      }
+    }
+  }
+
+  /** Ends a held ask with `outcome` if its row takes it; true only for the settle that won. */
+  async settle(requestId: string, outcome: AskOutcome): Promise<boolean> {
+    const entry = this.#entries.get(requestId);
+    if (!entry) return false;
+    // One write at a time per ask: a second settle waits for the first, then finds the ask gone.
+    if (entry.settling) {
+      await entry.settling.catch(() => false);
+      return this.settle(requestId, outcome);
+    }
+    const { store } = this.#deps;
+    if (!store || entry.ask.elicitation) return this.release(entry, outcome);
+    const written = this.#write(store, entry, outcome);
+    entry.settling = written;
+    try {
+      return await written;
+    } finally {
+      if (entry.settling === written) delete entry.settling;
+    }
+  }
+
+  /**
+   * The compare-and-set decides. A row another process or instance settled first wins over this call: the
+   * waiting call gets that outcome, and this caller is told it lost. A write that throws leaves the ask pending.
+   */
+  async #write(store: AskStore, entry: HeldAsk, outcome: AskOutcome): Promise<boolean> {
+    const requestId = entry.ask.requestId;
+    if (await store.settle(requestId, settleOf(outcome, this.#deps.now()))) {
+      this.release(entry, outcome);
+      this.#deps.onWritten(requestId);
+      return true;
+    }
+    this.release(entry, outcomeOfRow(await store.get(requestId)));
+    return false;
   }
 
   /** Lets go of `entry` with its final outcome; false when it was no longer held (settled by someone else). */
@@ -86,10 +153,11 @@ export class HeldAsks {
     ids?.delete(requestId);
     if (ids?.size === 0) this.#bySession.delete(entry.ask.sessionId);
     clearTimeout(entry.timer);
-    // The waiting tool call resumes on the event loop's next turn, so the answer's own response (a card
-    // callback, a WebSocket ack) and others already waiting go out before the run's next step takes the CPU.
-    // (node:timers, not the global: fake clocks in tests leave it alone.)
+    // Surfaces hear of it at once; the waiting tool call resumes on the event loop's next turn, so the
+    // answer's own response (a card callback, a WebSocket ack) and others already waiting go out before the
+    // run's next step takes the CPU. (node:timers, not the global: fake clocks in tests leave it alone.)
     nextTurn(() => entry.resolve(final));
+    this.#deps.onReleased(entry.ask, final);
     return true;
   }
 }

@@ -1,7 +1,7 @@
-import type { AskStore } from "../store/asks.ts";
+import type { AskRow, AskStore } from "../store/asks.ts";
 import { Emitter } from "../util/emitter.ts";
 import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
-import { type HeldAsk, HeldAsks } from "./held-asks.ts";
+import { HeldAsks } from "./held-asks.ts";
 import { AskLookups } from "./lookups.ts";
 import type { AnswerResult, AskOutcome, AskState, PendingAsk } from "./pending.ts";
 import { outcomeOfRow, pendingFromRow, settleOf } from "./rows.ts";
@@ -22,15 +22,14 @@ import type { AskAnswer, AskQuestion } from "./schema.ts";
  * pending and is tried again, so a refused disk or an unreachable Postgres cannot lose one.
  */
 
-/** How soon a timeout whose row could not be written is tried again. */
-const RETRY_MS = 1_000;
-
 const GONE: AnswerResult = { ok: false, reason: "gone" };
 
 export interface AskRegistryEvents extends Record<string, unknown> {
   registered: PendingAsk;
   settled: { ask: PendingAsk; outcome: AskOutcome };
   extended: PendingAsk;
+  /** This registry's compare-and-set moved an ask's row out of pending (other instances re-read it). */
+  written: string;
 }
 
 export interface AskRegistryDeps {
@@ -50,7 +49,13 @@ export class AskRegistry {
 
   constructor(deps: AskRegistryDeps) {
     this.#deps = deps;
-    this.#held = new HeldAsks(deps.now, (id) => void this.#settleRetrying(id, { kind: "timeout" }));
+    this.#held = new HeldAsks({
+      now: deps.now,
+      store: deps.store,
+      onError: deps.onListenerError,
+      onReleased: (ask, outcome) => this.#events.emit("settled", { ask, outcome }),
+      onWritten: (requestId) => this.#events.emit("written", requestId),
+    });
     this.#lookups = new AskLookups(this.#held, deps.store);
     this.#events = new Emitter<AskRegistryEvents>((error, event) =>
       deps.onListenerError(error, String(event)),
@@ -193,7 +198,7 @@ export class AskRegistry {
     if (ask.sessionId !== sessionId || (elicitationOnly && !ask.elicitation))
       return { ok: false, reason: "gone" };
     if (ask.answererId !== by.userId) return { ok: false, reason: "forbidden" };
-    return (await this.#settle(requestId, outcome)) ? { ok: true } : { ok: false, reason: "gone" };
+    return (await this.#held.settle(requestId, outcome)) ? { ok: true } : { ok: false, reason: "gone" };
   }
 
   /** An answer to an ask this registry does not hold: the row's compare-and-set decides, nothing else. */
@@ -207,9 +212,9 @@ export class AskRegistry {
     if (answerable !== "open" || !this.#deps.store) return answerable === "open" ? GONE : answerable;
     // Held here meanwhile (restored, or reconciled): the ordinary way, one settled event.
     if (this.#held.has(requestId)) return this.#byAnswerer(sessionId, requestId, by, false, outcome);
-    return (await this.#deps.store.settle(requestId, settleOf(outcome, this.#deps.now())))
-      ? { ok: true }
-      : GONE;
+    if (!(await this.#deps.store.settle(requestId, settleOf(outcome, this.#deps.now())))) return GONE;
+    this.#events.emit("written", requestId);
+    return { ok: true };
   }
 
   /**
@@ -219,29 +224,44 @@ export class AskRegistry {
   async reconcile(requestId: string): Promise<boolean> {
     const entry = this.#held.get(requestId);
     if (!entry || entry.ask.elicitation || !this.#deps.store) return false;
-    const row = await this.#deps.store.get(requestId);
-    if (!row || row.status === "pending" || !this.#held.holds(entry)) return false;
-    this.#finish(entry, outcomeOfRow(row));
-    return true;
+    return this.#settledElsewhere(await this.#deps.store.get(requestId)) === 1;
+  }
+
+  /** `reconcile` for every ask held here, in one read (a poll, or the wake-up connection came back). */
+  async reconcileAll(): Promise<number> {
+    const held = [...this.#held.values()].filter((entry) => !entry.ask.elicitation);
+    if (!this.#deps.store || held.length === 0) return 0;
+    const settled = await this.#deps.store.settledAmong(held.map((entry) => entry.ask.requestId));
+    return settled.reduce((count, row) => count + this.#settledElsewhere(row), 0);
+  }
+
+  /** A row another instance settled: the held ask ends with its outcome (unless a settle of ours is writing). */
+  #settledElsewhere(row: AskRow | undefined): 0 | 1 {
+    const entry = row && row.status !== "pending" ? this.#held.get(row.requestId) : undefined;
+    if (!row || !entry || entry.settling) return 0;
+    this.#held.release(entry, outcomeOfRow(row));
+    return 1;
   }
 
   /** Settles every pending ask of one session (and only that session). Resolves to how many it settled. */
-  async failAllForSession(sessionId: string, reason = "Session cancelled"): Promise<number> {
-    const ids = this.#held.idsOf(sessionId);
-    const won = await Promise.all(ids.map((id) => this.#settleRetrying(id, { kind: "cancelled", reason })));
-    return won.filter(Boolean).length;
+  failAllForSession(sessionId: string, reason = "Session cancelled"): Promise<number> {
+    return this.#settleSession(sessionId, { kind: "cancelled", reason });
   }
 
   /** Settles one ask without an answer (e.g. its run ended while a sibling ask was pending). */
   cancel(requestId: string, reason: string): Promise<boolean> {
-    return this.#settleRetrying(requestId, { kind: "cancelled", reason });
+    return this.#held.settleRetrying(requestId, { kind: "cancelled", reason });
   }
 
   /** A new message replaced the run (取消并处理新消息): its asks end as superseded. */
-  async supersede(sessionId: string, reason: string): Promise<number> {
-    const ids = this.#held.idsOf(sessionId);
-    const outcome: AskOutcome = { kind: "cancelled", reason, superseded: true };
-    const won = await Promise.all(ids.map((id) => this.#settleRetrying(id, outcome)));
+  supersede(sessionId: string, reason: string): Promise<number> {
+    return this.#settleSession(sessionId, { kind: "cancelled", reason, superseded: true });
+  }
+
+  async #settleSession(sessionId: string, outcome: AskOutcome): Promise<number> {
+    const won = await Promise.all(
+      this.#held.idsOf(sessionId).map((id) => this.#held.settleRetrying(id, outcome)),
+    );
     return won.filter(Boolean).length;
   }
 
@@ -288,63 +308,5 @@ export class AskRegistry {
 
   get size(): number {
     return this.#held.size;
-  }
-
-  /**
-   * A settle the bot makes itself. The row could not be written (a full disk, a locked file, Postgres away):
-   * the ask stays pending and the settle is tried again shortly, rather than rejecting into a caller that
-   * cannot wait (a timer, an abort listener). Resolves to whether this settle won, never rejects.
-   */
-  async #settleRetrying(requestId: string, outcome: AskOutcome): Promise<boolean> {
-    for (;;) {
-      try {
-        return await this.#settle(requestId, outcome);
-      } catch (error) {
-        this.#deps.onListenerError(error, outcome.kind);
-        if (!this.#held.has(requestId)) return false;
-        await new Promise<void>((resolve) => setTimeout(resolve, RETRY_MS).unref?.());
-      }
-    }
-  }
-
-  async #settle(requestId: string, outcome: AskOutcome): Promise<boolean> {
-    const entry = this.#held.get(requestId);
-    if (!entry) return false;
-    // One write at a time per ask: a second settle waits for the first, then finds the ask gone.
-    if (entry.settling) {
-      await entry.settling.catch(() => false);
-      return this.#settle(requestId, outcome);
-    }
-    const { store } = this.#deps;
-    if (!store || entry.ask.elicitation) {
-      this.#finish(entry, outcome);
-      return true;
-    }
-    const written = this.#write(store, entry, outcome);
-    entry.settling = written;
-    try {
-      return await written;
-    } finally {
-      if (entry.settling === written) delete entry.settling;
-    }
-  }
-
-  /**
-   * The compare-and-set decides. A row another process or instance settled first wins over this call: the
-   * waiting call gets that outcome, and this caller is told it lost. A write that throws leaves the ask pending.
-   */
-  async #write(store: AskStore, entry: HeldAsk, outcome: AskOutcome): Promise<boolean> {
-    const requestId = entry.ask.requestId;
-    if (await store.settle(requestId, settleOf(outcome, this.#deps.now()))) {
-      this.#finish(entry, outcome);
-      return true;
-    }
-    this.#finish(entry, outcomeOfRow(await store.get(requestId)));
-    return false;
-  }
-
-  #finish(entry: HeldAsk, final: AskOutcome): void {
-    // Surfaces hear of the settle at once (the waiting call on the next turn: held-asks.ts).
-    if (this.#held.release(entry, final)) this.#events.emit("settled", { ask: entry.ask, outcome: final });
   }
 }

@@ -193,6 +193,25 @@ export class AskStore {
     return toRow(raw);
   }
 
+  /** Of `requestIds`, the rows no longer pending (a poll's one read for every ask an instance holds). */
+  async settledAmong(requestIds: readonly string[]): Promise<AskRow[]> {
+    const { db } = this.#store;
+    const rows: AskRow[] = [];
+    for (let at = 0; at < requestIds.length; at += 500) {
+      const chunk = requestIds.slice(at, at + 500);
+      const raw = await run(this.#store, () =>
+        db
+          .selectFrom("asks")
+          .selectAll()
+          .where("request_id", "in", chunk)
+          .where("status", "!=", "pending")
+          .execute(),
+      );
+      rows.push(...raw.flatMap((one) => toRow(one) ?? []));
+    }
+    return rows;
+  }
+
   async pending(): Promise<AskRow[]> {
     const { db } = this.#store;
     const rows = await run(this.#store, () =>
