@@ -1,5 +1,6 @@
 import { runAcp } from "./acp.ts";
 import { runAgents } from "./agents.ts";
+import { runAskRows } from "./ask-rows.ts";
 import { runCallbacks } from "./callbacks.ts";
 import { runCardI18n } from "./card-i18n.ts";
 import { runCardKit } from "./cardkit.ts";
@@ -30,6 +31,7 @@ export const BENCHMARKS: Readonly<Record<string, Benchmark>> = {
   "card-i18n": runCardI18n,
   cardkit: runCardKit,
   cluster: (options) => runCluster(options),
+  "ask-rows": (options) => runAskRows(options),
 };
 
 export async function runSuite(
