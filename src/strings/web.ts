@@ -61,6 +61,7 @@ export const zhWeb = {
       onlySender: "仅任务发起人可以回答。",
       invalid: "回答无效：{message}",
       offline: "连接已断开，正在重新连接，请稍后再提交。",
+      unavailable: "回答暂时没有保存（服务的数据库不可用），问题仍在等待，请稍后再提交。",
     },
     /** The question panel (seed ask-user-questions-design §4). */
     panel: {
@@ -169,6 +170,8 @@ export const enWeb: typeof zhWeb = {
       onlySender: "Only the task's sender can answer.",
       invalid: "Invalid answer: {message}",
       offline: "Connection lost, reconnecting. Please submit again in a moment.",
+      unavailable:
+        "Your answer was not saved (the service's database is unavailable); the question is still open. Please submit it again in a moment.",
     },
     panel: {
       heading: "Your answer is needed",

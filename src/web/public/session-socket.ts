@@ -155,6 +155,7 @@ function onError(frame: Extract<PageFrame, { type: "error" }>): void {
       panel.setCanAnswer(false);
       return panel.showError(T.asks.onlySender);
     }
+    if (code === "unavailable") return panel.showError(T.asks.unavailable);
     return panel.showError(
       code === "invalid_answers"
         ? fill(T.asks.invalid, { message: String(message) })
