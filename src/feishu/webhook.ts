@@ -26,9 +26,24 @@ export interface FeishuWebhookOptions {
   callbackBudgetMs?: number;
   /** Wait after a callback's answer before the card's next PATCH (default DEFAULT_SETTLE_MS). */
   settleMs?: number;
+  /** Where the app's events are POSTed (default FEISHU_WEBHOOK_PATH; several apps: webhookPathsFor). */
+  paths?: readonly string[];
 }
 
 export const FEISHU_WEBHOOK_PATH = "/feishu/events";
+
+/** Every app's own request URL: `/feishu/<app id>/events` (several apps in one process, issue 30). */
+export function appWebhookPath(appId: string): string {
+  return `/feishu/${appId}/events`;
+}
+
+/**
+ * Where an app's webhook answers: its own path, and for the first app also `/feishu/events`, the one path of a
+ * single-app setup, so a request URL already entered in the developer console keeps working.
+ */
+export function webhookPathsFor(appId: string, first: boolean): string[] {
+  return first ? [FEISHU_WEBHOOK_PATH, appWebhookPath(appId)] : [appWebhookPath(appId)];
+}
 const MAX_BODY_BYTES = 1024 * 1024;
 
 export function mountFeishuWebhook(app: express.Express, options: FeishuWebhookOptions): void {
@@ -54,7 +69,7 @@ export function mountFeishuWebhook(app: express.Express, options: FeishuWebhookO
       );
     });
 
-  app.post(FEISHU_WEBHOOK_PATH, rawBody, async (req: Request, res: Response) => {
+  app.post([...(options.paths ?? [FEISHU_WEBHOOK_PATH])], rawBody, async (req: Request, res: Response) => {
     try {
       const raw: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       await handle(raw, req, res, options, log);
