@@ -191,6 +191,20 @@ describe("two Feishu apps in one process", () => {
         .flatMap((app) => CHATS.map((chat) => ({ session_id: feishuGroupSessionId(app, chat), runs: 25 })))
         .sort((x, y) => x.session_id.localeCompare(y.session_id)),
     );
+    // …and two workspaces: the second app's agent never writes in the first's folder for the same chat.
+    const workspaces = db
+      .prepare("SELECT id, workspace FROM sessions WHERE chat_id = ? ORDER BY id")
+      .all(CHATS[0]) as { id: string; workspace: string }[];
+    expect(workspaces).toEqual([
+      {
+        id: feishuGroupSessionId(A, CHATS[0]),
+        workspace: path.join(dataDir, "workspaces", "feishu-chat", CHATS[0]),
+      },
+      {
+        id: feishuGroupSessionId(B, CHATS[0]),
+        workspace: path.join(dataDir, "workspaces", "apps", B, "feishu-chat", CHATS[0]),
+      },
+    ]);
     const inputs = db.prepare("SELECT session_id, input FROM runs").all() as {
       session_id: string;
       input: string;
@@ -257,5 +271,33 @@ describe("two Feishu apps in one process", () => {
     );
     const outside = db.prepare("SELECT session_id FROM runs WHERE session_id LIKE ?").all(`%${OUTSIDE}%`);
     expect(outside).toEqual([{ session_id: feishuGroupSessionId(A, OUTSIDE) }]);
+  }, 30_000);
+
+  it("takes a click on app B's card through app B, and 重试's new card comes from app B too", async () => {
+    const b = emulator.app(B);
+    const sessionId = feishuGroupSessionId(B, CHATS[1]);
+    const id = await deliver(
+      b,
+      b.userMessage({
+        chatType: "group",
+        chatId: CHATS[1],
+        senderOpenId: "ou_retry_b",
+        text: "/fail",
+        mentionBot: true,
+      }),
+    );
+    const cards = () => botMessages().filter((m) => m.parentId === id && m.msgType === "interactive");
+    await until(() => core.runner.currentRun(sessionId)?.status === "failed", "the failed run");
+    const card = await until(() => cards()[0], "the failed card");
+    const run = core.runner.currentRun(sessionId);
+    const value = { kind: "progress", act: "retry", sessionId, runId: run?.id, sender: "ou_retry_b" };
+    // A card's callbacks go to the app that sent it: app A's subscription never sees this click.
+    expect(() =>
+      emulator.app(A).cardAction({ messageId: card.messageId, operatorOpenId: "ou_retry_b", value }),
+    ).toThrow(/sent by cli_b/);
+    const outcome = await b.click({ messageId: card.messageId, operatorOpenId: "ou_retry_b", value });
+    expect(outcome.toast?.content).toBe(zh.feishu.retried);
+    const again = await until(() => cards().length === 2 && cards(), "the retry's card");
+    expect(again.map((m) => m.senderId)).toEqual([B, B]);
   }, 30_000);
 });

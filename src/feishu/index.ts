@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { Config, FeishuSettings, RunnableConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { createLarkCardKit } from "./cardkit/api.ts";
@@ -52,9 +53,15 @@ export async function startFeishuApps(options: StartOptions): Promise<FeishuApps
   try {
     for (const [i, app] of apps.entries()) {
       const logger = apps.length > 1 ? options.logger.child({ appId: app.appId }) : options.logger;
+      // Two bots in one group are two sessions, and two agents: each app after the first works in a folder of
+      // its own (`WORKSPACES_DIR/apps/<app id>/…`), so they never write in each other's. The first app keeps
+      // the paths a single-app setup always had.
+      const base = options.config.workspacesDir ?? path.join(options.config.dataDir, "workspaces");
+      const workspacesDir = i === 0 ? options.config.workspacesDir : path.join(base, "apps", app.appId);
+      const config = { ...options.config, ...(workspacesDir !== undefined ? { workspacesDir } : {}) };
       runtimes.push(
         await startFeishu(
-          { ...options, logger, ...(metrics ? { metrics: metrics[i] } : {}) },
+          { ...options, config, logger, ...(metrics ? { metrics: metrics[i] } : {}) },
           { app, first: i === 0, paths: webhookPathsFor(app.appId, i === 0) },
         ),
       );
