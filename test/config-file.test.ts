@@ -164,6 +164,30 @@ describe("the config file", () => {
   });
 });
 
+describe("the README's example file", () => {
+  it("parses and loads as the two apps it describes", () => {
+    const readme = fs.readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8");
+    const section = readme.split("## Several Feishu apps in one process")[1] ?? "";
+    const json = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(json).toBeDefined();
+    const file = parseConfigFile(json ?? "", "README.md");
+    const env = {
+      AUTH_SECRET: SECRET,
+      SALES_APP_SECRET: "s1",
+      OPS_APP_SECRET: "s2",
+      OPS_ENCRYPT_KEY: "k2",
+      OPS_VERIFICATION_TOKEN: "v2",
+    };
+    const config = loadConfig(env, file);
+    if (config.mode !== "feishu") throw new Error("expected feishu mode");
+    expect(config.apps.map((app) => [app.transport, app.domain])).toEqual([
+      ["ws", "feishu"],
+      ["webhook", "lark"],
+    ]);
+    expect(config.agent.kind).toBe("openai");
+  });
+});
+
 describe("a single app by environment variables", () => {
   it("loads as it always has: one app, the same session ids", () => {
     const config = loadConfig({ FEISHU_APP_ID: A, FEISHU_APP_SECRET: "s", AUTH_SECRET: SECRET });
