@@ -300,4 +300,22 @@ describe("two Feishu apps in one process", () => {
     const again = await until(() => cards().length === 2 && cards(), "the retry's card");
     expect(again.map((m) => m.senderId)).toEqual([B, B]);
   }, 30_000);
+
+  it("refuses at app B's URL an event whose header names app A, whatever key and token signed it", async () => {
+    const payload = emulator.app(A).userMessage({
+      chatType: "group",
+      chatId: CHATS[0],
+      senderOpenId: "ou_misrouted",
+      text: "/quick wrong door",
+      mentionBot: true,
+    });
+    // Signed with B's key and carrying B's verification token (two apps set up with the same ones): only the
+    // header's app id tells that the event is not B's.
+    payload.header = { ...payload.header, token: VT_B };
+    const result = await emulator.app(B).deliver(payload, { timeoutMs: 10_000 });
+    expect(result.status).toBe(403);
+    expect(db.prepare("SELECT COUNT(*) AS n FROM runs WHERE sender_id = ?").get("ou_misrouted")).toEqual({
+      n: 0,
+    });
+  });
 });

@@ -119,7 +119,7 @@ export async function startFeishu(
         ? {
             transport: "webhook",
             encryptKey: feishu.encryptKey,
-            ...(which?.paths ? { paths: which.paths } : {}),
+            ...(which?.paths ? { paths: which.paths, appId } : {}),
             ...(feishu.verificationToken ? { verificationToken: feishu.verificationToken } : {}),
             settleMs,
           }

@@ -28,6 +28,8 @@ export interface FeishuWebhookOptions {
   settleMs?: number;
   /** Where the app's events are POSTed (default FEISHU_WEBHOOK_PATH; several apps: webhookPathsFor). */
   paths?: readonly string[];
+  /** The app this webhook is for: an event whose header names another app is refused (two apps, one key). */
+  appId?: string;
 }
 
 export const FEISHU_WEBHOOK_PATH = "/feishu/events";
@@ -105,6 +107,10 @@ async function handle(
     res.json({ challenge: verdict.challenge });
     return;
   }
+  // Several apps (issue 30): each app's URL takes its own events only, even when two apps share a key.
+  const appId = verdict.data.app_id;
+  if (options.appId !== undefined && typeof appId === "string" && appId !== options.appId)
+    throw new AppError("FORBIDDEN", "The event is for another app than this URL's", { status: 403 });
   await dispatch(verdict.eventType, verdict.data, res, options, log);
 }
 
