@@ -47,7 +47,10 @@ const secret = z.union(
       env: z.string().regex(ENV_NAME, "must name an environment variable (letters, digits, _)"),
     }),
   ],
-  { message: 'must be a string or {"env": "VARIABLE_NAME"}' },
+  {
+    error: (issue) =>
+      issue.input === undefined ? "required" : 'must be a string or {"env": "VARIABLE_NAME"}',
+  },
 );
 
 const idList = z.array(

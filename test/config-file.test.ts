@@ -43,7 +43,11 @@ describe("the config file", () => {
     );
     expect(message).toContain("apps[0].transport: must be ws or webhook");
     expect(message).toContain("apps[1].appId: must be a Feishu app id");
-    expect(message).toContain("apps[1].appSecret:");
+    expect(message).toContain("apps[1].appSecret: must not be empty");
+    expect(errorOf(() => parse({ apps: [{ appId: A }] }))).toContain("apps[0].appSecret: required");
+    expect(errorOf(() => parse({ apps: [{ appId: A, appSecret: 42 }] }))).toContain(
+      'apps[0].appSecret: must be a string or {"env": "VARIABLE_NAME"}',
+    );
   });
 
   it("refuses an unknown field, a typo included, instead of starting without it", () => {
