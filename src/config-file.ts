@@ -21,6 +21,8 @@ import { ConfigError } from "./errors.ts";
 export interface ConfigFile {
   env: Record<string, string>;
   apps: FileApp[] | undefined;
+  /** Where it was read from (absolute): hidden from agents' child processes like DATA_DIR (it may hold secrets). */
+  path?: string;
 }
 
 /** One app of the file, secrets still as written (a value or a reference to an environment variable). */
@@ -181,5 +183,5 @@ export function readConfigFile(
   if (!stat.isFile()) throw new ConfigError(`Invalid configuration file ${file}: not a regular file`);
   if (stat.size > MAX_FILE_BYTES)
     throw new ConfigError(`Invalid configuration file ${file}: over ${MAX_FILE_BYTES / 1024} KiB`);
-  return parseConfigFile(fs.readFileSync(file, "utf8"), file);
+  return { ...parseConfigFile(fs.readFileSync(file, "utf8"), file), path: file };
 }

@@ -220,6 +220,8 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
           ? [path.resolve(e.WORKSPACES_DIR)]
           : []),
         ...(e.MCP_CONFIG ? [path.resolve(e.MCP_CONFIG)] : []),
+        // The config file may hold the apps' secrets in place (config-file.ts).
+        ...(file?.path ? [path.resolve(file.path)] : []),
       ],
       searchPath: env.PATH ?? "",
       ...(e.AGENT_USER ? { agentUser: e.AGENT_USER } : {}),

@@ -156,7 +156,11 @@ describe("the config file", () => {
     try {
       expect(readConfigFile({}, dir)).toBeUndefined();
       fs.writeFileSync(path.join(dir, "feishu-progress-bot.json"), JSON.stringify({ env: { PORT: 1 } }));
-      expect(readConfigFile({}, dir)?.env).toEqual({ PORT: "1" });
+      const found = readConfigFile({}, dir);
+      expect(found?.env).toEqual({ PORT: "1" });
+      // It may hold secrets: agents' child processes do not see it (isolation's hidden paths).
+      const hidden = loadConfig({}, found).isolation.hidden;
+      expect(hidden).toContain(path.join(dir, "feishu-progress-bot.json"));
       fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify({ env: { PORT: 2 } }));
       expect(readConfigFile({ CONFIG_FILE: "other.json" }, dir)?.env).toEqual({ PORT: "2" });
       expect(errorOf(() => readConfigFile({ CONFIG_FILE: "gone.json" }, dir))).toMatch(
