@@ -25,10 +25,29 @@ const optionalText = z
   .transform((value) => (value === "" ? undefined : value))
   .optional();
 
+/** A comma-separated list of Feishu ids; blank entries are dropped, anything but letters, digits and _ refused. */
+const idList = (name: string) =>
+  z
+    .string()
+    .transform((value) =>
+      value
+        .split(",")
+        .map((id) => id.trim())
+        .filter((id) => id !== ""),
+    )
+    .pipe(
+      z.array(
+        z.string().regex(/^[A-Za-z0-9_]+$/, `${name} lists Feishu ids (ou_…, oc_…) separated by commas`),
+      ),
+    )
+    .optional();
+
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export const envSchema = z.object({
   PORT: intFrom("PORT", 0, 65_535).default(3000),
+  // The config file (config-file.ts): read by main.ts before the rest; default ./feishu-progress-bot.json if present.
+  CONFIG_FILE: optionalText,
   HOST: optionalText,
   DATA_DIR: z.string().trim().min(1).default("./data"),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
@@ -53,6 +72,9 @@ export const envSchema = z.object({
   BOT_LOCALE: optionalText.pipe(z.enum(LOCALES, { message: "BOT_LOCALE accepts zh_cn or en_us" }).optional()),
   FEISHU_ENCRYPT_KEY: optionalText,
   FEISHU_VERIFICATION_TOKEN: optionalText,
+  // The app's allow-list (issue 30): comma-separated open ids (ou_…) and group chat ids (oc_…); unset, anyone.
+  FEISHU_ALLOWED_USERS: idList("FEISHU_ALLOWED_USERS"),
+  FEISHU_ALLOWED_CHATS: idList("FEISHU_ALLOWED_CHATS"),
   FEISHU_CALLBACK_SETTLE_MS: intFrom("FEISHU_CALLBACK_SETTLE_MS", 0, 10_000).default(1000),
   AGENT: z.enum(["demo", "openai", "acp"]).default("demo"),
   ...acpEnvShape,

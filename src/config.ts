@@ -1,5 +1,7 @@
 import path from "node:path";
+import { type AppSettings, loadApps } from "./config-apps.ts";
 import { envSchema, type LOG_LEVELS } from "./config-env.ts";
+import type { ConfigFile } from "./config-file.ts";
 import { ConfigError } from "./errors.ts";
 import { type AcpConfig, acpConfigFrom, acpProblems } from "./harness/agents/acp/config.ts";
 import { isInside } from "./harness/agents/agent-user.ts";
@@ -36,7 +38,15 @@ interface FeishuAppBehaviour {
 export type FeishuSettings = FeishuAppBehaviour & {
   appId: string;
   appSecret: string;
+  /** Who may start tasks with this app (absent: everyone who can reach the bot): open ids, or group chat ids. */
+  allow?: AllowList;
 } & FeishuTransportSettings;
+
+/** An app's allow-list: a message is taken when its sender is listed or it was sent in a listed group. */
+export interface AllowList {
+  users: string[];
+  chats: string[];
+}
 
 /** Local mode before the emulator starts: no credentials yet (local/index.ts fills them in). */
 export type LocalFeishuSettings = FeishuAppBehaviour & {
@@ -48,10 +58,23 @@ export type LocalFeishuSettings = FeishuAppBehaviour & {
 
 /** The mode decides what the Feishu section holds (a discriminated union on `mode`). */
 export type Config = ConfigBase &
-  ({ mode: "feishu"; feishu: FeishuSettings } | { mode: "local"; feishu: LocalFeishuSettings });
+  (
+    | {
+        mode: "feishu";
+        /** The first app: FEISHU_APP_ID's, or the config file's first (doctor, setup and start-up checks use it). */
+        feishu: FeishuSettings;
+        /** Every app the process serves, the first first (one app without a config file's `apps`). */
+        apps: FeishuSettings[];
+      }
+    | { mode: "local"; feishu: LocalFeishuSettings }
+  );
 
 /** A config whose Feishu app is known: feishu mode as loaded, or local mode once the emulator runs. */
-export type RunnableConfig = ConfigBase & { mode: Config["mode"]; feishu: FeishuSettings };
+export type RunnableConfig = ConfigBase & {
+  mode: Config["mode"];
+  feishu: FeishuSettings;
+  apps?: FeishuSettings[];
+};
 
 export interface ConfigBase {
   port: number;
@@ -100,6 +123,8 @@ export interface ConfigBase {
    * AGENT_SANDBOX, what child processes must not see (DATA_DIR, the MCP_CONFIG file, absolute), and the PATH
    * `bwrap` is looked up on (harness/agents/isolation.ts).
    */
+  /** Environment variables the config file's secrets were read from: removed from the process like the rest. */
+  secretEnvNames: string[];
   isolation: {
     sandbox: SandboxSetting;
     hidden: string[];
@@ -114,8 +139,14 @@ export interface ConfigBase {
 const WEBHOOK_NEEDS_KEY =
   "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)";
 
-/** Parse the environment. A bad value throws one ConfigError naming every bad variable and what it accepts. */
-export function loadConfig(env: Record<string, string | undefined>): Config {
+/**
+ * Parse the environment (over the config file's `env` and beside its `apps`, config-file.ts). A bad value throws
+ * one ConfigError naming every bad variable and what it accepts.
+ */
+export function loadConfig(given: Record<string, string | undefined>, file?: ConfigFile): Config {
+  // The environment overrides the file, variable by variable.
+  const env: Record<string, string | undefined> = { ...file?.env };
+  for (const [key, value] of Object.entries(given)) if (value !== undefined) env[key] = value;
   const parsed = envSchema.safeParse(pickKnown(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
@@ -126,11 +157,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.data;
   const problems: string[] = [];
-  const mode = e.FEISHU_APP_ID ? "feishu" : "local";
+  const mode = e.FEISHU_APP_ID || file?.apps ? "feishu" : "local";
+  const loaded = loadApps(e, env, file?.apps);
   if (mode === "feishu") {
-    if (!e.FEISHU_APP_SECRET) problems.push("  FEISHU_APP_SECRET: required when FEISHU_APP_ID is set");
+    problems.push(...loaded.problems);
     if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 32 characters)");
-    if (e.FEISHU_TRANSPORT === "webhook" && !e.FEISHU_ENCRYPT_KEY) problems.push(WEBHOOK_NEEDS_KEY);
   }
   if (e.AGENT === "openai") {
     if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
@@ -179,6 +210,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ...(e.MAX_CONNECTIONS !== undefined ? { max: e.MAX_CONNECTIONS } : {}),
       perAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
     },
+    secretEnvNames: loaded.secretEnvNames,
     isolation: {
       sandbox: e.AGENT_SANDBOX,
       hidden: [
@@ -188,6 +220,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           ? [path.resolve(e.WORKSPACES_DIR)]
           : []),
         ...(e.MCP_CONFIG ? [path.resolve(e.MCP_CONFIG)] : []),
+        // The config file may hold the apps' secrets in place (config-file.ts).
+        ...(file?.path ? [path.resolve(file.path)] : []),
       ],
       searchPath: env.PATH ?? "",
       ...(e.AGENT_USER ? { agentUser: e.AGENT_USER } : {}),
@@ -203,8 +237,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     cardTransport: e.FEISHU_CARD_TRANSPORT,
   };
   const verification = e.FEISHU_VERIFICATION_TOKEN ? { verificationToken: e.FEISHU_VERIFICATION_TOKEN } : {};
-  // The checks above made these present in feishu mode; the narrowing says so to the type checker once.
-  if (mode === "local" || !e.FEISHU_APP_ID || !e.FEISHU_APP_SECRET)
+  const apps = loaded.apps.map((app) => settingsOf(app, behaviour));
+  const [first] = apps;
+  // The checks above made an app present in feishu mode; the narrowing says so to the type checker once.
+  if (mode === "local" || first === undefined)
     return {
       ...base,
       mode: "local",
@@ -215,17 +251,25 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         dlpAudit: e.EMULATOR_DLP_AUDIT,
       },
     };
-  const app = { ...behaviour, appId: e.FEISHU_APP_ID, appSecret: e.FEISHU_APP_SECRET, ...verification };
-  const encrypt = e.FEISHU_ENCRYPT_KEY ? { encryptKey: e.FEISHU_ENCRYPT_KEY } : {};
-  if (e.FEISHU_TRANSPORT === "webhook") {
-    if (!e.FEISHU_ENCRYPT_KEY) throw new ConfigError(`Invalid configuration:\n${WEBHOOK_NEEDS_KEY}`);
-    return {
-      ...base,
-      mode: "feishu",
-      feishu: { ...app, transport: "webhook", encryptKey: e.FEISHU_ENCRYPT_KEY },
-    };
+  return { ...base, mode: "feishu", feishu: first, apps };
+}
+
+/** One app's settings: its own credentials, transport, domain and allow-list, the process's behaviour. */
+function settingsOf(app: AppSettings, behaviour: FeishuAppBehaviour): FeishuSettings {
+  const common = {
+    ...behaviour,
+    domain: app.domain,
+    appId: app.appId,
+    appSecret: app.appSecret,
+    ...(app.verificationToken ? { verificationToken: app.verificationToken } : {}),
+    ...(app.allow ? { allow: app.allow } : {}),
+  };
+  if (app.transport === "webhook") {
+    // loadApps refused a webhook app without its key; an empty one can only come from a hand-built config.
+    if (!app.encryptKey) throw new ConfigError(`Invalid configuration:\n${WEBHOOK_NEEDS_KEY}`);
+    return { ...common, transport: "webhook", encryptKey: app.encryptKey };
   }
-  return { ...base, mode: "feishu", feishu: { ...app, transport: "ws", ...encrypt } };
+  return { ...common, transport: "ws", ...(app.encryptKey ? { encryptKey: app.encryptKey } : {}) };
 }
 
 function pickKnown(env: Record<string, string | undefined>): Record<string, string> {

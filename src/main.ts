@@ -6,12 +6,13 @@ import { createApp } from "./app.ts";
 import { personalLink } from "./auth/link.ts";
 import { localWebhookKey, resolveAuthSecret } from "./auth/secret.ts";
 import { type Config, loadConfig } from "./config.ts";
+import { readConfigFile } from "./config-file.ts";
 import { createCore } from "./core.ts";
 import { ConfigError, describeError } from "./errors.ts";
 import { startupChecks } from "./feishu/doctor/startup.ts";
-import { type FeishuRuntime, startFeishu } from "./feishu/index.ts";
+import { type FeishuApps, startFeishuApps } from "./feishu/index.ts";
 import { withSetupCredentials } from "./feishu/setup/credentials-file.ts";
-import { FEISHU_WEBHOOK_PATH } from "./feishu/webhook.ts";
+import { FEISHU_WEBHOOK_PATH, webhookPathsFor } from "./feishu/webhook.ts";
 import { createAgentFromConfig } from "./harness/agents/index.ts";
 import { resolveIsolation } from "./harness/agents/isolation.ts";
 import { SECRET_ENV_KEYS } from "./harness/agents/isolation-config.ts";
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
   );
   // The config holds the secrets now; nothing started from here on can inherit them by accident (the
   // kernel's copy of the initial environment stays: isolation.ts, README "What an agent can reach").
-  for (const key of SECRET_ENV_KEYS) delete process.env[key];
+  for (const key of [...SECRET_ENV_KEYS, ...config.secretEnvNames]) delete process.env[key];
   // The catalogue is chosen once, before anything writes a word (issue 19: Lark tenants default to English).
   selectLocale(config.locale);
   const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
   mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point, and has a deadline.
-  const started: { feishu?: FeishuRuntime; emulator?: Emulator; server?: Server; agents?: AgentTasks } = {};
+  const started: { feishu?: FeishuApps; emulator?: Emulator; server?: Server; agents?: AgentTasks } = {};
   const shutdown = createShutdown({
     deadlineMs: SHUTDOWN_DEADLINE_MS,
     logger,
@@ -122,7 +123,7 @@ async function main(): Promise<void> {
       ? await startLocalFeishu(config, localWebhookKey(config.dataDir)).then((l) => [l, l.config] as const)
       : ([undefined, config] as const);
   started.emulator = local?.emulator;
-  started.feishu = await startFeishu({
+  started.feishu = await startFeishuApps({
     config: runnable,
     core,
     logger,
@@ -184,7 +185,11 @@ async function main(): Promise<void> {
   const hostPolicy = {
     publicUrl,
     // Feishu reaches the webhook by whatever Host its console URL or a proxy gives; the signature guards it.
-    exemptPaths: local ? [] : [FEISHU_WEBHOOK_PATH],
+    exemptPaths: local
+      ? []
+      : (config.mode === "feishu" ? config.apps : []).flatMap((app, i) =>
+          webhookPathsFor(app.appId, i === 0),
+        ),
   };
   if (cap.warning) logger.warn({ fdLimit, maxConnections: cap.maxConnections }, cap.warning);
   logger.debug(
@@ -229,6 +234,9 @@ async function main(): Promise<void> {
       host: config.host ?? "*",
       mode: config.mode,
       transport: local ? local.config.feishu.transport : config.feishu.transport,
+      ...(config.mode === "feishu" && config.apps.length > 1
+        ? { apps: config.apps.map((app) => `${app.appId} (${app.transport})`) }
+        : {}),
       ...(local ? { console: `${publicUrl()}/console` } : {}),
       dataDir: config.dataDir,
     },
@@ -240,14 +248,19 @@ async function main(): Promise<void> {
   if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
-  started.feishu.channel.repairEnded();
+  started.feishu.repairEnded();
   // What the tenant may be missing (scopes, bot capability, transport, PUBLIC_URL, clock): warnings only.
   if (config.mode === "feishu") void startupChecks(runnable, logger);
 }
 
 function configOrExit(): Config {
   // No app in the environment: what `npm run setup` wrote under DATA_DIR, if anything (setup/credentials-file.ts).
-  return orExit(() => loadConfig(withSetupCredentials(process.env)));
+  // The config file (CONFIG_FILE, else ./feishu-progress-bot.json if present) under the environment.
+  // What `npm run setup` wrote counts only when neither the environment nor the file names an app.
+  return orExit(() => {
+    const file = readConfigFile(process.env);
+    return loadConfig(file?.apps ? process.env : withSetupCredentials(process.env), file);
+  });
 }
 
 /** A configuration problem is one message on stderr and exit 1, not a stack. */

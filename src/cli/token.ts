@@ -6,6 +6,7 @@ import { personalLink } from "../auth/link.ts";
 import { resolveAuthSecret } from "../auth/secret.ts";
 import { DEFAULT_TOKEN_TTL_MS, signToken } from "../auth/token.ts";
 import { loadConfig } from "../config.ts";
+import { readConfigFile } from "../config-file.ts";
 import { describeError } from "../errors.ts";
 import { withSetupCredentials } from "../feishu/setup/credentials-file.ts";
 import { type Db, openDatabase } from "../store/db.ts";
@@ -176,7 +177,9 @@ function main(): void {
   try {
     // The same environment the bot starts with: what npm run setup wrote under DATA_DIR (AUTH_SECRET among it)
     // counts when the environment names no app, so a token signs with the secret the server uses.
-    const env = withSetupCredentials(process.env);
+    // The config file's `env` (DATA_DIR, AUTH_SECRET…) counts too, under the environment (config-file.ts).
+    const file = readConfigFile(process.env);
+    const env = { ...file?.env, ...(file?.apps ? process.env : withSetupCredentials(process.env)) };
     if (argv[0]?.startsWith("--revoke")) {
       const { lines, exitCode } = revokeCli(argv, env, Date.now());
       (exitCode === 0 ? process.stdout : process.stderr).write(`${lines.join("\n")}\n`);

@@ -64,10 +64,18 @@ export interface RunEvents extends Record<string, unknown> {
   queue_changed: { sessionId: string; queued: QueuedMessage[] };
 }
 
-/** Where a run's card goes: a reply to the message that started it, or sent to a person or a group. */
+/**
+ * Where a run's card goes: a reply to the message that started it, or sent to a person or a group. `appId`: the
+ * Feishu app that sends it (the one that received the message); absent, the first app (feishu/apps.ts).
+ */
 export type CardPlacement =
-  | { kind: "reply"; chatId: string; messageId: string }
-  | { kind: "send"; to: { openId: string } | { chatId: string }; chatType: "private" | "group" };
+  | { kind: "reply"; chatId: string; messageId: string; appId?: string }
+  | {
+      kind: "send";
+      to: { openId: string } | { chatId: string };
+      chatType: "private" | "group";
+      appId?: string;
+    };
 
 /** Feeds read as one; more can join later (outside agents' tasks are mounted after the core is built). */
 export interface JoinedFeed extends RunFeed {

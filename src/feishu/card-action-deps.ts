@@ -32,6 +32,8 @@ export interface CardActionDeps {
   queuedCards: Pick<QueuedCards, "cardFor" | "forget" | "afterAnswer">;
   times: Pick<AskTimes, "extendMs" | "extendMaxMs" | "timeZone">;
   now: () => number;
+  /** The app whose card was clicked (feishu/apps.ts): a retry's new card goes out through it too. */
+  appId?: string;
 }
 
 export type Toast = { type: "success" | "error" | "info" | "warning"; content: string; i18n: Localized };

@@ -24,6 +24,13 @@ export interface FeishuChannelOptions {
   now: () => number;
   /** The app id names sessions: `feishu-{appId}-private-{openId}` (domain/session-id.ts). */
   appId: string;
+  /**
+   * Whether this is the process's first app (default true): it shows the cards of runs that name no app (runs
+   * of earlier versions, outside agents' tasks) and claims rows written before apps were recorded (apps.ts).
+   */
+  firstApp?: boolean;
+  /** The app's allow-list (config.ts AllowList); absent, anyone who can reach the bot may use it. */
+  allow?: { users: readonly string[]; chats: readonly string[] };
   dataDir: string;
   /** WORKSPACES_DIR (default `DATA_DIR/workspaces`). */
   workspacesDir?: string;

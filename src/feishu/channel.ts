@@ -5,6 +5,7 @@ import type { SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings/index.ts";
+import { allowedBy, feishuSource, ownsPlacement } from "./apps.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
 import { answerByReply, cardRepliedTo, isAboutQuestion } from "./card-replies.ts";
 import type { FeishuChannelOptions } from "./channel-options.ts";
@@ -121,8 +122,12 @@ export class FeishuChannel implements AskSurface {
     this.#botOpenId = bot.openId;
     const { runs, registry } = this.#o;
     const lifecycle = this.#lifecycle;
+    // Several apps, one feed: each app's channel takes the runs its app received (apps.ts), no other's.
+    const me = { appId: this.#o.appId, first: this.#o.firstApp ?? true };
     this.#off.push(
-      runs.on("run_started", (event) => lifecycle.runStarted(event)),
+      runs.on("run_started", (event) => {
+        if (ownsPlacement(me, event.card)) lifecycle.runStarted(event);
+      }),
       runs.on("run_updated", (run) => lifecycle.runUpdated(run)),
       runs.on("queue_changed", ({ sessionId, queued }) => {
         this.#background.track(this.queuedCards.reorder(queued));
@@ -207,6 +212,7 @@ export class FeishuChannel implements AskSurface {
       message.chatType !== "group" ||
       message.mentions.some((m) => m.openId !== undefined && m.openId === this.#botOpenId);
     if (!addressed && !aboutQuestion) return; // in groups the bot answers only when @-mentioned
+    if (!allowedBy(this.#o.allow, message)) return this.#notAllowed(message);
     // Someone else in the group may click this sender's question: learn the name its refusal will say.
     if (message.chatType === "group") this.names.learn(message.senderOpenId);
     // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later. The id is
@@ -267,7 +273,7 @@ export class FeishuChannel implements AskSurface {
 
   #accept(message: InboundMessage, route: InboundRoute, text: string, markInbound: () => boolean): void {
     const replyText = (reply: string) => this.#replyText(message, route.session, reply);
-    const source = { channel: "feishu", messageId: message.messageId, chatId: message.chatId };
+    const source = feishuSource(this.#o.appId, message.messageId, message.chatId);
     if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
     const result = this.#o.runner.accept(
       { session: route.session, senderId: message.senderOpenId, text, source },
@@ -291,6 +297,22 @@ export class FeishuChannel implements AskSurface {
       const limit = result.limit;
       this.#background.track(this.#o.appLimiter(() => replyText(strings.feishu.queueFull(limit))));
     }
+  }
+
+  /** Someone the allow-list leaves out: told once (a redelivery is not answered again), nothing runs. */
+  #notAllowed(message: InboundMessage): void {
+    if (!this.#o.store.markInbound(message.messageId)) return this.#redelivered(message);
+    this.#log.info(
+      { userId: message.senderOpenId, chatId: message.chatId },
+      "message outside the allow-list",
+    );
+    this.#background.track(
+      this.#o.appLimiter(() =>
+        this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.notAllowed, {
+          replyTo: message.messageId,
+        }),
+      ),
+    );
   }
 
   #redelivered(message: InboundMessage): void {

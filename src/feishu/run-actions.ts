@@ -1,6 +1,7 @@
 import { extendRunAsks } from "../asks/person-actions.ts";
 import type { ProgressValue, QueueValue } from "../cards/actions.ts";
 import { bilingual as strings } from "../strings/index.ts";
+import { feishuSource } from "./apps.ts";
 import { extendedText } from "./ask-deadline.ts";
 import {
   type CallbackResult,
@@ -103,7 +104,11 @@ async function replaceRun(
 function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string): CallbackResult {
   const { runner, store } = deps;
   const row = store.cardForRun(value.runId);
-  const source = row ? { channel: "feishu", messageId: row.sourceMessageId, chatId: row.chatId } : undefined;
+  const source = row
+    ? deps.appId
+      ? feishuSource(deps.appId, row.sourceMessageId, row.chatId)
+      : { channel: "feishu", messageId: row.sourceMessageId, chatId: row.chatId }
+    : undefined;
   const last = runner.currentRun(value.sessionId);
   if (!last || last.id !== value.runId) return toast("info", strings.feishu.notRetryable);
   const result = runner.retry(value.sessionId, operator, source);

@@ -76,7 +76,10 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   const { core, inbound, logger, now } = deps;
   const metrics = deps.metrics ?? NO_FEISHU_METRICS;
   const appLimiter = deps.appLimiter ?? ownLimiter(metrics);
-  const store = deps.store ?? new FeishuStore(core.store.db, now);
+  const first = deps.firstApp ?? true;
+  // Each app's channel sees its own rows (several apps, issue 30); the first also owns what earlier versions wrote.
+  const store = deps.store ?? new FeishuStore(core.store.db, now, { appId: deps.appId, first });
+  if (first) store.claimUnowned();
   const {
     core: _core,
     inbound: _inbound,
@@ -106,6 +109,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     queuedCards: channel.queuedCards,
     times: channel.times,
     now,
+    appId: deps.appId,
   };
   const handlers: FeishuEventHandlers = {
     onMessage: (data) => channel.handleMessage(data),

@@ -26,9 +26,26 @@ export interface FeishuWebhookOptions {
   callbackBudgetMs?: number;
   /** Wait after a callback's answer before the card's next PATCH (default DEFAULT_SETTLE_MS). */
   settleMs?: number;
+  /** Where the app's events are POSTed (default FEISHU_WEBHOOK_PATH; several apps: webhookPathsFor). */
+  paths?: readonly string[];
+  /** The app this webhook is for: an event whose header names another app is refused (two apps, one key). */
+  appId?: string;
 }
 
 export const FEISHU_WEBHOOK_PATH = "/feishu/events";
+
+/** Every app's own request URL: `/feishu/<app id>/events` (several apps in one process, issue 30). */
+export function appWebhookPath(appId: string): string {
+  return `/feishu/${appId}/events`;
+}
+
+/**
+ * Where an app's webhook answers: its own path, and for the first app also `/feishu/events`, the one path of a
+ * single-app setup, so a request URL already entered in the developer console keeps working.
+ */
+export function webhookPathsFor(appId: string, first: boolean): string[] {
+  return first ? [FEISHU_WEBHOOK_PATH, appWebhookPath(appId)] : [appWebhookPath(appId)];
+}
 const MAX_BODY_BYTES = 1024 * 1024;
 
 export function mountFeishuWebhook(app: express.Express, options: FeishuWebhookOptions): void {
@@ -54,7 +71,7 @@ export function mountFeishuWebhook(app: express.Express, options: FeishuWebhookO
       );
     });
 
-  app.post(FEISHU_WEBHOOK_PATH, rawBody, async (req: Request, res: Response) => {
+  app.post([...(options.paths ?? [FEISHU_WEBHOOK_PATH])], rawBody, async (req: Request, res: Response) => {
     try {
       const raw: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       await handle(raw, req, res, options, log);
@@ -90,6 +107,10 @@ async function handle(
     res.json({ challenge: verdict.challenge });
     return;
   }
+  // Several apps (issue 30): each app's URL takes its own events only, even when two apps share a key.
+  const appId = verdict.data.app_id;
+  if (options.appId !== undefined && typeof appId === "string" && appId !== options.appId)
+    throw new AppError("FORBIDDEN", "The event is for another app than this URL's", { status: 403 });
   await dispatch(verdict.eventType, verdict.data, res, options, log);
 }
 

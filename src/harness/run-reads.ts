@@ -125,5 +125,11 @@ export function feedSession(session: SessionInfo | undefined): RunSession | unde
 /** A Feishu message's run has its card as the reply to that message; any other run has no card. */
 export function placementOf(source: Record<string, unknown> | undefined): CardPlacement | undefined {
   if (source?.channel !== "feishu") return undefined;
-  return { kind: "reply", chatId: String(source.chatId ?? ""), messageId: String(source.messageId ?? "") };
+  return {
+    kind: "reply",
+    chatId: String(source.chatId ?? ""),
+    messageId: String(source.messageId ?? ""),
+    // The app that received the message sends its card (feishu/apps.ts); sources of earlier versions name none.
+    ...(typeof source.appId === "string" ? { appId: source.appId } : {}),
+  };
 }

@@ -59,27 +59,39 @@ interface QueuedCardDbRow {
   chat_id: string;
 }
 
-/** Every statement of the store, prepared once per connection. */
+/**
+ * Every statement of the store, prepared once per connection. Reads that start from a run, a queued message or
+ * a time see only the store's app's rows (`(? IS NULL OR app_id = ?)`: a store without an app sees them all).
+ */
 function prepareStatements(db: Db) {
   return {
     inbound: {
       prune: db.prepare("DELETE FROM inbound_messages WHERE received_at < ?"),
       insert: db.prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)"),
     },
+    claim: [
+      db.prepare("UPDATE progress_cards SET app_id = ? WHERE app_id IS NULL"),
+      db.prepare("UPDATE queued_cards SET app_id = ? WHERE app_id IS NULL"),
+      db.prepare("UPDATE ask_pings SET app_id = ? WHERE app_id IS NULL"),
+    ],
     cards: {
       save: db.prepare(
-        `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+        `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone, app_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`,
       ),
-      forRun: db.prepare<[string]>("SELECT * FROM progress_cards WHERE run_id = ?"),
-      byMessage: db.prepare<[string]>("SELECT * FROM progress_cards WHERE message_id = ?"),
+      forRun: db.prepare<[string, AppKey, AppKey]>(
+        "SELECT * FROM progress_cards WHERE run_id = ? AND (? IS NULL OR app_id = ?)",
+      ),
+      byMessage: db.prepare<[string, AppKey, AppKey]>(
+        "SELECT * FROM progress_cards WHERE message_id = ? AND (? IS NULL OR app_id = ?)",
+      ),
       markGone: db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?"),
       markFinalLanded: db.prepare("UPDATE progress_cards SET final_landed_at = ? WHERE run_id = ?"),
       // Cards whose final state has not landed, of any run (whether the run ended is its feed's to say: this
       // table names no other area's). Oldest first, bounded by age: an older card can no longer be PATCHed.
-      finalPending: db.prepare<[number]>(
+      finalPending: db.prepare<[number, AppKey, AppKey]>(
         `SELECT * FROM progress_cards
-         WHERE final_landed_at IS NULL AND gone = 0 AND created_at >= ?
+         WHERE final_landed_at IS NULL AND gone = 0 AND created_at >= ? AND (? IS NULL OR app_id = ?)
          ORDER BY created_at`,
       ),
     },
@@ -89,44 +101,72 @@ function prepareStatements(db: Db) {
     },
     pings: {
       save: db.prepare(
-        `INSERT OR REPLACE INTO ask_pings (message_id, kind, run_id, request_ids, in_group, sent_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT OR REPLACE INTO ask_pings (message_id, kind, run_id, request_ids, in_group, sent_at, app_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
-      since: db.prepare<[number], AskPingDbRow>(
-        "SELECT * FROM ask_pings WHERE sent_at >= ? ORDER BY sent_at",
+      since: db.prepare<[number, AppKey, AppKey], AskPingDbRow>(
+        "SELECT * FROM ask_pings WHERE sent_at >= ? AND (? IS NULL OR app_id = ?) ORDER BY sent_at",
       ),
       prune: db.prepare("DELETE FROM ask_pings WHERE sent_at < ?"),
       remove: db.prepare("DELETE FROM ask_pings WHERE message_id = ?"),
     },
     queuedCards: {
       save: db.prepare(
-        `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at, app_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
-      get: db.prepare<[string], QueuedCardDbRow>("SELECT * FROM queued_cards WHERE queue_id = ?"),
+      get: db.prepare<[string, AppKey, AppKey], QueuedCardDbRow>(
+        "SELECT * FROM queued_cards WHERE queue_id = ? AND (? IS NULL OR app_id = ?)",
+      ),
       remove: db.prepare("DELETE FROM queued_cards WHERE queue_id = ?"),
     },
   };
 }
 
+/** The app a store's rows belong to; null: a store that sees every app's (tests, tools). */
+type AppKey = string | null;
+
+/**
+ * The Feishu channel's rows of one app (issue 30: several apps in one process), or of all of them when no app is
+ * given. Each app's channel has its own: it repairs, edits and reorders only the messages its app sent.
+ */
 export class FeishuStore {
   readonly #sql: ReturnType<typeof prepareStatements>;
   readonly #now: () => number;
+  readonly #app: AppKey;
+  /** Inbound ids are kept bare for this app (the one app of earlier versions wrote them so). */
+  readonly #bareInbound: boolean;
   #lastPrune = 0;
 
-  constructor(db: Db, now: () => number) {
+  constructor(db: Db, now: () => number, app?: { appId: string; first?: boolean }) {
     this.#sql = prepareStatements(db);
     this.#now = now;
+    this.#app = app?.appId ?? null;
+    this.#bareInbound = app === undefined || app.first !== false;
   }
 
-  /** True the first time a message id is seen; false for a redelivery. */
+  /**
+   * Rows written before apps were recorded (NULL) are the first app's: there was one app then. Called by the
+   * first app's runtime at start; afterwards every row names its app.
+   */
+  claimUnowned(): void {
+    if (this.#app === null) return;
+    for (const statement of this.#sql.claim) statement.run(this.#app);
+  }
+
+  /**
+   * True the first time this app sees a message id; false for a redelivery. Per app: one group message that
+   * @-mentions two of our bots reaches both apps with the same message_id, and each must answer it once.
+   * The first app keeps the bare id earlier versions recorded, so an upgrade does not take a redelivery anew.
+   */
   markInbound(messageId: string): boolean {
     const now = this.#now();
     if (now - this.#lastPrune > 60 * 60 * 1000) {
       this.#lastPrune = now;
       this.#sql.inbound.prune.run(now - INBOUND_RETENTION_MS);
     }
-    return this.#sql.inbound.insert.run(messageId, now).changes === 1;
+    const key = this.#bareInbound || this.#app === null ? messageId : `${this.#app}:${messageId}`;
+    return this.#sql.inbound.insert.run(key, now).changes === 1;
   }
 
   saveCard(row: Omit<ProgressCardRow, "gone" | "finalLandedAt">): void {
@@ -138,15 +178,16 @@ export class FeishuStore {
       row.senderId,
       row.sourceMessageId,
       row.createdAt,
+      this.#app,
     );
   }
 
   cardForRun(runId: string): ProgressCardRow | undefined {
-    return toCard(this.#sql.cards.forRun.get(runId));
+    return toCard(this.#sql.cards.forRun.get(runId, this.#app, this.#app));
   }
 
   cardByMessage(messageId: string): ProgressCardRow | undefined {
-    return toCard(this.#sql.cards.byMessage.get(messageId));
+    return toCard(this.#sql.cards.byMessage.get(messageId, this.#app, this.#app));
   }
 
   markCardGone(runId: string): void {
@@ -163,7 +204,7 @@ export class FeishuStore {
    * those a kill left behind alike (the caller asks the run feed which runs ended).
    */
   finalPending(since: number): ProgressCardRow[] {
-    return this.#sql.cards.finalPending.all(since).flatMap((row) => toCard(row) ?? []);
+    return this.#sql.cards.finalPending.all(since, this.#app, this.#app).flatMap((row) => toCard(row) ?? []);
   }
 
   /** The run's card has had its @-mention reminder (at most one per card, a restart included). */
@@ -184,6 +225,7 @@ export class FeishuStore {
       JSON.stringify(row.requestIds),
       row.group ? 1 : 0,
       row.sentAt,
+      this.#app,
     );
   }
 
@@ -193,7 +235,7 @@ export class FeishuStore {
    */
   pingsSince(since: number): AskPingRow[] {
     this.#sql.pings.prune.run(since);
-    return this.#sql.pings.since.all(since).map((row) => ({
+    return this.#sql.pings.since.all(since, this.#app, this.#app).map((row) => ({
       messageId: row.message_id,
       kind: row.kind,
       runId: row.run_id,
@@ -216,11 +258,12 @@ export class FeishuStore {
       row.sourceMessageId,
       row.chatId,
       this.#now(),
+      this.#app,
     );
   }
 
   queuedCard(queueId: string): QueuedCardRow | undefined {
-    const row = this.#sql.queuedCards.get.get(queueId);
+    const row = this.#sql.queuedCards.get.get(queueId, this.#app, this.#app);
     return row
       ? {
           queueId: row.queue_id,

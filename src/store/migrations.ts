@@ -2,6 +2,8 @@
  * Versioned migrations, applied in order inside one transaction each; `PRAGMA user_version` records
  * the last one applied. Append new migrations; never edit a released one.
  */
+import { LATER_MIGRATIONS } from "./migrations-later.ts";
+
 export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE sessions (
@@ -335,15 +337,6 @@ export const MIGRATIONS: readonly string[] = [
     sent_at      INTEGER NOT NULL
   );
   `,
-  // "Always allow" (issue 30): standing ACP permission choices per session and scope (store/permissions.ts).
-  `
-  CREATE TABLE standing_permissions (
-    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_kind TEXT NOT NULL, tool_name TEXT NOT NULL,
-    decision    TEXT NOT NULL CHECK (decision IN ('allow', 'reject')),
-    title       TEXT NOT NULL,
-    granted_by  TEXT NOT NULL,
-    granted_at  INTEGER NOT NULL,
-    UNIQUE (session_id, granted_by, tool_kind, tool_name)
-  );
-  `,
+  // Appended from issue 30 on (the file reached its length limit): migrations-later.ts.
+  ...LATER_MIGRATIONS,
 ];

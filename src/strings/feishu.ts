@@ -46,6 +46,8 @@ export const zhFeishu = {
     cardGoneError: "进度卡片已被撤回或删除",
     queueFull: (limit: number) =>
       `前面已有 ${limit} 条消息在排队，这条消息没有加入队列。请等前面的任务完成后再发送。`,
+    /** The app's allow-list (issue 30) lists neither the sender nor this group: nothing runs. */
+    notAllowed: "你没有使用这个机器人的权限，请联系管理员把你（或这个群）加入允许名单。",
   },
   topics: {
     /** A topic session's title on the session page and in the hub: the group, then the topic's first words. */
@@ -95,6 +97,8 @@ export const enFeishu: typeof zhFeishu = {
     cardGoneError: "The progress card was recalled or deleted",
     queueFull: (limit: number) =>
       `${limit} ${plural(limit, "message")} ${limit === 1 ? "is" : "are"} already queued, so this message was not added. Please send it again once the earlier tasks are done.`,
+    notAllowed:
+      "You are not allowed to use this bot. Ask its administrator to add you (or this group) to its allow-list.",
   },
   topics: {
     sessionTitle: (firstWords: string) => `Group topic: ${firstWords}`,

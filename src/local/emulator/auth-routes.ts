@@ -2,7 +2,7 @@ import type { Router } from "express";
 import { z } from "zod";
 import type { EmulatorContext } from "./context.ts";
 import { CODES, fail } from "./errors.ts";
-import { parse, sendJson } from "./http.ts";
+import { callLocals, parse, sendJson } from "./http.ts";
 
 const tokenRequest = z.object({ app_id: z.string().min(1), app_secret: z.string().min(1) });
 
@@ -19,9 +19,12 @@ export function mountAuthRoutes(router: Router, ctx: EmulatorContext): void {
         throw fail(CODES.invalidParam, "param is invalid: app_id and app_secret are required");
       }
     })();
-    if (body.app_id !== ctx.config.appId) throw fail(CODES.invalidParam, "app_id is invalid");
-    if (body.app_secret !== ctx.config.appSecret) throw fail(CODES.appSecretInvalid, "app secret invalid");
-    const { token, expireSeconds } = ctx.tokens.issue(ctx.clock.now());
+    // Each app of the tenant has its own tokens (apps.ts).
+    const app = ctx.apps.byId(body.app_id);
+    if (!app) throw fail(CODES.invalidParam, "app_id is invalid");
+    callLocals(res).app = app;
+    if (body.app_secret !== app.config.appSecret) throw fail(CODES.appSecretInvalid, "app secret invalid");
+    const { token, expireSeconds } = app.tokens.issue(ctx.clock.now());
     sendJson(res, 200, { code: CODES.ok, msg: "ok", tenant_access_token: token, expire: expireSeconds });
   });
 }

@@ -1,12 +1,13 @@
+import { AppContexts, appIdentity, perApp } from "./apps.ts";
 import { CardEntities } from "./cardkit.ts";
 import { createClock } from "./clock.ts";
 import type { DlpAudit } from "./dlp.ts";
 import { FaultQueue } from "./faults.ts";
 import { type Journal, openJournal } from "./journal.ts";
-import { KeyedWindows, SlidingWindow } from "./limits.ts";
-import { LongConnectionServer } from "./long-connection/server.ts";
+import { KeyedWindows, type SlidingWindow } from "./limits.ts";
+import type { LongConnectionServer } from "./long-connection/server.ts";
 import { Observer } from "./observer.ts";
-import { MessageStore, TokenStore, UpdateTokenStore, UuidCache } from "./state.ts";
+import { MessageStore, type TokenStore, UpdateTokenStore, UuidCache } from "./state.ts";
 import type { EmulatorClock, EmulatorOptions } from "./types.ts";
 
 export interface EmulatorConfig {
@@ -44,6 +45,11 @@ export interface EmulatorContext {
   tenant: TenantSettings;
   /** CardKit card entities (cardkit.ts); an entity sent in a message updates it. */
   cardkit: CardEntities;
+  /**
+   * Every app of the tenant (apps.ts), this one among them: a call is served as the app whose token it carries.
+   * `config`, `tokens`, `appWindow` and `longConnection` are this app's; everything else is the tenant's.
+   */
+  apps: AppContexts<EmulatorContext>;
 }
 
 export interface TenantSettings {
@@ -91,25 +97,34 @@ export function createContext(options: EmulatorOptions): EmulatorContext {
     const message = messages.get(messageId);
     if (message) observer.emit("message_patched", { message, via });
   });
-  return {
+  const apps = new AppContexts<EmulatorContext>();
+  const first: EmulatorContext = {
     cardkit,
     config,
     clock,
     messages,
-    tokens: new TokenStore(config.tokenTtlSeconds * 1000),
+    ...perApp({ clock, observer }, config, options.longConnection),
     updateTokens: new UpdateTokenStore(),
     uuids: new UuidCache(journal),
-    appWindow: new SlidingWindow(config.appCallsPerSecond),
     patchWindows: new KeyedWindows(config.perMessagePatchPerSecond),
     faults: new FaultQueue(),
     observer,
     journal,
-    longConnection: new LongConnectionServer({ clock, observer }, options.longConnection),
     tenant: {
       dlpAudit: dlpAuditOf(options.dlpAudit),
       grantedScopes: options.grantedScopes ? new Set(options.grantedScopes) : undefined,
     },
+    apps,
   };
+  apps.add(first);
+  // More apps of the same tenant: their own identity, tokens, rate window and long connections (apps.ts).
+  for (const [i, app] of (options.otherApps ?? []).entries())
+    apps.add({
+      ...first,
+      config: { ...config, ...appIdentity(app, i + 2) },
+      ...perApp({ clock, observer }, config, options.longConnection),
+    });
+  return first;
 }
 
 /** `dlpAudit: true` is the audit with no keywords of the tenant's own. */

@@ -172,6 +172,11 @@ export function cardActionEvent(ctx: CardActionContext, input: CardActionInput):
   if (message.msgType !== "interactive" || message.senderType !== "app")
     throw new Error(`cardAction: ${input.messageId} is not a card sent by the app`);
   if (message.recalled) throw new Error(`cardAction: ${input.messageId} was recalled`);
+  // A card's callbacks go to the app that sent it (several apps on one tenant, apps.ts).
+  if (message.senderId !== ctx.config.appId)
+    throw new Error(
+      `cardAction: ${input.messageId} was sent by ${message.senderId}, not ${ctx.config.appId}`,
+    );
   const now = ctx.clock.now();
   return {
     schema: "2.0",

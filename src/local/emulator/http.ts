@@ -8,6 +8,8 @@ interface CallLocals {
   code?: number;
   messageId?: string;
   body?: unknown;
+  /** The app the call is served as (its token's, or the credentials it sent): apps.ts. */
+  app?: EmulatorContext;
 }
 
 export const callLocals = (res: Response): CallLocals => res.locals as CallLocals;
@@ -61,6 +63,7 @@ export function recordCalls(ctx: EmulatorContext) {
         code: locals.code,
         ...(locals.messageId ? { messageId: locals.messageId } : {}),
         durationMs: performance.now() - started,
+        ...(locals.app ? { appId: locals.app.config.appId } : {}),
         requestHeaders: pickHeaders(req),
         ...(body !== undefined ? { requestBody: body } : {}),
         ...(locals.body !== undefined ? { responseBody: locals.body } : {}),
@@ -114,9 +117,12 @@ function bodyText(body: unknown): string {
   return `${JSON.stringify(body)}\n${content}`;
 }
 
-/** Every endpoint but the token endpoint needs `Authorization: Bearer <live tenant token>`. */
+/**
+ * Every endpoint but the token endpoint needs `Authorization: Bearer <live tenant token>`; the call is then served
+ * as the app the token was issued to (apps.ts), whatever app the request claims to be elsewhere.
+ */
 export function requireTenantToken(ctx: EmulatorContext) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
+  return (req: Request, res: Response, next: NextFunction): void => {
     const header = req.get("authorization");
     if (!header)
       throw fail(
@@ -126,11 +132,13 @@ export function requireTenantToken(ctx: EmulatorContext) {
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
     if (!token?.startsWith("t-"))
       throw fail(CODES.tokenMalformed, "Invalid access token for authorization: malformed token.");
-    if (!ctx.tokens.isValid(token, ctx.clock.now()))
+    const app = ctx.apps.byToken(token, ctx.clock.now());
+    if (!app)
       throw fail(
         CODES.tokenInvalid,
         "Invalid access token for authorization. Please make a request with token attached.",
       );
+    callLocals(res).app = app;
     next();
   };
 }
@@ -153,6 +161,11 @@ export function appRateLimit(ctx: EmulatorContext) {
 }
 
 /** Turns thrown errors into platform-shaped responses. */
+/** The context of the app a call is served as (set by requireTenantToken; the first app before it). */
+export function appOf(ctx: EmulatorContext, res: Response): EmulatorContext {
+  return callLocals(res).app ?? ctx;
+}
+
 export function errorHandler(error: unknown, _req: Request, res: Response, _next: NextFunction): void {
   if (error instanceof FeishuError) return sendError(res, error);
   const type = (error as { type?: unknown }).type;

@@ -1,6 +1,6 @@
 import { applyCallbackCard } from "./callback-card.ts";
 import { click } from "./callback-flow.ts";
-import { createContext, dlpAuditOf } from "./context.ts";
+import { createContext, dlpAuditOf, type EmulatorContext } from "./context.ts";
 import { type UrlVerification, urlVerification } from "./crypto.ts";
 import { createDeliverer, type Subscription } from "./delivery.ts";
 import type { DlpAudit } from "./dlp.ts";
@@ -109,6 +109,8 @@ export interface Emulator {
   readonly registrations: RegistrationControl;
   /** The long-connection server: the bot's WSClient connects here through `POST /callback/ws/endpoint`. */
   readonly longConnection: LongConnectionControl;
+  /** An app of the tenant by id: the first (this emulator's own) or one of `otherApps` (apps.ts). */
+  app(appId: string): EmulatorApp;
   /** POSTs a payload like Feishu does: encrypted and signed when `encryptKey` is set. */
   deliverWebhook(
     targetUrl: string,
@@ -138,6 +140,51 @@ export interface LongConnectionControl {
   configure(change: { pingIntervalS?: number; reconnectIntervalS?: number }): void;
 }
 
+/**
+ * One app of the emulated tenant (apps.ts), as the platform sees it: its identity, its events (built with its
+ * app id, verification token and bot), its subscription and deliveries, its long connections.
+ */
+export interface EmulatorApp {
+  readonly appId: string;
+  readonly appSecret: string;
+  readonly botOpenId: string;
+  readonly botName: string;
+  readonly encryptKey: string | undefined;
+  readonly verificationToken: string | undefined;
+  /** A user's message to this app: stored in the tenant's chat, returned as this app's event. */
+  userMessage(input: UserMessageInput): MessageReceiveEvent;
+  /** A click on one of this app's cards (a card of another app is refused: its callbacks go to that app). */
+  cardAction(input: CardActionInput): CardActionEvent;
+  subscribe(subscription: Subscription): void;
+  deliver(payload: unknown, options?: { timeoutMs?: number }): Promise<WebhookResult>;
+  click(input: CardActionInput, options?: { timeoutMs?: number }): Promise<ClickOutcome>;
+  /** This app's long connections open now. */
+  readonly online: number;
+  /** Invalidates this app's tokens only. */
+  expireTokens(): void;
+}
+
+function otherApp(ctx: EmulatorContext, deliverer: ReturnType<typeof createDeliverer>): EmulatorApp {
+  const { config } = ctx;
+  return {
+    appId: config.appId,
+    appSecret: config.appSecret,
+    botOpenId: config.botOpenId,
+    botName: config.botName,
+    encryptKey: config.encryptKey,
+    verificationToken: config.verificationToken,
+    userMessage: (input) => userMessageEvent(ctx, input).payload,
+    cardAction: (input) => cardActionEvent(ctx, input),
+    subscribe: (subscription) => deliverer.subscribe(subscription),
+    deliver: (payload, options) => deliverer.deliver(payload, options),
+    click: (input, options) => click(ctx, deliverer, input, options),
+    get online() {
+      return ctx.longConnection.online;
+    },
+    expireTokens: () => ctx.tokens.expireAll(),
+  };
+}
+
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const ctx = createContext(options);
   const { config, clock, messages, observer } = ctx;
@@ -151,7 +198,17 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   baseUrl = url;
   const deliverer = createDeliverer(ctx);
   const lc = ctx.longConnection;
-  server.on("upgrade", (req, socket, head) => lc.handleUpgrade(req, socket, head));
+  // The app whose endpoint issued the ticket takes the connection; an unknown ticket is refused by the first.
+  server.on("upgrade", (req, socket, head) =>
+    (ctx.apps.all.find((app) => app.longConnection.issued(req))?.longConnection ?? lc).handleUpgrade(
+      req,
+      socket,
+      head,
+    ),
+  );
+  const others = new Map(
+    ctx.apps.all.slice(1).map((app) => [app.config.appId, otherApp(app, createDeliverer(app))] as const),
+  );
   let closed: Promise<void> | undefined;
 
   return {
@@ -225,8 +282,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         now: clock.now(),
         ...deliveryOptions,
       }),
+    app(appId) {
+      if (appId === config.appId) return otherApp(ctx, deliverer);
+      const other = others.get(appId);
+      if (!other) throw new Error(`app: ${appId} is not an app of this emulator`);
+      return other;
+    },
     close: () => {
-      if (!closed) lc.close();
+      if (!closed) for (const app of ctx.apps.all) app.longConnection.close();
       closed ??= shutdown(server).finally(() => ctx.journal?.close());
       return closed;
     },

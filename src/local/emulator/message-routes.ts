@@ -49,9 +49,13 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     ok(res, toWire(message, config));
   };
 
+  // Send uuids are each app's own (assumed: the docs speak of one app's requests); the first app's keep their
+  // bare form, as the journal of a one-app emulator holds them.
+  const uuidKey = (uuid: string) => (ctx.apps.all[0] === ctx ? uuid : `${config.appId}/${uuid}`);
+
   /** A uuid seen within the hour answers with the first message instead of sending again. */
   const replayed = (res: Response, uuid: string | undefined): boolean => {
-    const previous = uuid === undefined ? undefined : ctx.uuids.lookup(uuid, clock.now());
+    const previous = uuid === undefined ? undefined : ctx.uuids.lookup(uuidKey(uuid), clock.now());
     const message = previous === undefined ? undefined : messages.get(previous);
     if (!message) return false;
     answerWith(res, message);
@@ -59,7 +63,7 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
   };
 
   const created = (res: Response, message: MessageView, uuid: string | undefined): void => {
-    if (uuid !== undefined) ctx.uuids.remember(uuid, message.messageId, message.createdAt);
+    if (uuid !== undefined) ctx.uuids.remember(uuidKey(uuid), message.messageId, message.createdAt);
     ctx.observer.emit("message_created", message);
     answerWith(res, message);
   };
@@ -123,7 +127,12 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     const message = messages.require(messageId);
     const now = clock.now();
     if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
-    if (message.senderType !== "app" || message.msgType !== "interactive")
+    // Another app's card is not this app's to change, on the same tenant or not (apps.ts).
+    if (
+      message.senderType !== "app" ||
+      message.msgType !== "interactive" ||
+      message.senderId !== config.appId
+    )
       throw fail(CODES.messageInvalid, "only interactive messages sent by this app can be patched");
     // "仅特定人可见" cards cannot be patched (feishu-platform §3.2).
     if (message.visibleTo !== undefined)
@@ -146,7 +155,7 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     const body = parse(editBody, req.body);
     const message = messages.require(messageId);
     if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
-    if (message.senderType !== "app")
+    if (message.senderType !== "app" || message.senderId !== config.appId)
       throw fail(CODES.messageInvalid, "only messages sent by this app can be edited");
     if (message.msgType !== "text" && message.msgType !== "post")
       throw fail(CODES.messageInvalid, "only text and post messages can be edited; cards are patched");
@@ -177,7 +186,7 @@ export function mountMessageRoutes(router: Router, ctx: EmulatorContext): void {
     callLocals(res).messageId = messageId;
     const message = messages.require(messageId);
     if (message.recalled) throw fail(CODES.messageRecalled, "the message was recalled");
-    if (message.senderType !== "app")
+    if (message.senderType !== "app" || message.senderId !== config.appId)
       throw fail(CODES.messageInvalid, "only messages sent by this app can be recalled");
     ctx.observer.emit("message_recalled", messages.recall(messageId, clock.now()));
     ok(res, {});

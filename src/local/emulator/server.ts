@@ -7,6 +7,7 @@ import type { EmulatorContext } from "./context.ts";
 import { mountEphemeralRoutes } from "./ephemeral-routes.ts";
 import {
   applyFaults,
+  appOf,
   appRateLimit,
   errorHandler,
   recordCalls,
@@ -41,21 +42,32 @@ export function createApp(
   app.use(open);
 
   app.use(requireTenantToken(ctx));
-  app.use(requireScopes(ctx));
-  app.use(appRateLimit(ctx));
-  const api = express.Router();
-  mountBotRoutes(api, ctx);
-  mountMessageRoutes(api, ctx);
-  mountCardRoutes(api, ctx);
-  mountCardKitRoutes(api, ctx);
-  mountEphemeralRoutes(api, ctx);
-  app.use(api);
+  // Served as the token's app (apps.ts): its scopes, its rate window, its bot, its messages' sender.
+  const apis = new Map(ctx.apps.all.map((appCtx) => [appCtx, apiFor(appCtx)]));
+  app.use((req, res, next) => {
+    const api = apis.get(appOf(ctx, res));
+    if (!api) return next(new Error("no API for the token's app"));
+    api(req, res, next);
+  });
 
   app.use((req, res) => {
     sendJson(res, 404, { code: 404, msg: `404 page not found: ${req.method} ${req.path}` });
   });
   app.use(errorHandler);
   return app;
+}
+
+/** One app's side of the Open API, bound to its context. */
+function apiFor(ctx: EmulatorContext): express.Router {
+  const api = express.Router();
+  api.use(requireScopes(ctx));
+  api.use(appRateLimit(ctx));
+  mountBotRoutes(api, ctx);
+  mountMessageRoutes(api, ctx);
+  mountCardRoutes(api, ctx);
+  mountCardKitRoutes(api, ctx);
+  mountEphemeralRoutes(api, ctx);
+  return api;
 }
 
 /** Listens on 127.0.0.1 on an ephemeral port. */

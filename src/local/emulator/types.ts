@@ -19,6 +19,20 @@ export interface RegistrationOptions {
   expiresInS?: number;
 }
 
+/** One more app of the emulated tenant (the first is `EmulatorOptions`' own appId, appSecret, …). */
+export interface EmulatorAppOptions {
+  /** Must match /^cli_[0-9a-fA-F]{16}$/ (the SDK's WSClient refuses others). */
+  appId: string;
+  /** Default `<appId>-secret`. */
+  appSecret?: string;
+  /** Default `ou_bot_<appId without cli_>`. */
+  botOpenId?: string;
+  /** Default "Progress Bot <n>". */
+  botName?: string;
+  encryptKey?: string;
+  verificationToken?: string;
+}
+
 export interface EmulatorOptions {
   /** The tenant's brand: a `lark` tenant's registration is confirmed on the Lark endpoint only. Default feishu. */
   tenantBrand?: "feishu" | "lark";
@@ -70,6 +84,11 @@ export interface EmulatorOptions {
    * address or phone number (or one of `keywords`) fail with 230028. Off by default; `setDlpAudit` changes it.
    */
   dlpAudit?: boolean | DlpAudit;
+  /**
+   * More apps of the same tenant (apps.ts): each its own credentials, bot, tokens, rate budget, subscription and
+   * long connections; chats and messages are shared. Reach each through `emulator.app(appId)`.
+   */
+  otherApps?: EmulatorAppOptions[];
 }
 
 export interface RecordedCall {
@@ -86,6 +105,8 @@ export interface RecordedCall {
   messageId?: string;
   /** Wall-clock time spent answering. */
   durationMs: number;
+  /** The app the call was made as: whose tenant token it carried (or whose credentials it sent). */
+  appId?: string;
   /** As received, secrets included: whoever shows them redacts (the console does). */
   requestHeaders?: Record<string, string>;
   /** The parsed JSON body, when the request had one. */

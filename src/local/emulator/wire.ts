@@ -31,7 +31,8 @@ export function toWire(message: MessageView, config: EmulatorConfig, content = m
     chat_id: message.chatId,
     sender:
       message.senderType === "app"
-        ? { id: config.appId, id_type: "app_id", sender_type: "app", tenant_key: config.tenantKey }
+        ? // The app that sent it, which need not be the caller's (several apps on one tenant, apps.ts).
+          { id: message.senderId, id_type: "app_id", sender_type: "app", tenant_key: config.tenantKey }
         : { id: message.senderId, id_type: "open_id", sender_type: "user", tenant_key: config.tenantKey },
     body: { content },
   };

@@ -1,7 +1,7 @@
 import type { Router } from "express";
 import { z } from "zod";
 import type { EmulatorContext } from "../context.ts";
-import { sendJson } from "../http.ts";
+import { callLocals, sendJson } from "../http.ts";
 import { ENDPOINT_CODES } from "./server.ts";
 
 const endpointRequest = z.object({ AppID: z.string(), AppSecret: z.string() });
@@ -14,15 +14,14 @@ const endpointRequest = z.object({ AppID: z.string(), AppSecret: z.string() });
 export function mountLongConnectionRoutes(router: Router, ctx: EmulatorContext): void {
   router.post("/callback/ws/endpoint", (req, res) => {
     const body = endpointRequest.safeParse(req.body ?? {});
-    if (
-      !body.success ||
-      body.data.AppID !== ctx.config.appId ||
-      body.data.AppSecret !== ctx.config.appSecret
-    ) {
+    // Each app of the tenant has its own connections (apps.ts).
+    const app = body.success ? ctx.apps.byId(body.data.AppID) : undefined;
+    if (!body.success || !app || body.data.AppSecret !== app.config.appSecret) {
       sendJson(res, 200, { code: ENDPOINT_CODES.authFailed, msg: "auth failed: app id or secret", data: {} });
       return;
     }
-    const answer = ctx.longConnection.issue(`ws://${req.get("host") ?? "127.0.0.1"}`);
+    callLocals(res).app = app;
+    const answer = app.longConnection.issue(`ws://${req.get("host") ?? "127.0.0.1"}`);
     sendJson(res, 200, { ...answer, data: answer.data ?? {} });
   });
 }

@@ -107,6 +107,12 @@ export class LongConnectionServer {
     };
   }
 
+  /** Whether this server issued the upgrade's ticket (several apps: each app's server redeems its own). */
+  issued(req: IncomingMessage): boolean {
+    const url = new URL(req.url ?? "/", "http://emulator");
+    return this.#tickets.has(url.searchParams.get("ticket") ?? "");
+  }
+
   /** The HTTP server's `upgrade` listener: only a live ticket opens a connection. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = new URL(req.url ?? "/", "http://emulator");

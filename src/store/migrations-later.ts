@@ -1,0 +1,25 @@
+/**
+ * The migrations after the first file filled up (store/migrations.ts spreads these at its end, in order).
+ * Append new migrations here; never edit a released one.
+ */
+export const LATER_MIGRATIONS: readonly string[] = [
+  // "Always allow" (issue 30): standing ACP permission choices per session and scope (store/permissions.ts).
+  `
+  CREATE TABLE standing_permissions (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_kind TEXT NOT NULL, tool_name TEXT NOT NULL,
+    decision    TEXT NOT NULL CHECK (decision IN ('allow', 'reject')),
+    title       TEXT NOT NULL,
+    granted_by  TEXT NOT NULL,
+    granted_at  INTEGER NOT NULL,
+    UNIQUE (session_id, granted_by, tool_kind, tool_name)
+  );
+  `,
+  // Several Feishu apps in one process (issue 30): which app sent each card, ping and queued-message card, so that
+  // each app repairs, edits and reorders only its own messages. NULL rows were written before, by the one app
+  // there was; the first app claims them at start-up (store/feishu.ts claimUnowned).
+  `
+  ALTER TABLE progress_cards ADD COLUMN app_id TEXT;
+  ALTER TABLE queued_cards ADD COLUMN app_id TEXT;
+  ALTER TABLE ask_pings ADD COLUMN app_id TEXT;
+  `,
+];
