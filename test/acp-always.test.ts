@@ -175,6 +175,27 @@ describe("always allow on an ACP permission form (scripted agent, emulator, SDK,
     expect(thirdText).not.toContain("自动允许");
   });
 
+  it("names the tool from the earlier tool_call when the request carries the call's id alone, so 'always' covers it", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-bare-")));
+    const cardId = await ask(r, "/perm-twice bare");
+    const form = await r.until(() => {
+      const card = r.cardOf(cardId);
+      return requestIdsOn(card).length > 0 && card;
+    }, "the first form");
+    // The form says what the call is, as its tool_call said: kind, the agent's tool name, title.
+    expect(cardText(form)).toContain("智能体想要编辑（Edit）：Edit a.md");
+    const seen = new Set<string>();
+    await pick(r, cardId, 1, seen);
+    const text = cardText(await settled(r, cardId));
+    expect(seen.size).toBe(1);
+    expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动允许");
+    expect(text).toContain("已按之前的选择自动允许：编辑 · Edit b.md");
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    expect((await api(r, ALICE, sessionId)).body.permissions).toEqual([
+      expect.objectContaining({ decision: "allow", scope: "编辑（Edit）", title: "Edit a.md" }),
+    ]);
+  });
+
   it("remembers reject_always the same way: the next request is refused without a form", async () => {
     const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-never-")));
     const cardId = await ask(r, "/perm-twice");

@@ -17,6 +17,7 @@ import { bilingual, inEveryLocale, type Strings, strings } from "../../../string
 import type { AgentContext } from "../agent.ts";
 import type { CoalescingSink } from "./coalesce.ts";
 import { permissionAsk, permissionOutcome, refusedIn } from "./permission.ts";
+import type { ToolCallMemory } from "./tool-calls.ts";
 import type { TurnReporter } from "./updates.ts";
 
 /**
@@ -32,6 +33,8 @@ export interface PermissionFlow {
   reporter: TurnReporter;
   updates: CoalescingSink;
   standing: StandingPermissions;
+  /** What the session's earlier updates said of each tool call: a request often names only the call's id. */
+  calls: Pick<ToolCallMemory, "merged">;
   logger: Logger;
   now: () => number;
 }
@@ -41,10 +44,12 @@ const CANCELLED: RequestPermissionResponse = { outcome: { outcome: "cancelled" }
 
 export async function answerPermission(
   f: PermissionFlow,
-  request: RequestPermissionRequest,
+  asked: RequestPermissionRequest,
   requestSignal: AbortSignal,
 ): Promise<RequestPermissionResponse> {
   const { ctx, reporter, updates } = f;
+  // The call as the session knows it: its earlier tool_call's title, kind and name where the request has none.
+  const request = { ...asked, toolCall: f.calls.merged(asked.toolCall) };
   const callId = request.toolCall.toolCallId;
   const about = reporter.toolCallSeen(request.toolCall);
   const scope = scopeOf({ kind: about.kind, name: request.toolCall.name });
@@ -70,7 +75,7 @@ export async function answerPermission(
   }
   // The card shows the call the form is about before the form.
   updates.flush();
-  const ask = permissionAsk(request, about);
+  const ask = permissionAsk(request, { ...about, tool: scope?.tool ?? request.toolCall.name ?? "" });
   if (requestSignal.aborted || ctx.signal.aborted) return CANCELLED;
   // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
   // request's signal withdraws the ask too, so its form leaves the card at once.
