@@ -346,4 +346,5 @@ export const MIGRATIONS: readonly string[] = [
     UNIQUE (session_id, granted_by, tool_kind, tool_name)
   );
   `,
+  "ALTER TABLE standing_permissions ADD COLUMN agent_keeps INTEGER NOT NULL DEFAULT 0", // the agent keeps it too
 ];
