@@ -96,8 +96,9 @@ describe("always allow on an ACP permission form (scripted agent, emulator, SDK,
     expect((await pick(r, cardId, 1, seen)).toast?.content).toBe("已提交");
     const card = await settled(r, cardId);
     const text = cardText(card);
-    // The agent got its own allow_always both times; only one form was ever shown.
-    expect(text).toContain("权限结果: a.md=always b.md=always");
+    // The bot keeps the choice: the agent got its allow_once both times (never its allow_always, which it
+    // would keep beyond the session); only one form was ever shown.
+    expect(text).toContain("权限结果: a.md=allow b.md=allow");
     expect(seen.size).toBe(1);
     expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动允许");
     expect(text).toContain("已按之前的选择自动允许：编辑 · Edit b.md");
@@ -110,7 +111,7 @@ describe("always allow on an ACP permission form (scripted agent, emulator, SDK,
     const again = await start(dataDir);
     const second = await ask(again.r, "/perm-twice", true);
     const secondText = cardText(await settled(again.r, second));
-    expect(secondText).toContain("权限结果: a.md=always b.md=always");
+    expect(secondText).toContain("权限结果: a.md=allow b.md=allow");
     expect(secondText).toContain("已按之前的选择自动允许：编辑 · Edit a.md");
     expect(secondText).not.toContain("请求权限");
     expect(formsOn(again.r.cardOf(second))).toEqual([]);
@@ -175,12 +176,65 @@ describe("always allow on an ACP permission form (scripted agent, emulator, SDK,
     expect(thirdText).not.toContain("自动允许");
   });
 
+  it("names the tool from the earlier tool_call when the request carries the call's id alone, so 'always' covers it", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-bare-")));
+    const cardId = await ask(r, "/perm-twice bare");
+    const form = await r.until(() => {
+      const card = r.cardOf(cardId);
+      return requestIdsOn(card).length > 0 && card;
+    }, "the first form");
+    // The form says what the call is, as its tool_call said: kind, the agent's tool name, title.
+    expect(cardText(form)).toContain("智能体想要编辑（Edit）：Edit a.md");
+    const seen = new Set<string>();
+    await pick(r, cardId, 1, seen);
+    const text = cardText(await settled(r, cardId));
+    expect(seen.size).toBe(1);
+    expect(text).toContain("权限结果: a.md=allow b.md=allow");
+    expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动允许");
+    expect(text).toContain("已按之前的选择自动允许：编辑 · Edit b.md");
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    expect((await api(r, ALICE, sessionId)).body.permissions).toEqual([
+      expect.objectContaining({ decision: "allow", scope: "编辑（Edit）", title: "Edit a.md" }),
+    ]);
+  });
+
+  it("sends the agent its allow_always only when it offers no allow_once, and says revoking cannot undo the agent's own record", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-no-once-")));
+    const cardId = await ask(r, "/perm-twice no-once");
+    // The options are Always allow, Reject, Never: index 0 is the agent's allow_always.
+    await pick(r, cardId, 0, new Set());
+    const card = await settled(r, cardId);
+    const text = cardText(card);
+    // The agent keeps its allow_always itself (asks no more: `remembered`), as the card says.
+    expect(text).toContain("权限结果: a.md=always b.md=remembered");
+    expect(text).toContain(
+      "以后本会话中的「编辑（Edit）」操作都将自动允许 · 智能体也会自己记住这个选择，在会话详情中撤销撤不回",
+    );
+    expect(stepsIn(card, "en_us")).toContain("The agent keeps it too: revoking here cannot undo that");
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    expect((await api(r, ALICE, sessionId)).body.permissions).toEqual([
+      expect.objectContaining({ decision: "allow", scope: "编辑（Edit）", agentKeeps: true }),
+    ]);
+  });
+
+  it("counts an 'always' on a request that names no tool as this once: the agent gets allow_once, nothing is kept", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-unnamed-")));
+    // `/perm`: an edit of notes.md, its tool unnamed (as Claude Code asks), options Allow, Always allow, Reject.
+    const cardId = await ask(r, "/perm");
+    await pick(r, cardId, 1, new Set());
+    const card = await settled(r, cardId);
+    expect(cardText(card)).toContain("权限结果: selected allow");
+    expect(cardText(card)).toContain("请求未说明是哪个工具，无法记住：只按这一次处理，下次会再询问");
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    expect((await api(r, ALICE, sessionId)).body.permissions).toEqual([]);
+  });
+
   it("remembers reject_always the same way: the next request is refused without a form", async () => {
     const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-never-")));
     const cardId = await ask(r, "/perm-twice");
     await pick(r, cardId, 3, new Set());
     const text = cardText(await settled(r, cardId));
-    expect(text).toContain("权限结果: a.md=never b.md=never");
+    expect(text).toContain("权限结果: a.md=reject b.md=reject");
     expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动拒绝");
     expect(text).toContain("已按之前的选择自动拒绝：编辑 · Edit b.md");
     // Neither the chooser's page nor anyone else's can be reached from another site.

@@ -244,10 +244,11 @@ describe("a submit that leaves a question unanswered", () => {
       name: "asks_submit",
       formValue: { ask0_q0: "0", ask0_c0: "", ask1_q0: [], ask1_c0: " " },
     });
-    // The complete ask is answered; the other is named and comes back as it was typed.
+    // The complete ask is answered; the other is named (by its number on the card, 2.【附加功能】) and comes
+    // back as it was typed.
     expect(partly.toast).toEqual({
       type: "warning",
-      content: "第 1 题「附加功能」：请至少选择一项或填写其他",
+      content: "第 2 题「附加功能」：请至少选择一项或填写其他",
     });
     expect((await r.core.registry.state(first ?? ""))?.status).toBe("answered");
     const left = partly.card?.data ?? card;

@@ -109,7 +109,9 @@ describe("buildProgressCard", () => {
       },
     ]);
     const markdown = form!.elements.filter((node) => node.tag === "markdown").map((node) => node.content);
-    expect(markdown[0]).toContain("**【Framework】** Which framework should we use for the new module?");
+    // Two questions on the card: each numbered across the card, the numbers a reply uses (`1:2 2:…`).
+    expect(markdown[0]).toContain("**1.【Framework】** Which framework should we use for the new module?");
+    expect(markdown[1]).toContain("**2.【Features】**");
     expect(markdown[0]).toContain("- **Vue 3 (Recommended)**：Composition API + TypeScript");
     expect(markdown[1]).toContain("- **PDF export**：Generate PDF reports");
   });

@@ -44,18 +44,18 @@ describe("what an 'always' covers (domain/standing-permissions.ts)", () => {
     });
   });
 
-  it("answers with the agent's own 'always' option, else its 'once' one, else not at all", () => {
+  it("answers with the agent's 'once' option (the bot keeps the choice), else its 'always' one, else not at all", () => {
     expect(standingOf("allow_always")).toBe("allow");
     expect(standingOf("reject_always")).toBe("reject");
     expect(standingOf("allow_once")).toBeUndefined();
-    expect(standingOption(options, "allow")?.optionId).toBe("aa");
-    expect(standingOption(options, "reject")?.optionId).toBe("ra");
+    expect(standingOption(options, "allow")?.optionId).toBe("a1");
+    expect(standingOption(options, "reject")?.optionId).toBe("r1");
     expect(
       standingOption(
-        [options[0], options[2]].flatMap((o) => (o ? [o] : [])),
+        options.filter((o) => o.kind !== "allow_once"),
         "allow",
       )?.optionId,
-    ).toBe("a1");
+    ).toBe("aa");
     expect(standingOption([{ optionId: "r1", kind: "reject_once" as const }], "allow")).toBeUndefined();
   });
 });

@@ -98,8 +98,15 @@ function keyedParts(text: string, count: number): Map<number, string> | undefine
   return parts;
 }
 
-/** The reply as answers to `questions`, or the first question it leaves unanswered. */
-export function parseReplyAnswer(questions: readonly ReplyQuestion[], text: string): ReplyAnswer {
+/**
+ * What the reply says of each of `questions` (a card's questions in the card's numbering, across its asks):
+ * the answer it makes, `null` where it names the question without a usable answer, `undefined` where it says
+ * nothing of it. A bare answer (one piece of text, not keyed) is about the first question alone.
+ */
+export function readReply(
+  questions: readonly ReplyQuestion[],
+  text: string,
+): (RuleAnswer | null | undefined)[] {
   const pieces: (Piece | undefined)[] = questions.map(() => undefined);
   const keyed = questions.length > 1 ? keyedParts(text, questions.length) : undefined;
   const lines = text.split(/\r?\n/).filter((line) => line.trim() !== "");
@@ -113,10 +120,18 @@ export function parseReplyAnswer(questions: readonly ReplyQuestion[], text: stri
     // One piece of text: it answers the first question, as a choice or as its 其他.
     pieces[0] = pieceFor(questions[0], text);
   }
-  const answers: RuleAnswer[] = [];
-  for (const [index, question] of questions.entries()) {
+  return questions.map((question, index) => {
     const piece = pieces[index];
-    const answer = piece && normalizeAnswer(question, piece.labels, piece.custom);
+    if (!piece) return undefined;
+    return normalizeAnswer(question, piece.labels, piece.custom) ?? null;
+  });
+}
+
+/** The reply as answers to `questions`, or the first question it leaves unanswered. */
+export function parseReplyAnswer(questions: readonly ReplyQuestion[], text: string): ReplyAnswer {
+  const read = readReply(questions, text);
+  const answers: RuleAnswer[] = [];
+  for (const [index, answer] of read.entries()) {
     if (!answer) return { ok: false, questionIndex: index };
     answers.push(answer);
   }

@@ -24,6 +24,11 @@ export interface AskContext {
   chatType?: "group";
   budget: Budget;
   strings: Strings;
+  /**
+   * The card holds several questions: each is numbered across the card (asks/question-numbers.ts), the numbers
+   * a reply's `1:2 2:暗色模式` and a refusal's 第 N 题 use.
+   */
+  numbered?: true;
 }
 
 /**

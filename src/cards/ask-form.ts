@@ -1,4 +1,5 @@
 import type { ElicitationAsk } from "../asks/elicitation.ts";
+import { firstQuestionIndexes } from "../asks/question-numbers.ts";
 import type { AskQuestion } from "../asks/schema.ts";
 import type { Strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
@@ -47,13 +48,14 @@ export function fieldNames(askIndex: number, questionIndex: number) {
  * own (its 拒绝 / 取消 answer only it).
  */
 export function askForms(asks: readonly CardAsk[], total: number, c: AskContext): FormNode[] {
+  const firsts = firstQuestionIndexes(asks);
   const questionAsks = asks.flatMap((ask, askIndex) => (ask.elicitation ? [] : [{ ask, askIndex }]));
-  if (questionAsks.length < 2) return asks.map((ask, i) => askForm(ask, i, total, c));
+  if (questionAsks.length < 2) return asks.map((ask, i) => askForm(ask, i, total, c, firsts[i]));
   const stacked: CardNode[] = [];
   for (const [k, { ask, askIndex }] of questionAsks.entries()) {
     if (k > 0) stacked.push({ tag: "hr" });
     // Its own form's elements without its submit button (the last one): the stack has one for all.
-    stacked.push(...askForm(ask, askIndex, total, c).elements.slice(0, -1));
+    stacked.push(...askForm(ask, askIndex, total, c, firsts[askIndex]).elements.slice(0, -1));
   }
   const first = questionAsks[0]?.ask.requestId ?? "";
   const value: AskSubmitValue = {
@@ -84,7 +86,8 @@ export function askForms(asks: readonly CardAsk[], total: number, c: AskContext)
   return forms;
 }
 
-export function askForm(ask: CardAsk, index: number, total: number, c: AskContext): FormNode {
+/** `firstIndex`: the card-wide index of its first question (asks/question-numbers.ts), shown when `c.numbered`. */
+export function askForm(ask: CardAsk, index: number, total: number, c: AskContext, firstIndex = 0): FormNode {
   if (ask.elicitation)
     return elicitForm({ requestId: ask.requestId, elicitation: ask.elicitation }, index, total, c);
   const { budget, strings: s } = c;
@@ -95,7 +98,8 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
     const reason =
       j === 0 && ask.reason ? `${s.agents.askReason(escapeText(truncate(oneLine(ask.reason), 300)))}\n` : "";
     const heading = j === 0 ? `${askHeading(c, index + 1, total)}\n${reason}\n` : "";
-    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget, s) });
+    const number = c.numbered ? firstIndex + j + 1 : undefined;
+    elements.push({ tag: "markdown", content: heading + questionMarkdown(question, budget, s, number) });
     const previews = question.multiSelect ? [] : question.options.filter((option) => option.preview);
     // Feishu has no side-by-side layout: each preview goes under the question, folded. Single-select only.
     if (budget.previews && previews.length > 0) {
@@ -185,11 +189,13 @@ export function askForm(ask: CardAsk, index: number, total: number, c: AskContex
   return { tag: "form", name: fieldNames(index, 0).form, elements };
 }
 
-function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings): string {
-  const head = s.card.questionLine(
-    escapeText(question.header),
-    escapeText(truncate(oneLine(question.question), budget.questionChars)),
-  );
+function questionMarkdown(question: AskQuestion, budget: Budget, s: Strings, number?: number): string {
+  const header = escapeText(question.header);
+  const text = escapeText(truncate(oneLine(question.question), budget.questionChars));
+  const head =
+    number === undefined
+      ? s.card.questionLine(header, text)
+      : s.card.numberedQuestionLine(number, header, text);
   if (budget.optionList === "none") return head;
   const lines = question.options.map((option) => {
     const label = `- **${escapeText(option.label)}**`;

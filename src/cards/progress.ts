@@ -1,3 +1,4 @@
+import { numberedQuestionCount } from "../asks/question-numbers.ts";
 import type { RunStatus } from "../domain/types.ts";
 import { strings as defaultStrings, type Locale, type Strings } from "../strings/index.ts";
 import { oneLine, truncate } from "../util/text.ts";
@@ -228,6 +229,8 @@ function render(
       ...(view.chatType ? { chatType: view.chatType } : {}),
       budget,
       strings: s,
+      // Numbered across every open question ask, the compact ones too: a reply may name any of them.
+      ...(numberedQuestionCount(shownAsks) > 1 ? { numbered: true as const } : {}),
     };
     const withForms = shownAsks.slice(0, fullForms);
     elements.push({ tag: "hr" });

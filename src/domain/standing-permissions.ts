@@ -23,6 +23,11 @@ export interface StandingPermission extends PermissionScope {
   /** Who chose it (the task's sender then): the one who may revoke it. */
   grantedBy: string;
   grantedAt: number;
+  /**
+   * The agent was sent its own "always" option too, having offered no "once" one: it keeps the choice itself
+   * (Claude Code in its project settings), where revoking it here cannot reach. Absent: the bot alone keeps it.
+   */
+  agentKeeps?: true;
 }
 
 /**
@@ -79,18 +84,20 @@ export function standingOf(kind: OptionKind): StandingDecision | undefined {
 }
 
 /**
- * Which of the agent's options answers a request a standing choice covers: its "always" option of that
- * decision, else its "once" one; none (the form is shown) when the agent offers neither this time.
+ * Which of the agent's options answers a request of this decision: its "once" option, else its "always" one;
+ * none (the form is shown) when the agent offers neither this time. "Once" first, whether the choice was made
+ * just now or stands from before: the bot remembers it (this file), and an agent told "always" would keep it
+ * in its own memory, beyond the session, where revoking it on the session page cannot reach.
  */
 export function standingOption<T extends { kind: OptionKind }>(
   options: readonly T[],
   decision: StandingDecision,
 ): T | undefined {
-  const [always, once] =
+  const [once, always] =
     decision === "allow"
-      ? (["allow_always", "allow_once"] as const)
-      : (["reject_always", "reject_once"] as const);
-  return options.find((option) => option.kind === always) ?? options.find((option) => option.kind === once);
+      ? (["allow_once", "allow_always"] as const)
+      : (["reject_once", "reject_always"] as const);
+  return options.find((option) => option.kind === once) ?? options.find((option) => option.kind === always);
 }
 
 /** Standing permissions of this process only: an agent built without the service's store (tests, tools). */

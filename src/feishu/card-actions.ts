@@ -2,6 +2,7 @@ import { unansweredReason } from "../asks/answers.ts";
 import type { ElicitationAsk, ElicitResponse } from "../asks/elicitation.ts";
 import type { PendingAsk } from "../asks/pending.ts";
 import { declineAsk } from "../asks/person-actions.ts";
+import { firstQuestionIndexes } from "../asks/question-numbers.ts";
 import {
   type AskSubmitValue,
   type ProgressValue,
@@ -202,11 +203,15 @@ async function submitStack(
   let missing: Localized | undefined;
   let answered = 0;
   const replaced: number[] = [];
-  for (const { ask, formName } of held) {
+  // The toast names a question by its number across the card, as the card shows it (asks/question-numbers.ts).
+  const cardQuestions = held.flatMap(({ ask }) => ask.questions);
+  const firsts = firstQuestionIndexes(held.map(({ ask }) => ask));
+  for (const [k, { ask, formName }] of held.entries()) {
     const mapped = mapFormValue(ask.questions, formValue, formName);
     if (!mapped.ok) {
       active?.drafts.set(ask.requestId, readDraft(ask.questions, formValue, formName));
-      missing ??= inEveryLocale((s) => unansweredReason(s, ask.questions, mapped.questionIndex));
+      const index = (firsts[k] ?? 0) + mapped.questionIndex;
+      missing ??= inEveryLocale((s) => unansweredReason(s, cardQuestions, index));
       continue;
     }
     const by = { surface: "feishu", userId: operator };

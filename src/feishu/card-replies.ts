@@ -1,7 +1,8 @@
 import { unansweredReason } from "../asks/answers.ts";
 import type { PendingAsk } from "../asks/pending.ts";
+import { firstQuestionIndexes } from "../asks/question-numbers.ts";
 import type { AskRegistry } from "../asks/registry.ts";
-import { parseReplyAnswer, REPLY_SURFACE } from "../asks/reply-answer.ts";
+import { REPLY_SURFACE, readReply } from "../asks/reply-answer.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import { strings } from "../strings/index.ts";
 import type { InboundMessage } from "./events.ts";
@@ -26,8 +27,14 @@ export interface CardReplyDeps {
   nameOf(userId: string): string | undefined;
 }
 
-/** What became of a reply: an answer, a refusal to send back (nothing settled), or an ordinary message. */
-export type ReplyOutcome = { kind: "answered" } | { kind: "refused"; text: string } | { kind: "message" };
+/**
+ * What became of a reply: an answer (with, when it completed some asks and not another, that one's refusal to
+ * send back), a refusal to send back (nothing settled), or an ordinary message.
+ */
+export type ReplyOutcome =
+  | { kind: "answered"; refusal?: string }
+  | { kind: "refused"; text: string }
+  | { kind: "message" };
 
 /** The live card a message quotes (its parent, else the root of its reply tree), if it is one of ours. */
 export function cardRepliedTo(
@@ -64,10 +71,14 @@ async function endedWhileRunning(deps: CardReplyDeps, card: ActiveCard): Promise
 }
 
 /**
- * The reply as an answer to the card's first open question. Only its answerer, in the card's chat and
- * thread, may answer; a reply that makes no answer gets the card's own refusal (第 N 题「…」：请至少选择一项或填写其他).
- * `session` is where the reply itself was routed (topics.ts): a reply in a thread opened under the card is
- * another conversation than the card's.
+ * The reply as answers to the card's open questions, numbered across all of them as the card numbers them
+ * (asks/question-numbers.ts): `1:2 3:暗色模式` or one line per question may reach several stacked asks, and
+ * each ask it names settles under its own compare-and-set; a bare answer (`2`, a label, free text) is the first
+ * open question's. An ask the reply names only in part gets the card's own refusal (第 N 题「…」：请至少选择一项或
+ * 填写其他) and settles nothing; the others it completes are answered all the same, as with the card's one
+ * stacked form (card-actions.ts submitStack). Only the asks' answerer, in the card's chat and thread, may
+ * answer. `session` is where the reply itself was routed (topics.ts): a reply in a thread opened under the card
+ * is another conversation than the card's.
  */
 export async function answerByReply(
   deps: CardReplyDeps,
@@ -76,29 +87,56 @@ export async function answerByReply(
   session: Pick<SessionInfo, "topic">,
   text: string,
 ): Promise<ReplyOutcome> {
-  const ask = questionAsks(deps, card)[0];
-  if (!ask) {
+  const asks = questionAsks(deps, card);
+  const first = asks[0];
+  if (!first) {
     const ended = await endedWhileRunning(deps, card);
     return ended === undefined ? { kind: "message" } : { kind: "refused", text: ended };
   }
-  // Said before the reply is read; the registry's settle below refuses a wrong answerer all the same.
-  if (message.senderOpenId !== ask.answererId) return { kind: "refused", text: onlyAnswererText(deps, ask) };
+  const cardQuestions = asks.flatMap((ask) => ask.questions);
+  const read = readReply(cardQuestions, text);
+  const firsts = firstQuestionIndexes(asks);
+  const named = asks.flatMap((ask, k) => {
+    const from = firsts[k] ?? 0;
+    const answers = read.slice(from, from + ask.questions.length);
+    return answers.some((answer) => answer !== undefined) ? [{ ask, from, answers }] : [];
+  });
+  // Said before the reply is read further; the registry's settle refuses a wrong answerer all the same.
+  const stranger = [first, ...named.map(({ ask }) => ask)].find(
+    (ask) => ask.answererId !== message.senderOpenId,
+  );
+  if (stranger) return { kind: "refused", text: onlyAnswererText(deps, stranger) };
   const sameThread = session.topic?.rootMessageId === card.topic?.rootMessageId;
   if (message.chatId !== card.chatId || !sameThread)
     return { kind: "refused", text: strings.feishu.replyElsewhere };
-  const parsed = parseReplyAnswer(ask.questions, text);
-  if (!parsed.ok)
-    return { kind: "refused", text: unansweredReason(strings, ask.questions, parsed.questionIndex) };
   const by = { surface: REPLY_SURFACE, userId: message.senderOpenId };
-  const result = await deps.registry.complete(ask.sessionId, ask.requestId, parsed.answers, by);
-  if (result.ok) return { kind: "answered" };
-  if (result.reason === "forbidden") return { kind: "refused", text: onlyAnswererText(deps, ask) };
-  // Another surface answered first (or the deadline passed) between reading the ask and settling it.
+  let answered = 0;
+  let refusal: string | undefined;
+  for (const { ask, from, answers } of named) {
+    const missing = answers.findIndex((answer) => !answer);
+    if (missing >= 0) {
+      refusal ??= unansweredReason(strings, cardQuestions, from + missing);
+      continue;
+    }
+    const complete = answers.filter((answer) => answer !== null && answer !== undefined);
+    const result = await deps.registry.complete(ask.sessionId, ask.requestId, complete, by);
+    if (result.ok) answered += 1;
+    else if (result.reason === "forbidden") refusal ??= onlyAnswererText(deps, ask);
+    // Another surface answered first (or the deadline passed) between reading the ask and settling it.
+    else refusal ??= await endedTextOf(deps, card, ask);
+  }
+  if (answered > 0) return refusal === undefined ? { kind: "answered" } : { kind: "answered", refusal };
+  return { kind: "refused", text: refusal ?? unansweredReason(strings, cardQuestions, 0) };
+}
+
+/** How an ask that a reply lost ended (answered elsewhere, timed out), in the card's words. */
+async function endedTextOf(
+  deps: CardReplyDeps,
+  card: ActiveCard,
+  ask: Pick<PendingAsk, "requestId">,
+): Promise<string> {
   const outcome = (await deps.registry.state(ask.requestId))?.outcome;
-  return {
-    kind: "refused",
-    text: outcome ? endedText(outcome, card.chatType === "group") : strings.feishu.askExpired,
-  };
+  return outcome ? endedText(outcome, card.chatType === "group") : strings.feishu.askExpired;
 }
 
 /** 只有 … 可以回答: the refusal of a reply by someone else than the person asked. */

@@ -256,8 +256,12 @@ export class FeishuChannel implements AskSurface {
     if (repliesTo && aboutQuestion) {
       // Recorded as seen before anything settles: a redelivered reply answers nothing twice.
       if (!markInbound()) return this.#redelivered(message);
-      const answering = answerByReply(replyDeps, repliesTo, message, route.session, text).then((outcome) => {
-        if (outcome.kind === "refused") this.#background.track(replyText(outcome.text));
+      // One question per line is a way to answer: the reply is read with its line breaks.
+      const lines = stripMentions(message.rawText ?? "", message.mentions, { lines: true });
+      const answering = answerByReply(replyDeps, repliesTo, message, route.session, lines).then((outcome) => {
+        const refusal =
+          outcome.kind === "refused" ? outcome.text : outcome.kind === "answered" && outcome.refusal;
+        if (refusal) this.#background.track(replyText(refusal));
         if (outcome.kind !== "message") {
           this.#log.debug({ runId: repliesTo.runId, outcome: outcome.kind }, "reply to a card's question");
           return;

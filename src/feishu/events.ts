@@ -103,14 +103,24 @@ export function parseMessageEvent(data: unknown): Parsed<InboundMessage> {
   };
 }
 
-/** Removes mention placeholders (`@_user_1`) from the text; `@_all` too. */
-export function stripMentions(rawText: string, mentions: InboundMessage["mentions"]): string {
+/**
+ * Removes mention placeholders (`@_user_1`) from the text; `@_all` too. With `lines`, line breaks stay (a
+ * reply to a card answers one question per line, card-replies.ts); runs of other spaces become one either way.
+ */
+export function stripMentions(
+  rawText: string,
+  mentions: InboundMessage["mentions"],
+  options: { lines?: boolean } = {},
+): string {
   let text = rawText;
   for (const mention of mentions) text = text.split(mention.key).join(" ");
+  text = text.replace(/@_all\b/g, " ");
+  if (!options.lines) return text.replace(/\s+/g, " ").trim();
   return text
-    .replace(/@_all\b/g, " ")
-    .replace(/\s+/g, " ")
-    .trim();
+    .split(/\r?\n/)
+    .map((line) => line.replace(/\s+/g, " ").trim())
+    .filter((line) => line !== "")
+    .join("\n");
 }
 
 const cardActionSchema = z.object({

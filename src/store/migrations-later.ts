@@ -22,4 +22,7 @@ export const LATER_MIGRATIONS: readonly string[] = [
   ALTER TABLE queued_cards ADD COLUMN app_id TEXT;
   ALTER TABLE ask_pings ADD COLUMN app_id TEXT;
   `,
+  // The bot keeps an "always" (issue 30): 1 when the agent offered no "once" option, so it was sent its own
+  // "always" and keeps it too (a revoke here cannot reach it; the card and the page say so).
+  "ALTER TABLE standing_permissions ADD COLUMN agent_keeps INTEGER NOT NULL DEFAULT 0",
 ];

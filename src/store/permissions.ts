@@ -16,9 +16,10 @@ interface Row {
   title: string;
   granted_by: string;
   granted_at: number;
+  agent_keeps: number;
 }
 
-const COLUMNS = "id, session_id, tool_kind, tool_name, decision, title, granted_by, granted_at";
+const COLUMNS = "id, session_id, tool_kind, tool_name, decision, title, granted_by, granted_at, agent_keeps";
 
 /**
  * Standing permissions in SQLite (`standing_permissions`): one row per session, chooser and scope, so "always"
@@ -40,9 +41,10 @@ export class SqliteStandingPermissions implements StandingPermissions {
        WHERE session_id = ? AND granted_by = ? AND tool_kind = ? AND tool_name = ?`,
     );
     this.#put = db.prepare(
-      `INSERT INTO standing_permissions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO standing_permissions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (session_id, granted_by, tool_kind, tool_name) DO UPDATE SET id = excluded.id,
-         decision = excluded.decision, title = excluded.title, granted_at = excluded.granted_at`,
+         decision = excluded.decision, title = excluded.title, granted_at = excluded.granted_at,
+         agent_keeps = excluded.agent_keeps`,
     );
     this.#list = db.prepare<[string], Row>(
       `SELECT ${COLUMNS} FROM standing_permissions WHERE session_id = ? ORDER BY granted_at, id`,
@@ -69,6 +71,7 @@ export class SqliteStandingPermissions implements StandingPermissions {
       made.title,
       made.grantedBy,
       made.grantedAt,
+      made.agentKeeps ? 1 : 0,
     );
     return made;
   }
@@ -95,5 +98,6 @@ function entryOf(row: Row): StandingPermission {
     title: row.title,
     grantedBy: row.granted_by,
     grantedAt: row.granted_at,
+    ...(row.agent_keeps ? { agentKeeps: true as const } : {}),
   };
 }

@@ -99,6 +99,15 @@ export const zhAgents = {
     standingRejected: (scope: string) => `以后本会话中的「${scope}」操作都将自动拒绝`,
     autoAllowed: (title: string) => `已按之前的选择自动允许：${title}`,
     autoRejected: (title: string) => `已按之前的选择自动拒绝：${title}`,
+    /**
+     * An "always" the agent keeps itself too (it offered no one-time option): the session page cannot undo it.
+     * These three are step lines: a title shows 60 characters, a note 80 (cards/steps.ts).
+     */
+    agentKeepsToo: "智能体也会自己记住这个选择，在会话详情中撤销撤不回",
+    /** An "always" on a request that names no tool the bot can scope it to: it counts this once only. */
+    onceOnlyUnnamed: "请求未说明是哪个工具，无法记住：只按这一次处理，下次会再询问",
+    /** The same, when the agent offered no one-time option: the agent alone keeps the choice. */
+    agentKeepsOnly: "请求未说明是哪个工具，本会话不记住；智能体会自己记住，无法在此撤销",
   },
 };
 
@@ -192,5 +201,8 @@ export const enAgents: typeof zhAgents = {
     standingRejected: (scope: string) => `From now on refused in this session: ${scope}`,
     autoAllowed: (title: string) => `Allowed automatically, as chosen before: ${title}`,
     autoRejected: (title: string) => `Refused automatically, as chosen before: ${title}`,
+    agentKeepsToo: "The agent keeps it too: revoking here cannot undo that",
+    onceOnlyUnnamed: "Names no tool: applies this once; you'll be asked again",
+    agentKeepsOnly: "Names no tool: the agent keeps it itself, not revocable here",
   },
 };

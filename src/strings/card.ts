@@ -45,6 +45,9 @@ export const zhCard = {
     selectPlaceholder: "请选择",
     /** A question's line on the form: its header in brackets, then the question (both already escaped). */
     questionLine: (header: string, question: string) => `**【${header}】** ${question}`,
+    /** The same line when the card holds several questions: its number across the card (asks/question-numbers.ts). */
+    numberedQuestionLine: (number: number, header: string, question: string) =>
+      `**${number}.【${header}】** ${question}`,
     /** A question's header in the 还有 N 个问题 block, and what goes between two of them. */
     quotedHeader: (header: string) => `「${header}」`,
     quotedHeaderSeparator: "",
@@ -145,6 +148,8 @@ export const enCard: typeof zhCard = {
     askStepGroup: (mention: string) => `Waiting for ${mention} to answer`,
     selectPlaceholder: "Choose one",
     questionLine: (header: string, question: string) => `**${header}:** ${question}`,
+    numberedQuestionLine: (number: number, header: string, question: string) =>
+      `**${number}. ${header}:** ${question}`,
     quotedHeader: (header: string) => `"${header}"`,
     quotedHeaderSeparator: ", ",
     optionDescriptionSeparator: ": ",

@@ -94,6 +94,8 @@ export const zhWeb = {
       revoke: "撤销",
       revoked: "已撤销，下次会再询问。",
       revokeFailed: "撤销失败，请稍后重试。",
+      /** The agent offered no one-time option and was sent its own "always": revoking here cannot reach it. */
+      agentKeeps: "智能体也自行记住了这个选择：在这里撤销只停止本会话的自动处理，撤不回智能体自己的记录。",
     },
     /** A step icon's accessible name. */
     icons: {
@@ -201,6 +203,8 @@ export const enWeb: typeof zhWeb = {
       revoke: "Revoke",
       revoked: "Revoked: you will be asked again next time.",
       revokeFailed: "Could not revoke; please try again later.",
+      agentKeeps:
+        "The agent keeps this choice itself as well: revoking it here stops only this session's automatic answers, not the agent's own record.",
     },
     icons: {
       done: "Done",

@@ -36,6 +36,8 @@ export interface ShownPermission {
   grantedAt: number;
   /** The viewer chose it, so may revoke it. */
   canRevoke: boolean;
+  /** The agent keeps it itself as well (it offered no "once" option): revoking here cannot reach that. */
+  agentKeeps: boolean;
 }
 
 export function mountPermissionsApi(app: express.Express, options: PermissionsApiOptions): void {
@@ -80,6 +82,7 @@ function shown(entry: StandingPermission, viewer: string): ShownPermission {
     title: entry.title,
     grantedAt: entry.grantedAt,
     canRevoke: entry.grantedBy === viewer,
+    agentKeeps: entry.agentKeeps === true,
   };
 }
 

@@ -111,8 +111,9 @@ describe("a console tab across a restart of local mode", () => {
       const submits = card.getByTestId("submit-button");
       await expect.poll(() => card.getByText("需要你的回答（2/2）").count(), { timeout: WAIT_MS }).toBe(1);
       expect(await submits.count()).toBe(1);
+      // 附加功能 is question 2 on the card (numbered across both asks), and the toast says so.
       expect(await answer(page, card.getByTestId("card-form").first(), "single")).toBe(
-        "第 1 题「附加功能」：请至少选择一项或填写其他",
+        "第 2 题「附加功能」：请至少选择一项或填写其他",
       );
       await expect.poll(() => card.getByText("需要你的回答（2/2）").count(), { timeout: WAIT_MS }).toBe(0);
       const revBefore = Number(await card.getAttribute("data-rev"));

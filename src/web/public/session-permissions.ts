@@ -12,6 +12,7 @@ interface Shown {
   scope: string;
   title: string;
   canRevoke: boolean;
+  agentKeeps?: boolean;
 }
 
 export async function loadPermissions(): Promise<void> {
@@ -43,6 +44,14 @@ function item(entry: Shown): HTMLElement {
   on.className = "muted";
   on.textContent = ` ${fill(T.permissions.chosenOn, { title: entry.title })}`;
   li.append(what, on);
+  if (entry.agentKeeps) {
+    // The agent was sent its own "always" (it offered no "once"): 撤销 here cannot reach what it keeps.
+    const kept = document.createElement("span");
+    kept.className = "muted";
+    kept.dataset.testid = "permission-agent-keeps";
+    kept.textContent = ` ${T.permissions.agentKeeps}`;
+    li.append(kept);
+  }
   if (entry.canRevoke) {
     const button = document.createElement("button");
     button.type = "button";

@@ -13,6 +13,7 @@ import { answerPermission } from "./permission-flow.ts";
 import { AcpProcess } from "./process.ts";
 import { fileSessionIds, type SessionIdStore } from "./session-ids.ts";
 import { createTerminalHost } from "./terminals.ts";
+import { ToolCallMemory } from "./tool-calls.ts";
 import { TurnReporter } from "./updates.ts";
 import { promptUsage } from "./usage.ts";
 import { Watchdog } from "./watchdog.ts";
@@ -58,9 +59,19 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
   /** Stops a chat's idle agent process after ACP_KEEP_ALIVE_MS, so a bot in many chats does not keep them all. */
   const idleTimers = new Map<string, ReturnType<typeof setTimeout>>();
   const keepAliveMs = options.keepAliveMs ?? 1_800_000;
+  /** What each chat's ACP session said of its tool calls, for permission requests that leave it out (tool-calls.ts). */
+  const callMemories = new Map<string, { acpSessionId: string; memory: ToolCallMemory }>();
+  const callsOf = (chatSessionId: string, acpSessionId: string): ToolCallMemory => {
+    const kept = callMemories.get(chatSessionId);
+    if (kept?.acpSessionId === acpSessionId) return kept.memory;
+    const memory = new ToolCallMemory();
+    callMemories.set(chatSessionId, { acpSessionId, memory });
+    return memory;
+  };
   /** Forgets the process at once (the next message starts a new one), then stops it. */
   const retire = (chatSessionId: string, proc: AcpProcess): Promise<void> => {
     if (processes.get(chatSessionId) === proc) processes.delete(chatSessionId);
+    callMemories.delete(chatSessionId);
     return proc.kill();
   };
   const sleepLater = (chatSessionId: string, proc: AcpProcess) => {
@@ -139,9 +150,13 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
         }
       }
       acpSessionId = await guard(openSession(proc, ctx.session.id, workspace.root));
-      const flow = { ctx, reporter, updates, standing, logger, now: Date.now };
+      const calls = callsOf(ctx.session.id, acpSessionId);
+      const flow = { ctx, reporter, updates, standing, calls, logger, now: Date.now };
       proc.attach(acpSessionId, {
-        onUpdate: (update) => reporter.apply(update),
+        onUpdate: (update) => {
+          calls.apply(update);
+          reporter.apply(update);
+        },
         activity: () => watchdog.kick(),
         fs: workspace,
         ...(terminals ? { terminals } : {}),
@@ -252,6 +267,7 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
       idleTimers.clear();
       await Promise.all([...processes.values()].map((proc) => proc.kill()));
       processes.clear();
+      callMemories.clear();
     },
   };
 }

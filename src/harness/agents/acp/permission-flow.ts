@@ -17,14 +17,18 @@ import { bilingual, inEveryLocale, type Strings, strings } from "../../../string
 import type { AgentContext } from "../agent.ts";
 import type { CoalescingSink } from "./coalesce.ts";
 import { permissionAsk, permissionOutcome, refusedIn } from "./permission.ts";
+import type { ToolCallMemory } from "./tool-calls.ts";
 import type { TurnReporter } from "./updates.ts";
 
 /**
  * One `session/request_permission`, answered: by a standing choice of the session (issue 30, "always allow":
  * no form, a step line says so), or by the person on a form (permission.ts). A pick of the agent's
- * allow_always / reject_always option is remembered for the session and its scope (the call's kind and tool,
- * domain/standing-permissions.ts scopeOf), and the card says what it covers from now on. Only the task's
- * sender can answer the form, so only they make such a choice.
+ * allow_always / reject_always option is remembered here, for the session and its scope (the call's kind and
+ * tool, domain/standing-permissions.ts scopeOf), and the card says what it covers from now on. The agent is
+ * answered with its own "once" option then and for every later request the choice covers, so the bot alone
+ * remembers and revoking on the session page really stops it; only an agent that offers no "once" is sent its
+ * "always" (it then keeps the choice itself, and the card and the page say revoking cannot undo that). Only the
+ * task's sender can answer the form, so only they make such a choice.
  */
 
 export interface PermissionFlow {
@@ -32,6 +36,8 @@ export interface PermissionFlow {
   reporter: TurnReporter;
   updates: CoalescingSink;
   standing: StandingPermissions;
+  /** What the session's earlier updates said of each tool call: a request often names only the call's id. */
+  calls: Pick<ToolCallMemory, "merged">;
   logger: Logger;
   now: () => number;
 }
@@ -41,10 +47,12 @@ const CANCELLED: RequestPermissionResponse = { outcome: { outcome: "cancelled" }
 
 export async function answerPermission(
   f: PermissionFlow,
-  request: RequestPermissionRequest,
+  asked: RequestPermissionRequest,
   requestSignal: AbortSignal,
 ): Promise<RequestPermissionResponse> {
   const { ctx, reporter, updates } = f;
+  // The call as the session knows it: its earlier tool_call's title, kind and name where the request has none.
+  const request = { ...asked, toolCall: f.calls.merged(asked.toolCall) };
   const callId = request.toolCall.toolCallId;
   const about = reporter.toolCallSeen(request.toolCall);
   const scope = scopeOf({ kind: about.kind, name: request.toolCall.name });
@@ -70,7 +78,7 @@ export async function answerPermission(
   }
   // The card shows the call the form is about before the form.
   updates.flush();
-  const ask = permissionAsk(request, about);
+  const ask = permissionAsk(request, { ...about, tool: scope?.tool ?? request.toolCall.name ?? "" });
   if (requestSignal.aborted || ctx.signal.aborted) return CANCELLED;
   // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
   // request's signal withdraws the ask too, so its form leaves the card at once.
@@ -87,17 +95,39 @@ export async function answerPermission(
       ? request.options.find((o: PermissionOption) => o.optionId === outcome.optionId)
       : undefined;
   const decision = picked ? standingOf(picked.kind) : undefined;
-  if (decision && scope) remember(f, callId, scope, decision, { title: shown, kind: about.kind });
-  return { outcome };
+  if (!decision) return { outcome };
+  // An "always": the bot keeps it (revocable on the session page) and tells the agent "once" where it offers
+  // one, so the agent keeps nothing of its own there; every later request it covers is answered "once" too.
+  const once = request.options.find((o) => o.kind === (decision === "allow" ? "allow_once" : "reject_once"));
+  const answer: RequestPermissionResponse = once
+    ? { outcome: { outcome: "selected", optionId: once.optionId } }
+    : { outcome };
+  if (scope)
+    remember(f, callId, scope, decision, { title: shown, kind: about.kind, agentKeeps: once === undefined });
+  else note(f, callId, once ? "onceOnlyUnnamed" : "agentKeepsOnly");
+  f.logger.info(
+    {
+      sessionId: ctx.session.id,
+      kind: about.kind,
+      tool: scope?.tool,
+      decision,
+      toAgent: once ? "once" : "always",
+    },
+    "acp permission: an 'always' choice",
+  );
+  return answer;
 }
 
-/** Keeps the choice for the session, and says on the card what it covers from now on. */
+/**
+ * Keeps the choice for the session, and says on the card what it covers from now on; `agentKeeps` when the
+ * agent was sent its own "always" (it offered no "once"), which the card says revoking cannot undo.
+ */
 function remember(
   f: PermissionFlow,
   callId: string,
   scope: PermissionScope,
   decision: StandingDecision,
-  { title, kind }: { title: string; kind: Kind },
+  { title, kind, agentKeeps }: { title: string; kind: Kind; agentKeeps: boolean },
 ): void {
   const { ctx } = f;
   try {
@@ -108,9 +138,10 @@ function remember(
       title,
       grantedBy: ctx.senderId,
       grantedAt: f.now(),
+      ...(agentKeeps ? { agentKeeps: true as const } : {}),
     });
   } catch (error) {
-    // Not remembered (storage refused): the agent still gets the pick; the next request asks again.
+    // Not remembered (storage refused): the agent got this one answer; the next request asks again.
     f.logger.warn({ err: error, sessionId: ctx.session.id }, "standing permission not saved");
     return;
   }
@@ -119,7 +150,23 @@ function remember(
   f.updates.reportStep(`standing:${callId}`, {
     tool: "acp_permission",
     title: line(strings),
-    words: { title: inEveryLocale(line) },
+    status: "done",
+    ...(agentKeeps
+      ? {
+          summary: strings.acp.agentKeepsToo,
+          words: { title: inEveryLocale(line), summary: inEveryLocale((s) => s.acp.agentKeepsToo) },
+        }
+      : { words: { title: inEveryLocale(line) } }),
+  });
+  f.updates.flush();
+}
+
+/** An "always" the bot cannot keep (the request names no tool it could be scoped to): the card says what became of it. */
+function note(f: PermissionFlow, callId: string, word: "onceOnlyUnnamed" | "agentKeepsOnly"): void {
+  f.updates.reportStep(`standing:${callId}`, {
+    tool: "acp_permission",
+    title: strings.acp[word],
+    words: { title: inEveryLocale((s) => s.acp[word]) },
     status: "done",
   });
   f.updates.flush();

@@ -35,7 +35,7 @@ const CANCELLED: RequestPermissionOutcome = { outcome: "cancelled" };
 
 export function permissionAsk(
   request: RequestPermissionRequest,
-  about: { title: string; kind: keyof typeof strings.acp.toolKinds; where: string },
+  about: { title: string; kind: keyof typeof strings.acp.toolKinds; where: string; tool?: string },
 ): PermissionAsk {
   // A form offers 2–4 choices; more than four is unheard of in practice, so the first four are offered.
   const offered = request.options.slice(0, LIMITS.maxOptions);
@@ -54,7 +54,9 @@ export function permissionAsk(
     options.push({ label, description: strings.acp.optionKinds.reject_once });
   }
   const title = about.title || request.toolCall.toolCallId;
-  const question = strings.acp.permissionQuestion(title, strings.acp.toolKinds[about.kind], about.where);
+  // The agent's name for its tool beside our word for the kind (编辑（Edit）), as the "always" line names it.
+  const kind = strings.acp.standingScope(strings.acp.toolKinds[about.kind], about.tool?.trim() ?? "");
+  const question = strings.acp.permissionQuestion(title, kind, about.where);
   return {
     args: {
       questions: [
