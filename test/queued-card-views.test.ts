@@ -21,8 +21,9 @@ afterEach(async () => {
 });
 
 async function queuedInGroup() {
-  // Slow steps: the first task runs long enough for both clicks while the others wait behind it.
-  const r = await startFeishuRig({ stepMs: 300, settleMs: SETTLE_MS });
+  // Slow steps: the first task runs long enough for both clicks while the others wait behind it, on a
+  // loaded machine too (at 300 ms a step it ended first there, and the promoted message had started).
+  const r = await startFeishuRig({ stepMs: 1_500, settleMs: SETTLE_MS });
   rigs.push(r);
   const say = (text: string) =>
     r.send({ chatType: "group", chatId: CHAT, senderOpenId: ALICE, text, mentionBot: true });
