@@ -229,6 +229,7 @@ export class CardPlacement {
         onRefused: (code) => {
           if (code === NO_PERMISSION) this.#cardkitDenied = true;
         },
+        ...(this.#d.sleep ? { sleep: this.#d.sleep } : {}),
       },
     );
     if (!sent) return undefined;
