@@ -88,6 +88,9 @@ export class CardKitTransport implements CardTransport {
       messenger: Pick<FeishuMessenger, "patchCard">;
       /** The static fallback's new message (fallback.ts): without it, a refused IM PATCH is the publisher's. */
       reply?: FallbackDeps["reply"];
+      /** Static, with a form to show (fallback.ts): the card moved to a new IM card, or could not. */
+      moved?: FallbackDeps["moved"];
+      unplaceable?: FallbackDeps["unplaceable"];
       /** The entity as the first send showed it (undefined after a restart: the next update is full). */
       shown?: CardJson;
     },
@@ -104,6 +107,8 @@ export class CardKitTransport implements CardTransport {
       cardId: init.cardId,
       messenger: init.messenger,
       ...(init.reply ? { reply: init.reply } : {}),
+      ...(init.moved ? { moved: init.moved } : {}),
+      ...(init.unplaceable ? { unplaceable: init.unplaceable } : {}),
     });
     this.#shown = init.shown;
     const row = deps.store.byKey(init.key);
