@@ -294,7 +294,10 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     idle: () => drive(channel.idle()),
     async kill() {
       dead = true;
+      // clearAllTimers also puts the fake clock back to where it started: time itself goes on.
+      const now = Date.now();
       vi.clearAllTimers();
+      vi.setSystemTime(now);
       db.close();
       // Sockets of the hub only (no Feishu call): released so the test worker does not keep them.
       await core.hub.close();
