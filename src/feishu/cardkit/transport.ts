@@ -36,6 +36,13 @@ export const CARDKIT_INTERVAL_MS = 200;
 export const STREAMING_REOPEN_MS = 9 * 60_000;
 /** The platform allows 10 operations per second per entity. */
 const ENTITY_OPS_PER_SECOND = 10;
+/**
+ * What the transport sends at most: the platform counts operations as they arrive, and a call delayed on the
+ * way lands next to the ones after it, so the gate keeps 2 of the 10 free. A text update is one operation
+ * per markdown element that changed (the answer, the steps): with steps ticking while the answer types, the
+ * text interval alone would ask for 11 a second.
+ */
+const ENTITY_OPS_GATE_PER_SECOND = ENTITY_OPS_PER_SECOND - 2;
 /** How long a callback-in-progress (200810) update waits before the latest state is sent again. */
 const CALLBACK_WAIT_MS = 1000;
 
@@ -116,7 +123,7 @@ export class CardKitTransport implements CardTransport {
     this.#fallback = row?.fallback ?? false;
     this.stats.fellBack = this.#fallback;
     this.#streamingSince = row?.streamingSince;
-    const throttle = pThrottle({ limit: ENTITY_OPS_PER_SECOND, interval: 1000, strict: true });
+    const throttle = pThrottle({ limit: ENTITY_OPS_GATE_PER_SECOND, interval: 1000, strict: true });
     const gate = throttle(() => undefined);
     this.#gate = async () => gate();
     this.#arm();
