@@ -150,7 +150,7 @@ function schedule(s: PublishState, fx: PublishEffect[], shape: CardShape, now: n
  * since the last full update (the app's budget is shared with everyone's cards), and at least the text
  * interval since the last update of either kind. Text is spaced from the start of the last text update, not
  * the end of the last call: a call's time and the full update a step brings (once a second at most) do not come
- * out of the typewriter's pace, which was 3.8 updates/s instead of 5 in the bursts of BENCHMARKS.md §10. At
+ * out of the typewriter's pace, which was 3.8 updates/s instead of 5 in the bursts of the cardkit benchmark. At
  * most 5 text and 1 full update a second: the entity's 10 operations/s stay far off (the transport gates them).
  */
 function plainDue(s: PublishState, shape: CardShape): number {
