@@ -69,9 +69,9 @@ describe("AskRegistry", () => {
     const { registry, register } = setup();
     const ask = await register();
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
-      { ok: true },
-    );
+    expect(
+      await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+    ).toEqual({ ok: true });
     await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
     expect(registry.getPendingForSession("s1")).toEqual([]);
     expect(registry.size).toBe(0);
@@ -125,14 +125,16 @@ describe("AskRegistry", () => {
     expect((await registry.state(ask.requestId))?.status).toBe("pending");
     expect(settled).toEqual([]);
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
-      {
-        ok: true,
-      },
-    );
+    expect(
+      await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+    ).toEqual({
+      ok: true,
+    });
     await expect(wait).resolves.toEqual({ kind: "answered", answers, surface: "websocket", userId: "ou_a" });
     // Once settled, even a stranger hears only that it is gone: the ask is no longer anyone's to answer.
-    expect(await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_b" })).toEqual({
+    expect(
+      await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_b" }),
+    ).toEqual({
       ok: false,
       reason: "gone",
     });
@@ -171,17 +173,17 @@ describe("AskRegistry", () => {
     const { registry, register } = setup();
     const ask = await register();
     await vi.advanceTimersByTimeAsync(TIMEOUT_MS);
-    expect(await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
-      { ok: false, reason: "gone" },
-    );
+    expect(
+      await registry.complete("s1", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+    ).toEqual({ ok: false, reason: "gone" });
   });
 
   it("refuses a complete that names another session", async () => {
     const { registry, register } = setup();
     const ask = await register("s1");
-    expect(await registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" })).toEqual(
-      { ok: false, reason: "gone" },
-    );
+    expect(
+      await registry.complete("s2", ask.requestId, answers, { surface: "websocket", userId: "ou_a" }),
+    ).toEqual({ ok: false, reason: "gone" });
     expect(registry.get(ask.requestId)).toBeDefined();
   });
 
@@ -191,7 +193,9 @@ describe("AskRegistry", () => {
     const other = await register("s2");
     await registry.failAllForSession("s1");
     expect(registry.getPendingForSession("s2")).toEqual([other]);
-    expect(await registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(
+      await registry.complete("s2", other.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+    ).toEqual({
       ok: true,
     });
   });
@@ -225,7 +229,9 @@ describe("AskRegistry", () => {
     });
     const ask = await register();
     const wait = registry.waitForAnswer(ask.requestId);
-    expect(await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" })).toEqual({
+    expect(
+      await registry.complete("s1", ask.requestId, answers, { surface: "feishu", userId: "ou_a" }),
+    ).toEqual({
       ok: true,
     });
     await expect(wait).resolves.toMatchObject({ kind: "answered" });

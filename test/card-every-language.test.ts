@@ -3,7 +3,7 @@ import { DEMO_QUESTIONS_EN } from "../src/asks/demo-questions.ts";
 import { buildProgressCard, type CardAsk } from "../src/cards/progress.ts";
 import type { ProgressView } from "../src/cards/progress-view.ts";
 import { bilingual, en, zh } from "../src/strings/index.ts";
-import { type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
+import { eachTransport, type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { requestIdsOn } from "./helpers/feishu.ts";
 import { foldHeaderTags } from "./helpers/header-tags.ts";
 import { allShownIn } from "./helpers/local-datetime.ts";
@@ -142,123 +142,125 @@ function textWith(card: unknown, needle: string): Record<string, unknown> | unde
   return hit;
 }
 
-describe("every text on a shared card, in every language it lists", () => {
-  it("a group card with a gone question and a dated deadline: Chinese first", () => {
-    const card = buildProgressCard(groupCard, [ask], { locales: ["zh_cn", "en_us"] });
-    expect(problems(card)).toEqual([]);
-    expect(textWith(card, "问题已失效")?.en_us).toMatch(/^The question is no longer open: it timed out/);
-    expect(allShownIn(textWith(card, "请在"), "Asia/Shanghai")).toEqual({
-      zh_cn: "⏰ 请在 12月1日 00:10 前回答",
-      en_us: "⏰ Please answer by Dec 1 00:10",
+eachTransport(() => {
+  describe("every text on a shared card, in every language it lists", () => {
+    it("a group card with a gone question and a dated deadline: Chinese first", () => {
+      const card = buildProgressCard(groupCard, [ask], { locales: ["zh_cn", "en_us"] });
+      expect(problems(card)).toEqual([]);
+      expect(textWith(card, "问题已失效")?.en_us).toMatch(/^The question is no longer open: it timed out/);
+      expect(allShownIn(textWith(card, "请在"), "Asia/Shanghai")).toEqual({
+        zh_cn: "⏰ 请在 12月1日 00:10 前回答",
+        en_us: "⏰ Please answer by Dec 1 00:10",
+      });
+      // Each viewer reads it in their own zone (<local_datetime>): in Berlin it is still 30 November.
+      expect(allShownIn(textWith(card, "请在"), "Europe/Berlin")).toEqual({
+        zh_cn: "⏰ 请在 11月30日 17:10 前回答",
+        en_us: "⏰ Please answer by Nov 30 17:10",
+      });
     });
-    // Each viewer reads it in their own zone (<local_datetime>): in Berlin it is still 30 November.
-    expect(allShownIn(textWith(card, "请在"), "Europe/Berlin")).toEqual({
-      zh_cn: "⏰ 请在 11月30日 17:10 前回答",
-      en_us: "⏰ Please answer by Nov 30 17:10",
+
+    it("the same card for a Lark tenant: English first, the Chinese still in Chinese", () => {
+      const card = buildProgressCard(groupCard, [ask], { locales: ["en_us", "zh_cn"] });
+      expect(problems(card)).toEqual([]);
+      expect(allShownIn(textWith(card, "Please answer by"), "Asia/Shanghai")?.zh_cn).toBe(
+        "⏰ 请在 12月1日 00:10 前回答",
+      );
+    });
+
+    it("each gone reason is worded in both languages", () => {
+      const reasons: NonNullable<ProgressView["notice"]>[] = [
+        { kind: "timeout" },
+        { kind: "cancelled" },
+        { kind: "answered", surface: "websocket", userId: "ou_alice", at: 0, timeZone: "Asia/Shanghai" },
+        { kind: "answered", surface: "mcp" },
+      ];
+      for (const notice of reasons) {
+        const card = buildProgressCard({ ...groupCard, notice }, [], { locales: ["zh_cn", "en_us"] });
+        expect(problems(card), notice.kind).toEqual([]);
+      }
+    });
+
+    it("a failed run's error, when the bot wrote it, in each language; a thrown one as it was thrown", () => {
+      const failed: ProgressView = {
+        ...groupCard,
+        status: "failed",
+        error: zh.model.rateLimited(2),
+        errorWords: bilingual.model.rateLimited(2),
+        endedAt: NOW,
+      };
+      const card = buildProgressCard(failed, [], { locales: ["zh_cn", "en_us"] });
+      expect(problems(card)).toEqual([]);
+      expect(textWith(card, "模型服务限流")?.en_us).toContain(en.model.rateLimited(2));
+      const thrown = buildProgressCard({ ...failed, error: "ECONNRESET", errorWords: undefined }, [], {
+        locales: ["zh_cn", "en_us"],
+      });
+      expect(textWith(thrown, "ECONNRESET")).toMatchObject({ zh_cn: expect.stringContaining("ECONNRESET") });
+      expect(textWith(thrown, "ECONNRESET")?.en_us).toContain("ECONNRESET");
+    });
+
+    it("the check itself finds a text worded once, in one language", () => {
+      // A card as it was before (issue 19): the notice written in Chinese, and a Chinese date in English text.
+      const card = buildProgressCard(groupCard, [ask], { locales: ["zh_cn", "en_us"] });
+      const elements = card.body.elements.map((element) =>
+        element.tag === "markdown" && element.content.startsWith("问题已失效")
+          ? { tag: "markdown", content: element.content }
+          : element,
+      );
+      const found = problems({ ...card, body: { elements } }).map((p) => p.problem);
+      expect(found.some((p) => p.startsWith("no i18n_content: 问题已失效"))).toBe(true);
+      const mixed = JSON.parse(JSON.stringify(card).replace("Please answer by ", "Please answer by 截止 "));
+      expect(problems(mixed).map((p) => p.problem)).toEqual([
+        `English with Chinese in it: ${textWith(mixed, "请在")?.en_us}`,
+      ]);
     });
   });
 
-  it("the same card for a Lark tenant: English first, the Chinese still in Chinese", () => {
-    const card = buildProgressCard(groupCard, [ask], { locales: ["en_us", "zh_cn"] });
-    expect(problems(card)).toEqual([]);
-    expect(allShownIn(textWith(card, "Please answer by"), "Asia/Shanghai")?.zh_cn).toBe(
-      "⏰ 请在 12月1日 00:10 前回答",
-    );
-  });
-
-  it("each gone reason is worded in both languages", () => {
-    const reasons: NonNullable<ProgressView["notice"]>[] = [
-      { kind: "timeout" },
-      { kind: "cancelled" },
-      { kind: "answered", surface: "websocket", userId: "ou_alice", at: 0, timeZone: "Asia/Shanghai" },
-      { kind: "answered", surface: "mcp" },
-    ];
-    for (const notice of reasons) {
-      const card = buildProgressCard({ ...groupCard, notice }, [], { locales: ["zh_cn", "en_us"] });
-      expect(problems(card), notice.kind).toEqual([]);
-    }
-  });
-
-  it("a failed run's error, when the bot wrote it, in each language; a thrown one as it was thrown", () => {
-    const failed: ProgressView = {
-      ...groupCard,
-      status: "failed",
-      error: zh.model.rateLimited(2),
-      errorWords: bilingual.model.rateLimited(2),
-      endedAt: NOW,
-    };
-    const card = buildProgressCard(failed, [], { locales: ["zh_cn", "en_us"] });
-    expect(problems(card)).toEqual([]);
-    expect(textWith(card, "模型服务限流")?.en_us).toContain(en.model.rateLimited(2));
-    const thrown = buildProgressCard({ ...failed, error: "ECONNRESET", errorWords: undefined }, [], {
-      locales: ["zh_cn", "en_us"],
+  describe("a group card on the channel, in both languages", () => {
+    let rig: FakeChannelRig | undefined;
+    afterEach(async () => {
+      await rig?.stop();
+      rig = undefined;
+      vi.useRealTimers();
     });
-    expect(textWith(thrown, "ECONNRESET")).toMatchObject({ zh_cn: expect.stringContaining("ECONNRESET") });
-    expect(textWith(thrown, "ECONNRESET")?.en_us).toContain("ECONNRESET");
-  });
 
-  it("the check itself finds a text worded once, in one language", () => {
-    // A card as it was before (issue 19): the notice written in Chinese, and a Chinese date in English text.
-    const card = buildProgressCard(groupCard, [ask], { locales: ["zh_cn", "en_us"] });
-    const elements = card.body.elements.map((element) =>
-      element.tag === "markdown" && element.content.startsWith("问题已失效")
-        ? { tag: "markdown", content: element.content }
-        : element,
-    );
-    const found = problems({ ...card, body: { elements } }).map((p) => p.problem);
-    expect(found.some((p) => p.startsWith("no i18n_content: 问题已失效"))).toBe(true);
-    const mixed = JSON.parse(JSON.stringify(card).replace("Please answer by ", "Please answer by 截止 "));
-    expect(problems(mixed).map((p) => p.problem)).toEqual([
-      `English with Chinese in it: ${textWith(mixed, "请在")?.en_us}`,
-    ]);
-  });
-});
+    it("the deadline after midnight and the timed-out notice reach the card in each reader's words", async () => {
+      vi.useFakeTimers();
+      vi.setSystemTime(NOW);
+      const r = await startFakeChannel({ askTimeoutMs: 20 * 60_000, askPing: false });
+      rig = r;
+      const userMessageId = r.send({
+        chatType: "group",
+        chatId: "oc_team",
+        mentionBot: true,
+        senderOpenId: ALICE,
+        text: "帮我部署",
+      });
+      const cardId = await r.progressCard(userMessageId);
+      await r.until(() => requestIdsOn(r.cardOf(cardId))[0], "a form");
+      // The ask was made a moment after NOW: its deadline is just after 00:10 on 1 December.
+      const deadline = await r.until(() => textWith(r.cardOf(cardId), "请在"), "the deadline line");
+      const shown = allShownIn(deadline, "Asia/Shanghai");
+      expect(shown?.zh_cn).toMatch(/^⏰ 请在 12月1日 00:1\d 前回答$/);
+      expect(shown?.en_us).toMatch(/^⏰ Please answer by Dec 1 00:1\d$/);
+      // The ask's step is the bot's words too (the demo's other steps are its script, shown as written); on a
+      // group card it names whom it waits for, since everyone reads it.
+      const waitingStep = textWith(r.cardOf(cardId), "**步骤**");
+      expect(waitingStep?.en_us).toContain(`⏳ Waiting for <at id=${ALICE}></at> to answer`);
+      expect(waitingStep?.zh_cn).toContain(`⏳ 等待 <at id=${ALICE}></at> 回答`);
+      expect(JSON.stringify(r.cardOf(cardId))).not.toContain("等待你的回答");
 
-describe("a group card on the channel, in both languages", () => {
-  let rig: FakeChannelRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-    vi.useRealTimers();
-  });
-
-  it("the deadline after midnight and the timed-out notice reach the card in each reader's words", async () => {
-    vi.useFakeTimers();
-    vi.setSystemTime(NOW);
-    const r = await startFakeChannel({ askTimeoutMs: 20 * 60_000, askPing: false });
-    rig = r;
-    const userMessageId = r.send({
-      chatType: "group",
-      chatId: "oc_team",
-      mentionBot: true,
-      senderOpenId: ALICE,
-      text: "帮我部署",
+      vi.advanceTimersByTime(20 * 60_000 + 1_000);
+      const notice = await r.until(() => textWith(r.cardOf(cardId), "问题已失效"), "the notice");
+      expect(notice.en_us).toMatch(/^The question is no longer open: it timed out/);
+      expect(notice.zh_cn).toBe("问题已失效：已超时。未在期限内收到回答，任务已不等回答继续执行");
+      const steps = await r.until(() => {
+        const found = textWith(r.cardOf(cardId), "**步骤**");
+        return String(found?.en_us).includes("❌") && found;
+      }, "the failed step");
+      expect(steps.en_us).toContain(
+        `❌ Waiting for <at id=${ALICE}></at> to answer · The user did not answer in time`,
+      );
+      expect(steps.zh_cn).toContain(`❌ 等待 <at id=${ALICE}></at> 回答 · 用户未在规定时间内回答`);
     });
-    const cardId = await r.progressCard(userMessageId);
-    await r.until(() => requestIdsOn(r.cardOf(cardId))[0], "a form");
-    // The ask was made a moment after NOW: its deadline is just after 00:10 on 1 December.
-    const deadline = await r.until(() => textWith(r.cardOf(cardId), "请在"), "the deadline line");
-    const shown = allShownIn(deadline, "Asia/Shanghai");
-    expect(shown?.zh_cn).toMatch(/^⏰ 请在 12月1日 00:1\d 前回答$/);
-    expect(shown?.en_us).toMatch(/^⏰ Please answer by Dec 1 00:1\d$/);
-    // The ask's step is the bot's words too (the demo's other steps are its script, shown as written); on a
-    // group card it names whom it waits for, since everyone reads it.
-    const waitingStep = textWith(r.cardOf(cardId), "**步骤**");
-    expect(waitingStep?.en_us).toContain(`⏳ Waiting for <at id=${ALICE}></at> to answer`);
-    expect(waitingStep?.zh_cn).toContain(`⏳ 等待 <at id=${ALICE}></at> 回答`);
-    expect(JSON.stringify(r.cardOf(cardId))).not.toContain("等待你的回答");
-
-    vi.advanceTimersByTime(20 * 60_000 + 1_000);
-    const notice = await r.until(() => textWith(r.cardOf(cardId), "问题已失效"), "the notice");
-    expect(notice.en_us).toMatch(/^The question is no longer open: it timed out/);
-    expect(notice.zh_cn).toBe("问题已失效：已超时。未在期限内收到回答，任务已不等回答继续执行");
-    const steps = await r.until(() => {
-      const found = textWith(r.cardOf(cardId), "**步骤**");
-      return String(found?.en_us).includes("❌") && found;
-    }, "the failed step");
-    expect(steps.en_us).toContain(
-      `❌ Waiting for <at id=${ALICE}></at> to answer · The user did not answer in time`,
-    );
-    expect(steps.zh_cn).toContain(`❌ 等待 <at id=${ALICE}></at> 回答 · 用户未在规定时间内回答`);
   });
 });

@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Card } from "../src/cards/model.ts";
+import type { CardTransport } from "../src/feishu/card-transport.ts";
+import { IGNORED_SLOT } from "../src/feishu/limits.ts";
 import {
   type CardShape,
   decide,
@@ -7,8 +10,10 @@ import {
   type PublishEvent,
   type PublishState,
 } from "../src/feishu/publish-policy.ts";
+import { CardPublisher } from "../src/feishu/publisher.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import type { RecordedCall } from "../src/local/emulator/types.ts";
+import { createLogger } from "../src/logger.ts";
 import { type FeishuRig, startFeishuRig } from "./helpers/feishu.ts";
 
 /**
@@ -136,17 +141,34 @@ describe("the policy's two intervals (pure)", () => {
     ]).state;
   const armed = (effects: PublishEffect[]) => effects.filter((e) => e.type === "arm").map((e) => e.at);
 
-  it("arms text at the text interval and a full change at the card's interval since the last full update", () => {
+  it("arms a full change at the card's interval since the last full update; text does not wait for a full update", () => {
+    // A full update is not the typewriter's: text that changed since goes at once (the entity allows 10/s).
     expect(armed(run(sentFull(), [[{ type: "changed", shape: shape(true, false) }, 10]]).effects)).toEqual([
-      200,
+      10,
     ]);
     expect(armed(run(sentFull(), [[{ type: "changed", shape: shape(false, true) }, 10]]).effects)).toEqual([
       1000,
     ]);
     // Text and a full change: the text goes first.
     expect(armed(run(sentFull(), [[{ type: "changed", shape: shape(true, true) }, 10]]).effects)).toEqual([
-      200,
+      10,
     ]);
+  });
+
+  it("spaces text from the start of the last text update, so a slow call does not slow the typewriter", () => {
+    // A text update starts at 200 and takes 100 ms: the next text is due at 400 (5/s), not at 500.
+    const { effects } = run(sentFull(), [
+      [{ type: "changed", shape: shape(true, false) }, 10],
+      [{ type: "timerFired" }, 200],
+      [{ type: "turn" }, 200],
+      [{ type: "rendered", json: "B", key: "running|", pending: { text: true, full: false } }, 200],
+      [{ type: "landed" }, 300],
+      [{ type: "done", sent: true, shape: shape(false, false) }, 300],
+      [{ type: "reconciled", json: "B", shape: shape(false, false) }, 300],
+      [{ type: "changed", shape: shape(true, false) }, 310],
+    ]);
+    expect(effects.filter((e) => e.type === "patch")).toHaveLength(1);
+    expect(armed(effects).at(-1)).toBe(400);
   });
 
   it("sends only the text of a mixed change before the full update is due, then the full one at its interval", () => {
@@ -192,5 +214,57 @@ describe("the policy's two intervals (pure)", () => {
     expect(armed(run(state.state, [[{ type: "changed", shape: shape(true, false) }, 10]]).effects)).toEqual([
       1000,
     ]);
+  });
+});
+
+describe("a CardKit card's publisher (fake time)", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("sends each update the moment it renders it: IM's 5 PATCHes a second per message do not hold the typewriter", async () => {
+    vi.useFakeTimers();
+    let typed = 0;
+    const sent: { rendered: number; typedThen: number }[] = [];
+    const card = (n: number): Card => ({
+      schema: "2.0",
+      config: { update_multi: true },
+      body: { elements: [{ tag: "markdown", content: `typed ${n}` }] },
+    });
+    const transport: CardTransport = {
+      kind: "cardkit",
+      async update(shown) {
+        const element = shown.body.elements[0];
+        sent.push({
+          rendered: Number(element?.tag === "markdown" ? element.content.split(" ")[1] : -1),
+          typedThen: typed,
+        });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      },
+      // The text streams, and a step's change (a full update) is always pending too: about 6 calls a second.
+      pending: () => ({ text: true, full: true }),
+      close: () => undefined,
+    };
+    const publisher = new CardPublisher({
+      messageId: "om_1",
+      messenger: { patchCard: async () => undefined },
+      transport,
+      shape: () => ({ key: "running|", formOpen: false }),
+      render: () => card(typed),
+      intervalMs: 1000,
+      textIntervalMs: 200,
+      appLimiter: (fn) => fn(IGNORED_SLOT),
+      now: Date.now,
+      logger: createLogger({ level: "silent" }),
+    });
+    for (let i = 0; i < 60; i += 1) {
+      typed += 1; // a chunk every 50 ms for 3 s
+      publisher.request();
+      await vi.advanceTimersByTimeAsync(50);
+    }
+    publisher.stop();
+    expect(sent.length).toBeGreaterThanOrEqual(15); // 5 text updates a second, and the full ones besides
+    // What went out was the text of the moment it went: nothing waited between the render and the call.
+    expect(sent.filter((s) => s.rendered !== s.typedThen)).toEqual([]);
   });
 });

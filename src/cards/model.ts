@@ -253,6 +253,11 @@ export const cardSchema = z.strictObject({
     summary: z.strictObject({ content: z.string(), i18n_content: i18nContent }).optional(),
     /** The languages the card is written in (config.locales), set with every `i18n_content`. */
     locales: z.array(z.enum(LOCALES)).min(1).optional(),
+    /**
+     * CardKit entities only (feishu-platform §1.1, §3.5): text updates type out while on. The builders never
+     * set it; the CardKit transport does on its copy, and a card shown from an entity carries it.
+     */
+    streaming_mode: z.boolean().optional(),
   }),
   header: z
     .strictObject({

@@ -168,6 +168,12 @@ export interface PublishState {
   lastSentKey: string | undefined;
   lastFailedJson: string | undefined;
   lastSentAt: number;
+  /**
+   * When the last text-only update (CardKit's element updates) went on the wire, its call begun: the text
+   * interval runs from there, so neither a slow call nor a full update between two of them (it goes at its
+   * own interval) slows the typewriter. One call is in flight at a time all the same.
+   */
+  lastTextAt: number;
   /** When the last full update (not a text-only one) was sent: what `intervalMs` spaces with `textIntervalMs`. */
   lastFullAt: number;
   /** The turn was given back because the full update was not due yet: schedule again when it is done. */
@@ -223,6 +229,7 @@ export function initialState(
     lastSentKey: undefined,
     lastFailedJson: undefined,
     lastSentAt: Number.NEGATIVE_INFINITY,
+    lastTextAt: Number.NEGATIVE_INFINITY,
     lastFullAt: Number.NEGATIVE_INFINITY,
     deferred: false,
     backoffUntil: 0,

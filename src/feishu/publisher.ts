@@ -309,7 +309,9 @@ export class CardPublisher {
       return false;
     }
     try {
-      await this.#messageLimiter(() => this.#transport.update(card, shape, patch.mode ?? "whole"));
+      const update = () => this.#transport.update(card, shape, patch.mode ?? "whole");
+      // IM's 5 PATCHes/s per message; CardKit's entity gate is the transport's (else text waits after its render).
+      await (this.#transport.kind === "im" ? this.#messageLimiter(update) : update());
     } catch (error) {
       this.#step({ type: "patchThrew" });
       throw error;

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { vi } from "vitest";
+import { afterEach, beforeEach, describe, vi } from "vitest";
 import { z } from "zod";
 import type { Card } from "../../src/cards/model.ts";
 import { type Core, createCore } from "../../src/core.ts";
@@ -17,6 +17,7 @@ import type { CardActionInput, MessageView, UserMessageInput } from "../../src/l
 import { createLogger, type Logger } from "../../src/logger.ts";
 import { openDatabase } from "../../src/store/db.ts";
 import { FeishuStore } from "../../src/store/feishu.ts";
+import { FakeCardKit } from "../../src/testing/fake-cardkit.ts";
 import {
   applyCallbackCard,
   beforeCallback,
@@ -38,6 +39,8 @@ import { FakeMessenger } from "../../src/testing/fake-messenger.ts";
 
 export interface FakeChannelRig {
   fake: FakeMessenger;
+  /** FEISHU_CARD_TRANSPORT=cardkit: the fake's CardKit (its entities show on the fake's messages). */
+  cardkit: FakeCardKit | undefined;
   core: Core;
   channel: FeishuChannel;
   dataDir: string;
@@ -98,6 +101,33 @@ export interface FakeChannelOptions {
   logger?: Logger;
   /** CARD_FOOTER (default on). */
   cardFooter?: boolean;
+  /** FEISHU_CARD_TRANSPORT (default `im`): `cardkit` makes progress cards CardKit entities on the fake. */
+  cardTransport?: "im" | "cardkit";
+  /** The fake's CardKit, kept across a restart with `fake` (default: a new one over `fake`). */
+  cardkit?: FakeCardKit;
+}
+
+/** The card transports (FEISHU_CARD_TRANSPORT) the scenario suites run on, each (issue 29: "run them twice"). */
+export const CARD_TRANSPORTS = ["im", "cardkit"] as const;
+export type CardTransportName = (typeof CARD_TRANSPORTS)[number];
+
+/** The transport a rig started without `cardTransport` uses: `im`, or the one `eachTransport` runs. */
+let defaultTransport: CardTransportName = "im";
+
+/**
+ * The suites in `body` once per card transport: every rig started inside without a `cardTransport` of its own
+ * uses that transport (so a suite is written once, about what the user sees, and runs on both).
+ */
+export function eachTransport(body: (transport: CardTransportName) => void): void {
+  describe.each(CARD_TRANSPORTS)("on the %s card transport", (transport) => {
+    beforeEach(() => {
+      defaultTransport = transport;
+    });
+    afterEach(() => {
+      defaultTransport = "im";
+    });
+    body(transport);
+  });
 }
 
 /** One tick of fake time between looks at the world: short next to every interval the channel uses. */
@@ -135,13 +165,19 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   // The platform as this process reaches it: once the process is killed, nothing it still had under way
   // reaches the fake (a call never returns), as a dead process sends nothing.
   let dead = false;
-  const messenger = new Proxy(fake, {
-    get(target, property) {
-      const value: unknown = Reflect.get(target, property, target);
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => (dead ? new Promise(() => undefined) : value.apply(target, args));
-    },
-  });
+  const reachable = <T extends object>(platform: T): T =>
+    new Proxy(platform, {
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property, target);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => (dead ? new Promise(() => undefined) : value.apply(target, args));
+      },
+    });
+  const messenger = reachable(fake);
+  const cardkit =
+    (options.cardTransport ?? defaultTransport) === "cardkit" || options.cardkit
+      ? (options.cardkit ?? new FakeCardKit(fake))
+      : undefined;
   const starting = createFeishuRuntime({
     messenger,
     core,
@@ -156,6 +192,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     askPing: options.askPing ?? true,
     requestTimeoutMs: fake.timeoutMs,
     inbound: { transport: "none" },
+    ...(cardkit ? { cardkit: reachable(cardkit) } : {}),
     ...(options.asks ? { asks: options.asks } : {}),
     ...(options.replyInThread !== undefined ? { replyInThread: options.replyInThread } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
@@ -207,6 +244,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
 
   const rig: FakeChannelRig = {
     fake,
+    cardkit,
     core,
     channel,
     dataDir,
@@ -222,13 +260,15 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
       // As emulator.click: an update that landed while the callback was answered is reverted, and the
       // answer's card is shown to the clicker alone.
       const before = beforeCallback(fake, input.messageId);
+      // Every CardKit operation on the clicked card gets 200810 until the answer is in (feishu-platform §2.3).
+      cardkit?.callbackStarted(input.messageId);
       const answered = await drive(
         answerCardAction(handlers, cardAction(fake, input), {
           budgetMs: DEFAULT_CALLBACK_BUDGET_MS,
           logger,
           settleMs,
         }),
-      );
+      ).finally(() => cardkit?.callbackEnded(input.messageId));
       const body = answerSchema.parse(answered.response);
       revertUpdatesDuring(fake, input.messageId, before);
       if (body.card) {
@@ -258,7 +298,10 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     idle: () => drive(channel.idle()),
     async kill() {
       dead = true;
+      // clearAllTimers also puts the fake clock back to where it started: time itself goes on.
+      const now = Date.now();
       vi.clearAllTimers();
+      vi.setSystemTime(now);
       db.close();
       // Sockets of the hub only (no Feishu call): released so the test worker does not keep them.
       await core.hub.close();

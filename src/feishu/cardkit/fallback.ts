@@ -4,6 +4,7 @@ import type { Logger } from "../../logger.ts";
 import type { CardEntityStore } from "../../store/cardkit.ts";
 import { FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { CardShape, SendMode } from "../publish-state.ts";
+import { hasForm } from "./card-shape.ts";
 
 /**
  * A CardKit card after CardKit refused it: the same message by IM PATCH. Whether IM PATCH works on a message
@@ -11,6 +12,13 @@ import type { CardShape, SendMode } from "../publish-state.ts";
  * this card: refused too (anything but a rate limit, a transient failure, the audit or a card that is gone), it is
  * left as it is and nothing more is sent to it; its final state goes as a new static card message, a reply in
  * the same thread, once (recorded, so a restart does not send it again). Never a retry in a loop.
+ *
+ * A form the static card would have to show cannot wait for the end: a question nobody sees only runs out its
+ * timeout. So the card moves: its state of now, form included, goes as a new IM card where the progress card
+ * is (`moved`: the channel finds the run by it, a restart continues there), and every later state is PATCHed
+ * onto that card, its failures the publisher's as any IM card's. If the new card is refused, the questions end
+ * (`unplaceable`) with the reason the agent gets; a rate limit or a transient failure is retried by the
+ * publisher with the latest state.
  */
 export interface FallbackDeps {
   store: CardEntityStore;
@@ -21,6 +29,10 @@ export interface FallbackDeps {
   messenger: Pick<FeishuMessenger, "patchCard">;
   /** The static message: the card as a new message where the progress card is (its uuid makes it once). */
   reply?: (card: Card, uuid: string) => Promise<{ messageId: string }>;
+  /** The static card moved to this new IM card, to show a form. */
+  moved?: (messageId: string) => void;
+  /** The card could not move: its questions cannot be shown anywhere. */
+  unplaceable?: () => void;
 }
 
 export class ImFallback {
@@ -29,6 +41,8 @@ export class ImFallback {
   #patched = false;
   #static: boolean;
   #staticMessageId: string | undefined;
+  /** The new IM card the static card moved to for a form: every later state is PATCHed there. */
+  #home: string | undefined;
 
   constructor(deps: FallbackDeps) {
     this.#d = deps;
@@ -47,7 +61,7 @@ export class ImFallback {
   }
 
   async update(card: Card, shape: CardShape, mode: SendMode): Promise<void> {
-    if (this.#static) return this.#final(card, shape);
+    if (this.#static) return this.#whenStatic(card, shape, mode);
     // By IM PATCH the texts cannot go alone: the whole card waits for its full update.
     if (mode === "text") return;
     try {
@@ -62,8 +76,40 @@ export class ImFallback {
         { messageId: this.#d.messageId, cardId: this.#d.cardId, code, err: describeError(error) },
         "IM PATCH of the CardKit card was refused too; its final state goes as a new message",
       );
-      await this.#final(card, shape);
+      await this.#whenStatic(card, shape, mode);
     }
+  }
+
+  /** Nothing goes to the card itself: a form moves it to a new IM card; else only its final state goes. */
+  async #whenStatic(card: Card, shape: CardShape, mode: SendMode): Promise<void> {
+    if (this.#home !== undefined) {
+      if (mode === "text") return;
+      return this.#d.messenger.patchCard(this.#home, card);
+    }
+    const form = shape.final !== true && (shape.formOpen || hasForm(card));
+    if (form && this.#d.reply && this.#d.moved) return this.#move(card, this.#d.reply, this.#d.moved);
+    return this.#final(card, shape);
+  }
+
+  async #move(
+    card: Card,
+    reply: NonNullable<FallbackDeps["reply"]>,
+    moved: NonNullable<FallbackDeps["moved"]>,
+  ): Promise<void> {
+    let sent: { messageId: string };
+    try {
+      sent = await reply(card, `moved-${this.#d.key}`);
+    } catch (error) {
+      if (error instanceof FeishuApiError && (error.rateLimited || error.transient)) throw error;
+      this.#d.log.warn(
+        { messageId: this.#d.messageId, err: describeError(error) },
+        "a static CardKit card could not move to a new card for its form; its questions are cancelled",
+      );
+      this.#d.unplaceable?.();
+      return;
+    }
+    this.#home = sent.messageId;
+    moved(sent.messageId);
   }
 
   /** The final state as a new message, once; any earlier state is not sent (the card stays as it was). */

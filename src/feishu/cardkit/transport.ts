@@ -36,6 +36,13 @@ export const CARDKIT_INTERVAL_MS = 200;
 export const STREAMING_REOPEN_MS = 9 * 60_000;
 /** The platform allows 10 operations per second per entity. */
 const ENTITY_OPS_PER_SECOND = 10;
+/**
+ * What the transport sends at most: the platform counts operations as they arrive, and a call delayed on the
+ * way lands next to the ones after it, so the gate keeps 2 of the 10 free. A text update is one operation
+ * per markdown element that changed (the answer, the steps): with steps ticking while the answer types, the
+ * text interval alone would ask for 11 a second.
+ */
+const ENTITY_OPS_GATE_PER_SECOND = ENTITY_OPS_PER_SECOND - 2;
 /** How long a callback-in-progress (200810) update waits before the latest state is sent again. */
 const CALLBACK_WAIT_MS = 1000;
 
@@ -88,6 +95,9 @@ export class CardKitTransport implements CardTransport {
       messenger: Pick<FeishuMessenger, "patchCard">;
       /** The static fallback's new message (fallback.ts): without it, a refused IM PATCH is the publisher's. */
       reply?: FallbackDeps["reply"];
+      /** Static, with a form to show (fallback.ts): the card moved to a new IM card, or could not. */
+      moved?: FallbackDeps["moved"];
+      unplaceable?: FallbackDeps["unplaceable"];
       /** The entity as the first send showed it (undefined after a restart: the next update is full). */
       shown?: CardJson;
     },
@@ -104,6 +114,8 @@ export class CardKitTransport implements CardTransport {
       cardId: init.cardId,
       messenger: init.messenger,
       ...(init.reply ? { reply: init.reply } : {}),
+      ...(init.moved ? { moved: init.moved } : {}),
+      ...(init.unplaceable ? { unplaceable: init.unplaceable } : {}),
     });
     this.#shown = init.shown;
     const row = deps.store.byKey(init.key);
@@ -111,7 +123,7 @@ export class CardKitTransport implements CardTransport {
     this.#fallback = row?.fallback ?? false;
     this.stats.fellBack = this.#fallback;
     this.#streamingSince = row?.streamingSince;
-    const throttle = pThrottle({ limit: ENTITY_OPS_PER_SECOND, interval: 1000, strict: true });
+    const throttle = pThrottle({ limit: ENTITY_OPS_GATE_PER_SECOND, interval: 1000, strict: true });
     const gate = throttle(() => undefined);
     this.#gate = async () => gate();
     this.#arm();

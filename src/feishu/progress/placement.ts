@@ -10,8 +10,7 @@ import { strings } from "../../strings/index.ts";
 import type { CardTransport } from "../card-transport.ts";
 import type { CardKitApi } from "../cardkit/api.ts";
 import type { CardJson } from "../cardkit/card-shape.ts";
-import { sendEntity } from "../cardkit/send.ts";
-import { CARDKIT_INTERVAL_MS, CardKitTransport } from "../cardkit/transport.ts";
+import { CARDKIT_INTERVAL_MS } from "../cardkit/transport.ts";
 import { checkCard, provesGone, suggestsGone } from "../gone-cards.ts";
 import { agentsLane, type Limiter } from "../limits.ts";
 import { DEFAULT_REQUEST_TIMEOUT_MS, FeishuApiError, type FeishuMessenger } from "../messenger.ts";
@@ -21,6 +20,7 @@ import { CardPublisher } from "../publisher.ts";
 import { threadReply } from "../topics.ts";
 import type { Background } from "./background.ts";
 import type { ActiveCard, CardBook } from "./card-book.ts";
+import { entityTransport, sendEntityCard } from "./entity-cards.ts";
 import { sleep, withRetries } from "./retries.ts";
 
 /**
@@ -51,9 +51,6 @@ export interface PlacementDeps {
   /** FEISHU_CARD_TRANSPORT=cardkit: cards are CardKit entities (cardkit/transport.ts); else IM PATCH. */
   cardkit?: { api: CardKitApi; store: CardEntityStore };
 }
-
-/** The app lacks a scope the call needs (here `cardkit:card:write`). */
-const NO_PERMISSION = 99991672;
 
 export class CardPlacement {
   readonly #d: PlacementDeps;
@@ -137,7 +134,7 @@ export class CardPlacement {
   }
 
   async reply(card: ActiveCard, options: { fresh: boolean }): Promise<void> {
-    const { book, messenger, store, writes, registry, log, now } = this.#d;
+    const { book, messenger, registry, log } = this.#d;
     const appLimiter = this.#limiterOf(card);
     try {
       // The run id as uuid: a retried reply never posts a second card, so retrying is safe.
@@ -161,7 +158,12 @@ export class CardPlacement {
         return true;
       };
       // A CardKit card: its entity, sent by card_id; refused, the card goes the IM way below.
-      const entity = await this.#sendEntity(card, appLimiter, options.fresh);
+      const entity =
+        this.#closed || this.#cardkitDenied
+          ? undefined
+          : await sendEntityCard(this.#d, card, appLimiter, options.fresh, () => {
+              this.#cardkitDenied = true;
+            });
       const sent =
         entity ??
         (await withRetries(
@@ -184,17 +186,7 @@ export class CardPlacement {
           degrade,
           this.#d.sleep ?? sleep,
         ));
-      const row = {
-        runId: card.runId,
-        sessionId: card.sessionId,
-        messageId: sent.messageId,
-        chatId: card.chatId,
-        senderId: card.senderId,
-        sourceMessageId: card.sourceMessageId,
-        createdAt: now(),
-      };
-      // The card is in the chat whatever the database says: it is published; its record follows.
-      writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
+      this.#record(card, sent.messageId);
       if (entity) shown = entity.shown;
       const transport = this.#transportFor(card, sent.messageId, entity?.entityShown);
       this.attach(card, sent.messageId, shown, rung, transport);
@@ -206,60 +198,43 @@ export class CardPlacement {
     }
   }
 
-  /** The card as a CardKit entity (cardkit/transport.ts sendEntity), or undefined: the IM way. */
-  async #sendEntity(
-    card: ActiveCard,
-    limiter: Limiter,
-    fresh: boolean,
-  ): Promise<{ messageId: string; shown?: string; entityShown?: CardJson } | undefined> {
-    const cardkit = this.#d.cardkit;
-    if (!cardkit || this.#closed || this.#cardkitDenied) return undefined;
-    const content = this.#d.book.render(card, { level: 0, redaction: "none" });
-    const key = `run-${card.runId}`;
-    const sent = await sendEntity(
-      { ...cardkit, log: this.#d.log, now: this.#d.now },
-      {
-        key,
-        card: content,
-        where: card.agent?.to
-          ? { target: card.agent.to }
-          : { replyTo: card.sourceMessageId, ...threadReply(card) },
-        uuid: key,
-        limit: (call) => limiter(() => call(), { urgent: true }),
-        onRefused: (code) => {
-          if (code === NO_PERMISSION) this.#cardkitDenied = true;
-        },
-      },
-    );
-    if (!sent) return undefined;
-    const known = fresh && sent.shown !== undefined;
-    return {
-      messageId: sent.messageId,
-      ...(known ? { shown: JSON.stringify(content), entityShown: sent.shown } : {}),
+  /** The card is in the chat whatever the database says: it is published; its record follows. */
+  #record(card: ActiveCard, messageId: string): void {
+    const { writes, store, now } = this.#d;
+    const row = {
+      runId: card.runId,
+      sessionId: card.sessionId,
+      messageId,
+      chatId: card.chatId,
+      senderId: card.senderId,
+      sourceMessageId: card.sourceMessageId,
+      createdAt: now(),
     };
+    writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
   }
 
-  /** The CardKit transport of a card sent as an entity (fallen back too: cardkit/fallback.ts), else IM PATCH. */
+  /**
+   * The CardKit transport of a card sent as an entity (entity-cards.ts), else undefined: IM PATCH. A card that
+   * went static and then had a form to show moves to a new IM card (cardkit/fallback.ts): clicks on it find the
+   * run, and a restart continues there; if no new card can be placed, its questions end with the reason the
+   * agent gets, as for a card that cannot be placed at all.
+   */
   #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): CardTransport | undefined {
-    const cardkit = this.#d.cardkit;
-    const row = cardkit?.store.byMessage(messageId);
-    if (!cardkit || !row) return undefined;
-    const { messenger } = this.#d;
-    const limiter = this.#limiterOf(card);
-    return new CardKitTransport(
-      { ...cardkit, log: this.#d.log, now: this.#d.now, limit: (call) => limiter(() => call()) },
-      {
-        key: row.key,
-        cardId: row.cardId,
-        messageId,
-        messenger,
-        reply: (content, uuid) =>
-          card.agent?.to
-            ? messenger.sendCard(card.agent.to, content, { uuid })
-            : messenger.replyCard(card.sourceMessageId, content, { uuid, ...threadReply(card) }),
-        ...(shown ? { shown } : {}),
+    const { book, registry, log } = this.#d;
+    return entityTransport(this.#d, card, messageId, this.#limiterOf(card), {
+      ...(shown ? { shown } : {}),
+      moved: (to) => {
+        book.placed(card, to);
+        this.#record(card, to);
+        log.info(
+          { runId: card.runId, from: messageId, to },
+          "a static CardKit card moved to a new card for a form",
+        );
       },
-    );
+      unplaceable: () => {
+        for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
+      },
+    });
   }
 
   /**
