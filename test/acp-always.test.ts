@@ -248,3 +248,72 @@ describe("always allow on an ACP permission form (scripted agent, emulator, SDK,
     expect((await api(r, ALICE, sessionId)).body.permissions).toHaveLength(1);
   });
 });
+
+/**
+ * Claude Code's requests (its ACP adapter names a tool only in `_meta.claudeCode.toolName`, and its permission
+ * request carries the call's id, rawInput and title alone): `/cc-calls` of the scripted agent, shaped so.
+ * Options there: 0 Always Allow, 1 Allow, 2 Reject.
+ */
+describe("always allow with Claude Code's requests (the tool named only in _meta)", () => {
+  it("'always' on Edit answers the next Edit without a form, not a Bash command; revoking brings the form back", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-cc-")));
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    const cardId = await ask(r, "/cc-calls");
+    const seen = new Set<string>();
+    const first = await r.until(() => {
+      const card = r.cardOf(cardId);
+      return requestIdsOn(card).length > 0 && card;
+    }, "the first form");
+    expect(cardText(first)).toContain("智能体想要编辑（Edit）：Edit a.md");
+    await pick(r, cardId, 0, seen);
+    // Bash `ls`: the form names the tool; "always" on it counts this once (a tool-wide rule would allow every
+    // command), so the second `ls` asks again.
+    const bash = await r.until(() => {
+      const card = r.cardOf(cardId);
+      return requestIdsOn(card).some((id) => !seen.has(id)) && card;
+    }, "the Bash form");
+    expect(cardText(bash)).toContain("智能体想要执行命令（Bash）：&#96;ls&#96;");
+    await pick(r, cardId, 0, seen);
+    await pick(r, cardId, 1, seen);
+    const card = await settled(r, cardId);
+    const text = cardText(card);
+    // The agent got its allow_once each time (the bot keeps the choice); three forms: a.md, ls-1, ls-2.
+    expect(text).toContain("cc: a.md=allow b.md=allow ls-1=allow ls-2=allow");
+    expect(seen.size).toBe(3);
+    expect(text).toContain("以后本会话中的「编辑（Edit）」操作都将自动允许");
+    expect(text).toContain("已按之前的选择自动允许：编辑 · Edit b.md");
+    expect(text).toContain("「Bash」不按整个工具记住：只按这一次处理，下次会再询问");
+    expect(stepsIn(card, "en_us")).toContain("Not kept for all of Bash: this once; you'll be asked again");
+    const listed = (await api(r, ALICE, sessionId)).body.permissions;
+    expect(listed).toEqual([
+      expect.objectContaining({ decision: "allow", scope: "编辑（Edit）", title: "Edit a.md" }),
+    ]);
+
+    // Revoked: the next Edit asks again.
+    expect((await api(r, ALICE, sessionId, listed[0].id)).status).toBe(200);
+    const again = await ask(r, "/cc-calls");
+    const forms = new Set<string>();
+    for (let n = 0; n < 4; n += 1) await pick(r, again, 1, forms);
+    const againText = cardText(await settled(r, again));
+    expect(againText).toContain("cc: a.md=allow b.md=allow ls-1=allow ls-2=allow");
+    expect(againText).not.toContain("自动允许");
+  });
+
+  it.each(["number", "huge", "odd", "object", "flat"])(
+    "ignores a hostile _meta (%s): the edit counts as unnamed, 'always' is this once",
+    async (variant) => {
+      const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-cc-meta-")));
+      const cardId = await ask(r, `/cc-calls meta=${variant}`);
+      const seen = new Set<string>();
+      await pick(r, cardId, 0, seen);
+      await pick(r, cardId, 1, seen);
+      const text = cardText(await settled(r, cardId));
+      expect(text).toContain("cc: a.md=allow b.md=allow");
+      expect(seen.size).toBe(2);
+      expect(text).toContain("请求未说明是哪个工具，无法记住：只按这一次处理，下次会再询问");
+      expect(text).not.toContain("xxxxxxxxxx");
+      const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+      expect((await api(r, ALICE, sessionId)).body.permissions).toEqual([]);
+    },
+  );
+});

@@ -4,6 +4,7 @@ import {
   MemoryStandingPermissions,
   type StandingPermissions,
   scopeOf,
+  shownTool,
   standingOf,
   standingOption,
 } from "../src/domain/standing-permissions.ts";
@@ -32,6 +33,25 @@ describe("what an 'always' covers (domain/standing-permissions.ts)", () => {
     expect(covers({ kind: "edit", tool: "Edit" }, { kind: "edit", tool: "MultiEdit" })).toBe(false);
     expect(covers({ kind: "edit", tool: "" }, { kind: "edit", tool: "Edit" })).toBe(false);
     expect(covers({ kind: "edit", tool: "" }, { kind: "delete", tool: "" })).toBe(false);
+  });
+
+  it("takes the agent's _meta name (Claude Code's) for the tool-wide kinds only: edits, reads, searches, fetch", () => {
+    expect(scopeOf({ kind: "edit", agentTool: "Edit" })).toEqual({ kind: "edit", tool: "Edit" });
+    expect(scopeOf({ kind: "fetch", agentTool: "WebFetch" })).toEqual({ kind: "fetch", tool: "WebFetch" });
+    expect(scopeOf({ kind: "read", agentTool: "mcp__acp__Read" })).toEqual({
+      kind: "read",
+      tool: "mcp__acp__Read",
+    });
+    // ACP's own name wins; a command named only in _meta is never tool-wide (it would allow every command).
+    expect(scopeOf({ kind: "edit", name: "MultiEdit", agentTool: "Edit" })?.tool).toBe("MultiEdit");
+    expect(scopeOf({ kind: "execute", agentTool: "Bash" })).toBeUndefined();
+    for (const kind of ["delete", "move", "other", "switch_mode", "think"])
+      expect(scopeOf({ kind, agentTool: "Anything" })).toBeUndefined();
+    expect(scopeOf({ kind: "edit", agentTool: "  " })).toBeUndefined();
+    // Shown as the adapter's titles say it; kept in full.
+    expect(shownTool("mcp__acp__Write")).toBe("Write");
+    expect(shownTool("mcp__acp__")).toBe("mcp__acp__");
+    expect(shownTool("mcp__db__query")).toBe("mcp__db__query");
   });
 
   it("is nothing for a vague kind without a name (it would cover anything)", () => {

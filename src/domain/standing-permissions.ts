@@ -8,7 +8,10 @@
 export interface PermissionScope {
   /** ACP's `ToolKind` (`edit`, `execute`, …). */
   kind: string;
-  /** ACP's `toolCall.name` (e.g. `Edit`, `Bash`); "" when the agent names none. */
+  /**
+   * ACP's `toolCall.name` (e.g. `Edit`, `Bash`), or for some kinds the agent's own `_meta` name (`scopeOf`);
+   * "" when the agent names none.
+   */
   tool: string;
 }
 
@@ -46,27 +49,51 @@ export interface StandingPermissions {
 
 /**
  * Kinds whose calls only look: an unnamed "always" of these may cover the whole kind. Any other kind (run a
- * command, edit, delete, move, fetch…) is remembered only with the agent's name for its tool: Claude Code's
- * permission requests name none, and an "always" on `Bash: ls` must not allow every later command.
+ * command, edit, delete, move, fetch…) is remembered only with a name for its tool: an "always" on `Bash: ls`
+ * must not allow every later command.
  */
 const LOOKING_KINDS = new Set(["read", "search"]);
 
 /**
+ * Kinds for which a name the agent gives only in its own `_meta` (Claude Code: `_meta.claudeCode.toolName`) may
+ * scope an "always" to the whole tool, because that is what the agent's own UI means by it: Claude Code's
+ * "always allow" on an edit is its acceptEdits, a rule for the tool (`Edit`), whatever the file. Not `execute`:
+ * there its rules are per command (`Bash(npm run:*)`), and a rule for all of `Bash` would allow every command;
+ * nor delete, move, switch_mode or other, which Claude Code's UI never offers to allow tool-wide.
+ */
+const TOOL_WIDE_KINDS = new Set(["read", "search", "edit", "fetch"]);
+
+/**
  * The scope a request's "always" covers. "The same kind" is the same ACP tool kind and, when the agent names
- * its tool (`toolCall.name`, the protocol's stable programmatic name), the same tool: "Edit" and "MultiEdit"
- * are both `edit` but not the same permission. Never the title or the path ("Edit notes.md" vs "Edit a.md"):
- * an agent's "always" is about the kind of operation, which is what it would stop asking for itself. A call
- * that names no tool is remembered only for a kind that just looks (LOOKING_KINDS): otherwise undefined, and
- * the choice reaches the agent without being remembered here (the agent may still keep its own, narrower rule).
+ * its tool, the same tool: "Edit" and "MultiEdit" are both `edit` but not the same permission. The name is
+ * ACP's `toolCall.name` (the protocol's stable programmatic name), else `agentTool`, the agent's own `_meta`
+ * name (acp/tool-calls.ts agentToolName), for TOOL_WIDE_KINDS only. Never the title or the path ("Edit
+ * notes.md" vs "Edit a.md"): an agent's "always" is about the kind of operation, which is what it would stop
+ * asking for itself. A call with no name that counts is remembered only for a kind that just looks
+ * (LOOKING_KINDS): otherwise undefined, and the choice reaches the agent without being remembered here (the
+ * agent may still keep its own, narrower rule).
  */
 export function scopeOf(call: {
   kind?: string | null | undefined;
   name?: string | null | undefined;
+  agentTool?: string | undefined;
 }): PermissionScope | undefined {
   const kind = call.kind ?? "other";
-  const tool = call.name?.trim() ?? "";
+  const named = call.name?.trim() ?? "";
+  const tool = named || (TOOL_WIDE_KINDS.has(kind) ? (call.agentTool?.trim() ?? "") : "");
   if (!tool && !LOOKING_KINDS.has(kind)) return undefined;
   return { kind, tool };
+}
+
+/**
+ * A remembered tool's name as the card and the session page show it: Claude Code's `mcp__acp__` prefix (its
+ * tools that go through the client's files) left off, as its adapter's own titles do ("Write hello.txt" for
+ * `mcp__acp__Write`) and its permission rules name them (`Edit`, `Read`). The scope keeps the full name.
+ */
+export function shownTool(tool: string): string {
+  return tool.startsWith("mcp__acp__") && tool.length > "mcp__acp__".length
+    ? tool.slice("mcp__acp__".length)
+    : tool;
 }
 
 /** Whether a remembered choice answers a request of `scope`: same kind, same tool (both unnamed counts). */

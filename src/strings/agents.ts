@@ -108,6 +108,12 @@ export const zhAgents = {
     onceOnlyUnnamed: "请求未说明是哪个工具，无法记住：只按这一次处理，下次会再询问",
     /** The same, when the agent offered no one-time option: the agent alone keeps the choice. */
     agentKeepsOnly: "请求未说明是哪个工具，本会话不记住；智能体会自己记住，无法在此撤销",
+    /**
+     * An "always" on a tool that is not allowed or refused as a whole (a command tool such as Bash: each
+     * command is asked about): it counts this once only, or the agent alone keeps it.
+     */
+    onceOnlyTool: (tool: string) => `「${tool}」不按整个工具记住：只按这一次处理，下次会再询问`,
+    agentKeepsTool: (tool: string) => `本会话不按整个「${tool}」记住；智能体会自己记住，无法在此撤销`,
   },
 };
 
@@ -204,5 +210,7 @@ export const enAgents: typeof zhAgents = {
     agentKeepsToo: "The agent keeps it too: revoking here cannot undo that",
     onceOnlyUnnamed: "Names no tool: applies this once; you'll be asked again",
     agentKeepsOnly: "Names no tool: the agent keeps it itself, not revocable here",
+    onceOnlyTool: (tool: string) => `Not kept for all of ${tool}: this once; you'll be asked again`,
+    agentKeepsTool: (tool: string) => `Not kept for all of ${tool}; the agent keeps it, can't revoke`,
   },
 };

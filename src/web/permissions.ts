@@ -1,7 +1,11 @@
 import type express from "express";
 import type { Response } from "express";
 import type { RunFeed } from "../domain/run-feed.ts";
-import type { StandingPermission, StandingPermissions } from "../domain/standing-permissions.ts";
+import {
+  type StandingPermission,
+  type StandingPermissions,
+  shownTool,
+} from "../domain/standing-permissions.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { strings } from "../strings/index.ts";
 import { viewerOf } from "./auth.ts";
@@ -78,7 +82,7 @@ function shown(entry: StandingPermission, viewer: string): ShownPermission {
   return {
     id: entry.id,
     decision: entry.decision,
-    scope: strings.acp.standingScope(kinds[entry.kind] ?? entry.kind, entry.tool),
+    scope: strings.acp.standingScope(kinds[entry.kind] ?? entry.kind, shownTool(entry.tool)),
     title: entry.title,
     grantedAt: entry.grantedAt,
     canRevoke: entry.grantedBy === viewer,

@@ -9,6 +9,7 @@ import {
   type StandingDecision,
   type StandingPermissions,
   scopeOf,
+  shownTool,
   standingOf,
   standingOption,
 } from "../../../domain/standing-permissions.ts";
@@ -37,7 +38,7 @@ export interface PermissionFlow {
   updates: CoalescingSink;
   standing: StandingPermissions;
   /** What the session's earlier updates said of each tool call: a request often names only the call's id. */
-  calls: Pick<ToolCallMemory, "merged">;
+  calls: Pick<ToolCallMemory, "merged" | "agentTool">;
   logger: Logger;
   now: () => number;
 }
@@ -55,7 +56,11 @@ export async function answerPermission(
   const request = { ...asked, toolCall: f.calls.merged(asked.toolCall) };
   const callId = request.toolCall.toolCallId;
   const about = reporter.toolCallSeen(request.toolCall);
-  const scope = scopeOf({ kind: about.kind, name: request.toolCall.name });
+  // Claude Code names its tool only in its `_meta` (tool-calls.ts agentToolName), and only for some kinds may
+  // that name scope an "always" (scopeOf); it names the tool on the form either way.
+  const agentTool = f.calls.agentTool(callId);
+  const scope = scopeOf({ kind: about.kind, name: request.toolCall.name, agentTool });
+  const toolName = scope?.tool || request.toolCall.name?.trim() || agentTool || "";
   const shown = about.title || callId;
   // Only what this task's sender chose: in a group, another member's "always" is theirs, not this task's.
   const remembered = scope ? f.standing.find(ctx.session.id, ctx.senderId, scope) : undefined;
@@ -78,7 +83,7 @@ export async function answerPermission(
   }
   // The card shows the call the form is about before the form.
   updates.flush();
-  const ask = permissionAsk(request, { ...about, tool: scope?.tool ?? request.toolCall.name ?? "" });
+  const ask = permissionAsk(request, { ...about, tool: shownTool(toolName) });
   if (requestSignal.aborted || ctx.signal.aborted) return CANCELLED;
   // The agent may withdraw its request ($/cancel_request) and then waits for our `cancelled`: the
   // request's signal withdraws the ask too, so its form leaves the card at once.
@@ -104,6 +109,7 @@ export async function answerPermission(
     : { outcome };
   if (scope)
     remember(f, callId, scope, decision, { title: shown, kind: about.kind, agentKeeps: once === undefined });
+  else if (toolName) noteTool(f, callId, shownTool(toolName), once ? "onceOnlyTool" : "agentKeepsTool");
   else note(f, callId, once ? "onceOnlyUnnamed" : "agentKeepsOnly");
   f.logger.info(
     {
@@ -146,7 +152,7 @@ function remember(
     return;
   }
   const word = decision === "allow" ? "standingAllowed" : "standingRejected";
-  const line = (s: Strings) => s.acp[word](s.acp.standingScope(s.acp.toolKinds[kind], scope.tool));
+  const line = (s: Strings) => s.acp[word](s.acp.standingScope(s.acp.toolKinds[kind], shownTool(scope.tool)));
   f.updates.reportStep(`standing:${callId}`, {
     tool: "acp_permission",
     title: line(strings),
@@ -167,6 +173,25 @@ function note(f: PermissionFlow, callId: string, word: "onceOnlyUnnamed" | "agen
     tool: "acp_permission",
     title: strings.acp[word],
     words: { title: inEveryLocale((s) => s.acp[word]) },
+    status: "done",
+  });
+  f.updates.flush();
+}
+
+/**
+ * An "always" on a tool the bot will not allow or refuse as a whole (a command: Claude Code's `Bash`, whose own
+ * rules are per command): the card says it counted once, naming the tool.
+ */
+function noteTool(
+  f: PermissionFlow,
+  callId: string,
+  tool: string,
+  word: "onceOnlyTool" | "agentKeepsTool",
+): void {
+  f.updates.reportStep(`standing:${callId}`, {
+    tool: "acp_permission",
+    title: strings.acp[word](tool),
+    words: { title: inEveryLocale((s) => s.acp[word](tool)) },
     status: "done",
   });
   f.updates.flush();

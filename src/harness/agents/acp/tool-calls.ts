@@ -16,7 +16,7 @@ import type { SessionUpdate, ToolCallUpdate } from "@agentclientprotocol/sdk";
  * locations or content: those are the step's summary (step-summary.ts), which the turn's reporter keeps, and
  * filled in here they would replace a better one (a diff) with a bare path.
  */
-type Known = Pick<ToolCallUpdate, "title" | "kind" | "name" | "rawInput">;
+type Known = Pick<ToolCallUpdate, "title" | "kind" | "name" | "rawInput"> & { agentTool?: string };
 
 export const MAX_REMEMBERED_CALLS = 1_000;
 
@@ -48,6 +48,14 @@ export class ToolCallMemory {
     return filled;
   }
 
+  /**
+   * The tool's name as the agent's own `_meta` gives it (agentToolName), from the request or, failing that, the
+   * session's earlier updates of the call: Claude Code names its tools only there. Read after `merged`.
+   */
+  agentTool(toolCallId: string): string | undefined {
+    return this.#calls.get(toolCallId)?.agentTool;
+  }
+
   #note(call: ToolCallUpdate): void {
     const known = this.#calls.get(call.toolCallId) ?? {};
     const next: Known = { ...known };
@@ -55,6 +63,8 @@ export class ToolCallMemory {
     if (call.kind != null) next.kind = call.kind;
     if (call.name != null && call.name.trim() !== "") next.name = call.name;
     if (call.rawInput !== undefined) next.rawInput = call.rawInput;
+    const agentTool = agentToolName(call._meta);
+    if (agentTool !== undefined) next.agentTool = agentTool;
     // Re-inserted last: the map's order is the calls' age, the oldest forgotten first.
     this.#calls.delete(call.toolCallId);
     this.#calls.set(call.toolCallId, next);
@@ -64,4 +74,21 @@ export class ToolCallMemory {
       this.#calls.delete(oldest);
     }
   }
+}
+
+/** At most this long, letters, digits, `_` and `-`, a letter first: `Edit`, `mcp__acp__Write`, `mcp__db__query`. */
+const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,79}$/;
+
+/**
+ * `_meta.claudeCode.toolName`: where Claude Code's ACP adapter (@zed-industries/claude-code-acp) names the tool
+ * of a call (its `tool_call` and `tool_call_update`s; its permission requests carry no `_meta`), never in ACP's
+ * `name`. Read defensively: `_meta` is the agent's free-form extension, so anything but a short name of safe
+ * characters (a number, an object, a huge or odd string) counts as no name.
+ */
+export function agentToolName(meta: unknown): string | undefined {
+  if (typeof meta !== "object" || meta === null) return undefined;
+  const claudeCode: unknown = (meta as Record<string, unknown>).claudeCode;
+  if (typeof claudeCode !== "object" || claudeCode === null) return undefined;
+  const toolName: unknown = (claudeCode as Record<string, unknown>).toolName;
+  return typeof toolName === "string" && TOOL_NAME.test(toolName) ? toolName : undefined;
 }
