@@ -58,9 +58,9 @@ describe("the config file", () => {
     expect(errorOf(() => parse({ apps: [{ appId: A, appSecret: "s", allow: { user: [] } }] }))).toContain(
       "apps[0].allow.user: unknown field",
     );
-    expect(errorOf(() => parse({ apps: [{ appId: A, appSecret: "s", agent: {} }] }))).toContain(
-      "per-app agent settings are not supported yet",
-    );
+    expect(
+      errorOf(() => parse({ apps: [{ appId: A, appSecret: "s", agent: { kind: "demo", modle: "x" } }] })),
+    ).toContain("apps[0].agent.modle: unknown field");
   });
 
   it("refuses a variable the service does not read in `env`, and a webhook app without its key", () => {
