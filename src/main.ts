@@ -247,7 +247,11 @@ async function main(): Promise<void> {
       mode: config.mode,
       transport: local ? local.config.feishu.transport : config.feishu.transport,
       ...(config.mode === "feishu" && config.apps.length > 1
-        ? { apps: config.apps.map((app) => `${app.appId} (${app.transport})`) }
+        ? {
+            apps: config.apps.map(
+              (app) => `${app.appId} (${app.transport}${app.agent ? `, agent ${app.agent.kind}` : ""})`,
+            ),
+          }
         : {}),
       ...(local ? { console: `${publicUrl()}/console` } : {}),
       dataDir: config.dataDir,

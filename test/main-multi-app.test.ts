@@ -67,7 +67,7 @@ describe("npm start with a config file of two apps", () => {
       },
     });
     cleanup.push(() => bot.kill());
-    expect(bot.output()).toContain(`"apps":["${A} (ws)","${B} (webhook)"]`);
+    expect(bot.output()).toContain(`"apps":["${A} (ws)","${B} (webhook, agent openai)"]`);
     await waitUntil(() => emulator.app(A).online === 1, "app A's long connection", 15_000);
     emulator.subscribe({ mode: "long_connection" });
     emulator.app(B).subscribe({ mode: "webhook", url: `http://127.0.0.1:${bot.port}/feishu/${B}/events` });
