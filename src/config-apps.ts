@@ -1,3 +1,4 @@
+import { type AgentSettings, appAgentFrom } from "./config-agent.ts";
 import type { Env } from "./config-env.ts";
 import { type FileApp, resolveSecret, type SecretRef } from "./config-file.ts";
 
@@ -16,6 +17,8 @@ export interface AppSettings {
   encryptKey?: string;
   verificationToken?: string;
   allow?: { users: string[]; chats: string[] };
+  /** The app's own agent; absent, its runs get the environment's (AGENT and its variables). */
+  agent?: AgentSettings;
 }
 
 export interface LoadedApps {
@@ -59,6 +62,8 @@ export function loadApps(
     if (verificationToken) app.verificationToken = verificationToken;
     const allow = envAllow ?? allowOf(file?.allow);
     if (allow) app.allow = allow;
+    // AGENT and its variables are every app's default; an app's own `agent` is its own, whatever they say.
+    if (file?.agent) agentOf(app, file.agent, `${where}.agent`);
     if (app.transport === "webhook" && !app.encryptKey)
       problems.push(
         "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)",
@@ -82,9 +87,17 @@ export function loadApps(
     // FEISHU_ALLOWED_* are the environment's app's; a file app has its own list or none.
     const allow = allowOf(file.allow);
     if (allow) app.allow = allow;
+    if (file.agent) agentOf(app, file.agent, `apps[${i}].agent`);
     apps.push(app);
   }
   return { apps, secretEnvNames, problems };
+
+  function agentOf(app: AppSettings, agent: NonNullable<FileApp["agent"]>, where: string): void {
+    const own = appAgentFrom(agent, e, raw, where);
+    problems.push(...own.problems);
+    secretEnvNames.push(...own.secretEnvNames);
+    if (own.settings) app.agent = own.settings;
+  }
 
   function take(ref: SecretRef, field: string): string | undefined {
     const resolved = resolveSecret(ref, raw, field.replace(/^\./, ""));

@@ -9,7 +9,8 @@ import { ConfigError } from "./errors.ts";
  * file `CONFIG_FILE` names. It holds two things, both optional:
  * - `env`: any of the service's variables by their usual names (`"AGENT": "openai"`); the real environment
  *   overrides each, so one deployment can keep its defaults in the file and its differences in the environment.
- * - `apps`: the Feishu apps the one process serves, each with its own credentials, transport and allow-list.
+ * - `apps`: the Feishu apps the one process serves, each with its own credentials, transport, allow-list and,
+ *   optionally, agent (config-agent.ts).
  *   Secrets may be written in place or as `{"env": "NAME"}`, read from the environment at start-up (and kept
  *   from the agents' child processes like every secret).
  *
@@ -34,6 +35,23 @@ export interface FileApp {
   verificationToken?: SecretRef;
   domain?: string;
   allow?: { users?: string[]; chats?: string[] };
+  /** The app's own agent (config-agent.ts): absent, the environment's AGENT and its variables. */
+  agent?: FileAgent;
+}
+
+/** An app's `agent`, as written: each field stands for an environment variable (config-agent.ts AGENT_FIELDS). */
+export interface FileAgent {
+  kind: "demo" | "openai" | "acp";
+  model?: string;
+  baseUrl?: string;
+  apiKey?: SecretRef;
+  demoStepMs?: number;
+  command?: string;
+  args?: string | string[];
+  env?: Record<string, string>;
+  terminal?: boolean;
+  idleTimeoutMs?: number;
+  keepAliveMs?: number;
 }
 
 export type SecretRef = string | { env: string };
@@ -59,6 +77,27 @@ const idList = z.array(
   z.string().regex(/^[A-Za-z0-9_]+$/, "must be a Feishu id (open_id ou_… or chat_id oc_…)"),
 );
 
+/**
+ * An app's agent: the JSON shape only. The values are checked by the environment's own schema (config-agent.ts),
+ * so a model, a URL or an ACP argument list is accepted in the file exactly when it would be in the environment.
+ */
+const agentSchema = z.strictObject({
+  kind: z.enum(["demo", "openai", "acp"], {
+    error: (issue) =>
+      issue.input === undefined ? "required (demo, openai or acp)" : "must be demo, openai or acp",
+  }),
+  model: z.string().optional(),
+  baseUrl: z.string().optional(),
+  apiKey: secret.optional(),
+  demoStepMs: z.number({ message: "must be a number of milliseconds" }).optional(),
+  command: z.string().optional(),
+  args: z.union([z.string(), z.array(z.string())], { message: "must be a list of strings" }).optional(),
+  env: z.record(z.string(), z.string(), { message: "must be an object of strings" }).optional(),
+  terminal: z.boolean({ message: "must be true or false" }).optional(),
+  idleTimeoutMs: z.number({ message: "must be a number of milliseconds" }).optional(),
+  keepAliveMs: z.number({ message: "must be a number of milliseconds" }).optional(),
+});
+
 const appSchema = z.strictObject({
   // The SDK's long connection refuses other app ids (feishu-platform Addendum §2.1, point 4), and session ids
   // are built from it (domain/session-id.ts): letters, digits and `_` only, as Feishu issues them.
@@ -77,6 +116,7 @@ const appSchema = z.strictObject({
     )
     .optional(),
   allow: z.strictObject({ users: idList.optional(), chats: idList.optional() }).optional(),
+  agent: agentSchema.optional(),
 });
 
 const fileSchema = z.strictObject({
@@ -140,10 +180,7 @@ function fieldOf(issue: z.core.$ZodIssue): string {
 }
 
 function describe(issue: z.core.$ZodIssue): string {
-  if (issue.code === "unrecognized_keys")
-    return issue.keys.includes("agent")
-      ? "unknown field (per-app agent settings are not supported yet: AGENT and its variables apply to every app)"
-      : "unknown field";
+  if (issue.code === "unrecognized_keys") return "unknown field";
   return issue.message;
 }
 

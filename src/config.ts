@@ -1,9 +1,9 @@
 import path from "node:path";
+import { type AgentSettings, agentSettingsFrom } from "./config-agent.ts";
 import { type AppSettings, loadApps } from "./config-apps.ts";
 import { envSchema, type LOG_LEVELS } from "./config-env.ts";
 import type { ConfigFile } from "./config-file.ts";
 import { ConfigError } from "./errors.ts";
-import { type AcpConfig, acpConfigFrom, acpProblems } from "./harness/agents/acp/config.ts";
 import { isInside } from "./harness/agents/agent-user.ts";
 import type { SandboxSetting } from "./harness/agents/isolation-config.ts";
 import type { Locale } from "./strings/index.ts";
@@ -40,6 +40,8 @@ export type FeishuSettings = FeishuAppBehaviour & {
   appSecret: string;
   /** Who may start tasks with this app (absent: everyone who can reach the bot): open ids, or group chat ids. */
   allow?: AllowList;
+  /** The app's own agent (config file `apps[i].agent`); absent, its runs get `Config.agent`. */
+  agent?: AgentSettings;
 } & FeishuTransportSettings;
 
 /** An app's allow-list: a message is taken when its sender is listed or it was sent in a listed group. */
@@ -86,16 +88,8 @@ export interface ConfigBase {
   logLevel: (typeof LOG_LEVELS)[number];
   /** The bot's language: replies, summaries and each card's `content`; cards carry every locale besides. */
   locale: Locale;
-  agent: {
-    kind: "demo" | "openai" | "acp";
-    demoStepMs: number;
-    openai: { baseUrl?: string; apiKey?: string; model?: string };
-    /** One run's budget, shared by all its sub-agents. */
-    budget: { modelRequests: number; subAgents: number; depth: number };
-    acp?: AcpConfig;
-    /** `MCP_CONFIG`: the mcpServers file, and how long one MCP tool call may take. */
-    mcp: { configFile?: string; toolTimeoutMs: number };
-  };
+  /** AGENT and its variables: the agent of every run whose app has none of its own (config-agent.ts). */
+  agent: AgentSettings;
   askTimeoutMs: number;
   /** Reminder before an ask's deadline, 延长's total bound, the deadline's zone (issue 16). */
   asks: { remindBeforeMs: number; extendMaxMs: number; timeZone: string };
@@ -163,12 +157,11 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
     problems.push(...loaded.problems);
     if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 32 characters)");
   }
-  if (e.AGENT === "openai") {
-    if (!e.OPENAI_BASE_URL) problems.push("  OPENAI_BASE_URL: required with AGENT=openai");
-    if (!e.OPENAI_MODEL) problems.push("  OPENAI_MODEL: required with AGENT=openai");
-  }
-  if (e.AGENT === "acp") problems.push(...acpProblems(e));
-  if (e.MCP_CONFIG && e.AGENT !== "openai")
+  const agent = agentSettingsFrom(e, env);
+  problems.push(...agent.problems);
+  // MCP servers are the process's, offered to every OpenAI agent: the environment's or an app's.
+  const openaiApp = mode === "feishu" && loaded.apps.some((app) => app.agent?.kind === "openai");
+  if (e.MCP_CONFIG && e.AGENT !== "openai" && !openaiApp)
     problems.push("  MCP_CONFIG: MCP tools are offered to the OpenAI agent; set AGENT=openai");
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join("\n")}`);
 
@@ -180,18 +173,7 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
     workspacesDir: e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, "workspaces"),
     logLevel: e.LOG_LEVEL,
     locale: e.BOT_LOCALE ?? (isLarkDomain(e.FEISHU_DOMAIN) ? "en_us" : "zh_cn"),
-    agent: {
-      kind: e.AGENT,
-      demoStepMs: e.DEMO_STEP_MS,
-      openai: { baseUrl: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY, model: e.OPENAI_MODEL },
-      budget: {
-        modelRequests: e.MAX_MODEL_REQUESTS_PER_RUN,
-        subAgents: e.MAX_SUBAGENTS_PER_RUN,
-        depth: e.MAX_DELEGATE_DEPTH,
-      },
-      ...(e.AGENT === "acp" ? { acp: acpConfigFrom(e, env) } : {}),
-      mcp: { configFile: e.MCP_CONFIG, toolTimeoutMs: e.MCP_TOOL_TIMEOUT_MS },
-    },
+    agent: agent.settings,
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     asks: {
       remindBeforeMs: e.ASK_REMIND_BEFORE_MS,
@@ -263,6 +245,7 @@ function settingsOf(app: AppSettings, behaviour: FeishuAppBehaviour): FeishuSett
     appSecret: app.appSecret,
     ...(app.verificationToken ? { verificationToken: app.verificationToken } : {}),
     ...(app.allow ? { allow: app.allow } : {}),
+    ...(app.agent ? { agent: app.agent } : {}),
   };
   if (app.transport === "webhook") {
     // loadApps refused a webhook app without its key; an empty one can only come from a hand-built config.

@@ -13,7 +13,7 @@ import { startupChecks } from "./feishu/doctor/startup.ts";
 import { type FeishuApps, startFeishuApps } from "./feishu/index.ts";
 import { withSetupCredentials } from "./feishu/setup/credentials-file.ts";
 import { FEISHU_WEBHOOK_PATH, webhookPathsFor } from "./feishu/webhook.ts";
-import { createAgentFromConfig } from "./harness/agents/index.ts";
+import { createAgentsFromConfig } from "./harness/agents/index.ts";
 import { resolveIsolation } from "./harness/agents/isolation.ts";
 import { SECRET_ENV_KEYS } from "./harness/agents/isolation-config.ts";
 import { elicitThrough, startMcpFromConfig } from "./harness/agents/mcp/index.ts";
@@ -63,13 +63,25 @@ async function main(): Promise<void> {
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   // Where ACP agents, their terminals and MCP stdio servers run: said once, before any starts.
   const isolation = resolveIsolation(config.isolation);
-  if (config.agent.kind === "acp" || config.agent.mcp.configFile)
+  const appAgents =
+    config.mode === "feishu" ? config.apps.flatMap((app) => (app.agent ? [app.agent] : [])) : [];
+  if ([config.agent, ...appAgents].some((agent) => agent.kind === "acp") || config.agent.mcp.configFile)
     logger[isolation.kind === "none" ? "warn" : "info"]({ sandbox: isolation.kind }, isolation.notice);
   // MCP_CONFIG: a bad file stops here; a server that fails to start is logged and left out.
-  const mcp = await startMcpFromConfig(config, logger, { isolation });
+  const mcp = await startMcpFromConfig(
+    { agent: config.agent, apps: config.mode === "feishu" ? config.apps : [] },
+    logger,
+    { isolation },
+  );
   // "Always allow" on ACP permission forms (issue 30): the agent answers by them, the session page revokes them.
   const standing = new SqliteStandingPermissions(db);
-  const agent = createAgentFromConfig(config, logger, { tools: mcp?.tools, isolation, standing });
+  // Each app with an agent of its own gets it; the rest get AGENT's. A run's app is read from its source.
+  const agent = createAgentsFromConfig(
+    config,
+    logger,
+    { ...(mcp ? { tools: mcp.tools } : {}), isolation, standing },
+    (runId) => core.store.runSource(runId),
+  );
   const core = await createCore({
     db,
     logger,
@@ -235,7 +247,11 @@ async function main(): Promise<void> {
       mode: config.mode,
       transport: local ? local.config.feishu.transport : config.feishu.transport,
       ...(config.mode === "feishu" && config.apps.length > 1
-        ? { apps: config.apps.map((app) => `${app.appId} (${app.transport})`) }
+        ? {
+            apps: config.apps.map(
+              (app) => `${app.appId} (${app.transport}${app.agent ? `, agent ${app.agent.kind}` : ""})`,
+            ),
+          }
         : {}),
       ...(local ? { console: `${publicUrl()}/console` } : {}),
       dataDir: config.dataDir,

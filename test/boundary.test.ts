@@ -90,7 +90,7 @@ const LAYERS: readonly (readonly string[])[] = [
   /* 4 engine and channels: the harness runs agents; channels reach it only through domain/ports.ts */
   ["harness", "feishu", "ws", "web", "agents-api"],
   /* 5 settings: parsed once from the environment and the config file (its types may be imported anywhere) */
-  ["config", "config-env", "config-file", "config-apps"],
+  ["config", "config-env", "config-file", "config-apps", "config-agent"],
   /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing, test doubles */
   ["core", "ask-wakeups", "metrics", "local", "listen", "public-url", "process-guard", "testing"],
   /* 7 the HTTP app and its routes */
@@ -114,8 +114,10 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
   testing: ["local"],
   // The settings: config.ts parses the variables config-env.ts declares and checks, beside the config file's
   // apps (config-apps.ts builds them from the file config-file.ts parses, whose `env` names config-env's variables).
-  config: ["config-env", "config-file", "config-apps"],
-  "config-apps": ["config-env", "config-file"],
+  // An app's agent (config-agent.ts) is read with the environment's schema, for config.ts and config-apps.ts.
+  config: ["config-env", "config-file", "config-apps", "config-agent"],
+  "config-apps": ["config-env", "config-file", "config-agent"],
+  "config-agent": ["config-env", "config-file"],
   "config-file": ["config-env"],
 };
 

@@ -58,9 +58,9 @@ describe("the config file", () => {
     expect(errorOf(() => parse({ apps: [{ appId: A, appSecret: "s", allow: { user: [] } }] }))).toContain(
       "apps[0].allow.user: unknown field",
     );
-    expect(errorOf(() => parse({ apps: [{ appId: A, appSecret: "s", agent: {} }] }))).toContain(
-      "per-app agent settings are not supported yet",
-    );
+    expect(
+      errorOf(() => parse({ apps: [{ appId: A, appSecret: "s", agent: { kind: "demo", modle: "x" } }] })),
+    ).toContain("apps[0].agent.modle: unknown field");
   });
 
   it("refuses a variable the service does not read in `env`, and a webhook app without its key", () => {
@@ -185,6 +185,7 @@ describe("the README's example file", () => {
       OPS_APP_SECRET: "s2",
       OPS_ENCRYPT_KEY: "k2",
       OPS_VERIFICATION_TOKEN: "v2",
+      OPS_MODEL_KEY: "sk-ops",
     };
     const config = loadConfig(env, file);
     if (config.mode !== "feishu") throw new Error("expected feishu mode");
@@ -193,6 +194,13 @@ describe("the README's example file", () => {
       ["webhook", "lark"],
     ]);
     expect(config.agent.kind).toBe("openai");
+    // The first app takes the environment's agent; the second its own, on its own server with its own key.
+    expect(config.apps[0]?.agent).toBeUndefined();
+    expect(config.apps[1]?.agent?.openai).toEqual({
+      baseUrl: "https://llm.internal.example/v1",
+      model: "qwen3-32b",
+      apiKey: "sk-ops",
+    });
   });
 });
 

@@ -4,12 +4,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator } from "../src/local/emulator/index.ts";
 import { FAST_LONG_CONNECTION } from "./helpers/feishu.ts";
 import { startMain } from "./helpers/main-process.ts";
+import { startScriptedModel } from "./helpers/openai-server.ts";
 import { until as waitUntil } from "./helpers/wait.ts";
 import { cardsReplyingTo, tempDataDir } from "./reliability/helpers/bot-process.ts";
 
 /**
  * The real entry point (`npm start`) with a config file of two apps (issue 30): main.ts reads CONFIG_FILE, starts
- * one long connection and one webhook path, and each app answers its own message in the same chat.
+ * one long connection and one webhook path, and each app answers its own message in the same chat, app A with
+ * the environment's demo agent, app B with its own OpenAI-compatible one (a scripted model server).
  */
 
 const A = "cli_a000000000000001";
@@ -28,6 +30,9 @@ describe("npm start with a config file of two apps", () => {
       otherApps: [{ appId: B, encryptKey: KEY_B }],
     });
     cleanup.push(() => emulator.close());
+    const model = await startScriptedModel();
+    cleanup.push(() => model.close());
+    model.script({ text: ["app B's own model says hi"] });
     const dataDir = tempDataDir();
     const file = path.join(dataDir, "feishu-progress-bot.json");
     fs.writeFileSync(
@@ -42,6 +47,12 @@ describe("npm start with a config file of two apps", () => {
             transport: "webhook",
             encryptKey: KEY_B,
             domain: emulator.url,
+            agent: {
+              kind: "openai",
+              baseUrl: model.baseUrl,
+              model: "model-of-b",
+              apiKey: { env: "KEY_OF_B" },
+            },
           },
         ],
       }),
@@ -50,12 +61,13 @@ describe("npm start with a config file of two apps", () => {
       env: {
         CONFIG_FILE: file,
         SECRET_OF_A: emulator.appSecret,
+        KEY_OF_B: "sk-of-b",
         AUTH_SECRET: "0123456789abcdef0123456789abcdef",
         LOG_LEVEL: "info",
       },
     });
     cleanup.push(() => bot.kill());
-    expect(bot.output()).toContain(`"apps":["${A} (ws)","${B} (webhook)"]`);
+    expect(bot.output()).toContain(`"apps":["${A} (ws)","${B} (webhook, agent openai)"]`);
     await waitUntil(() => emulator.app(A).online === 1, "app A's long connection", 15_000);
     emulator.subscribe({ mode: "long_connection" });
     emulator.app(B).subscribe({ mode: "webhook", url: `http://127.0.0.1:${bot.port}/feishu/${B}/events` });
@@ -83,7 +95,17 @@ describe("npm start with a config file of two apps", () => {
         15_000,
       );
       expect(cards.map((id) => emulator.messages.getMessage(id)?.senderId)).toEqual([appId]);
+      // Each app's own agent answered: the demo's reply on A's card, B's model's on B's.
+      const answer = appId === A ? "/quick` 的演示回复" : "app B's own model says hi";
+      await waitUntil(
+        () => cards.some((id) => emulator.messages.getMessage(id)?.content.includes(answer)),
+        `${appId}'s answer on its card`,
+        15_000,
+      );
     }
+    expect(model.requests.map((request) => [request.body.model, request.headers.authorization])).toEqual([
+      ["model-of-b", "Bearer sk-of-b"],
+    ]);
     expect(await bot.stop()).toBe(0);
   }, 60_000);
 });

@@ -1,4 +1,5 @@
-import type { Config } from "../../config.ts";
+import path from "node:path";
+import type { Config, FeishuSettings } from "../../config.ts";
 import type { StandingPermissions } from "../../domain/standing-permissions.ts";
 import { ConfigError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
@@ -8,7 +9,47 @@ import type { Agent } from "./agent.ts";
 import { createDemoAgent, createDemoTools } from "./demo.ts";
 import type { Isolation } from "./isolation.ts";
 import { createOpenAIAgent } from "./openai.ts";
+import { type AgentWithTools, createPerAppAgent } from "./per-app.ts";
 import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
+
+type AgentExtras = { tools?: readonly ToolImpl[]; isolation?: Isolation; standing?: StandingPermissions };
+
+/**
+ * Every agent of the configuration as one (issue 30): the environment's, and each app's own (`apps[i].agent`),
+ * chosen per run by the app its source names (per-app.ts). Without an app agent, just the environment's.
+ * `runSource` reads a run's recorded source (the store's); a Feishu run naming no app is the first app's, as
+ * its card is (feishu/apps.ts).
+ */
+export function createAgentsFromConfig(
+  config: Pick<Config, "agent" | "dataDir"> & { apps?: readonly FeishuSettings[] },
+  logger: Logger,
+  extra: AgentExtras,
+  runSource: (runId: string) => Record<string, unknown> | undefined,
+): AgentWithTools {
+  const fallback = createAgentFromConfig(config, logger, extra);
+  const own = (config.apps ?? []).filter((app) => app.agent !== undefined);
+  if (own.length === 0) return fallback;
+  const apps = new Map<string, AgentWithTools>();
+  for (const app of own) {
+    if (!app.agent) continue;
+    // Each app's agent keeps its state (an ACP agent's session ids) apart, as its workspaces are.
+    const dataDir = path.join(config.dataDir, "apps", app.appId);
+    apps.set(
+      app.appId,
+      createAgentFromConfig({ agent: app.agent, dataDir }, logger.child({ appId: app.appId }), extra),
+    );
+  }
+  const firstApp = config.apps?.[0]?.appId;
+  return createPerAppAgent({
+    fallback,
+    apps,
+    appOf: (runId) => {
+      const source = runSource(runId);
+      if (source?.channel !== "feishu") return undefined;
+      return typeof source.appId === "string" ? source.appId : firstApp;
+    },
+  });
+}
 
 /**
  * The agent `AGENT` names, with the tools its dispatcher serves. Operators add their own tools to the
@@ -17,7 +58,7 @@ import { currentTimeTool, ToolRegistry } from "./tool-registry.ts";
 export function createAgentFromConfig(
   config: Pick<Config, "agent" | "dataDir">,
   logger: Logger,
-  extra: { tools?: readonly ToolImpl[]; isolation?: Isolation; standing?: StandingPermissions } = {},
+  extra: AgentExtras = {},
 ): { agent: Agent; tools: ToolImpl[] } {
   const { agent } = config;
   if (agent.kind === "acp") {

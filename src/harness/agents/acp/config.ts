@@ -102,14 +102,6 @@ type AcpEnv = {
   ACP_KEEP_ALIVE_MS: number;
 };
 
-export function acpProblems(e: AcpEnv): string[] {
-  return e.ACP_COMMAND
-    ? []
-    : [
-        "  ACP_COMMAND: required with AGENT=acp (e.g. ACP_COMMAND=npx ACP_ARGS=@zed-industries/claude-code-acp)",
-      ];
-}
-
 export function acpConfigFrom(e: AcpEnv, env: Record<string, string | undefined>): AcpConfig {
   const base: Record<string, string> = {};
   for (const key of PASSED_THROUGH) {

@@ -17,12 +17,16 @@ const CONNECT_TIMEOUT_MS = 60_000;
  * read or parsed throws a ConfigError (the bot does not start); a server that fails is only left out.
  */
 export async function startMcpFromConfig(
-  config: Pick<Config, "agent">,
+  config: Pick<Config, "agent"> & { apps?: readonly { agent?: { kind: string } }[] },
   logger: Logger,
   options: { connectTimeoutMs?: number; isolation?: Isolation } = {},
 ): Promise<McpTools | undefined> {
   const { configFile, toolTimeoutMs } = config.agent.mcp;
-  if (!configFile || config.agent.kind !== "openai") return undefined;
+  // The servers are the process's: started when any OpenAI agent (the environment's or an app's) can use them.
+  const openai = [config.agent, ...(config.apps ?? []).map((app) => app.agent)].some(
+    (a) => a?.kind === "openai",
+  );
+  if (!configFile || !openai) return undefined;
   const file = loadMcpConfig(configFile);
   return connectMcpServers(file, {
     logger,
