@@ -1,5 +1,8 @@
 import { spawn } from "node:child_process";
+import { createDecipheriv, createHash } from "node:crypto";
 import fs from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
@@ -22,10 +25,44 @@ const A = "cli_a000000000000001";
 const B = "cli_b000000000000002";
 const AUTH_SECRET = "doctor-auth-secret-0123456789abcdef";
 let emulator: Emulator | undefined;
+let server: Server | undefined;
 afterEach(async () => {
   await emulator?.close();
   emulator = undefined;
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  server = undefined;
 });
+
+/** A stand-in for the bot under PUBLIC_URL: answers /healthz, and Feishu's URL check only at `path`. */
+async function answerUrlCheckAt(urlPath: string, key: string): Promise<string> {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => {
+      body += String(chunk);
+    });
+    req.on("end", () => {
+      if (req.url === "/healthz") {
+        res.writeHead(200).end("ok");
+        return;
+      }
+      if (req.url !== urlPath) {
+        res.writeHead(404).end("{}");
+        return;
+      }
+      const raw = Buffer.from((JSON.parse(body) as { encrypt: string }).encrypt, "base64");
+      const decipher = createDecipheriv(
+        "aes-256-cbc",
+        createHash("sha256").update(key).digest(),
+        raw.subarray(0, 16),
+      );
+      const plain = Buffer.concat([decipher.update(raw.subarray(16)), decipher.final()]).toString("utf8");
+      const { challenge } = JSON.parse(plain) as { challenge: string };
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ challenge }));
+    });
+  });
+  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
 
 function configFile(apps: unknown[]): string {
   const file = path.join(tempDataDir(), "feishu-progress-bot.json");
@@ -98,6 +135,31 @@ describe("npm run doctor with two apps", () => {
     );
     expect(out).toContain(`Failed: ${B} (of 2 apps)`);
     expect(code).toBe(1);
+  }, 30_000);
+});
+
+describe("npm run doctor with a webhook app among several", () => {
+  it("checks the webhook app's URL check at PUBLIC_URL/feishu/<app id>/events", async () => {
+    emulator = await startEmulator({ appId: A, otherApps: [{ appId: B, encryptKey: "key-of-b" }] });
+    const publicUrl = await answerUrlCheckAt(`/feishu/${B}/events`, "key-of-b");
+    const file = configFile([
+      { appId: A, appSecret: emulator.appSecret, domain: emulator.url },
+      {
+        appId: B,
+        appSecret: emulator.app(B).appSecret,
+        domain: emulator.url,
+        transport: "webhook",
+        encryptKey: "key-of-b",
+      },
+    ]);
+    const { code, out } = await doctor({ CONFIG_FILE: file, PUBLIC_URL: publicUrl });
+    expect(section(out, A)).toMatch(/^ {2}ok {4}long connection: /m);
+    expect(section(out, B)).toContain(
+      `ok    webhook: ${publicUrl}/feishu/${B}/events answers the URL check as Feishu sends it`,
+    );
+    expect(section(out, B)).toMatch(/^ {2}ok {4}PUBLIC_URL: /m);
+    expect(out).toContain("All 2 apps passed");
+    expect(code).toBe(0);
   }, 30_000);
 });
 
