@@ -63,7 +63,7 @@ export type Config = ConfigBase &
   (
     | {
         mode: "feishu";
-        /** The first app: FEISHU_APP_ID's, or the config file's first (doctor, setup and start-up checks use it). */
+        /** The first app: FEISHU_APP_ID's, or the config file's first (setup uses it; doctor and the start-up checks take every app). */
         feishu: FeishuSettings;
         /** Every app the process serves, the first first (one app without a config file's `apps`). */
         apps: FeishuSettings[];

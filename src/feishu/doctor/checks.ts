@@ -1,6 +1,7 @@
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { loadManifest, MANIFEST_FILE, SCOPE_OF_CALL } from "../app-manifest.ts";
 import { SCOPE_MISSING_CODE } from "../scope-notice.ts";
+import { FEISHU_WEBHOOK_PATH } from "../webhook.ts";
 
 /**
  * `npm run doctor`, and the same checks as warnings when the bot starts in feishu mode: what a real tenant
@@ -23,6 +24,10 @@ export interface DoctorTarget {
   encryptKey?: string;
   /** PUBLIC_URL when set. */
   publicUrl?: string;
+  /** What to check when the credentials are refused (default: the `FEISHU_*` variables of a single app). */
+  credentialSettings?: string;
+  /** Where this app's webhook answers under PUBLIC_URL (default `/feishu/events`, the single app's). */
+  webhookPath?: string;
 }
 
 /** Beyond this the bot's tokens (refused 2 minutes in the future) and Feishu's timestamps disagree. */
@@ -93,7 +98,7 @@ export async function runChecks(target: DoctorTarget, now: () => number = Date.n
       checks.push({
         name: "credentials",
         status: "fail",
-        line: `${base} refused ${target.appId}'s credentials (code ${String(reply.body.code)}: ${String(reply.body.msg)}): check FEISHU_APP_ID, FEISHU_APP_SECRET and FEISHU_DOMAIN, or run npm run setup`,
+        line: `${base} refused ${target.appId}'s credentials (code ${String(reply.body.code)}: ${String(reply.body.msg)}): check ${target.credentialSettings ?? "FEISHU_APP_ID, FEISHU_APP_SECRET and FEISHU_DOMAIN, or run npm run setup"}`,
       });
     checks.push(clockCheck(reply.date, sentAt, now()));
   } catch (error) {
@@ -229,7 +234,7 @@ async function transportCheck(base: string, target: DoctorTarget): Promise<Check
   const body = {
     encrypt: encrypt(target.encryptKey ?? "", { challenge, token: "", type: "url_verification" }),
   };
-  const url = `${target.publicUrl.replace(/\/+$/, "")}/feishu/events`;
+  const url = `${target.publicUrl.replace(/\/+$/, "")}${target.webhookPath ?? FEISHU_WEBHOOK_PATH}`;
   try {
     const reply = await call(url, json(body));
     if (reply.body.challenge === challenge)
@@ -278,10 +283,16 @@ function describe(error: unknown): string {
 
 /** The report: a mark and a line per check, then what cannot be checked. */
 export function formatChecks(checks: Check[]): string[] {
+  return [...formatCheckLines(checks), ...formatCannotCheck()];
+}
+
+/** A mark and a line per check. */
+export function formatCheckLines(checks: Check[]): string[] {
   const mark: Record<CheckStatus, string> = { ok: "ok  ", warn: "warn", fail: "FAIL", unknown: "??  " };
-  return [
-    ...checks.map((check) => `${mark[check.status]}  ${check.name}: ${check.line}`),
-    "Not checked (no API tells):",
-    ...CANNOT_CHECK.map((line) => `  - ${line}`),
-  ];
+  return checks.map((check) => `${mark[check.status]}  ${check.name}: ${check.line}`);
+}
+
+/** What no check can see, said once whatever the number of apps. */
+export function formatCannotCheck(): string[] {
+  return ["Not checked (no API tells):", ...CANNOT_CHECK.map((line) => `  - ${line}`)];
 }
