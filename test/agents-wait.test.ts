@@ -4,6 +4,9 @@ import { AgentTasks } from "../src/agents-api/service.ts";
 import type { AgentPrincipal } from "../src/agents-api/token.ts";
 import { AskRegistry } from "../src/asks/registry.ts";
 import type { RunView } from "../src/domain/types.ts";
+import { AskStore } from "../src/store/asks.ts";
+import { openDatabase } from "../src/store/db.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { QUESTION } from "./helpers/agents.ts";
 
 /** Long waits on fake time: progress every 15 s with the minutes waited, the wait bounded, the ask kept. */
@@ -38,6 +41,42 @@ function setup() {
   tasks.feed.on("run_updated", (run) => void shown.push(run));
   return { tasks, registry, shown };
 }
+
+describe("AgentTasks.cancelQuestion", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("answers at once (pending) while the database refuses the cancel, which lands once it takes it", async () => {
+    const db = openDatabase(":memory:");
+    const store = new AskStore(sqliteSql(db));
+    const registry = new AskRegistry({
+      timeoutMs: 30 * 60_000,
+      now: Date.now,
+      newId: () => "ask-refused",
+      onListenerError: () => {},
+      store,
+    });
+    const tasks = new AgentTasks({
+      registry,
+      now: Date.now,
+      askTimeoutMs: 30 * 60_000,
+      nameOf: () => "Alice",
+    });
+    const askId = await tasks.ask(who, { to: ALICE, questions: [QUESTION] });
+    const settle = vi.spyOn(store, "settle").mockRejectedValue(new Error("SQLITE_BUSY: database is locked"));
+    const answer = tasks.cancelQuestion(who, askId);
+    await vi.advanceTimersByTimeAsync(2_000);
+    await expect(answer).resolves.toMatchObject({ status: "pending", ask_id: askId });
+    settle.mockRestore();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await tasks.ledger.result(askId)).status).toBe("cancelled");
+    db.close();
+  });
+});
 
 describe("AgentTasks.wait", () => {
   beforeEach(() => {

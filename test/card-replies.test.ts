@@ -234,6 +234,28 @@ eachTransport(() => {
       finish();
     });
 
+    it("leaves alone a group member's reply to a running card that never asked (no 'not allowed' to a bystander)", async () => {
+      const r = await rig({ allow: { users: [ALICE], chats: [] } });
+      const first = r.send({
+        chatType: "group",
+        chatId: GROUP,
+        senderOpenId: ALICE,
+        text: "/long",
+        mentionBot: true,
+      });
+      const cardId = await r.progressCard(first);
+      const reply = r.send({
+        chatType: "group",
+        chatId: GROUP,
+        senderOpenId: BOB,
+        text: "看起来不错",
+        parentId: cardId,
+      });
+      await r.idle();
+      expect(textsReplyingTo(r, reply)).toEqual([]);
+      expect(r.fromBot().filter((m) => m.msgType === "interactive")).toHaveLength(1);
+    });
+
     it("treats a reply to a card without a question as an ordinary message", async () => {
       const r = await rig();
       const first = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });

@@ -166,6 +166,23 @@ describe("WsHub", () => {
       expect(JSON.parse(finished.text ?? "")).toEqual({ answers: ANSWERS });
     });
 
+    it("says 'unavailable' when the database refuses an answer or a 延长, keeps the question open, and takes the answer sent again", async () => {
+      const { server, agent, session, client, requestId } = await aliceIsAsked();
+      const full = () => Promise.reject(new Error("SQLITE_FULL: database or disk is full"));
+      const complete = vi.spyOn(server.core.registry, "complete").mockImplementationOnce(full);
+      client.send(answerFrame(session.id, requestId));
+      const refused = await client.next("error");
+      expect(refused.data).toMatchObject({ code: "unavailable", requestId });
+      expect(server.core.registry.get(requestId)).toBeDefined();
+      vi.spyOn(server.core.registry, "extend").mockImplementationOnce(full);
+      client.send({ type: "extend", sessionId: session.id });
+      expect((await client.next("error")).data).toMatchObject({ code: "unavailable", action: "extend" });
+      complete.mockRestore();
+      client.send(answerFrame(session.id, requestId));
+      await client.next("ask_user_questions_accepted", (frame) => frame.data.requestId === requestId);
+      expect(JSON.parse(await agent.result())).toEqual({ answers: ANSWERS });
+    });
+
     it("accepts the first answer, withdraws the ask from every connection, and refuses a second answer as stale", async () => {
       const { server, agent, session, run, clients, requestId } = await aliceIsAsked({ connections: 2 });
       const [answering, other] = clients as [TestClient, TestClient];

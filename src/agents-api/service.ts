@@ -63,6 +63,8 @@ export interface AgentTasksOptions {
 
 const MAX_STEPS = 200;
 const MAX_LIVE_TASKS = 20;
+/** How long a cancel_question waits for its write before answering with the ask as it is. */
+const CANCEL_WAIT_MS = 2_000;
 
 export class AgentTasks {
   readonly #o: AgentTasksOptions;
@@ -266,7 +268,10 @@ export class AgentTasks {
 
   async cancelQuestion(who: AgentPrincipal, askId: string): Promise<AskResult> {
     this.#ask(who, askId);
-    await this.#o.registry.cancel(askId, `cancelled by ${who.agent}`);
+    // While the database refuses the write the registry keeps trying; the agent hears the state now
+    // (still pending) after a short wait instead of being held for the outage.
+    const cancelled = this.#o.registry.cancel(askId, `cancelled by ${who.agent}`);
+    await Promise.race([cancelled, new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS).unref?.())]);
     return this.ledger.result(askId);
   }
 

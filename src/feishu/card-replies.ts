@@ -58,8 +58,9 @@ function questionAsks(deps: CardReplyDeps, card: ActiveCard): PendingAsk[] {
  * anything: the caller records the message as seen first, so a redelivery settles nothing twice.
  */
 export function isAboutQuestion(deps: CardReplyDeps, card: ActiveCard): boolean {
-  // A running card without an open question may have had one that ended (answerByReply reads its row).
-  return questionAsks(deps, card).length > 0 || deps.book.runOf(card).status === "running";
+  // A running card whose question ended is told so (answerByReply reads the row); one that never asked is not.
+  if (questionAsks(deps, card).length > 0) return true;
+  return card.asked === true && deps.book.runOf(card).status === "running";
 }
 
 /** The words for the run's last question, when it ended and the run goes on (a reply came too late). */
@@ -102,9 +103,9 @@ export async function answerByReply(
     return answers.some((answer) => answer !== undefined) ? [{ ask, from, answers }] : [];
   });
   // Said before the reply is read further; the registry's settle refuses a wrong answerer all the same.
-  const stranger = [first, ...named.map(({ ask }) => ask)].find(
-    (ask) => ask.answererId !== message.senderOpenId,
-  );
+  // The asks the reply names (a bare answer names the first): another ask's answerer is no one's business here.
+  const targets = named.length > 0 ? named.map(({ ask }) => ask) : [first];
+  const stranger = targets.find((ask) => ask.answererId !== message.senderOpenId);
   if (stranger) return { kind: "refused", text: onlyAnswererText(deps, stranger) };
   const sameThread = session.topic?.rootMessageId === card.topic?.rootMessageId;
   if (message.chatId !== card.chatId || !sameThread)

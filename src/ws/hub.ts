@@ -15,7 +15,13 @@ import { sameOrigin } from "../web/cookie.ts";
 import { AnswersInFlight } from "./answers-in-flight.ts";
 import { type Connection, ConnectionPool } from "./connections.ts";
 import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
-import { type PageActionDeps, type PageActionFrame, pageAction, type Refusal } from "./page-actions.ts";
+import {
+  type PageActionDeps,
+  type PageActionFrame,
+  pageAction,
+  type Refusal,
+  refusalTarget,
+} from "./page-actions.ts";
 import {
   askFrame,
   type ClientFrame,
@@ -268,13 +274,10 @@ export class WsHub implements AskSurface {
     if (answering !== undefined) this.#inFlight.begin(answering, connection);
     return pageAction(d, connection.userId, frame)
       .catch((error: unknown): Refusal => {
+        // Refused by the database: nothing changed (the question stays open), said where it came from.
         this.#deps.logger.error({ err: error, userId: connection.userId }, "page action failed");
         const message = `not saved, try again: ${describeError(error)}`;
-        return {
-          code: "stale_request",
-          message,
-          ...(answering !== undefined ? { requestId: answering } : {}),
-        };
+        return { code: "unavailable", message, ...refusalTarget(frame) };
       })
       .then((result) => {
         const held = answering !== undefined ? this.#inFlight.end(answering, connection) : [];

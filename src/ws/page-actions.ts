@@ -57,6 +57,12 @@ export async function pageAction(
   }
 }
 
+/** Where a refused page action's error belongs: the question it answered or declined, or its button. */
+export function refusalTarget(frame: PageActionFrame): Pick<Refusal, "requestId" | "action"> {
+  if (frame.type === "cancel" || frame.type === "extend") return { action: frame.type };
+  return { requestId: frame.data.requestId };
+}
+
 /** An answer from a page: the registry's compare-and-set decides (the hub orders "accepted" first). */
 export async function answerFromPage(
   d: PageActionDeps,

@@ -103,6 +103,8 @@ export interface FakeChannelOptions {
   cardFooter?: boolean;
   /** FEISHU_CARD_TRANSPORT (default `im`): `cardkit` makes progress cards CardKit entities on the fake. */
   cardTransport?: "im" | "cardkit";
+  /** The app's allow-list (FEISHU_ALLOWED_USERS / _CHATS). */
+  allow?: { users: readonly string[]; chats: readonly string[] };
   /** The fake's CardKit, kept across a restart with `fake` (default: a new one over `fake`). */
   cardkit?: FakeCardKit;
 }
@@ -197,6 +199,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     ...(options.replyInThread !== undefined ? { replyInThread: options.replyInThread } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.cardFooter !== undefined ? { cardFooter: options.cardFooter } : {}),
+    ...(options.allow ? { allow: options.allow } : {}),
   });
 
   const drive = async <T>(work: Promise<T>, limitMs = 120_000): Promise<T> => {

@@ -46,6 +46,8 @@ export interface ActiveCard {
   agent?: { name: string; to?: SendTo };
   /** Why the run's last question is gone, once it ended without a card answer; each language words it. */
   notice?: GoneQuestion;
+  /** The run asked something on this card (a reply after its question ended is told so: card-replies.ts). */
+  asked?: true;
 }
 
 /** Where a card that replies to no message is sent: a person or a group. */
@@ -170,6 +172,8 @@ export class CardBook {
     status?: RunView["status"],
   ) {
     const asks = this.asksOf(card);
+    // A question shown on the card, however it got there (a card sent after its first ask included).
+    if (asks.some((ask) => !ask.elicitation)) card.asked = true;
     const withDrafts = asks.map((ask) => {
       const draft = card.drafts.get(ask.requestId);
       return draft ? { ...ask, draft } : ask;

@@ -140,6 +140,7 @@ export class CardLifecycle {
     const card = this.#d.book.get(ask.runId);
     if (!card) return;
     card.notice = undefined;
+    if (!ask.elicitation) card.asked = true;
     card.publisher?.request();
     this.#d.pings.asked(card, ask);
   }

@@ -143,6 +143,7 @@ function onError(frame: Extract<PageFrame, { type: "error" }>): void {
   const { code, message, requestId, action } = frame.data ?? {};
   // 延长 or 取消任务 refused: said where the buttons are; the page itself stays as it is.
   if (action) {
+    if (code === "unavailable") return notice(T.asks.unavailable, "error");
     if (code === "forbidden") return notice(T.run.onlyOwner, "error");
     if (code === "extend_limit") return notice(T.actions.extendLimit, "error");
     return notice(T.actions.taskNotRunning, "error");
