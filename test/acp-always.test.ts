@@ -299,6 +299,18 @@ describe("always allow with Claude Code's requests (the tool named only in _meta
     expect(againText).not.toContain("自动允许");
   });
 
+  it("passes a mode switch through as picked: 'auto-accept edits' on ExitPlanMode reaches Claude Code, nothing is kept", async () => {
+    const { r } = await start(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-acp-cc-plan-")));
+    const cardId = await ask(r, "/cc-calls plan");
+    const seen = new Set<string>();
+    await pick(r, cardId, 0, seen);
+    const text = cardText(await settled(r, cardId));
+    expect(text).toContain("cc: mode=acceptEdits");
+    expect(text).not.toContain("只按这一次处理");
+    const sessionId = `feishu-${r.emulator.appId}-private-${ALICE}`;
+    expect((await api(r, ALICE, sessionId)).body.permissions).toEqual([]);
+  });
+
   it.each(["number", "huge", "odd", "object", "flat"])(
     "ignores a hostile _meta (%s): the edit counts as unnamed, 'always' is this once",
     async (variant) => {

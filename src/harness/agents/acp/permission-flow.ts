@@ -100,7 +100,9 @@ export async function answerPermission(
       ? request.options.find((o: PermissionOption) => o.optionId === outcome.optionId)
       : undefined;
   const decision = picked ? standingOf(picked.kind) : undefined;
-  if (!decision) return { outcome };
+  // A mode switch (Claude Code's ExitPlanMode: its "always" is "auto-accept edits") is no permission to keep:
+  // the option picked goes to the agent as it is, or "once" would mean "manually approve edits".
+  if (!decision || about.kind === "switch_mode" || agentTool === "ExitPlanMode") return { outcome };
   // An "always": the bot keeps it (revocable on the session page) and tells the agent "once" where it offers
   // one, so the agent keeps nothing of its own there; every later request it covers is answered "once" too.
   const once = request.options.find((o) => o.kind === (decision === "allow" ? "allow_once" : "reject_once"));
