@@ -27,7 +27,8 @@ import { PublicAddress } from "./public-url.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
 import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
-import { SqliteStandingPermissions } from "./store/permissions.ts";
+import { StoreStandingPermissions } from "./store/permissions.ts";
+import { sqliteSql } from "./store/sql.ts";
 import { selectLocale } from "./strings/index.ts";
 import { connectionCap, readOpenFilesLimit } from "./web/fd-limit.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
     { isolation },
   );
   // "Always allow" on ACP permission forms (issue 30): the agent answers by them, the session page revokes them.
-  const standing = new SqliteStandingPermissions(db);
+  const standing = new StoreStandingPermissions(sqliteSql(db));
   // Each app with an agent of its own gets it; the rest get AGENT's. A run's app is read from its source.
   const agent = createAgentsFromConfig(
     config,

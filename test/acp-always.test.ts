@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { signToken } from "../src/auth/token.ts";
 import { createLogger } from "../src/logger.ts";
 import { type Db, openDatabase } from "../src/store/db.ts";
-import { SqliteStandingPermissions } from "../src/store/permissions.ts";
+import { StoreStandingPermissions } from "../src/store/permissions.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { SESSION_COOKIE } from "../src/web/cookie.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";
 import { fixtureAgent } from "./helpers/acp.ts";
@@ -27,7 +28,7 @@ afterEach(async () => {
 /** The rig with the ACP fixture, its standing permissions in the rig's own SQLite file, and the session pages. */
 async function start(dataDir: string): Promise<{ r: FeishuRig; db: Db }> {
   const db = openDatabase(path.join(dataDir, "bot.sqlite"));
-  const standing = new SqliteStandingPermissions(db);
+  const standing = new StoreStandingPermissions(sqliteSql(db));
   const agent = fixtureAgent({ standing });
   const r = await startFeishuRig({
     agent,

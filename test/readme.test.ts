@@ -18,8 +18,9 @@ import { createLogger } from "../src/logger.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { agentRoutes, serviceRoutes } from "../src/routes.ts";
 import { openDatabase } from "../src/store/db.ts";
-import { SqliteStandingPermissions } from "../src/store/permissions.ts";
+import { StoreStandingPermissions } from "../src/store/permissions.ts";
 import type { Store } from "../src/store/repos.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { WS_PATH } from "../src/ws/hub.ts";
 import { clientFrameSchema } from "../src/ws/protocol.ts";
 
@@ -156,7 +157,7 @@ beforeAll(async () => {
     authSecret: "readme-test-secret-1234-5678-9012-3456",
     logger,
     now: Date.now,
-    standing: new SqliteStandingPermissions(db),
+    standing: new StoreStandingPermissions(sqliteSql(db)),
     extra: agents.routes,
     local: { emulator: local.emulator, botWebhookUrl: () => "http://127.0.0.1:9/feishu/events" },
   });

@@ -9,7 +9,10 @@ import {
   standingOption,
 } from "../src/domain/standing-permissions.ts";
 import { openDatabase } from "../src/store/db.ts";
-import { SqliteStandingPermissions } from "../src/store/permissions.ts";
+import { StoreStandingPermissions } from "../src/store/permissions.ts";
+import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
+import { postgresSql, sqliteSql } from "../src/store/sql.ts";
+import { usePostgres } from "./helpers/postgres.ts";
 
 const options = [
   { optionId: "a1", kind: "allow_once" as const },
@@ -80,9 +83,18 @@ describe("what an 'always' covers (domain/standing-permissions.ts)", () => {
   });
 });
 
-const stores: [string, () => StandingPermissions][] = [
-  ["memory", () => new MemoryStandingPermissions()],
-  ["SQLite", () => new SqliteStandingPermissions(openDatabase(":memory:"))],
+const pg = usePostgres();
+const stores: [string, () => Promise<StandingPermissions>][] = [
+  ["memory", async () => new MemoryStandingPermissions()],
+  ["SQLite", async () => new StoreStandingPermissions(sqliteSql(openDatabase(":memory:")))],
+  [
+    "Postgres",
+    async () => {
+      const pool = pg().pool({ types: STORE_PG_TYPES });
+      await ensureStoreSchema(pool);
+      return new StoreStandingPermissions(postgresSql(pool));
+    },
+  ],
 ];
 
 describe.each(stores)("standing permissions kept in %s", (_name, make) => {
@@ -96,27 +108,27 @@ describe.each(stores)("standing permissions kept in %s", (_name, make) => {
     grantedAt: 1,
   };
 
-  it("keeps a choice to its chooser: another member's request of the same scope finds nothing, and their own choice replaces nothing of it", () => {
-    const store = make();
-    const alices = store.grant(entry);
-    expect(store.find("s1", "ou_b", { kind: "edit", tool: "Edit" })).toBeUndefined();
-    const bobs = store.grant({ ...entry, decision: "reject", grantedBy: "ou_b", grantedAt: 2 });
-    expect(store.find("s1", "ou_a", entry)).toEqual(alices);
-    expect(store.find("s1", "ou_b", entry)).toEqual(bobs);
-    expect(store.list("s1")).toEqual([alices, bobs]);
+  it("keeps a choice to its chooser: another member's request of the same scope finds nothing, and their own choice replaces nothing of it", async () => {
+    const store = await make();
+    const alices = await store.grant(entry);
+    expect(await store.find("s1", "ou_b", { kind: "edit", tool: "Edit" })).toBeUndefined();
+    const bobs = await store.grant({ ...entry, decision: "reject", grantedBy: "ou_b", grantedAt: 2 });
+    expect(await store.find("s1", "ou_a", entry)).toEqual(alices);
+    expect(await store.find("s1", "ou_b", entry)).toEqual(bobs);
+    expect(await store.list("s1")).toEqual([alices, bobs]);
   });
 
-  it("finds a choice by session and scope, replaces it on a new choice, and revokes it by id", () => {
-    const store = make();
-    const made = store.grant(entry);
-    expect(store.find("s1", "ou_a", { kind: "edit", tool: "Edit" })).toEqual(made);
-    expect(store.find("s2", "ou_a", { kind: "edit", tool: "Edit" })).toBeUndefined();
-    expect(store.find("s1", "ou_a", { kind: "edit", tool: "" })).toBeUndefined();
-    const replaced = store.grant({ ...entry, decision: "reject", grantedAt: 2 });
-    expect(store.list("s1")).toEqual([replaced]);
-    expect(store.revoke("s2", replaced.id)).toBeUndefined();
-    expect(store.revoke("s1", replaced.id)).toEqual(replaced);
-    expect(store.list("s1")).toEqual([]);
-    expect(store.find("s1", "ou_a", entry)).toBeUndefined();
+  it("finds a choice by session and scope, replaces it on a new choice, and revokes it by id", async () => {
+    const store = await make();
+    const made = await store.grant(entry);
+    expect(await store.find("s1", "ou_a", { kind: "edit", tool: "Edit" })).toEqual(made);
+    expect(await store.find("s2", "ou_a", { kind: "edit", tool: "Edit" })).toBeUndefined();
+    expect(await store.find("s1", "ou_a", { kind: "edit", tool: "" })).toBeUndefined();
+    const replaced = await store.grant({ ...entry, decision: "reject", grantedAt: 2 });
+    expect(await store.list("s1")).toEqual([replaced]);
+    expect(await store.revoke("s2", replaced.id)).toBeUndefined();
+    expect(await store.revoke("s1", replaced.id)).toEqual(replaced);
+    expect(await store.list("s1")).toEqual([]);
+    expect(await store.find("s1", "ou_a", entry)).toBeUndefined();
   });
 });

@@ -40,11 +40,11 @@ export interface StandingPermission extends PermissionScope {
  * had chosen for that scope.
  */
 export interface StandingPermissions {
-  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined;
-  grant(entry: Omit<StandingPermission, "id">): StandingPermission;
-  list(sessionId: string): StandingPermission[];
+  find(sessionId: string, personId: string, scope: PermissionScope): Promise<StandingPermission | undefined>;
+  grant(entry: Omit<StandingPermission, "id">): Promise<StandingPermission>;
+  list(sessionId: string): Promise<StandingPermission[]>;
   /** The entry, once removed; undefined when the session has no entry of that id. */
-  revoke(sessionId: string, id: string): StandingPermission | undefined;
+  revoke(sessionId: string, id: string): Promise<StandingPermission | undefined>;
 }
 
 /**
@@ -132,23 +132,31 @@ export class MemoryStandingPermissions implements StandingPermissions {
   readonly #entries = new Map<string, StandingPermission>();
   #next = 1;
 
-  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined {
-    return this.list(sessionId).find((entry) => entry.grantedBy === personId && covers(entry, scope));
+  async find(
+    sessionId: string,
+    personId: string,
+    scope: PermissionScope,
+  ): Promise<StandingPermission | undefined> {
+    return this.#of(sessionId).find((entry) => entry.grantedBy === personId && covers(entry, scope));
   }
 
-  grant(entry: Omit<StandingPermission, "id">): StandingPermission {
-    const old = this.find(entry.sessionId, entry.grantedBy, entry);
+  async grant(entry: Omit<StandingPermission, "id">): Promise<StandingPermission> {
+    const old = await this.find(entry.sessionId, entry.grantedBy, entry);
     if (old) this.#entries.delete(old.id);
     const made = { ...entry, id: `sp-${this.#next++}` };
     this.#entries.set(made.id, made);
     return made;
   }
 
-  list(sessionId: string): StandingPermission[] {
+  async list(sessionId: string): Promise<StandingPermission[]> {
+    return this.#of(sessionId);
+  }
+
+  #of(sessionId: string): StandingPermission[] {
     return [...this.#entries.values()].filter((entry) => entry.sessionId === sessionId);
   }
 
-  revoke(sessionId: string, id: string): StandingPermission | undefined {
+  async revoke(sessionId: string, id: string): Promise<StandingPermission | undefined> {
     const entry = this.#entries.get(id);
     if (!entry || entry.sessionId !== sessionId) return undefined;
     this.#entries.delete(id);

@@ -1,94 +1,106 @@
 import { randomUUID } from "node:crypto";
 import type {
   PermissionScope,
-  StandingDecision,
   StandingPermission,
   StandingPermissions,
 } from "../domain/standing-permissions.ts";
-import type { Db } from "./db.ts";
-
-interface Row {
-  id: string;
-  session_id: string;
-  tool_kind: string;
-  tool_name: string;
-  decision: StandingDecision;
-  title: string;
-  granted_by: string;
-  granted_at: number;
-  agent_keeps: number;
-}
-
-const COLUMNS = "id, session_id, tool_kind, tool_name, decision, title, granted_by, granted_at, agent_keeps";
+import { run, type StandingPermissionsTable, type StoreSql } from "./sql.ts";
 
 /**
- * Standing permissions in SQLite (`standing_permissions`): one row per session, chooser and scope, so "always"
- * outlives a restart, and the session page lists and revokes what this file holds. A person's new choice for a
- * scope replaces their old one (an "always allow" after an "always reject" for the same kind).
+ * Standing permissions in the store (`standing_permissions`, on either dialect: sql.ts): one row per session,
+ * chooser and scope, so "always" outlives a restart (and, on Postgres, is the same on every instance), and the
+ * session page lists and revokes what the table holds. A person's new choice for a scope replaces their old one
+ * (an "always allow" after an "always reject" for the same kind). Each method is one statement.
  */
-export class SqliteStandingPermissions implements StandingPermissions {
-  readonly #find;
-  readonly #put;
-  readonly #list;
-  readonly #get;
-  readonly #delete;
+export class StoreStandingPermissions implements StandingPermissions {
+  readonly #store: StoreSql;
   readonly #newId: () => string;
 
-  constructor(db: Db, newId: () => string = randomUUID) {
+  constructor(store: StoreSql, newId: () => string = randomUUID) {
+    this.#store = store;
     this.#newId = newId;
-    this.#find = db.prepare<[string, string, string, string], Row>(
-      `SELECT ${COLUMNS} FROM standing_permissions
-       WHERE session_id = ? AND granted_by = ? AND tool_kind = ? AND tool_name = ?`,
-    );
-    this.#put = db.prepare(
-      `INSERT INTO standing_permissions (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (session_id, granted_by, tool_kind, tool_name) DO UPDATE SET id = excluded.id,
-         decision = excluded.decision, title = excluded.title, granted_at = excluded.granted_at,
-         agent_keeps = excluded.agent_keeps`,
-    );
-    this.#list = db.prepare<[string], Row>(
-      `SELECT ${COLUMNS} FROM standing_permissions WHERE session_id = ? ORDER BY granted_at, id`,
-    );
-    this.#get = db.prepare<[string, string], Row>(
-      `SELECT ${COLUMNS} FROM standing_permissions WHERE session_id = ? AND id = ?`,
-    );
-    this.#delete = db.prepare("DELETE FROM standing_permissions WHERE session_id = ? AND id = ?");
   }
 
-  find(sessionId: string, personId: string, scope: PermissionScope): StandingPermission | undefined {
-    const row = this.#find.get(sessionId, personId, scope.kind, scope.tool);
+  async find(
+    sessionId: string,
+    personId: string,
+    scope: PermissionScope,
+  ): Promise<StandingPermission | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db
+        .selectFrom("standing_permissions")
+        .selectAll()
+        .where("session_id", "=", sessionId)
+        .where("granted_by", "=", personId)
+        .where("tool_kind", "=", scope.kind)
+        .where("tool_name", "=", scope.tool)
+        .executeTakeFirst(),
+    );
     return row ? entryOf(row) : undefined;
   }
 
-  grant(entry: Omit<StandingPermission, "id">): StandingPermission {
+  async grant(entry: Omit<StandingPermission, "id">): Promise<StandingPermission> {
     const made = { ...entry, id: this.#newId() };
-    this.#put.run(
-      made.id,
-      made.sessionId,
-      made.kind,
-      made.tool,
-      made.decision,
-      made.title,
-      made.grantedBy,
-      made.grantedAt,
-      made.agentKeeps ? 1 : 0,
+    const { db } = this.#store;
+    const row = {
+      id: made.id,
+      session_id: made.sessionId,
+      tool_kind: made.kind,
+      tool_name: made.tool,
+      decision: made.decision,
+      title: made.title,
+      granted_by: made.grantedBy,
+      granted_at: made.grantedAt,
+      agent_keeps: made.agentKeeps ? 1 : 0,
+    };
+    await run(this.#store, () =>
+      db
+        .insertInto("standing_permissions")
+        .values(row)
+        .onConflict((conflict) =>
+          conflict.columns(["session_id", "granted_by", "tool_kind", "tool_name"]).doUpdateSet({
+            id: row.id,
+            decision: row.decision,
+            title: row.title,
+            granted_at: row.granted_at,
+            agent_keeps: row.agent_keeps,
+          }),
+        )
+        .execute(),
     );
     return made;
   }
 
-  list(sessionId: string): StandingPermission[] {
-    return this.#list.all(sessionId).map(entryOf);
+  async list(sessionId: string): Promise<StandingPermission[]> {
+    const { db } = this.#store;
+    const rows = await run(this.#store, () =>
+      db
+        .selectFrom("standing_permissions")
+        .selectAll()
+        .where("session_id", "=", sessionId)
+        .orderBy("granted_at")
+        .orderBy("id")
+        .execute(),
+    );
+    return rows.map(entryOf);
   }
 
-  revoke(sessionId: string, id: string): StandingPermission | undefined {
-    const row = this.#get.get(sessionId, id);
-    if (!row) return undefined;
-    this.#delete.run(sessionId, id);
-    return entryOf(row);
+  async revoke(sessionId: string, id: string): Promise<StandingPermission | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db
+        .deleteFrom("standing_permissions")
+        .where("session_id", "=", sessionId)
+        .where("id", "=", id)
+        .returningAll()
+        .executeTakeFirst(),
+    );
+    return row ? entryOf(row) : undefined;
   }
 }
 
-function entryOf(row: Row): StandingPermission {
+function entryOf(row: StandingPermissionsTable): StandingPermission {
   return {
     id: row.id,
     sessionId: row.session_id,

@@ -41,6 +41,19 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX asks_pending ON asks (session_id) WHERE status = 'pending';
    CREATE INDEX asks_by_session ON asks (session_id, created_at);
    CREATE INDEX asks_by_tool_call ON asks (run_id, tool_call_id);`,
+  // "Always allow" (issue 30): the choices a person made on ACP permission forms, per session and scope.
+  `CREATE TABLE standing_permissions (
+     id           text PRIMARY KEY,
+     session_id   text NOT NULL,
+     tool_kind    text NOT NULL,
+     tool_name    text NOT NULL,
+     decision     text NOT NULL CHECK (decision IN ('allow', 'reject')),
+     title        text NOT NULL,
+     granted_by   text NOT NULL,
+     granted_at   bigint NOT NULL,
+     agent_keeps  integer NOT NULL DEFAULT 0,
+     UNIQUE (session_id, granted_by, tool_kind, tool_name)
+   )`,
 ];
 
 /** The migrations' text, for the boundary test's table-ownership check. */

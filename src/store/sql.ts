@@ -7,8 +7,9 @@ import type { Db } from "./db.ts";
  * The one query layer over both dialects (issue 27): Kysely on the SQLite file (better-sqlite3, the embedded
  * default) or on Postgres (`pg`, several instances). A repository written against `StoreSql` runs unchanged on
  * either; where the dialects differ in what they can say, the difference lives here, named, never in a
- * repository. The repositories move here one by one (asks first: the row every surface compare-and-sets);
- * until they all have, the others keep their better-sqlite3 statements on the same file.
+ * repository. The repositories move here one by one (the ask rows first, the rows every surface compare-and-sets;
+ * then the standing permissions); until they all have, the others keep their better-sqlite3 statements on the
+ * same file.
  *
  * On SQLite, Kysely shares the better-sqlite3 handle the synchronous repositories use. That is safe because a
  * Kysely repository here runs single statements, never a transaction across an `await` (on one connection,
@@ -40,8 +41,22 @@ export interface AsksTable {
   declinable: Generated<number>;
 }
 
+/** "Always allow" choices (store/permissions.ts). */
+export interface StandingPermissionsTable {
+  id: string;
+  session_id: string;
+  tool_kind: string;
+  tool_name: string;
+  decision: "allow" | "reject";
+  title: string;
+  granted_by: string;
+  granted_at: number;
+  agent_keeps: number;
+}
+
 export interface StoreTables {
   asks: AsksTable;
+  standing_permissions: StandingPermissionsTable;
 }
 
 export type Dialect = "sqlite" | "postgres";

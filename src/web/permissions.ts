@@ -47,16 +47,16 @@ export interface ShownPermission {
 export function mountPermissionsApi(app: express.Express, options: PermissionsApiOptions): void {
   const { runs, standing } = options;
 
-  app.get("/api/sessions/:id/permissions", (req, res) => {
+  app.get("/api/sessions/:id/permissions", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const sessionId = req.params.id;
     if (!runs.canView(userId, sessionId)) return forbidden(res, "you may not view this session");
-    res.json({ permissions: standing.list(sessionId).map((entry) => shown(entry, userId)) });
+    res.json({ permissions: (await standing.list(sessionId)).map((entry) => shown(entry, userId)) });
   });
 
-  app.post("/api/sessions/:id/permissions/:permissionId/revoke", (req, res) => {
+  app.post("/api/sessions/:id/permissions/:permissionId/revoke", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     if (!sameOrigin(req.headers.origin, req.headers.host))
       return forbidden(res, "cross-site request refused");
@@ -64,7 +64,7 @@ export function mountPermissionsApi(app: express.Express, options: PermissionsAp
     if (!userId) return unauthorized(res);
     const { id: sessionId, permissionId } = req.params;
     if (!runs.canView(userId, sessionId)) return forbidden(res, "you may not view this session");
-    const entry = standing.list(sessionId).find((one) => one.id === permissionId);
+    const entry = (await standing.list(sessionId)).find((one) => one.id === permissionId);
     if (!entry) {
       res.status(404).json({ error: { code: "NOT_FOUND", message: "no such permission in this session" } });
       return;
@@ -72,7 +72,7 @@ export function mountPermissionsApi(app: express.Express, options: PermissionsAp
     // The choice was the task's sender's to make; so is taking it back (the page's words: run.onlyOwner).
     if (entry.grantedBy !== userId)
       return forbidden(res, "only the person who started the task may revoke this permission");
-    standing.revoke(sessionId, permissionId);
+    await standing.revoke(sessionId, permissionId);
     res.json({ revoked: permissionId });
   });
 }

@@ -63,7 +63,13 @@ export async function answerPermission(
   const toolName = scope?.tool || request.toolCall.name?.trim() || agentTool || "";
   const shown = about.title || callId;
   // Only what this task's sender chose: in a group, another member's "always" is theirs, not this task's.
-  const remembered = scope ? f.standing.find(ctx.session.id, ctx.senderId, scope) : undefined;
+  // A choice that cannot be read (storage refused) is as none: the form asks.
+  const remembered = scope
+    ? await f.standing.find(ctx.session.id, ctx.senderId, scope).catch((error: unknown) => {
+        f.logger.warn({ err: error, sessionId: ctx.session.id }, "standing permissions not read");
+        return undefined;
+      })
+    : undefined;
   const option = remembered ? standingOption(request.options, remembered.decision) : undefined;
   if (remembered && option) {
     if (remembered.decision === "reject") reporter.refused(callId);
@@ -110,7 +116,11 @@ export async function answerPermission(
     ? { outcome: { outcome: "selected", optionId: once.optionId } }
     : { outcome };
   if (scope)
-    remember(f, callId, scope, decision, { title: shown, kind: about.kind, agentKeeps: once === undefined });
+    await remember(f, callId, scope, decision, {
+      title: shown,
+      kind: about.kind,
+      agentKeeps: once === undefined,
+    });
   else if (toolName) noteTool(f, callId, shownTool(toolName), once ? "onceOnlyTool" : "agentKeepsTool");
   else note(f, callId, once ? "onceOnlyUnnamed" : "agentKeepsOnly");
   f.logger.info(
@@ -130,16 +140,16 @@ export async function answerPermission(
  * Keeps the choice for the session, and says on the card what it covers from now on; `agentKeeps` when the
  * agent was sent its own "always" (it offered no "once"), which the card says revoking cannot undo.
  */
-function remember(
+async function remember(
   f: PermissionFlow,
   callId: string,
   scope: PermissionScope,
   decision: StandingDecision,
   { title, kind, agentKeeps }: { title: string; kind: Kind; agentKeeps: boolean },
-): void {
+): Promise<void> {
   const { ctx } = f;
   try {
-    f.standing.grant({
+    await f.standing.grant({
       sessionId: ctx.session.id,
       ...scope,
       decision,
