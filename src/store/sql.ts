@@ -64,11 +64,28 @@ export type Dialect = "sqlite" | "postgres";
 export interface StoreSql {
   readonly db: Kysely<StoreTables>;
   readonly dialect: Dialect;
+  /** Set on the StoreSql a `transaction` body receives: a nested `transaction` joins it. */
+  readonly inTransaction?: true;
 }
 
-/** Kysely on the bot's SQLite file. Never `destroy()` it: the handle belongs to whoever opened the file. */
+const onFile = new WeakMap<Db, StoreSql>();
+
+/**
+ * Kysely on the bot's SQLite file: one per handle, whoever asks, because Kysely's SQLite driver serialises its
+ * statements and transactions with a lock of its own, and two instances on one handle would each think they had
+ * the connection (a statement of one landing inside the other's transaction). Never `destroy()` it: the handle
+ * belongs to whoever opened the file.
+ */
 export function sqliteSql(db: Db): StoreSql {
-  return { db: new Kysely<StoreTables>({ dialect: new SqliteDialect({ database: db }) }), dialect: "sqlite" };
+  let store = onFile.get(db);
+  if (!store) {
+    store = {
+      db: new Kysely<StoreTables>({ dialect: new SqliteDialect({ database: db }) }),
+      dialect: "sqlite",
+    };
+    onFile.set(db, store);
+  }
+  return store;
 }
 
 /** Kysely on a Postgres pool (src/cluster/pool.ts makes one that cannot crash the process). */
@@ -95,4 +112,17 @@ export async function run<T>(store: StoreSql, statement: () => Promise<T>): Prom
   } catch (error) {
     throw asClusterError(error);
   }
+}
+
+/**
+ * Runs `body` in one transaction: all of its writes or none. The body gets a StoreSql bound to the
+ * transaction; repositories built on it (or handed it) write inside it. A `transaction` inside the body joins
+ * the outer one. The body must do database work only: on SQLite the transaction holds the file's one
+ * connection (every other statement waits for it), on Postgres a pooled connection and its row locks.
+ */
+export async function transaction<T>(store: StoreSql, body: (tx: StoreSql) => Promise<T>): Promise<T> {
+  if (store.inTransaction) return body(store);
+  return run(store, () =>
+    store.db.transaction().execute((trx) => body({ db: trx, dialect: store.dialect, inTransaction: true })),
+  );
 }
