@@ -34,9 +34,9 @@ async function main(): Promise<void> {
   let saves = 0;
   const store = r.core.store;
   const saveRun = store.saveRun.bind(store);
-  store.saveRun = (run) => {
+  store.saveRun = async (run) => {
     saves += 1;
-    saveRun(run);
+    await saveRun(run);
   };
   try {
     // Warm the agent process up first (tsx start-up is not the flood).

@@ -72,8 +72,10 @@ export async function runScale(options: BenchOptions): Promise<Check[]> {
   const connections = options.quick ? 1000 : 5000;
   const asks = connections * ASKS_PER_SESSION;
   const core = await buildCore({ agent: { name: "idle", run: () => new Promise(() => undefined) } });
-  const sessions = Array.from({ length: connections }, (_, i) =>
-    createSession(core, `ou_user${String(i).padStart(27, "0")}`),
+  const sessions = await Promise.all(
+    Array.from({ length: connections }, (_, i) =>
+      createSession(core, `ou_user${String(i).padStart(27, "0")}`),
+    ),
   );
   const { server, url } = await listen(core, connections);
   const clients = startTsWorker<WsRequest, WsResponse>(new URL("./ws-clients-worker.ts", import.meta.url));

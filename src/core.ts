@@ -56,13 +56,14 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const newId = options.newId ?? randomUUID;
   const onListenerError = (error: unknown, event: string) =>
     options.logger.error({ err: error, event }, "event listener failed");
-  const store = new Store(options.db, now);
+  const sql = sqliteSql(options.db);
+  const store = new Store(sql, now, options.db);
   const registry = new AskRegistry({
     timeoutMs: options.askTimeoutMs,
     now,
     newId,
     onListenerError,
-    store: new AskStore(sqliteSql(options.db)),
+    store: new AskStore(sql),
   });
   // Questions asked before a restart are waiting again, with their request ids and deadlines (DESIGN §8).
   await registry.restore();
@@ -77,13 +78,13 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     agent: options.agent,
     dispatcher,
     registry,
-    turns: new TurnStore(options.db, store),
+    turns: new TurnStore(sql, store),
     now,
     newId,
     logger: options.logger.child({ module: "runner" }),
     onListenerError,
     ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
-    members: new SessionMembers(options.db),
+    members: new SessionMembers(sql),
   });
   const revocations = new SqliteTokenRevocations(options.db);
   const runs = joinFeeds(runner);

@@ -263,9 +263,9 @@ async function main(): Promise<void> {
 
   const resumedTasks = agents.tasks.resume();
   if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
-  const resumed = core.runner.recover();
+  const resumed = await core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
-  started.feishu.repairEnded();
+  await started.feishu.repairEnded();
   // What the tenant may be missing (scopes, bot capability, transport, PUBLIC_URL, clock): warnings only.
   if (config.mode === "feishu") void startupChecks(runnable, logger);
 }

@@ -96,16 +96,16 @@ export function createMetrics(options: { registry: Registry; sources: MetricsSou
       help: "Runs by state, as stored (running and recovering are live; the rest are totals).",
       labelNames: ["state"] as const,
       registers,
-      collect() {
-        for (const [state, count] of Object.entries(store.runCounts())) this.set({ state }, count);
+      async collect() {
+        for (const [state, count] of Object.entries(await store.runCounts())) this.set({ state }, count);
       },
     });
     new Gauge({
       name: "fpb_queued_messages",
       help: "Messages waiting in a chat's queue behind a running task.",
       registers,
-      collect() {
-        this.set(store.queuedTotal());
+      async collect() {
+        this.set(await store.queuedTotal());
       },
     });
   }

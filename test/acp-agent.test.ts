@@ -31,7 +31,7 @@ describe("AGENT=acp behind the card (scripted ACP agent as a child process, emul
     const card = await settled(r, cardId);
     // ACP names no model: the footer says what the agent said, and no more.
     expect(cardText(card)).toMatch(/用时 \d+ 秒 · ↑1,234 ↓266"/);
-    const run = r.core.runner.currentRun(`feishu-${r.emulator.appId}-private-${ALICE}`);
+    const run = await r.core.runner.currentRun(`feishu-${r.emulator.appId}-private-${ALICE}`);
     expect(run?.usage).toEqual({ inputTokens: 1234, outputTokens: 266, cachedTokens: 1000 });
   });
 

@@ -55,8 +55,8 @@ describe("the end of an ACP run on the card", () => {
     for (const word of ["失败", "智能体已停止", "cancelled", "重试", "❌", '"act":"retry"'])
       expect(text).not.toContain(word);
     // Nothing to retry: the person chose this.
-    expect(r.core.runner.currentRun(sessionId)?.status).toBe("rejected");
-    expect(r.core.runner.retry(sessionId, ALICE)).toEqual({ ok: false, reason: "not_retryable" });
+    expect((await r.core.runner.currentRun(sessionId))?.status).toBe("rejected");
+    expect(await r.core.runner.retry(sessionId, ALICE)).toEqual({ ok: false, reason: "not_retryable" });
   });
 
   it("marks the refused call 已拒绝 when the agent goes on and completes the turn", async () => {

@@ -41,9 +41,9 @@ async function rig(): Promise<{ r: FeishuRig; saves: () => number }> {
   let saves = 0;
   const { store } = r.core;
   const saveRun = store.saveRun.bind(store);
-  store.saveRun = (run) => {
+  store.saveRun = async (run) => {
     saves += 1;
-    saveRun(run);
+    await saveRun(run);
   };
   return { r, saves: () => saves };
 }
@@ -61,7 +61,7 @@ async function flood(r: FeishuRig, count: number): Promise<{ runId: string; text
     60_000,
   );
   const runId = /\/runs\/([0-9a-f-]+)/.exec(cardText(card))?.[1] ?? "";
-  return { runId, text: r.core.store.getRun(runId)?.text ?? "" };
+  return { runId, text: (await r.core.store.getRun(runId))?.text ?? "" };
 }
 
 describe("an ACP agent flooding session/update", () => {

@@ -13,7 +13,7 @@ const ALICE = "ou_alice";
  * Waits while the child process does its part (helpers/wait.ts). Under this file's fake setTimeout each
  * check also moves the fake clock by its 10 ms interval, far below the timeouts these tests step to.
  */
-const until = <T>(probe: () => T | undefined, what: string): Promise<T> => waitUntil(probe, what, 10_000, 10);
+const until = <R>(probe: () => R, what: string) => waitUntil(probe, what, 10_000, 10);
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -31,31 +31,31 @@ describe("AGENT=acp: a hung agent", () => {
       () => agent.close(),
       () => core.close(),
     );
-    const session = core.runner.ensureSession(privateSession(ALICE));
-    const submit = (text: string): RunView => {
-      const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
+    const session = await core.runner.ensureSession(privateSession(ALICE));
+    const submit = async (text: string): Promise<RunView> => {
+      const result = await core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
       if (result.kind !== "started") throw new Error("expected a start");
       return result.run;
     };
     const settledRun = (id: string) =>
-      until(() => {
-        const run = core.runner.getRun(id);
+      until(async () => {
+        const run = await core.runner.getRun(id);
         return run && ["completed", "failed", "cancelled"].includes(run.status) ? run : undefined;
       }, "the run to end");
 
-    const hung = submit("/hang");
+    const hung = await submit("/hang");
     await until(
-      () => core.runner.getRun(hung.id)?.steps.find((s) => s.title.includes("Think hard")),
+      async () => (await core.runner.getRun(hung.id))?.steps.find((s) => s.title.includes("Think hard")),
       "the step",
     );
     await vi.advanceTimersByTimeAsync(59_000);
-    expect(core.runner.getRun(hung.id)?.status).toBe("running");
+    expect((await core.runner.getRun(hung.id))?.status).toBe("running");
     await vi.advanceTimersByTimeAsync(1_000);
     const failed = await settledRun(hung.id);
     expect(failed.status).toBe("failed");
     expect(failed.error).toContain("60 秒没有任何进展");
 
-    const next = await settledRun(submit("/count").id);
+    const next = await settledRun((await submit("/count")).id);
     expect(next).toMatchObject({ status: "completed", text: "第 1 次提问" });
   });
 
@@ -67,20 +67,20 @@ describe("AGENT=acp: a hung agent", () => {
       () => agent.close(),
       () => core.close(),
     );
-    const session = core.runner.ensureSession(privateSession(ALICE));
-    const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text: "/perm" });
+    const session = await core.runner.ensureSession(privateSession(ALICE));
+    const result = await core.runner.submit({ sessionId: session.id, senderId: ALICE, text: "/perm" });
     if (result.kind !== "started") throw new Error("expected a start");
     const ask = await until(() => core.registry.getPendingForSession(session.id)[0], "the permission ask");
     await vi.advanceTimersByTimeAsync(300_000);
-    expect(core.runner.getRun(result.run.id)?.status).toBe("running");
+    expect((await core.runner.getRun(result.run.id))?.status).toBe("running");
     const answers = [
       { question: ask.questions[0]?.question ?? "", selectedLabels: ["Reject"], customInput: null },
     ];
     expect(
       await core.registry.complete(session.id, ask.requestId, answers, { surface: "test", userId: ALICE }),
     ).toEqual({ ok: true });
-    const run = await until(() => {
-      const r = core.runner.getRun(result.run.id);
+    const run = await until(async () => {
+      const r = await core.runner.getRun(result.run.id);
       return r?.status === "completed" ? r : undefined;
     }, "the run to complete");
     expect(run.text).toBe("权限结果: selected reject");
@@ -95,12 +95,12 @@ describe("AGENT=acp: a hung agent", () => {
       () => agent.close(),
       () => core.close(),
     );
-    const session = core.runner.ensureSession(privateSession(ALICE));
+    const session = await core.runner.ensureSession(privateSession(ALICE));
     const ask = async (text: string) => {
-      const result = core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
+      const result = await core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
       if (result.kind !== "started") throw new Error("expected a start");
-      return until(() => {
-        const run = core.runner.getRun(result.run.id);
+      return until(async () => {
+        const run = await core.runner.getRun(result.run.id);
         return run?.status === "completed" ? run : undefined;
       }, "the run to complete");
     };

@@ -337,7 +337,7 @@ eachTransport(() => {
       expect(replaced.toast).toEqual({ type: "success", content: strings.asks.replaced });
       await r.drive(r.core.runner.idle());
       expect((await r.core.registry.state(ask.requestId))?.status).toBe("superseded");
-      const runs = r.core.runner.runs(sessionId, 5).map((run) => [run.input, run.status]);
+      const runs = (await r.core.runner.runs(sessionId, 5)).map((run) => [run.input, run.status]);
       expect(runs).toEqual([
         ["/quick 新的需求", "completed"],
         ["帮我部署", "cancelled"],

@@ -44,26 +44,30 @@ function setup() {
   const runner = {
     activeRun: (sessionId: string) =>
       sessionId === current.sessionId && current.status === "running" ? current : undefined,
-    getRun: (runId: string) => (runId === current.id ? current : undefined),
-    getSession: () => undefined,
-    queued: () => [],
+    getSession: async () => undefined,
+    queued: async () => [],
   };
   const book = new CardBook({
-    runs: { getRun: runner.getRun, session: () => undefined },
+    runs: { activeRun: runner.activeRun },
     runner,
     registry,
     store: { wasReminded: () => false },
     times: DEFAULT_ASK_TIMES,
     now: () => NOW,
   });
-  const card = book.open(run, { chatId: "oc_1", sourceMessageId: "om_1" });
-  return { book, card, setRun: (next: Partial<RunView>) => (current = { ...current, ...next }) };
+  const card = book.open(run, { chatId: "oc_1", sourceMessageId: "om_1" }, undefined);
+  // As the channel does on every run event.
+  const setRun = (next: Partial<RunView>) => {
+    current = { ...current, ...next };
+    book.runChanged(current);
+  };
+  return { book, card, setRun };
 }
 
 const text = (card: Card) => JSON.stringify(card);
 
 describe("the card book", () => {
-  it("renders the run as the runner has it now, not as it was when the card was opened", () => {
+  it("renders the run as its last event had it, not as it was when the card was opened", () => {
     const { book, card, setRun } = setup();
     expect(text(book.render(card))).not.toContain("全部完成");
     setRun({ status: "completed", text: "全部完成", endedAt: NOW + 1000 });
@@ -103,7 +107,7 @@ describe("the card book", () => {
     const { book, card } = setup();
     book.placed(card, "om_card");
     expect(book.byMessage("om_card")).toBe(card);
-    const newer = book.open(run, { chatId: "oc_1", sourceMessageId: "om_1" });
+    const newer = book.open(run, { chatId: "oc_1", sourceMessageId: "om_1" }, undefined);
     book.forget(card);
     expect(book.get(run.id)).toBe(newer);
     expect(book.byMessage("om_card")).toBeUndefined();

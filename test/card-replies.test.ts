@@ -100,8 +100,8 @@ eachTransport(() => {
       const { cardId, card, requestId } = await asked(r);
       expect(cardText(card)).toContain("也可以直接回复本卡片作答");
       const reply = r.message({ chatType: "p2p", senderOpenId: ALICE, text: "2", parentId: cardId });
-      r.deliver(reply.data);
-      r.deliver(reply.data); // Feishu redelivers what it thinks was not acknowledged
+      await r.deliver(reply.data);
+      await r.deliver(reply.data); // Feishu redelivers what it thinks was not acknowledged
       expect(await settled(r, requestId)).toEqual({
         surface: "reply",
         userId: ALICE,

@@ -46,9 +46,8 @@ async function staticCard(options: { refuseMove?: boolean } = {}) {
   return { r, userMessageId, staticId, cards };
 }
 
-const askResults = (r: FakeChannelRig) =>
-  r.core.store
-    .history(feishuPrivateSessionId(r.fake.appId, ALICE))
+const askResults = async (r: FakeChannelRig) =>
+  (await r.core.store.history(feishuPrivateSessionId(r.fake.appId, ALICE)))
     .filter((m) => m.role === "tool" && m.toolName === "ask_user_questions")
     .map((m) => m.content);
 
@@ -85,7 +84,7 @@ describe("a form on a CardKit card that went static", () => {
     expect(entityCalls(r, staticId).filter((c) => c.code !== 0)).toHaveLength(1);
     expect(r.fake.codesOf("patchCard", staticId)).toEqual([99991672]);
     expect(r.fake.codesOf("patchCard", moved.messageId).every((code) => code === 0)).toBe(true);
-    expect(JSON.parse(askResults(r)[0]!).answers[0].selectedLabels).toHaveLength(1);
+    expect(JSON.parse((await askResults(r))[0]!).answers[0].selectedLabels).toHaveLength(1);
   });
 
   it("after a restart, continues on the card it moved to: the same form again, answered there", async () => {
@@ -127,7 +126,7 @@ describe("a form on a CardKit card that went static", () => {
     const { r, staticId, cards } = await staticCard({ refuseMove: true });
     await r.drive(r.core.runner.idle());
     await r.idle();
-    const [result] = askResults(r);
+    const [result] = await askResults(r);
     expect(JSON.parse(result!)).toEqual({ error: strings.askUnavailable });
     // The run ended without waiting out the question; its final state went as one new message.
     const sent = cards();

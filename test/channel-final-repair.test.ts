@@ -58,10 +58,10 @@ async function killedBeforeTheFinalPatch() {
     times: Number.POSITIVE_INFINITY,
     response: { httpStatus: 502 },
   });
-  const runId = first.core.runner.currentRun(`feishu-${fake.appId}-private-${ALICE}`)?.id ?? "";
+  const runId = (await first.core.runner.currentRun(`feishu-${fake.appId}-private-${ALICE}`))?.id ?? "";
   await first.drive(first.core.runner.idle());
   await first.until(() => fake.callsTo("patchCard", cardId).length >= 2, "the final PATCH refused");
-  expect(first.core.runner.getRun(runId)?.status).toBe("completed");
+  expect((await first.core.runner.getRun(runId))?.status).toBe("completed");
   expect(isCompleted(fake.cardOf(cardId))).toBe(false);
   await first.kill();
   fake.clearFaults();
@@ -106,7 +106,7 @@ describe("a card's final state after a kill", () => {
     await second.idle();
     expect(fake.callsTo("patchCard", cardId)).toHaveLength(before);
     listening = true;
-    expect(second.channel.repairEnded()).toBe(1);
+    expect(await second.channel.repairEnded()).toBe(1);
     await second.idle();
     expect(
       fake
@@ -253,7 +253,7 @@ describe("late retries after the channel closes", () => {
       times: Number.POSITIVE_INFINITY,
       response: { httpStatus: 502 },
     });
-    const runId = r.core.runner.currentRun(`feishu-${r.fake.appId}-private-${ALICE}`)?.id ?? "";
+    const runId = (await r.core.runner.currentRun(`feishu-${r.fake.appId}-private-${ALICE}`))?.id ?? "";
     await r.drive(r.core.runner.idle());
     await r.idle();
     // Given up and forgotten by the channel, with its late retry armed.

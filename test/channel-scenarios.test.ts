@@ -161,13 +161,13 @@ eachTransport((transport) => {
     it("takes a message delivered twice as one run", async () => {
       const r = await rig();
       const { messageId, data } = r.message({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
-      r.deliver(data);
-      r.deliver(data);
+      await r.deliver(data);
+      await r.deliver(data);
       const cardId = await r.progressCard(messageId);
       await r.until(() => isCompleted(r.cardOf(cardId)), "completion");
       await r.idle();
       expect(r.fake.messages().filter((m) => m.parentId === messageId)).toHaveLength(1);
-      expect(r.core.store.history(sessionOf(r)).filter((m) => m.role === "user")).toHaveLength(1);
+      expect((await r.core.store.history(sessionOf(r))).filter((m) => m.role === "user")).toHaveLength(1);
     });
 
     it("answers an unknown or stale action value with a toast, never an exception", async () => {
@@ -290,7 +290,7 @@ eachTransport((transport) => {
         "the third message queued second",
       );
       const sessionId = sessionOf(r);
-      const [q2, q3] = r.core.runner.queued(sessionId);
+      const [q2, q3] = await r.core.runner.queued(sessionId);
       const promote = { kind: "queue", act: "promote", sessionId, queueId: q3!.id, sender: ALICE };
       expect(
         (await r.click({ messageId: thirdCard, operatorOpenId: BOB, value: promote })).toast?.content,
@@ -303,8 +303,7 @@ eachTransport((transport) => {
       expect(withdrawn.toast?.content).toBe("已取消排队");
       await r.drive(r.core.runner.idle());
       await r.idle();
-      const inputs = r.core.store
-        .history(sessionId)
+      const inputs = (await r.core.store.history(sessionId))
         .filter((m) => m.role === "user")
         .map((m) => m.content);
       expect(inputs).toEqual(["/long", "/quick third"]);
@@ -344,7 +343,7 @@ eachTransport((transport) => {
       const refusals = transport === "im" ? [230031] : [200750, 230031];
       expect(codes.filter((code) => code !== 0)).toEqual(refusals);
       expect(codes.slice(-refusals.length)).toEqual(refusals); // nothing more was sent
-      expect(r.channel.activeCard(r.core.runner.currentRun(sessionOf(r))!.id)).toBeUndefined();
+      expect(r.channel.activeCard((await r.core.runner.currentRun(sessionOf(r)))!.id)).toBeUndefined();
     });
 
     it("retries the progress card's reply after a 429 and a 5xx, so the task still gets its card", async () => {
@@ -392,7 +391,7 @@ eachTransport((transport) => {
         senderOpenId: ALICE,
         text: "帮我部署",
       });
-      first.deliver(data);
+      await first.deliver(data);
       const cardId = await first.progressCard(userMessageId);
       const requestId = await first.until(() => requestIdsOn(first.cardOf(cardId))[0], "a form");
       const submit = submitValue(first, requestId);
@@ -420,7 +419,7 @@ eachTransport((transport) => {
       });
       expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
       await second.drive(second.core.runner.idle());
-      const tools = second.core.store.history(sessionOf(second)).filter((m) => m.role === "tool");
+      const tools = (await second.core.store.history(sessionOf(second))).filter((m) => m.role === "tool");
       // The scan before the question is not run again; the ask's one result is the answer given after the restart.
       expect(tools.filter((m) => m.toolName === "scan_workspace")).toHaveLength(1);
       const asks = tools.filter((m) => m.toolName === "ask_user_questions");
@@ -429,12 +428,14 @@ eachTransport((transport) => {
         DEMO_QUESTIONS.deploy.options[1]!.label,
       ]);
       // Feishu redelivers the original message after the restart: it must not start a second run.
-      second.deliver(data);
+      await second.deliver(data);
       await second.idle();
       expect(
         fake.messages().filter((m) => m.parentId === userMessageId && m.msgType === "interactive"),
       ).toHaveLength(1);
-      expect(second.core.store.history(sessionOf(second)).filter((m) => m.role === "user")).toHaveLength(1);
+      expect(
+        (await second.core.store.history(sessionOf(second))).filter((m) => m.role === "user"),
+      ).toHaveLength(1);
     });
   });
 });

@@ -33,7 +33,7 @@ async function startRig() {
   emulator.subscribe({ mode: "long_connection" });
   const messages: Record<string, unknown>[] = [];
   const handlers: FeishuEventHandlers = {
-    onMessage: (data) => {
+    onMessage: async (data) => {
       messages.push(data);
     },
     onCardAction: async () => ({

@@ -67,7 +67,7 @@ async function startRig(options: { onCardAction?: CardAction } = {}) {
   const actions: Record<string, unknown>[] = [];
   const signatures: (string | undefined)[] = [];
   const handlers: FeishuEventHandlers = {
-    onMessage: (data) => {
+    onMessage: async (data) => {
       messages.push(data);
     },
     onCardAction: (data) => {

@@ -208,7 +208,7 @@ describe.each([
       });
       expect(answered.toast).toEqual({ type: "success", content: strings.feishu.submitted });
       await second.core.runner.idle();
-      const history = second.core.store.history(`feishu-${emulator.appId}-private-${ALICE}`);
+      const history = await second.core.store.history(`feishu-${emulator.appId}-private-${ALICE}`);
       const tools = history.filter((m) => m.role === "tool");
       // The scan before the question is not run again; the ask's one result is the answer given after the restart.
       expect(tools.filter((m) => m.toolName === "scan_workspace")).toHaveLength(1);
@@ -225,7 +225,7 @@ describe.each([
         .filter((m) => m.parentId === userMessageId && m.msgType === "interactive");
       expect(cards).toHaveLength(1);
       const sessionId = `feishu-${emulator.appId}-private-${ALICE}`;
-      expect(second.core.store.history(sessionId).filter((m) => m.role === "user")).toHaveLength(1);
+      expect((await second.core.store.history(sessionId)).filter((m) => m.role === "user")).toHaveLength(1);
       // A CardKit card continues on its entity after the restart, above every sequence used before it.
       expectCardsBy(emulator, cardId);
     });

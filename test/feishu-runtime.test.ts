@@ -91,7 +91,7 @@ describe("createFeishuRuntime", () => {
     await runtime.ready;
 
     const message = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
-    runtime.handlers.onMessage(flat(message));
+    await runtime.handlers.onMessage(flat(message));
     const userMessageId = message.event.message.message_id;
     const cardId = await vi.waitFor(() => {
       const id = cardReplyingTo(emulator, userMessageId);

@@ -44,18 +44,18 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     expect(replyBodies(r, rootId)).toEqual([expect.objectContaining({ reply_in_thread: true })]);
 
     const sessionId = topicSessionId(r.emulator.appId, TOPICS, rootId);
-    expect(r.core.runner.getSession(sessionId)).toMatchObject({
+    expect(await r.core.runner.getSession(sessionId)).toMatchObject({
       chatType: "group",
       chatId: TOPICS,
       title: "飞书群聊话题：/quick 部署",
     });
-    expect(r.core.runner.getSession(sessionId)?.workspace.replaceAll("\\", "/")).toContain(
+    expect((await r.core.runner.getSession(sessionId))?.workspace.replaceAll("\\", "/")).toContain(
       `/feishu-chat/${TOPICS}/topics/${rootId}`,
     );
     // The group's own session was never opened: nothing went to the main flow.
-    expect(r.core.runner.getSession(groupSessionId(r.emulator.appId, TOPICS))).toBeUndefined();
+    expect(await r.core.runner.getSession(groupSessionId(r.emulator.appId, TOPICS))).toBeUndefined();
     await completed(r, cardId);
-    expect(r.core.runner.currentRun(sessionId)?.status).toBe("completed");
+    expect((await r.core.runner.currentRun(sessionId))?.status).toBe("completed");
   });
 
   it("keeps a follow-up that arrives without thread_id in its topic, as the field sees topic-group replies", async () => {
@@ -83,8 +83,8 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     expect(message(r, secondCard).threadId).toBe(message(r, rootId).threadId);
     await completed(r, secondCard);
     const sessionId = topicSessionId(r.emulator.appId, TOPICS, rootId);
-    expect(r.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
-    expect(r.core.runner.getSession(groupSessionId(r.emulator.appId, TOPICS))).toBeUndefined();
+    expect(await r.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
+    expect(await r.core.runner.getSession(groupSessionId(r.emulator.appId, TOPICS))).toBeUndefined();
   });
 
   it("runs two topics of one group independently: two cards, two queues", async () => {
@@ -126,8 +126,8 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     expect(message(r, followUp).threadId).toBe(message(r, first).threadId);
     const queuedCard = await r.progressCard(followUp);
     expect(message(r, queuedCard).threadId).toBe(message(r, first).threadId);
-    expect(r.core.runner.queued(one).map((q) => q.text)).toEqual(["再来一个"]);
-    expect(r.core.runner.queued(two)).toEqual([]);
+    expect((await r.core.runner.queued(one)).map((q) => q.text)).toEqual(["再来一个"]);
+    expect(await r.core.runner.queued(two)).toEqual([]);
     expect(message(r, secondCard).threadId).toBe(message(r, second).threadId);
     expect(message(r, secondCard).threadId).not.toBe(message(r, firstCard).threadId);
     // Each topic's @-reminder for its question is posted inside that topic.
@@ -160,7 +160,7 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     expect(threadId).toMatch(/^omt_/);
     expect(message(r, cardId).threadId).toBe(threadId);
     const sessionId = topicSessionId(r.emulator.appId, GROUP, plain);
-    expect(r.core.runner.getSession(sessionId)?.ownerId).toBe(BOB);
+    expect((await r.core.runner.getSession(sessionId))?.ownerId).toBe(BOB);
     await completed(r, cardId);
   });
 
@@ -180,7 +180,7 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     ]);
     const sessionId = groupSessionId(r.emulator.appId, GROUP);
     expect(sessionId).toBe(`feishu-${r.emulator.appId}-group-${GROUP}`);
-    expect(r.core.runner.getSession(sessionId)).toMatchObject({ title: "飞书群聊", chatType: "group" });
+    expect(await r.core.runner.getSession(sessionId)).toMatchObject({ title: "飞书群聊", chatType: "group" });
     // A quote reply (root_id without a thread) stays in the group's session too.
     await completed(r, cardId);
     const quote = await r.send({
@@ -193,7 +193,7 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     const quoteCard = await r.progressCard(quote);
     expect(message(r, quoteCard).threadId).toBeUndefined();
     await completed(r, quoteCard);
-    expect(r.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
+    expect(await r.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
   });
 
   it("with FEISHU_REPLY_IN_THREAD=on, answers a plain group message in a new thread that then is its session", async () => {
@@ -226,10 +226,10 @@ describe.each(["ws", "webhook"] as const)("topics over the %s transport", (name)
     const final = await completed(r, followCard);
     expect(cardText(final)).toContain("接着做");
     const sessionId = topicSessionId(r.emulator.appId, GROUP, start);
-    expect(r.core.store.recentRuns(sessionId, 10).map((run) => run.input)).toEqual([
+    expect((await r.core.store.recentRuns(sessionId, 10)).map((run) => run.input)).toEqual([
       "/quick 接着做",
       "/quick 长任务",
     ]);
-    expect(r.core.runner.getSession(groupSessionId(r.emulator.appId, GROUP))).toBeUndefined();
+    expect(await r.core.runner.getSession(groupSessionId(r.emulator.appId, GROUP))).toBeUndefined();
   });
 });

@@ -62,10 +62,9 @@ function recording(behaviour: {
   const messages: Record<string, unknown>[] = [];
   const actions: Record<string, unknown>[] = [];
   const handlers: FeishuEventHandlers = {
-    onMessage(data) {
+    async onMessage(data) {
       messages.push(data);
-      // Passes an async behaviour's promise on, as a handler written `async` would.
-      return behaviour.onMessage?.(data);
+      await behaviour.onMessage?.(data);
     },
     onCardAction(data) {
       actions.push(data);

@@ -73,16 +73,22 @@ describe("a run whose card is gone", () => {
 
     r.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
     // Handled now, long before the 15-minute ask timeout: the queued message becomes the session's run.
-    await r.until(() => r.core.store.latestRun(sessionId(r))?.input === "/quick", "the second task to start");
+    await r.until(
+      async () => (await r.core.store.latestRun(sessionId(r)))?.input === "/quick",
+      "the second task to start",
+    );
     expect(ask && r.core.registry.get(ask.requestId)).toBeUndefined();
-    expect(r.core.store.getRun(firstRunId)).toMatchObject({
+    expect(await r.core.store.getRun(firstRunId)).toMatchObject({
       status: "failed",
       error: strings.feishu.cardGoneError,
     });
     expect(await r.until(() => goneNotice(r.fake, first.userMessageId), "the notice")).toContain(
       "任务已停止",
     );
-    await r.until(() => r.core.store.latestRun(sessionId(r))?.status === "completed", "the second task done");
+    await r.until(
+      async () => (await r.core.store.latestRun(sessionId(r)))?.status === "completed",
+      "the second task done",
+    );
   });
 
   it("recalled with nothing queued: the question ends for every surface, and the run is not left waiting", async () => {
@@ -111,7 +117,7 @@ describe("a run whose card is gone", () => {
     });
     await r.until(() => goneNotice(r.fake, userMessageId), "the notice");
     await r.until(() => r.core.runner.activeRun(sessionId(r)) === undefined, "the run to end");
-    expect(r.core.store.latestRun(sessionId(r))).toMatchObject({ status: "failed" });
+    expect(await r.core.store.latestRun(sessionId(r))).toMatchObject({ status: "failed" });
     // One refused PATCH proves it: publishing stopped there.
     expect(r.fake.codesOf("patchCard", cardId).filter((code) => code === 230110)).toHaveLength(1);
   });
@@ -146,7 +152,10 @@ describe("a run whose card is gone", () => {
     expect(await after.until(() => goneNotice(fake, first.userMessageId), "the notice")).toContain(
       "任务已停止",
     );
-    await after.until(() => after.core.store.getRun(runId)?.status === "failed", "the resumed run to end");
+    await after.until(
+      async () => (await after.core.store.getRun(runId))?.status === "failed",
+      "the resumed run to end",
+    );
     expect(after.core.registry.getPendingForSession(sessionId(after))).toEqual([]);
   });
 
@@ -165,7 +174,7 @@ describe("a run whose card is gone", () => {
     expect(after.core.registry.getPendingForSession(sessionId(after))).toEqual([]);
     after.send({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
     await after.until(
-      () => after.core.store.latestRun(sessionId(after))?.status === "completed",
+      async () => (await after.core.store.latestRun(sessionId(after)))?.status === "completed",
       "the next task to run and finish",
     );
   });

@@ -123,7 +123,7 @@ describe("/metrics", () => {
     // While it waits: one question set pending, and a second message queued behind the run.
     const queued = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
     expect((await emulator.deliverWebhook(webhook(base), queued)).status).toBe(200);
-    await until(() => core.store.queuedTotal() === 1, "the queued message");
+    await until(async () => (await core.store.queuedTotal()) === 1, "the queued message");
     // Its 消息已排队 card: while the first run waits it is the only reply to the queued message.
     const queuedCard = await until(
       () => cardReplyingTo(emulator, queued.event.message.message_id),
@@ -146,7 +146,7 @@ describe("/metrics", () => {
     });
     expect(answered.status).toBe(200);
     // Both cards end green: the asked one, then the queued /quick on a progress card of its own.
-    await until(() => core.store.runCounts().completed === 2, "both runs to complete");
+    await until(async () => (await core.store.runCounts()).completed === 2, "both runs to complete");
     // The /quick run can end before its progress card is posted (the run never waits for its card): wait
     // for that reply itself rather than taking whichever reply is latest, which may still be the queued card.
     const secondCard = await until(
@@ -209,7 +209,7 @@ describe("/metrics", () => {
     const second = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/long" });
     await emulator.deliverWebhook(webhook(base), second);
     await until(() => cardReplyingTo(emulator, second.event.message.message_id), "card 2");
-    await until(() => core.store.runCounts().completed === 2, "both runs to complete");
+    await until(async () => (await core.store.runCounts()).completed === 2, "both runs to complete");
     const text = await scrape(base);
     expect(sample(text, 'fpb_card_patches_total{outcome="degraded",code="230099"}')).toBe(1);
     await expect

@@ -287,9 +287,9 @@ describe("two Feishu apps in one process", () => {
       }),
     );
     const cards = () => botMessages().filter((m) => m.parentId === id && m.msgType === "interactive");
-    await until(() => core.runner.currentRun(sessionId)?.status === "failed", "the failed run");
+    await until(async () => (await core.runner.currentRun(sessionId))?.status === "failed", "the failed run");
     const card = await until(() => cards()[0], "the failed card");
-    const run = core.runner.currentRun(sessionId);
+    const run = await core.runner.currentRun(sessionId);
     const value = { kind: "progress", act: "retry", sessionId, runId: run?.id, sender: "ou_retry_b" };
     // A card's callbacks go to the app that sent it: app A's subscription never sees this click.
     expect(() =>

@@ -46,12 +46,12 @@ async function core(model: ScriptedModel, options: Partial<OpenAIAgentOptions> &
   const { dbFile, ...agentOptions } = options;
   const built = await buildCore({ ...openaiAgent(model, agentOptions), ...(dbFile ? { dbFile } : {}) });
   closers.push(() => built.close());
-  const session = built.runner.ensureSession(privateSession(ALICE));
+  const session = await built.runner.ensureSession(privateSession(ALICE));
   return { core: built, session };
 }
 
-function start(test: TestCore, sessionId: string, text = "go"): RunView {
-  const submitted = test.runner.submit({ sessionId, senderId: ALICE, text });
+async function start(test: TestCore, sessionId: string, text = "go"): Promise<RunView> {
+  const submitted = await test.runner.submit({ sessionId, senderId: ALICE, text });
   if (submitted.kind !== "started") throw new Error("expected the run to start");
   return submitted.run;
 }
@@ -175,12 +175,12 @@ describe("OpenAI agent", () => {
       { text: ["现在是 11:04。"], usage: usage(1300, 34, 1000), model: "gpt-4o-2024-08-06" },
     );
     const { core: test, session } = await core(model, { maxDelegateDepth: 1 });
-    const run = await waitForRun(test, start(test, session.id, "几点了").id);
+    const run = await waitForRun(test, (await start(test, session.id, "几点了")).id);
     expect((await model.request(1)).body.stream_options).toEqual({ include_usage: true });
     const expected = { inputTokens: 2500, outputTokens: 59, cachedTokens: 1100, model: "gpt-4o-2024-08-06" };
     expect(run.usage).toEqual(expected);
     // Saved with the run: what the card and the session page read after the run ended.
-    expect(test.store.getRun(run.id)?.usage).toEqual(expected);
+    expect((await test.store.getRun(run.id))?.usage).toEqual(expected);
   });
 
   it("leaves a count unknown when one request did not report it, and names the model it asked for", async () => {
@@ -191,7 +191,7 @@ describe("OpenAI agent", () => {
       { text: ["现在是 11:04。"] },
     );
     const { core: test, session } = await core(model);
-    const run = await waitForRun(test, start(test, session.id, "几点了").id);
+    const run = await waitForRun(test, (await start(test, session.id, "几点了")).id);
     // The server named its model `scripted` in every chunk; the sums are unknown, never a partial number.
     expect(run.usage).toEqual({ model: "scripted" });
   });
@@ -207,7 +207,7 @@ describe("OpenAI agent", () => {
       { text: ["子代理说:现在是 11:04。"] },
     );
     const { core: test, session } = await core(model, { maxDelegateDepth: 1 });
-    const run = await waitForRun(test, start(test, session.id, "几点了").id);
+    const run = await waitForRun(test, (await start(test, session.id, "几点了")).id);
 
     expect(run).toMatchObject({ status: "completed", text: "子代理说:现在是 11:04。" });
     const sub = (await model.request(2)).body;
@@ -245,7 +245,7 @@ describe("OpenAI agent", () => {
       { text: ["好的,用 React。"] },
     );
     const { core: test, session } = await core(model);
-    const run = start(test, session.id);
+    const run = await start(test, session.id);
     const [ask] = await until(() => {
       const asks = test.registry.getPendingForSession(session.id);
       return asks.length > 0 && asks;
@@ -281,7 +281,7 @@ describe("OpenAI agent", () => {
     const model = await scriptedModel();
     model.script({ text: ["正在思考"], hang: true });
     const { core: test, session } = await core(model);
-    const run = start(test, session.id);
+    const run = await start(test, session.id);
     await model.request(1);
     await eventually(() => expect(test.runner.activeRun(session.id)?.text).toBe("正在思考"));
     expect(test.runner.cancel(session.id, ALICE)).toEqual({ ok: true });
@@ -300,8 +300,8 @@ describe("OpenAI agent", () => {
       },
     );
     const first = await buildCore(openaiAgent(model));
-    const session = first.runner.ensureSession(privateSession(ALICE));
-    const run = start(first, session.id, "帮我选框架");
+    const session = await first.runner.ensureSession(privateSession(ALICE));
+    const run = await start(first, session.id, "帮我选框架");
     const [asked] = await until(() => {
       const asks = first.registry.getPendingForSession(session.id);
       return asks.length > 0 && asks;
@@ -311,8 +311,10 @@ describe("OpenAI agent", () => {
     model.script({ text: ["继续完成了。"] });
     const { core: second } = await core(model, { dbFile: first.dbFile });
     // The waiting turn is not in history: a model is never sent a call without its result.
-    expect(second.store.history(session.id).filter((m) => m.toolName === "ask_user_questions")).toEqual([]);
-    expect(second.runner.recover().map((view) => view.id)).toEqual([run.id]);
+    expect(
+      (await second.store.history(session.id)).filter((m) => m.toolName === "ask_user_questions"),
+    ).toEqual([]);
+    expect((await second.runner.recover()).map((view) => view.id)).toEqual([run.id]);
     await vi.waitFor(() => expect(second.registry.get(asked!.requestId)).toBeDefined());
     const answers = [
       { question: sampleAsk().questions[0]!.question, selectedLabels: ["React"], customInput: null },
@@ -352,8 +354,8 @@ describe("OpenAI agent", () => {
       { toolCalls: [{ id: "call_ask_1", name: "ask_user_questions", arguments: sampleAsk() }] },
     );
     const first = await buildCore(openaiAgent(model));
-    const session = first.runner.ensureSession(privateSession(ALICE));
-    const run = start(first, session.id, "帮我选框架");
+    const session = await first.runner.ensureSession(privateSession(ALICE));
+    const run = await start(first, session.id, "帮我选框架");
     const [asked] = await until(() => {
       const asks = first.registry.getPendingForSession(session.id);
       return asks.length > 0 && asks;
@@ -362,7 +364,7 @@ describe("OpenAI agent", () => {
 
     model.script({ text: ["好了。"] });
     const { core: second } = await core(model, { dbFile: first.dbFile });
-    second.runner.recover();
+    await second.runner.recover();
     await vi.waitFor(() => expect(second.registry.get(asked!.requestId)).toBeDefined());
     const answers = [
       { question: sampleAsk().questions[0]!.question, selectedLabels: ["React"], customInput: null },
@@ -389,7 +391,7 @@ describe("OpenAI agent", () => {
     const model = await scriptedModel();
     model.script({ status: 401, body: { error: { message: "Incorrect API key", code: "invalid_api_key" } } });
     const { core: test, session } = await core(model);
-    const run = await waitForRun(test, start(test, session.id).id);
+    const run = await waitForRun(test, (await start(test, session.id)).id);
     expect(run).toMatchObject({ status: "failed", error: "模型服务返回 401：检查 OPENAI_API_KEY" });
     expect(model.requests).toHaveLength(1);
   });
@@ -399,14 +401,14 @@ describe("OpenAI agent", () => {
     const limited = { status: 429, headers: { "retry-after": "0" } };
     model.script(limited, { text: ["好了"] });
     const { core: test, session } = await core(model, { maxRetries: 2 });
-    expect(await waitForRun(test, start(test, session.id).id)).toMatchObject({
+    expect(await waitForRun(test, (await start(test, session.id)).id)).toMatchObject({
       status: "completed",
       text: "好了",
     });
     expect(model.requests).toHaveLength(2);
 
     model.script(limited, limited, limited);
-    const failed = await waitForRun(test, start(test, session.id).id);
+    const failed = await waitForRun(test, (await start(test, session.id)).id);
     expect(failed.status).toBe("failed");
     expect(failed.error).toContain("模型服务限流（429），重试 2 次后仍失败");
     // The same failure in every language, for the readers of a shared card.
@@ -418,7 +420,7 @@ describe("OpenAI agent", () => {
     const model = await scriptedModel();
     model.script({ text: ["开始"], hang: true }, { text: ["又开始"], hang: true });
     const { core: test, session } = await core(model, { maxRetries: 1, requestTimeoutMs: 300 });
-    const run = await waitForRun(test, start(test, session.id).id);
+    const run = await waitForRun(test, (await start(test, session.id)).id);
     expect(run.status).toBe("failed");
     expect(run.error).toContain("模型服务 1 秒内没有响应，重试 1 次后仍失败：检查 OPENAI_BASE_URL");
     await model.clientClosed(1);
@@ -430,7 +432,7 @@ describe("OpenAI agent", () => {
     const baseUrl = model.baseUrl;
     await model.close();
     const { core: test, session } = await core({ ...model, baseUrl }, { maxRetries: 1 });
-    const run = await waitForRun(test, start(test, session.id).id);
+    const run = await waitForRun(test, (await start(test, session.id)).id);
     expect(run.status).toBe("failed");
     expect(run.error).toBe(`无法连接模型服务 ${baseUrl}（ECONNREFUSED）：检查 OPENAI_BASE_URL`);
   });

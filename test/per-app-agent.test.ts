@@ -74,7 +74,7 @@ describe("one agent per app behind the runner", () => {
       file,
     );
     let core: TestCore | undefined;
-    const agents = createAgentsFromConfig(config, createLogger({ level: "silent" }), {}, (runId) =>
+    const agents = createAgentsFromConfig(config, createLogger({ level: "silent" }), {}, async (runId) =>
       core?.store.runSource(runId),
     );
     core = await buildCore(agents);
@@ -88,18 +88,20 @@ describe("one agent per app behind the runner", () => {
       // A run of no app at all (a browser session's) gets the environment's agent.
       { user: "ou_web", source: undefined },
     ];
-    const runIds = cases.map(({ user, source }) => {
-      const session = core.runner.ensureSession(privateSession(user));
-      const submitted = core.runner.submit({
-        sessionId: session.id,
-        senderId: user,
-        text: `task of ${user}`,
-        ...(source ? { source } : {}),
-      });
-      return "run" in submitted ? submitted.run.id : undefined;
-    });
+    const runIds = await Promise.all(
+      cases.map(async ({ user, source }) => {
+        const session = await core.runner.ensureSession(privateSession(user));
+        const submitted = await core.runner.submit({
+          sessionId: session.id,
+          senderId: user,
+          text: `task of ${user}`,
+          ...(source ? { source } : {}),
+        });
+        return "run" in submitted ? submitted.run.id : undefined;
+      }),
+    );
     await core.runner.idle();
-    const finals = runIds.map((id) => core.store.getRun(id ?? "")?.text);
+    const finals = await Promise.all(runIds.map(async (id) => (await core.store.getRun(id ?? ""))?.text));
     expect(finals).toEqual([
       "env-model after sub-agent on env-model",
       "first-model after sub-agent on first-model",

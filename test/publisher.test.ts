@@ -538,7 +538,7 @@ describe("after a card callback: the settle rule (docs/long-connection.md)", () 
   /** A callback handled like card-actions.ts does: hold, answer with the card of the state, release with it. */
   function callback(rig: ReturnType<typeof setup>, change: () => void): FeishuEventHandlers {
     return {
-      onMessage: () => {},
+      onMessage: async () => {},
       onCardAction: async () => {
         const release = rig.publisher.hold();
         change();

@@ -35,7 +35,7 @@ async function queuedInGroup() {
     "the third message queued second",
   );
   const sessionId = sessionIdOf({ kind: "feishu-group", appId: r.emulator.appId, chatId: CHAT });
-  const [second, third] = r.core.runner.queued(sessionId);
+  const [second, third] = await r.core.runner.queued(sessionId);
   return { r, sessionId, secondCard, thirdCard, second: second!, third: third! };
 }
 

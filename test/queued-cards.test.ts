@@ -28,7 +28,7 @@ function rig() {
   const patches: { messageId: string; card: Card }[] = [];
   const cards = new QueuedCards({
     store,
-    runner: { queued: () => [], getSession: () => undefined },
+    runner: { queued: async () => [], getSession: async () => undefined },
     messenger: {
       replyCard: async () => {
         await replyGate;

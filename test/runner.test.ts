@@ -18,7 +18,7 @@ async function demoCore(options: { surfaces?: ReturnType<typeof fakeSurface>[] }
   const core = track(
     await buildCore({ agent: createDemoAgent(), tools: createDemoTools({ stepMs: 0 }), ...options }),
   );
-  const session = core.runner.ensureSession(privateSession());
+  const session = await core.runner.ensureSession(privateSession());
   return { core, session };
 }
 
@@ -38,14 +38,14 @@ describe("SessionRunner", () => {
   it("queues messages that arrive while a run is busy and runs them in order afterwards", async () => {
     const gated = gatedAgent();
     const core = track(await buildCore({ agent: gated.agent }));
-    const session = core.runner.ensureSession(privateSession());
-    const first = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "one" });
-    const second = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "two" });
-    const third = core.runner.submit({ sessionId: session.id, senderId: "ou_b", text: "three" });
+    const session = await core.runner.ensureSession(privateSession());
+    const first = await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "one" });
+    const second = await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "two" });
+    const third = await core.runner.submit({ sessionId: session.id, senderId: "ou_b", text: "three" });
     expect(first.kind).toBe("started");
     expect(second).toMatchObject({ kind: "queued", position: 1 });
     expect(third).toMatchObject({ kind: "queued", position: 2 });
-    expect(core.runner.queued(session.id).map((q) => q.text)).toEqual(["two", "three"]);
+    expect((await core.runner.queued(session.id)).map((q) => q.text)).toEqual(["two", "three"]);
 
     (await gated.started(1)) && gated.gates[0]!.resolve("done one");
     expect((await gated.started(2)).input).toBe("two");
@@ -54,8 +54,8 @@ describe("SessionRunner", () => {
     expect(ctx3).toMatchObject({ input: "three", senderId: "ou_b" });
     gated.gates[2]!.resolve("done three");
     await core.runner.idle();
-    expect(core.runner.queued(session.id)).toEqual([]);
-    expect(core.runner.currentRun(session.id)).toMatchObject({
+    expect(await core.runner.queued(session.id)).toEqual([]);
+    expect(await core.runner.currentRun(session.id)).toMatchObject({
       status: "completed",
       text: "done three",
       senderId: "ou_b",
@@ -64,15 +64,17 @@ describe("SessionRunner", () => {
 
   it("lets only the run's sender cancel; cancel aborts the run and fails its pending asks with Session cancelled", async () => {
     const { core, session } = await demoCore();
-    const started = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "hi" });
+    const started = await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "hi" });
     await nextAsks(core, session.id, 1);
     expect(core.runner.cancel(session.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
     expect(core.runner.cancel(session.id, "ou_a")).toEqual({ ok: true });
     await core.runner.idle();
-    const run = core.store.getRun(started.kind === "started" ? started.run.id : "")!;
+    const run = (await core.store.getRun(started.kind === "started" ? started.run.id : ""))!;
     expect(run.status).toBe("cancelled");
     expect(core.registry.getPendingForSession(session.id)).toEqual([]);
-    const toolMessage = core.store.history(session.id).find((m) => m.toolName === "ask_user_questions");
+    const toolMessage = (await core.store.history(session.id)).find(
+      (m) => m.toolName === "ask_user_questions",
+    );
     expect(toolMessage).toMatchObject({
       content: JSON.stringify({ error: "Session cancelled" }),
       summary: "提问已取消",
@@ -82,53 +84,53 @@ describe("SessionRunner", () => {
 
   it("fails a /fail run with a readable error and retries the same input for its sender only", async () => {
     const { core, session } = await demoCore();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/fail please" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/fail please" });
     await core.runner.idle();
-    const failed = core.runner.currentRun(session.id)!;
+    const failed = (await core.runner.currentRun(session.id))!;
     expect(failed.status).toBe("failed");
     expect(failed.error).toContain("无法连接到构建服务");
     expect(failed.steps.map((s) => [s.tool, s.status])).toEqual([["scan_workspace", "done"]]);
 
-    expect(core.runner.retry(session.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
-    const retried = core.runner.retry(session.id, "ou_a");
+    expect(await core.runner.retry(session.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    const retried = await core.runner.retry(session.id, "ou_a");
     expect(retried.ok && retried.result.kind).toBe("started");
     await core.runner.idle();
-    const again = core.runner.currentRun(session.id)!;
+    const again = (await core.runner.currentRun(session.id))!;
     expect(again.id).not.toBe(failed.id);
     expect(again.input).toBe("/fail please");
-    expect(core.runner.retry(session.id, "ou_a").ok).toBe(true);
+    expect((await core.runner.retry(session.id, "ou_a")).ok).toBe(true);
     await core.runner.idle();
   });
 
   it("does not retry a completed run", async () => {
     const { core, session } = await demoCore();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
     await core.runner.idle();
-    expect(core.runner.retry(session.id, "ou_a")).toEqual({ ok: false, reason: "not_retryable" });
+    expect(await core.runner.retry(session.id, "ou_a")).toEqual({ ok: false, reason: "not_retryable" });
   });
 
   it("moves a queued message to the front (插队) or withdraws it (取消排队), for its sender only", async () => {
     const gated = gatedAgent();
     const core = track(await buildCore({ agent: gated.agent }));
-    const session = core.runner.ensureSession(privateSession());
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "running" });
-    const a = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "a" });
-    const b = core.runner.submit({ sessionId: session.id, senderId: "ou_b", text: "b" });
-    const c = core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "c" });
+    const session = await core.runner.ensureSession(privateSession());
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "running" });
+    const a = await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "a" });
+    const b = await core.runner.submit({ sessionId: session.id, senderId: "ou_b", text: "b" });
+    const c = await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "c" });
     if (a.kind !== "queued" || b.kind !== "queued" || c.kind !== "queued") throw new Error("expected queued");
-    expect(core.runner.promote(c.queued.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
-    expect(core.runner.promote(c.queued.id, "ou_a")).toEqual({ ok: true, position: 1 });
-    expect(core.runner.queued(session.id).map((q) => q.text)).toEqual(["c", "a", "b"]);
-    expect(core.store.queuePosition(b.queued.id)).toBe(3);
-    expect(core.runner.unqueue(a.queued.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
-    expect(core.runner.unqueue(a.queued.id, "ou_a")).toEqual({ ok: true });
-    expect(core.runner.unqueue(a.queued.id, "ou_a")).toEqual({ ok: false, reason: "not_found" });
-    expect(core.runner.queued(session.id).map((q) => q.text)).toEqual(["c", "b"]);
+    expect(await core.runner.promote(c.queued.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    expect(await core.runner.promote(c.queued.id, "ou_a")).toEqual({ ok: true, position: 1 });
+    expect((await core.runner.queued(session.id)).map((q) => q.text)).toEqual(["c", "a", "b"]);
+    expect(await core.store.queue.position(b.queued.id)).toBe(3);
+    expect(await core.runner.unqueue(a.queued.id, "ou_b")).toEqual({ ok: false, reason: "forbidden" });
+    expect(await core.runner.unqueue(a.queued.id, "ou_a")).toEqual({ ok: true });
+    expect(await core.runner.unqueue(a.queued.id, "ou_a")).toEqual({ ok: false, reason: "not_found" });
+    expect((await core.runner.queued(session.id)).map((q) => q.text)).toEqual(["c", "b"]);
   });
 
   it("records steps, and tool calls with their results and summaries in history", async () => {
     const { core, session } = await demoCore();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     const [ask] = await nextAsks(core, session.id, 1);
     expect(ask!.answererId).toBe("ou_a");
     const answers = [
@@ -139,7 +141,7 @@ describe("SessionRunner", () => {
       await core.registry.complete(session.id, ask!.requestId, answers, { surface: "fake", userId: "ou_a" }),
     ).toEqual({ ok: true });
     await core.runner.idle();
-    const run = core.runner.currentRun(session.id)!;
+    const run = (await core.runner.currentRun(session.id))!;
     expect(run.status).toBe("completed");
     expect(run.steps.map((s) => s.tool)).toEqual([
       "scan_workspace",
@@ -151,7 +153,7 @@ describe("SessionRunner", () => {
     expect(run.steps[1]).toMatchObject({ status: "done", summary: "回答了 2 个问题" });
     expect(run.text).toContain("Docker（推荐）");
     expect(run.text).toContain("暗色模式、导出 PDF");
-    const history = core.store.history(session.id);
+    const history = await core.store.history(session.id);
     expect(history[0]).toMatchObject({ role: "user", content: "go" });
     expect(history.at(-1)).toMatchObject({ role: "assistant", content: run.text });
     const call = history.find((m) => m.toolCalls?.[0]?.name === "ask_user_questions");
@@ -161,7 +163,7 @@ describe("SessionRunner", () => {
 
   it("puts two asks of one /parallel turn up at once; answering one keeps the other", async () => {
     const { core, session } = await demoCore();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/parallel" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/parallel" });
     const asks = await nextAsks(core, session.id, 2);
     expect(asks.map((a) => a.questions.length)).toEqual([1, 1]);
     const [first, second] = asks;
@@ -181,13 +183,13 @@ describe("SessionRunner", () => {
       { surface: "fake", userId: "ou_a" },
     );
     await core.runner.idle();
-    expect(core.runner.currentRun(session.id)!.text).toContain("其他：Nomad");
+    expect((await core.runner.currentRun(session.id))!.text).toContain("其他：Nomad");
   });
 
   it("runs /long as 20 steps and /quick as one, without questions", async () => {
     const { core, session } = await demoCore();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
     const updates: RunView[] = [];
     core.runner.on("run_updated", (run) => updates.push(run));
     await core.runner.idle();
@@ -202,7 +204,7 @@ describe("SessionRunner", () => {
     const { core, session } = await demoCore();
     const updates: RunView[] = [];
     core.runner.on("run_updated", (run) => updates.push(run));
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     const [ask] = await nextAsks(core, session.id, 1);
     await core.registry.complete(
       session.id,
@@ -214,7 +216,7 @@ describe("SessionRunner", () => {
       { surface: "fake", userId: "ou_a" },
     );
     await core.runner.idle();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/long" });
     await core.runner.idle();
     const steps = [...new Map(updates.map((run) => [run.id, run])).values()].flatMap((run) => run.steps);
     expect(steps.map((step) => `${step.title} · ${step.summary}`)).toEqual(
@@ -234,9 +236,9 @@ describe("SessionRunner", () => {
 
   it("answers at once with 当前通道无法向用户提问 when no surface can reach the sender", async () => {
     const { core, session } = await demoCore({ surfaces: [fakeSurface(false)] });
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     await core.runner.idle();
-    const run = core.runner.currentRun(session.id)!;
+    const run = (await core.runner.currentRun(session.id))!;
     expect(run.status).toBe("completed");
     expect(run.steps[1]).toMatchObject({
       tool: "ask_user_questions",
@@ -249,9 +251,9 @@ describe("SessionRunner", () => {
   it("resumes a run a crash interrupted, showing it as recovering first, and still runs the queue once", async () => {
     const gated = gatedAgent();
     const crashed = await buildCore({ agent: gated.agent });
-    const session = crashed.runner.ensureSession(privateSession());
-    crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "long task" });
-    crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "queued task" });
+    const session = await crashed.runner.ensureSession(privateSession());
+    await crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "long task" });
+    await crashed.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "queued task" });
     await gated.started(1);
     // The process dies: nothing is marked finished. A new process opens the same file.
     const inputs: string[] = [];
@@ -266,19 +268,16 @@ describe("SessionRunner", () => {
     };
     const restarted = track(await buildCore({ agent, dbFile: crashed.dbFile }));
     restarted.runner.on("run_updated", (run) => statuses.push(`${run.input}:${run.status}`));
-    const resumed = restarted.runner.recover();
+    const resumed = await restarted.runner.recover();
     expect(resumed.map((run) => run.status)).toEqual(["recovering"]);
     await restarted.runner.idle();
     expect(inputs).toEqual(["long task (resumed)", "queued task"]);
     expect(statuses[0]).toBe("long task:recovering");
     expect(statuses).toContain("long task:completed");
     expect(
-      restarted.store
-        .history(session.id)
-        .filter((m) => m.role === "user")
-        .map((m) => m.content),
+      (await restarted.store.history(session.id)).filter((m) => m.role === "user").map((m) => m.content),
     ).toEqual(["long task", "queued task"]);
-    expect(restarted.runner.recover()).toEqual([]);
+    expect(await restarted.runner.recover()).toEqual([]);
     await crashed.close();
   });
   it("saves a turn of several calls as one assistant message with every result, once all have returned", async () => {
@@ -299,10 +298,10 @@ describe("SessionRunner", () => {
       },
     };
     const core = track(await buildCore({ agent, tools: createDemoTools({ stepMs: 0 }) }));
-    const session = core.runner.ensureSession(privateSession());
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    const session = await core.runner.ensureSession(privateSession());
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     await core.runner.idle();
-    const history = core.store.history(session.id);
+    const history = await core.store.history(session.id);
     expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
     const turn = history[1]!;
     expect(turn.content).toBe("两件事一起做");
@@ -313,16 +312,16 @@ describe("SessionRunner", () => {
     ]);
     expect(history.slice(2, 4).map((m) => m.toolCallId)).toEqual(turn.toolCalls?.map((c) => c.id));
     expect(turns[0]).toHaveLength(2);
-    expect(core.runner.currentRun(session.id)!.steps.map((s) => s.title)).toEqual(["扫描", "应用"]);
+    expect((await core.runner.currentRun(session.id))!.steps.map((s) => s.title)).toEqual(["扫描", "应用"]);
   });
 
   it("saves nothing of a turn a shutdown interrupts, so the resumed agent makes it again", async () => {
     const { core, session } = await demoCore();
-    core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    await core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
     await nextAsks(core, session.id, 1);
     await core.runner.stop();
-    const history = core.store.history(session.id);
+    const history = await core.store.history(session.id);
     expect(history.map((m) => m.toolCalls?.[0]?.name ?? m.role)).toEqual(["user", "scan_workspace", "tool"]);
-    expect(core.store.unfinishedRuns()).toHaveLength(1);
+    expect(await core.store.unfinishedRuns()).toHaveLength(1);
   });
 });

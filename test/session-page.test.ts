@@ -186,7 +186,7 @@ const cookieFor = (token: string) => `${SESSION_COOKIE}=${token}`;
 describe("the session page and its assets", () => {
   it("serves the same static page for any session id, with a strict CSP and no session content", async () => {
     const server = await startPageServer();
-    const session = createSession(server.core, ALICE, { title: "Secret roadmap" });
+    const session = await createSession(server.core, ALICE, { title: "Secret roadmap" });
     const signedOut = await get(server, `/sessions/${encodeURIComponent(session.id)}`);
     const other = await get(server, "/sessions/does-not-exist");
 
@@ -460,7 +460,7 @@ describe("sign-in", () => {
 describe("GET /api/sessions/:id", () => {
   it("gives the title to someone who may view the session, and the same 403 for unknown and not-yours", async () => {
     const server = await startPageServer();
-    const session = createSession(server.core, ALICE, { title: "飞书私聊" });
+    const session = await createSession(server.core, ALICE, { title: "飞书私聊" });
     const url = `/api/sessions/${encodeURIComponent(session.id)}`;
     const anonymous = await get(server, url);
     expect(anonymous.status).toBe(401);
@@ -484,16 +484,16 @@ describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", (
     // The runner's clock, apart from the pages' (which sign the tokens): it moves past the membership window.
     let coreClock = Date.now();
     const server = await startPageServer({ coreNow: () => coreClock });
-    const session = createSession(server.core, ALICE, { chatType: "group", title: "飞书群聊" });
+    const session = await createSession(server.core, ALICE, { chatType: "group", title: "飞书群聊" });
     const page = await get(server, `/sessions/${session.id}/runs/anything`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("/web/session.js");
 
     // Bob's task ends (nobody could be asked), then Alice's waits on her question: an old card and the current one.
-    const first = startRun(server.core, session, BOB, "第一次：部署到测试环境");
+    const first = await startRun(server.core, session, BOB, "第一次：部署到测试环境");
     await waitForRun(server.core, first.id);
     const alice = await server.connect({ cookie: cookieFor(server.tokenFor(ALICE)) });
-    const second = startRun(server.core, session, ALICE, "第二次");
+    const second = await startRun(server.core, session, ALICE, "第二次");
     await alice.next("ask_user_questions");
     const asAlice = { cookie: cookieFor(server.tokenFor(ALICE)) };
     const asBob = { cookie: cookieFor(server.tokenFor(BOB)) };
@@ -550,7 +550,7 @@ describe("a card's own run: /sessions/:id/runs/:runId and the chat's history", (
 describe("the WebSocket with the sign-in cookie", () => {
   it("authenticates an upgrade that carries only the cookie, as the cookie's user", async () => {
     const server = await startPageServer();
-    const session = createSession(server.core, ALICE);
+    const session = await createSession(server.core, ALICE);
     const alice = await server.connect({
       cookie: `theme=dark; ${cookieFor(server.tokenFor(ALICE))}`,
       origin: server.base,
@@ -558,7 +558,7 @@ describe("the WebSocket with the sign-in cookie", () => {
     alice.send({ type: "subscribe", sessionId: session.id });
     expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false, canCancel: true });
 
-    const run = startRun(server.core, session, ALICE);
+    const run = await startRun(server.core, session, ALICE);
     const ask = await alice.next("ask_user_questions");
     expect(server.core.registry.get(ask.data.requestId)?.answererId).toBe(ALICE);
     expect(server.core.hub.canReach({ userId: ALICE })).toBe(true);
@@ -592,11 +592,11 @@ describe("the WebSocket with the sign-in cookie", () => {
 
   it("works with the cookie /auth/local sets, and a refresh gets the pending ask back with its requestId", async () => {
     const server = await startPageServer({ localUsers: LOCAL_USERS });
-    const session = createSession(server.core, ALICE);
+    const session = await createSession(server.core, ALICE);
     const signIn = await get(server, `/auth/local?user=${ALICE}&next=/`);
     const cookie = cookieFor(sessionSetCookie(signIn)?.value ?? "");
     const first = await server.connect({ cookie, origin: server.base });
-    startRun(server.core, session, ALICE);
+    await startRun(server.core, session, ALICE);
     const ask = await first.next("ask_user_questions");
     await first.close();
 

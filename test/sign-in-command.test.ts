@@ -52,7 +52,7 @@ describe("/login", () => {
     });
     await r.channel.idle();
     expect(repliesTo(r, messageId).map((m) => m.msgType)).toEqual(["text"]);
-    expect(r.core.runner.getSession(`feishu-${r.emulator.appId}-private-${ALICE}`)).toBeUndefined();
+    expect(await r.core.runner.getSession(`feishu-${r.emulator.appId}-private-${ALICE}`)).toBeUndefined();
   });
 
   it("in a group, says to ask in the private chat, and posts no link", async () => {

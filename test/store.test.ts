@@ -5,6 +5,7 @@ import { openDatabase } from "../src/store/db.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
 import { MIGRATIONS } from "../src/store/migrations.ts";
 import { Store } from "../src/store/repos.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { tempDir } from "./helpers/core.ts";
 
 describe("SQLite store", () => {
@@ -37,7 +38,7 @@ describe("SQLite store", () => {
     raw.close();
   });
 
-  it("upgrades a file from an earlier version in place: old runs keep their rows, new runs keep their source", () => {
+  it("upgrades a file from an earlier version in place: old runs keep their rows, new runs keep their source", async () => {
     const file = path.join(tempDir(), "bot.sqlite");
     const old = new Database(file);
     for (const sql of MIGRATIONS.slice(0, 2)) old.exec(sql);
@@ -51,9 +52,9 @@ describe("SQLite store", () => {
     old.close();
     const db = openDatabase(file);
     expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
-    const store = new Store(db, () => 2);
-    expect(store.getRun("r0")?.input).toBe("hi");
-    expect(store.runSource("r0")).toBeUndefined();
+    const store = new Store(sqliteSql(db), () => 2);
+    expect((await store.getRun("r0"))?.input).toBe("hi");
+    expect(await store.runSource("r0")).toBeUndefined();
     const run = {
       id: "r1",
       sessionId: "s",
@@ -63,12 +64,12 @@ describe("SQLite store", () => {
       steps: [],
       startedAt: 2,
     };
-    store.insertRun(run, { channel: "feishu", chatId: "oc_1", messageId: "om_1" });
-    expect(store.runSource("r1")).toEqual({ channel: "feishu", chatId: "oc_1", messageId: "om_1" });
+    await store.insertRun(run, { channel: "feishu", chatId: "oc_1", messageId: "om_1" });
+    expect(await store.runSource("r1")).toEqual({ channel: "feishu", chatId: "oc_1", messageId: "om_1" });
     db.close();
   });
 
-  it("keeps a step's words in every language across a reopen, and reads steps saved without them", () => {
+  it("keeps a step's words in every language across a reopen, and reads steps saved without them", async () => {
     const file = path.join(tempDir(), "bot.sqlite");
     const db = openDatabase(file);
     db.prepare(
@@ -89,7 +90,7 @@ describe("SQLite store", () => {
       },
       { id: "b", tool: "read", title: "Read the schema", status: "done" as const, startedAt: 1 },
     ];
-    new Store(db, () => 2).insertRun({
+    await new Store(sqliteSql(db), () => 2).insertRun({
       id: "r1",
       sessionId: "s",
       senderId: "u",
@@ -100,16 +101,16 @@ describe("SQLite store", () => {
     });
     db.close();
     const reopened = openDatabase(file);
-    const store = new Store(reopened, () => 3);
-    expect(store.getRun("r1")?.steps).toEqual(steps);
+    const store = new Store(sqliteSql(reopened), () => 3);
+    expect((await store.getRun("r1"))?.steps).toEqual(steps);
     // A failed run's error keeps its words in every language; a run without them reads none.
     const errorWords = { zh_cn: "模型服务限流", en_us: "The model service is rate limiting" };
-    const run = store.getRun("r1");
+    const run = await store.getRun("r1");
     if (!run) throw new Error("run r1 was not saved");
-    store.saveRun({ ...run, status: "failed", error: "模型服务限流", errorWords, endedAt: 2 });
-    expect(store.getRun("r1")).toMatchObject({ error: "模型服务限流", errorWords });
-    store.saveRun({ ...run, status: "failed", error: "boom", endedAt: 2 });
-    expect(store.getRun("r1")?.errorWords).toBeUndefined();
+    await store.saveRun({ ...run, status: "failed", error: "模型服务限流", errorWords, endedAt: 2 });
+    expect(await store.getRun("r1")).toMatchObject({ error: "模型服务限流", errorWords });
+    await store.saveRun({ ...run, status: "failed", error: "boom", endedAt: 2 });
+    expect((await store.getRun("r1"))?.errorWords).toBeUndefined();
     reopened.close();
   });
 
@@ -227,22 +228,22 @@ describe("topic sessions", () => {
     title: "t",
   };
 
-  it("stores the topic a session is and reads it back; other sessions have none", () => {
-    const store = new Store(openDatabase(":memory:"), () => 1);
+  it("stores the topic a session is and reads it back; other sessions have none", async () => {
+    const store = new Store(sqliteSql(openDatabase(":memory:")), () => 1);
     const recorded = {
       ...topic,
       topic: { chatId: "oc_team", rootMessageId: "om_root", groupSessionId: "feishu-cli_a1-group-oc_team" },
     };
-    store.upsertSession(recorded);
-    store.upsertSession({ ...topic, id: "feishu-cli_a1-group-oc_team", workspace: "/d/w" });
-    expect(store.getSession(topic.id)).toEqual(recorded);
-    expect(store.getSession("feishu-cli_a1-group-oc_team")?.topic).toBeUndefined();
-    expect(() =>
+    await store.upsertSession(recorded);
+    await store.upsertSession({ ...topic, id: "feishu-cli_a1-group-oc_team", workspace: "/d/w" });
+    expect(await store.getSession(topic.id)).toEqual(recorded);
+    expect((await store.getSession("feishu-cli_a1-group-oc_team"))?.topic).toBeUndefined();
+    await expect(
       store.upsertSession({ ...recorded, id: "x", topic: { ...recorded.topic, chatId: "oc_b" } }),
-    ).toThrow(/not its chat/);
+    ).rejects.toThrow(/not its chat/);
   });
 
-  it("back-fills topic rows of an earlier version once, by the row's own chat id", () => {
+  it("back-fills topic rows of an earlier version once, by the row's own chat id", async () => {
     const file = path.join(tempDir(), "topics.sqlite");
     const old = new Database(file);
     const previous = MIGRATIONS.findIndex((sql) => sql.includes("topic_root_id"));
@@ -269,8 +270,8 @@ describe("topic sessions", () => {
     insert.run({ id: "feishu-cli_a1-private-ou_a", chatType: "private", chatId: "oc_p", workspace: "/d/p" });
     old.close();
 
-    const store = new Store(openDatabase(file), () => 2);
-    expect(store.getSession(topic.id)?.topic).toEqual({
+    const store = new Store(sqliteSql(openDatabase(file)), () => 2);
+    expect((await store.getSession(topic.id))?.topic).toEqual({
       chatId: "oc_team",
       rootMessageId: "om_root",
       groupSessionId: "feishu-cli_a1-group-oc_team",
@@ -280,6 +281,6 @@ describe("topic sessions", () => {
       "feishu-cli_a1-group-oc_team",
       "feishu-cli_a1-private-ou_a",
     ])
-      expect(store.getSession(id)?.topic).toBeUndefined();
+      expect((await store.getSession(id))?.topic).toBeUndefined();
   });
 });

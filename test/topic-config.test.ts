@@ -77,7 +77,7 @@ describe("FEISHU_REPLY_IN_THREAD", () => {
     expect(card?.threadId).toMatch(/^omt_/);
     expect(card?.rootId).toBe(messageId);
     const sessionId = feishuTopicSessionId(bot.emulator.appId, "oc_team", messageId);
-    expect(bot.core.runner.getSession(sessionId)?.title).toBe("飞书群聊话题：/quick 长任务");
+    expect((await bot.core.runner.getSession(sessionId))?.title).toBe("飞书群聊话题：/quick 长任务");
   });
 
   it("unset: the same message is answered in the main flow, as before", async () => {

@@ -61,7 +61,7 @@ describe.each(["ws", "webhook"] as const)("a topic across a restart, over the %s
       parentId: rootId,
     });
     await first.until(
-      () => first.core.runner.queued(sessionId).length === 1,
+      async () => (await first.core.runner.queued(sessionId)).length === 1,
       "the follow-up queued in the topic",
     );
     await first.stop();
@@ -91,7 +91,7 @@ describe.each(["ws", "webhook"] as const)("a topic across a restart, over the %s
       "the queued message's completed card",
     );
     expect(message(second, followCard).threadId).toBe(message(second, rootId).threadId);
-    expect(second.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
+    expect(await second.core.store.recentRuns(sessionId, 10)).toHaveLength(2);
   });
 });
 

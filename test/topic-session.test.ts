@@ -157,20 +157,20 @@ describe("viewing a topic session", () => {
   const now = 1_000_000;
   const seen = new Map<string, number>([["feishu-cli_a1-group-oc_team|ou_bob", now - 1000]]);
   const runner = {
-    getSession: (id: string) => [topic, lookalike].find((session) => session.id === id),
-    currentRun: () => undefined,
-    hasQueuedFrom: () => false,
-    lastSeenInChat: (sessionId: string, userId: string) => seen.get(`${sessionId}|${userId}`),
+    getSession: async (id: string) => [topic, lookalike].find((session) => session.id === id),
+    currentRun: async () => undefined,
+    hasQueuedFrom: async () => false,
+    lastSeenInChat: async (sessionId: string, userId: string) => seen.get(`${sessionId}|${userId}`),
     now: () => now,
   };
 
-  it("lets a member of the group view its topics, and nobody else", () => {
-    expect(canViewSession(runner, "ou_bob", topic.id)).toBe(true);
-    expect(canViewSession(runner, "ou_mallory", topic.id)).toBe(false);
+  it("lets a member of the group view its topics, and nobody else", async () => {
+    expect(await canViewSession(runner, "ou_bob", topic.id)).toBe(true);
+    expect(await canViewSession(runner, "ou_mallory", topic.id)).toBe(false);
   });
 
-  it("does not open a group to another chat's members because its id reads like their topic", () => {
-    expect(canViewSession(runner, "ou_bob", lookalike.id)).toBe(false);
+  it("does not open a group to another chat's members because its id reads like their topic", async () => {
+    expect(await canViewSession(runner, "ou_bob", lookalike.id)).toBe(false);
   });
 });
 

@@ -75,7 +75,7 @@ eachTransport(() => {
         inThread: true,
       });
       const queued = await waitReply(r, followUp, "interactive");
-      expect(r.core.runner.queued(topicId)).toHaveLength(1);
+      expect(await r.core.runner.queued(topicId)).toHaveLength(1);
       expect(queued.threadId).toBe(thread);
 
       // A message the bot cannot read, sent as a plain group message: its own topic, answered in its thread.
@@ -103,7 +103,7 @@ eachTransport(() => {
       await r.idle();
       expect(r.fromBot().filter((m) => m.threadId === undefined)).toEqual([]);
       // What decided all of it: the topic recorded on the session.
-      expect(r.core.runner.getSession(topicId)?.topic).toEqual({
+      expect((await r.core.runner.getSession(topicId))?.topic).toEqual({
         chatId: GROUP,
         rootMessageId: root,
         groupSessionId: feishuGroupSessionId(r.fake.appId, GROUP),
@@ -150,8 +150,10 @@ eachTransport(() => {
         mentionBot: true,
       });
       await r.idle();
-      expect(r.core.runner.getSession(feishuGroupSessionId(r.fake.appId, lookalike))).toBeUndefined();
-      expect(r.core.runner.getSession(feishuTopicSessionId(r.fake.appId, GROUP, "om_root"))).toBeUndefined();
+      expect(await r.core.runner.getSession(feishuGroupSessionId(r.fake.appId, lookalike))).toBeUndefined();
+      expect(
+        await r.core.runner.getSession(feishuTopicSessionId(r.fake.appId, GROUP, "om_root")),
+      ).toBeUndefined();
       expect(replyTo(r, id, "interactive")).toBeUndefined();
       expect(r.fromBot()).toEqual([]);
     });
@@ -212,7 +214,7 @@ eachTransport(() => {
         parentId: ping.messageId,
         inThread: true,
       });
-      await r.until(() => r.core.store.getRun(runId)?.status === "failed", "the run to end");
+      await r.until(async () => (await r.core.store.getRun(runId))?.status === "failed", "the run to end");
       await r.idle();
       expect(r.fromBot().filter((m) => m.msgType === "text" && m.content.includes("已被撤回或删除"))).toEqual(
         [],

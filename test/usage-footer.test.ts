@@ -9,6 +9,7 @@ import type { Agent } from "../src/harness/agents/agent.ts";
 import { migrate } from "../src/store/db.ts";
 import { MIGRATIONS } from "../src/store/migrations.ts";
 import { Store } from "../src/store/repos.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { en, zh } from "../src/strings/index.ts";
 import { eachTransport, type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText } from "./helpers/feishu.ts";
@@ -121,7 +122,7 @@ eachTransport(() => {
   });
 
   describe("the runs table's usage columns", () => {
-    it("keeps the runs of an older file, with no usage, and stores a new run's", () => {
+    it("keeps the runs of an older file, with no usage, and stores a new run's", async () => {
       const raw = new Database(":memory:");
       const before = MIGRATIONS.length - 1;
       raw.exec(MIGRATIONS.slice(0, before).join(";\n"));
@@ -131,13 +132,13 @@ eachTransport(() => {
                 INSERT INTO runs (id, session_id, sender_id, input, status, steps_json, started_at)
                 VALUES ('old', 's1', 'ou_a', 'hi', 'completed', '[]', 1);`);
       migrate(raw);
-      const store = new Store(raw, () => 1);
-      const old = store.getRun("old");
+      const store = new Store(sqliteSql(raw), () => 1);
+      const old = await store.getRun("old");
       expect(old?.status).toBe("completed");
       expect(old?.usage).toBeUndefined();
       const usage = { inputTokens: 3, outputTokens: 4, cachedTokens: 0, model: "m" };
-      store.saveRun({ ...(old as NonNullable<typeof old>), usage });
-      expect(store.getRun("old")?.usage).toEqual(usage);
+      await store.saveRun({ ...(old as NonNullable<typeof old>), usage });
+      expect((await store.getRun("old"))?.usage).toEqual(usage);
       raw.close();
     });
   });

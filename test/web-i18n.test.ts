@@ -218,9 +218,9 @@ describe("a chat's session title", () => {
 
   it("is shown in the bot's locale for a session stored in the other one; other titles as stored", async () => {
     const { base, core } = await startPagesWithCore("en_us");
-    const older = createSession(core, "ou_alice", { title: "飞书私聊" });
-    const group = createSession(core, "ou_alice", { chatType: "group", title: "飞书群聊" });
-    const own = createSession(core, "ou_alice", { title: "飞书群聊话题：周报" });
+    const older = await createSession(core, "ou_alice", { title: "飞书私聊" });
+    const group = await createSession(core, "ou_alice", { chatType: "group", title: "飞书群聊" });
+    const own = await createSession(core, "ou_alice", { title: "飞书群聊话题：周报" });
     const signIn = await fetch(`${base}/auth/local?user=ou_alice`, { redirect: "manual" });
     const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
     const title = async (id: string) => {

@@ -27,11 +27,11 @@ afterEach(() => {
 });
 
 describe("RetriedWrites", () => {
-  it("writes at once when it can", () => {
+  it("writes at once when it can", async () => {
     const { db, write } = database();
     db.locked = false;
     const writes = new RetriedWrites(log());
-    expect(writes.write("a", "record", write("a1"))).toBe(true);
+    expect(await writes.write("a", "record", write("a1"))).toBe(true);
     expect(db.done).toEqual(["a1"]);
     expect(writes.waiting).toBe(0);
   });
@@ -39,14 +39,17 @@ describe("RetriedWrites", () => {
   it("keeps a refused write, retries it with backoff, and keeps later writes behind it in order", async () => {
     const { db, write } = database();
     const writes = new RetriedWrites(log());
-    expect(writes.write("card:1", "card record", write("record"))).toBe(false);
+    const record = writes.write("card:1", "card record", write("record"));
+    await writes.flushed();
     db.locked = false;
     // The database takes writes again, but the mark waits behind the record it depends on.
-    expect(writes.write("gone:1", "gone mark", write("gone"))).toBe(false);
+    const mark = writes.write("gone:1", "gone mark", write("gone"));
+    await writes.flushed();
     expect(db.done).toEqual([]);
     await vi.advanceTimersByTimeAsync(100);
     expect(db.done).toEqual(["record", "gone"]);
     expect(writes.waiting).toBe(0);
+    expect([await record, await mark]).toEqual([false, false]);
     expect(lines.map((l) => l.msg)).toEqual([
       "card record not saved: the database refused; retrying",
       "card record saved after the database refused it",
@@ -68,9 +71,9 @@ describe("RetriedWrites", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it("does not retry what is not the database's refusal (a bug would fail the same way every time)", () => {
+  it("does not retry what is not the database's refusal (a bug would fail the same way every time)", async () => {
     const writes = new RetriedWrites(log());
-    const written = writes.write("k", "mark", () => {
+    const written = await writes.write("k", "mark", () => {
       throw new TypeError("cannot read properties of undefined");
     });
     expect(written).toBe(false);
@@ -79,11 +82,12 @@ describe("RetriedWrites", () => {
     expect(lines.at(-1)?.msg).toBe("mark not saved");
   });
 
-  it("on close tries once more, then drops what the database still refuses and says so", () => {
+  it("on close tries once more, then drops what the database still refuses and says so", async () => {
     const { db, write } = database();
     const writes = new RetriedWrites(log());
-    writes.write("a", "card record", write("a"));
-    writes.close();
+    const dropped = writes.write("a", "card record", write("a"));
+    await writes.close();
+    expect(await dropped).toBe(false);
     expect(db.done).toEqual([]);
     expect(writes.waiting).toBe(0);
     expect(vi.getTimerCount()).toBe(0);
@@ -91,8 +95,30 @@ describe("RetriedWrites", () => {
 
     const again = new RetriedWrites(log());
     again.write("b", "card record", write("b"));
+    await again.flushed();
     db.locked = false;
-    again.close();
+    await again.close();
     expect(db.done).toEqual(["b"]);
+  });
+
+  it("writes one at a time in the order given, so a slow write is never overtaken (a pool has many connections)", async () => {
+    vi.useRealTimers();
+    const landed: string[] = [];
+    const slow = (what: string, ms: number) => () =>
+      new Promise<void>((resolve) =>
+        setTimeout(() => {
+          landed.push(what);
+          resolve();
+        }, ms),
+      );
+    const writes = new RetriedWrites(log());
+    writes.write("run:1", "run state", slow("first state", 30));
+    writes.write("run:2", "run state", slow("other run", 1));
+    // The first state is being written: the newer ones follow it in run:1's place, the last replacing the
+    // one before it, and never land before it.
+    writes.write("run:1", "run state", slow("second state", 1));
+    writes.write("run:1", "run state", slow("third state", 1));
+    await writes.flushed();
+    expect(landed).toEqual(["first state", "third state", "other run"]);
   });
 });

@@ -55,11 +55,11 @@ afterEach(async () => {
 async function aliceIsAsked(options: TestServerOptions & { connections?: number } = {}) {
   const agent: ScriptedAskAgent = createScriptedAskAgent();
   const server = await start({ agent, ...options });
-  const session: SessionInfo = server.createSession(ALICE);
+  const session: SessionInfo = await server.createSession(ALICE);
   const clients: TestClient[] = [];
   for (let index = 0; index < (options.connections ?? 1); index += 1)
     clients.push(await server.connect(ALICE));
-  const run = startRun(server.core, session, ALICE);
+  const run = await startRun(server.core, session, ALICE);
   const asks = await Promise.all(clients.map((client) => client.next("ask_user_questions")));
   const [client] = clients as [TestClient];
   const [ask] = asks as [(typeof asks)[number]];
@@ -114,13 +114,13 @@ describe("WsHub", () => {
     it("sends an ask to every connection of the run's sender with one requestId, and nothing to anyone else", async () => {
       const agent = createScriptedAskAgent();
       const server = await start({ agent });
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const [alice1, alice2, bob] = await Promise.all([
         server.connect(ALICE),
         server.connect(ALICE),
         server.connect(BOB),
       ]);
-      const run = startRun(server.core, session, ALICE);
+      const run = await startRun(server.core, session, ALICE);
 
       const [first, second] = await Promise.all([
         alice1.next("ask_user_questions"),
@@ -211,7 +211,9 @@ describe("WsHub", () => {
       const finished = await waitForRun(server.core, run.id);
       expect(agent.results).toEqual([JSON.stringify({ answers: ANSWERS })]);
       expect(JSON.parse(finished.text ?? "")).toEqual({ answers: ANSWERS });
-      const toolMessages = server.core.store.history(session.id).filter((message) => message.role === "tool");
+      const toolMessages = (await server.core.store.history(session.id)).filter(
+        (message) => message.role === "tool",
+      );
       expect(toolMessages).toHaveLength(1);
     });
 
@@ -253,11 +255,11 @@ describe("WsHub", () => {
       const agent = createScriptedAskAgent();
       const askTimeoutMs = 1_000;
       const server = await start({ agent, askTimeoutMs });
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const client = await server.connect(ALICE);
       // Only the registry's timer is faked; sockets and the fixture's waits run on real time.
       vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-      const run = startRun(server.core, session, ALICE);
+      const run = await startRun(server.core, session, ALICE);
       const ask = await client.next("ask_user_questions");
       const { requestId } = ask.data;
       expect(ask.data.expiresAt - (server.core.registry.get(requestId)?.createdAt ?? 0)).toBe(askTimeoutMs);
@@ -292,8 +294,8 @@ describe("WsHub", () => {
       const registered = vi.fn();
       server.core.registry.on("registered", registered);
 
-      const session = server.createSession(ALICE);
-      const run = startRun(server.core, session, ALICE);
+      const session = await server.createSession(ALICE);
+      const run = await startRun(server.core, session, ALICE);
       const finished = await waitForRun(server.core, run.id, 2_000);
 
       expect(agent.results).toEqual([JSON.stringify({ error: "当前通道无法向用户提问" })]);
@@ -317,7 +319,7 @@ describe("WsHub", () => {
       expect(finished.status).toBe("cancelled");
       expect(await agent.result()).toBe(JSON.stringify({ error: "Session cancelled" }));
       expect(server.core.registry.size).toBe(0);
-      const tool = server.core.store.history(session.id).find((message) => message.role === "tool");
+      const tool = (await server.core.store.history(session.id)).find((message) => message.role === "tool");
       expect(tool).toMatchObject({ toolName: "ask_user_questions", summary: "提问已取消" });
     });
 
@@ -339,7 +341,7 @@ describe("WsHub", () => {
 
     it("answers not_running to a cancel when nothing runs in the session", async () => {
       const server = await start();
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const client = await server.connect(ALICE);
       client.send({ type: "cancel", sessionId: session.id });
       expect((await client.next("error")).data.code).toBe("not_running");
@@ -370,13 +372,16 @@ describe("WsHub", () => {
     it("refuses someone who is not asked, and the deadline stays", async () => {
       const server = await start();
       // A group session: Bob may view it, but the question waits for Alice.
-      const session = server.createSession(ALICE, { chatType: "group", workspace: "/w/feishu-chat/oc_x" });
-      server.core.runner.noteInChat(session.id, BOB);
+      const session = await server.createSession(ALICE, {
+        chatType: "group",
+        workspace: "/w/feishu-chat/oc_x",
+      });
+      await server.core.runner.noteInChat(session.id, BOB);
       const alice = await server.connect(ALICE);
       const bob = await server.connect(BOB);
       bob.send({ type: "subscribe", sessionId: session.id });
       await bob.next("subscribed");
-      startRun(server.core, session, ALICE);
+      await startRun(server.core, session, ALICE);
       const ask = await alice.next("ask_user_questions");
       bob.send({ type: "extend", sessionId: session.id });
       expect((await bob.next("error")).data).toMatchObject({ code: "forbidden", action: "extend" });
@@ -385,7 +390,7 @@ describe("WsHub", () => {
 
     it("answers not_running when nothing waits in the session", async () => {
       const server = await start();
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const client = await server.connect(ALICE);
       client.send({ type: "extend", sessionId: session.id });
       expect((await client.next("error")).data).toMatchObject({ code: "not_running", action: "extend" });
@@ -396,12 +401,15 @@ describe("WsHub", () => {
     it("shows a pending ask read-only to another viewer of the session, who cannot answer it", async () => {
       const server = await start();
       // A group session Alice opened; Bob's message is the run, so only Bob may answer.
-      const session = server.createSession(ALICE, { chatType: "group", workspace: "/w/feishu-chat/oc_1" });
+      const session = await server.createSession(ALICE, {
+        chatType: "group",
+        workspace: "/w/feishu-chat/oc_1",
+      });
       const alice = await server.connect(ALICE);
       alice.send({ type: "subscribe", sessionId: session.id });
       expect((await alice.next("subscribed")).data).toEqual({ canAnswer: false, canCancel: true });
       const bob = await server.connect(BOB);
-      startRun(server.core, session, BOB);
+      await startRun(server.core, session, BOB);
       const seenByBob = await bob.next("ask_user_questions");
       const seenByAlice = await alice.next("ask_user_questions");
       expect(seenByAlice.data.requestId).toBe(seenByBob.data.requestId);
@@ -425,7 +433,7 @@ describe("WsHub", () => {
       const { hub } = server.core;
       // Group sessions Alice opened: Bob's message is the run, so Alice's connections only watch.
       const group = { chatType: "group" as const, workspace: "/w/feishu-chat/oc_1" };
-      const [a, b] = [server.createSession(ALICE, group), server.createSession(ALICE, group)];
+      const [a, b] = [await server.createSession(ALICE, group), await server.createSession(ALICE, group)];
       const [onA, onB, left, closing, bob] = await Promise.all([
         server.connect(ALICE),
         server.connect(ALICE),
@@ -449,7 +457,7 @@ describe("WsHub", () => {
       await eventually(() => expect(hub.connectionCount()).toBe(4));
       expect(hub.subscribedSessionCount()).toBe(2);
 
-      const run = startRun(server.core, a, BOB);
+      const run = await startRun(server.core, a, BOB);
       const asked = await bob.next("ask_user_questions");
       const seen = await onA.next("ask_user_questions");
       expect(seen.data.requestId).toBe(asked.data.requestId);
@@ -477,7 +485,7 @@ describe("WsHub", () => {
       await onA.sync();
       expect(hub.subscribedSessionCount()).toBe(1);
       const before = onA.received.length;
-      const second = startRun(server.core, a, BOB);
+      const second = await startRun(server.core, a, BOB);
       const again = await bob.next("ask_user_questions");
       bob.send(answerFrame(a.id, again.data.requestId));
       await waitForRun(server.core, second.id);
@@ -496,11 +504,11 @@ describe("WsHub", () => {
     it("sends the answerer one copy of each ask frame on a subscribed connection, and snapshots to subscribers only", async () => {
       const agent = createScriptedAskAgent();
       const server = await start({ agent });
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const [subscribed, unsubscribed] = await Promise.all([server.connect(ALICE), server.connect(ALICE)]);
       subscribed.send({ type: "subscribe", sessionId: session.id });
       await subscribed.next("subscribed");
-      const run = startRun(server.core, session, ALICE);
+      const run = await startRun(server.core, session, ALICE);
       const [ask] = await Promise.all([
         subscribed.next("ask_user_questions"),
         unsubscribed.next("ask_user_questions"),
@@ -526,7 +534,7 @@ describe("WsHub", () => {
   describe("strangers", () => {
     it("refuses to let a stranger subscribe to someone else's private session", async () => {
       const server = await start();
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const [alice, bob] = await Promise.all([server.connect(ALICE), server.connect(BOB)]);
 
       bob.send({ type: "subscribe", sessionId: session.id });
@@ -653,12 +661,12 @@ describe("WsHub", () => {
   describe("with the demo agent", () => {
     it("runs end to end: the user answers the two-question ask and the run completes quoting the answers", async () => {
       const server = await start({ agent: createDemoAgent(), tools: createDemoTools({ stepMs: 0 }) });
-      const session = server.createSession(ALICE);
+      const session = await server.createSession(ALICE);
       const client = await server.connect(ALICE);
       client.send({ type: "subscribe", sessionId: session.id });
       await client.next("subscribed");
 
-      const run = startRun(server.core, session, ALICE, "帮我部署新服务");
+      const run = await startRun(server.core, session, ALICE, "帮我部署新服务");
       const ask = await client.next("ask_user_questions");
       expect(ask.data.questions.map((question) => question.header)).toEqual(["部署方式", "附加功能"]);
       expect(ask.data.metadata).toEqual({ source: "demo" });

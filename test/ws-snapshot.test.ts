@@ -12,8 +12,8 @@ function runnerWith(run: RunView | undefined, texts: string[]) {
   const items = texts.map((text, i) => ({ id: `q${i}`, senderId: "ou_a", text, createdAt: i }));
   return {
     activeRun: () => run,
-    currentRun: () => run,
-    queuedPreview: (_sessionId: string, limit: number, chars: number) => ({
+    currentRun: async () => run,
+    queuedPreview: async (_sessionId: string, limit: number, chars: number) => ({
       items: items
         .slice(0, limit)
         .map((item) => ({ ...item, text: [...item.text].slice(0, chars).join("") })),
@@ -33,19 +33,19 @@ const run = (input: string): RunView => ({
 });
 
 describe("sessionSnapshot", () => {
-  it("lists the first queued messages as previews and counts them all", () => {
+  it("lists the first queued messages as previews and counts them all", async () => {
     const texts = Array.from({ length: 40 }, (_, i) => `${i} ${"x".repeat(20 * 1024)}`);
-    const snapshot = sessionSnapshot(runnerWith(run("go"), texts), "s1");
+    const snapshot = await sessionSnapshot(runnerWith(run("go"), texts), "s1");
     expect(snapshot.queuedCount).toBe(40);
     expect(snapshot.queued).toHaveLength(SNAPSHOT_QUEUED_MAX);
     expect(snapshot.queued[0]?.text).toBe(`0 ${"x".repeat(SNAPSHOT_TEXT_MAX - 2)}…`);
     expect(JSON.stringify(snapshot).length).toBeLessThan(8 * 1024);
   });
 
-  it("keeps short texts whole and never ends a preview on half a surrogate pair", () => {
+  it("keeps short texts whole and never ends a preview on half a surrogate pair", async () => {
     // Two UTF-16 units each, after one: the cut at 200 units falls inside an emoji.
     const emoji = `a${"😀".repeat(SNAPSHOT_TEXT_MAX)}`;
-    const snapshot = sessionSnapshot(runnerWith(undefined, ["短消息", emoji]), "s1");
+    const snapshot = await sessionSnapshot(runnerWith(undefined, ["短消息", emoji]), "s1");
     expect(snapshot.run).toBeNull();
     expect(snapshot.queued[0]?.text).toBe("短消息");
     const cut = snapshot.queued[1]?.text ?? "";
@@ -53,8 +53,8 @@ describe("sessionSnapshot", () => {
     expect(cut.slice(0, -1)).toBe(`a${"😀".repeat(SNAPSHOT_TEXT_MAX / 2 - 1)}`);
   });
 
-  it("cuts the run's input, which pages show as a one-line title", () => {
-    const snapshot = sessionSnapshot(runnerWith(run("长".repeat(150_000)), []), "s1");
+  it("cuts the run's input, which pages show as a one-line title", async () => {
+    const snapshot = await sessionSnapshot(runnerWith(run("长".repeat(150_000)), []), "s1");
     expect(snapshot.run?.input).toHaveLength(SNAPSHOT_INPUT_MAX + 1);
     expect(snapshot.active).toBe(true);
   });

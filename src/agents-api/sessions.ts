@@ -76,30 +76,30 @@ export class AgentTaskFeed implements RunFeed {
   on<K extends keyof RunEvents>(event: K, listener: (payload: RunEvents[K]) => void): () => void {
     return this.#events.on(event, listener);
   }
-  getRun(runId: string): RunView | undefined {
+  async getRun(runId: string): Promise<RunView | undefined> {
     return this.#tasks.taskRun(runId);
   }
-  session(sessionId: string): RunSession | undefined {
+  async session(sessionId: string): Promise<RunSession | undefined> {
     return agentSession(sessionId, this.#tasks.tasksOf(sessionId));
   }
   activeRun(sessionId: string): RunView | undefined {
-    const run = this.currentRun(sessionId);
+    const run = this.#tasks.tasksOf(sessionId).at(-1)?.run;
     return run?.status === "running" ? run : undefined;
   }
-  currentRun(sessionId: string): RunView | undefined {
+  async currentRun(sessionId: string): Promise<RunView | undefined> {
     return this.#tasks.tasksOf(sessionId).at(-1)?.run;
   }
-  runs(sessionId: string, limit: number): RunView[] {
+  async runs(sessionId: string, limit: number): Promise<RunView[]> {
     return this.#tasks
       .tasksOf(sessionId)
       .map((task) => task.run)
       .reverse()
       .slice(0, limit);
   }
-  queuedPreview(): QueuedPreview {
+  async queuedPreview(): Promise<QueuedPreview> {
     return { items: [], total: 0 };
   }
-  canView(userId: string, sessionId: string): boolean {
+  async canView(userId: string, sessionId: string): Promise<boolean> {
     return mayViewTasks(userId, sessionId, this.#tasks.tasksOf(sessionId));
   }
 }

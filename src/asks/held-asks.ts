@@ -14,6 +14,8 @@ export interface HeldAsk {
   promise: Promise<AskOutcome>;
   resolve: (outcome: AskOutcome) => void;
   timer: ReturnType<typeof setTimeout>;
+  /** When it was asked among asks of the same millisecond: the order `register` was called in. */
+  order: number;
   /** The settle whose row write is under way: a second one waits for it (one `settled` event per ask). */
   settling?: Promise<boolean>;
 }
@@ -34,6 +36,7 @@ const RETRY_MS = 1_000;
 
 export class HeldAsks {
   readonly #entries = new Map<string, HeldAsk>();
+  #order = 0;
   /** Request ids of the pending asks of each session, in the order they were asked. */
   readonly #bySession = new Map<string, Set<string>>();
   readonly #deps: HeldAsksDeps;
@@ -61,8 +64,10 @@ export class HeldAsks {
 
   /** A session's pending asks, in the order they were asked. */
   pendingOf(sessionId: string): PendingAsk[] {
-    const asks = this.idsOf(sessionId).flatMap((id) => this.#entries.get(id)?.ask ?? []);
-    return asks.sort((a, b) => a.createdAt - b.createdAt);
+    const held = this.idsOf(sessionId).flatMap((id) => this.#entries.get(id) ?? []);
+    // Two asks of one turn are written side by side and their rows may land in either order.
+    held.sort((a, b) => a.ask.createdAt - b.ask.createdAt || a.order - b.order);
+    return held.map((entry) => entry.ask);
   }
 
   values(): IterableIterator<HeldAsk> {
@@ -73,12 +78,18 @@ export class HeldAsks {
     return this.#entries.size;
   }
 
-  track(ask: PendingAsk): void {
+  /** A place in the order of asking, taken when an ask is asked (before its row is written). */
+  nextOrder(): number {
+    this.#order += 1;
+    return this.#order;
+  }
+
+  track(ask: PendingAsk, order = this.nextOrder()): void {
     let resolve!: (outcome: AskOutcome) => void;
     const promise = new Promise<AskOutcome>((r) => {
       resolve = r;
     });
-    this.#entries.set(ask.requestId, { ask, promise, resolve, timer: this.timer(ask) });
+    this.#entries.set(ask.requestId, { ask, promise, resolve, timer: this.timer(ask), order });
     const ids = this.#bySession.get(ask.sessionId) ?? new Set<string>();
     ids.add(ask.requestId);
     this.#bySession.set(ask.sessionId, ids);

@@ -83,6 +83,7 @@ export class AskRegistry {
     declinable?: boolean;
   }): Promise<PendingAsk> {
     const createdAt = this.#deps.now();
+    const order = this.#held.nextOrder();
     const ask: PendingAsk = {
       requestId: this.#deps.newId(),
       sessionId: input.sessionId,
@@ -101,7 +102,7 @@ export class AskRegistry {
     };
     // The row first: an ask that could not be written is not asked (the caller gets the error).
     if (!ask.elicitation) await this.#deps.store?.insert(ask);
-    this.#held.track(ask);
+    this.#held.track(ask, order);
     this.#events.emit("registered", ask);
     return ask;
   }

@@ -25,26 +25,26 @@ export const VIEW_MEMBERSHIP_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** What the rule reads of the bot's sessions (harness/run-reads.ts). */
 export interface ViewFacts {
-  getSession(sessionId: string): SessionInfo | undefined;
-  currentRun(sessionId: string): RunView | undefined;
-  hasQueuedFrom(sessionId: string, userId: string): boolean;
-  lastSeenInChat(sessionId: string, userId: string): number | undefined;
+  getSession(sessionId: string): Promise<SessionInfo | undefined>;
+  currentRun(sessionId: string): Promise<RunView | undefined>;
+  hasQueuedFrom(sessionId: string, userId: string): Promise<boolean>;
+  lastSeenInChat(sessionId: string, userId: string): Promise<number | undefined>;
   now(): number;
 }
 
-export function canViewSession(runner: ViewFacts, userId: string, sessionId: string): boolean {
-  const session = runner.getSession(sessionId);
+export async function canViewSession(runner: ViewFacts, userId: string, sessionId: string): Promise<boolean> {
+  const session = await runner.getSession(sessionId);
   if (!session) return false;
   if (session.chatType === "group") {
     // A topic's card is in its group for every member to open: the group's members may view it too.
     const group = parentGroupSessionId(session);
     for (const chat of group === undefined ? [sessionId] : [sessionId, group]) {
-      const lastSeen = runner.lastSeenInChat(chat, userId);
+      const lastSeen = await runner.lastSeenInChat(chat, userId);
       if (lastSeen !== undefined && runner.now() - lastSeen <= VIEW_MEMBERSHIP_MS) return true;
     }
   } else if (session.ownerId === userId) {
     return true;
   }
-  if (runner.currentRun(sessionId)?.senderId === userId) return true;
+  if ((await runner.currentRun(sessionId))?.senderId === userId) return true;
   return runner.hasQueuedFrom(sessionId, userId);
 }

@@ -20,23 +20,29 @@ export type ActionResult<T = object> =
 /** The runner's events are the feed's (domain/run-feed.ts). */
 export type RunnerEvents = RunEvents;
 
-/** What a channel may do to the bot's own runs (harness/runner.ts). */
-export interface RunCommands {
-  /** A channel's inbound message, written with `claim` (its de-duplication row) in one transaction. */
+/**
+ * What a channel may do to the bot's own runs (harness/runner.ts). `Tx`: the store's transaction, as the
+ * runner's store gives it (store/sql.ts StoreSql); the domain names no store.
+ */
+export interface RunCommands<Tx = unknown> {
+  /**
+   * A channel's inbound message, written with `claim` (its de-duplication row) in one transaction: `claim`
+   * writes through `tx` (never around it: on SQLite the transaction holds the file's one connection).
+   */
   accept(
     input: { session: SessionInfo; senderId: string; text: string; source?: Record<string, unknown> },
-    claim: () => boolean,
-  ): SubmitResult | undefined;
+    claim: (tx: Tx) => Promise<boolean>,
+  ): Promise<SubmitResult | undefined>;
   cancel(sessionId: string, userId: string): ActionResult;
   abandon(runId: string, reason: string): ActionResult;
-  replace(sessionId: string, userId: string): ActionResult;
+  replace(sessionId: string, userId: string): Promise<ActionResult>;
   retry(
     sessionId: string,
     userId: string,
     source?: Record<string, unknown>,
-  ): ActionResult<{ result: SubmitResult }>;
-  promote(queueId: string, userId: string): ActionResult<{ position: number }>;
-  unqueue(queueId: string, userId: string): ActionResult;
+  ): Promise<ActionResult<{ result: SubmitResult }>>;
+  promote(queueId: string, userId: string): Promise<ActionResult<{ position: number }>>;
+  unqueue(queueId: string, userId: string): Promise<ActionResult>;
 }
 
 /**
@@ -44,13 +50,13 @@ export interface RunCommands {
  * reads a channel needs to act (its session, the run a click names, the queue). Everything a reader
  * shows comes from the joined feed (`RunFeed`), not from here.
  */
-export interface SessionRuns extends RunCommands {
-  getSession(sessionId: string): SessionInfo | undefined;
+export interface SessionRuns<Tx = unknown> extends RunCommands<Tx> {
+  getSession(sessionId: string): Promise<SessionInfo | undefined>;
   activeRun(sessionId: string): RunView | undefined;
-  currentRun(sessionId: string): RunView | undefined;
-  queued(sessionId: string): QueuedMessage[];
+  currentRun(sessionId: string): Promise<RunView | undefined>;
+  queued(sessionId: string): Promise<QueuedMessage[]>;
   /** The person wrote or clicked in the session's chat just now (the viewing rule, domain/access.ts). */
-  noteInChat(sessionId: string, userId: string): void;
+  noteInChat(sessionId: string, userId: string): Promise<void>;
 }
 
 /**

@@ -13,19 +13,19 @@ import type { Channel, QueuedMessage, RunView, SessionTopic } from "./types.ts";
  */
 export interface RunFeed {
   on<K extends keyof RunEvents>(event: K, listener: (payload: RunEvents[K]) => void): () => void;
-  getRun(runId: string): RunView | undefined;
-  /** The session's run that is going on now. */
+  getRun(runId: string): Promise<RunView | undefined>;
+  /** The session's run that is going on now, in this process (its memory, never a read). */
   activeRun(sessionId: string): RunView | undefined;
   /** The active run, or else the most recent one. */
-  currentRun(sessionId: string): RunView | undefined;
+  currentRun(sessionId: string): Promise<RunView | undefined>;
   /** A session's runs, newest first. */
-  runs(sessionId: string, limit: number): RunView[];
+  runs(sessionId: string, limit: number): Promise<RunView[]>;
   /** The first `limit` queued messages (texts cut to `chars`) and how many are queued; none where nothing queues. */
-  queuedPreview(sessionId: string, limit: number, chars: number): QueuedPreview;
+  queuedPreview(sessionId: string, limit: number, chars: number): Promise<QueuedPreview>;
   /** The session as its readers show it, or undefined when this feed does not hold it. */
-  session(sessionId: string): RunSession | undefined;
+  session(sessionId: string): Promise<RunSession | undefined>;
   /** Whether the person may view the session's runs (domain/access.ts for the bot's own). */
-  canView(userId: string, sessionId: string): boolean;
+  canView(userId: string, sessionId: string): Promise<boolean>;
 }
 
 export interface QueuedPreview {
@@ -58,7 +58,14 @@ export interface RunEvents extends Record<string, unknown> {
    * A run began: from a message, from the queue (`queueId`), from a retry, or resumed after a restart.
    * `card` says where its progress card goes; a run without one (a web session's) has none.
    */
-  run_started: { run: RunView; card: CardPlacement | undefined; resumed: boolean; queueId?: string };
+  run_started: {
+    run: RunView;
+    card: CardPlacement | undefined;
+    resumed: boolean;
+    queueId?: string;
+    /** The run's session as its readers show it, when the feed has it at hand (the bot's runs). */
+    session?: RunSession;
+  };
   run_updated: RunView;
   /** The session's queue changed (never for a session that queues nothing). */
   queue_changed: { sessionId: string; queued: QueuedMessage[] };
@@ -92,7 +99,10 @@ export function joinFeeds(...initial: RunFeed[]): JoinedFeed {
   const feeds = [...initial];
   /** Each listener as a way to subscribe it to one more feed, and its subscriptions so far. */
   const listeners: { subscribe: (feed: RunFeed) => () => void; offs: (() => void)[] }[] = [];
-  const holder = (sessionId: string) => feeds.find((feed) => feed.session(sessionId) !== undefined);
+  const holder = async (sessionId: string): Promise<RunFeed | undefined> => {
+    for (const feed of feeds) if ((await feed.session(sessionId)) !== undefined) return feed;
+    return undefined;
+  };
   return {
     add(feed) {
       feeds.push(feed);
@@ -108,19 +118,27 @@ export function joinFeeds(...initial: RunFeed[]): JoinedFeed {
         if (at >= 0) listeners.splice(at, 1);
       };
     },
-    getRun(runId) {
+    async getRun(runId) {
       for (const feed of feeds) {
-        const run = feed.getRun(runId);
+        const run = await feed.getRun(runId);
         if (run) return run;
       }
       return undefined;
     },
-    session: (sessionId) => holder(sessionId)?.session(sessionId),
-    activeRun: (sessionId) => holder(sessionId)?.activeRun(sessionId),
-    currentRun: (sessionId) => holder(sessionId)?.currentRun(sessionId),
-    runs: (sessionId, limit) => holder(sessionId)?.runs(sessionId, limit) ?? [],
-    queuedPreview: (sessionId, limit, chars) =>
-      holder(sessionId)?.queuedPreview(sessionId, limit, chars) ?? NO_QUEUE,
-    canView: (userId, sessionId) => holder(sessionId)?.canView(userId, sessionId) ?? false,
+    session: async (sessionId) => (await holder(sessionId))?.session(sessionId),
+    // In memory in each feed, and session ids are never shared: the first that has one.
+    activeRun: (sessionId) => {
+      for (const feed of feeds) {
+        const run = feed.activeRun(sessionId);
+        if (run) return run;
+      }
+      return undefined;
+    },
+    currentRun: async (sessionId) => (await holder(sessionId))?.currentRun(sessionId),
+    runs: async (sessionId, limit) => (await (await holder(sessionId))?.runs(sessionId, limit)) ?? [],
+    queuedPreview: async (sessionId, limit, chars) =>
+      (await (await holder(sessionId))?.queuedPreview(sessionId, limit, chars)) ?? NO_QUEUE,
+    canView: async (userId, sessionId) =>
+      (await (await holder(sessionId))?.canView(userId, sessionId)) ?? false,
   };
 }

@@ -4,6 +4,7 @@ import type { RunFeed } from "../domain/run-feed.ts";
 import type { Logger } from "../logger.ts";
 import type { CardEntityStore } from "../store/cardkit.ts";
 import type { FeishuStore } from "../store/feishu.ts";
+import type { StoreSql } from "../store/sql.ts";
 import type { AskTimes } from "./ask-deadline.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
 import type { Limiter } from "./limits.ts";
@@ -14,7 +15,7 @@ import type { FeishuMetrics } from "./metrics.ts";
 export interface FeishuChannelOptions {
   messenger: FeishuMessenger;
   /** The bot's sessions and what may be done to its runs (harness/runner.ts behind domain/ports.ts). */
-  runner: SessionRuns;
+  runner: SessionRuns<StoreSql>;
   /** Every run the cards show, the bot's and outside agents' (core.runs): the cards follow this feed. */
   runs: RunFeed;
   registry: AskRegistry;

@@ -3,6 +3,7 @@ import type { AskSurface } from "../domain/ports.ts";
 import { feishuGroupSessionId } from "../domain/session-id.ts";
 import type { SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
+import type { StoreSql } from "../store/sql.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings/index.ts";
 import { allowedBy, feishuSource, ownsPlacement } from "./apps.ts";
@@ -130,6 +131,7 @@ export class FeishuChannel implements AskSurface {
       }),
       runs.on("run_updated", (run) => lifecycle.runUpdated(run)),
       runs.on("queue_changed", ({ sessionId, queued }) => {
+        this.#book.queueChanged(sessionId, queued.length);
         this.#background.track(this.queuedCards.reorder(queued));
         // A waiting card says a message is queued behind its question (and offers 取消并处理新消息).
         for (const card of this.#book.all()) if (card.sessionId === sessionId) card.publisher?.request();
@@ -150,8 +152,8 @@ export class FeishuChannel implements AskSurface {
    * Called by the composition root once the service listens, beside the runner's recovery: a card renders
    * its 会话详情 link, and with PORT=0 the public URL is known only then (public-url.ts).
    */
-  repairEnded(): number {
-    const repaired = this.#lifecycle.repairEnded();
+  async repairEnded(): Promise<number> {
+    const repaired = await this.#lifecycle.repairEnded();
     if (repaired > 0) this.#log.info({ cards: repaired }, "sending final states a restart left unsent");
     return repaired;
   }
@@ -168,7 +170,8 @@ export class FeishuChannel implements AskSurface {
     for (const off of this.#off.splice(0)) off();
     // Every publisher, not only the live cards': a forgotten card's late retry must not fire after close.
     this.#lifecycle.close();
-    this.#writes.close();
+    // Never rejects: what the database still refuses is logged and dropped.
+    void this.#writes.close();
   }
 
   canReach(target: { runId: string }): boolean {
@@ -191,8 +194,11 @@ export class FeishuChannel implements AskSurface {
 
   // inbound ------------------------------------------------------------------------------------------
 
-  /** im.message.receive_v1. Returns at once (Feishu redelivers what is not acknowledged within 3 s). */
-  handleMessage(data: Record<string, unknown>): void {
+  /**
+   * im.message.receive_v1. Resolves once the message is recorded (Feishu redelivers what is not acknowledged
+   * within 3 s); what it starts goes on in the background. Rejects when it could not be recorded.
+   */
+  async handleMessage(data: Record<string, unknown>): Promise<void> {
     const parsed = parseMessageEvent(data);
     if (!parsed.ok) {
       this.#log.warn({ error: parsed.error }, "unsupported message event ignored");
@@ -267,19 +273,26 @@ export class FeishuChannel implements AskSurface {
           return;
         }
         // Nothing to answer after all: an ordinary message (its id is already recorded as seen).
-        if (addressed) this.#accept(message, route, text, () => true);
+        if (addressed) return this.#accept(message, route, text, async () => true);
+        return undefined;
       });
       this.#background.track(answering);
       return;
     }
-    this.#accept(message, route, text, markInbound);
+    // On the SQLite file the statement runs on the transaction's own connection, so it is part of it.
+    await this.#accept(message, route, text, async () => markInbound());
   }
 
-  #accept(message: InboundMessage, route: InboundRoute, text: string, markInbound: () => boolean): void {
+  async #accept(
+    message: InboundMessage,
+    route: InboundRoute,
+    text: string,
+    markInbound: (tx: StoreSql) => Promise<boolean>,
+  ): Promise<void> {
     const replyText = (reply: string) => this.#replyText(message, route.session, reply);
     const source = feishuSource(this.#o.appId, message.messageId, message.chatId);
     if (route.kind === "topic") this.noteChatMember(message.chatId, message.senderOpenId);
-    const result = this.#o.runner.accept(
+    const result = await this.#o.runner.accept(
       { session: route.session, senderId: message.senderOpenId, text, source },
       markInbound,
     );
@@ -339,6 +352,6 @@ export class FeishuChannel implements AskSurface {
   }
 
   noteChatMember(chatId: string, userId: string): void {
-    this.#o.runner.noteInChat(feishuGroupSessionId(this.#o.appId, chatId), userId);
+    this.#background.track(this.#o.runner.noteInChat(feishuGroupSessionId(this.#o.appId, chatId), userId));
   }
 }

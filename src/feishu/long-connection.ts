@@ -34,10 +34,10 @@ export function createEventDispatcher(
   });
   // card.action.trigger is not in the SDK's generated handler typings (§4.3), hence the type argument.
   return dispatcher.register<{ "card.action.trigger": (data: Flat) => Promise<Flat> }>({
-    // Return at once: the SDK acks the frame only after the handler resolves, and a late ack is redelivered (§5).
-    // A throw (the event could not be recorded) makes the SDK answer code 500, and Feishu redelivers it.
-    "im.message.receive_v1": (data: Flat) => {
-      deliverMessage(handlers, data, log);
+    // Resolve once recorded: the SDK acks the frame only after the handler resolves, and a late ack is
+    // redelivered (§5). A rejection (not recorded) makes the SDK answer code 500, and Feishu redelivers it.
+    "im.message.receive_v1": async (data: Flat) => {
+      await deliverMessage(handlers, data, log);
     },
     "card.action.trigger": async (data: Flat) => {
       const answer = await answerCardAction(handlers, data, {

@@ -64,6 +64,7 @@ export class QueuedCards {
         state: "queued",
       });
     const replying = (async () => {
+      const thread = threadReply(await this.#o.runner.getSession(queued.sessionId));
       // Refused by the audit, the card is sent again with less of the message (same uuid: a refused reply
       // created no message), as progress cards are.
       for (;;) {
@@ -73,7 +74,7 @@ export class QueuedCards {
             // topics: a message queued inside a topic gets its card in the topic too.
             this.#o.messenger.replyCard(where.sourceMessageId, card, {
               uuid: `q-${queued.id}`,
-              ...threadReply(this.#o.runner.getSession(queued.sessionId)),
+              ...thread,
             }),
           );
           return { sent, card };
@@ -161,7 +162,7 @@ export class QueuedCards {
   ): Promise<void> {
     if (state === "withdrawn") return this.#send(queueId, row.messageId, withdrawn.view, withdrawn.redaction);
     const current = this.#o.store.queuedCard(queueId);
-    const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
+    const index = (await this.#o.runner.queued(row.sessionId)).findIndex((q) => q.id === queueId);
     if (!current || index < 0) return;
     const view: QueuedCardView = {
       sessionId: row.sessionId,
@@ -176,14 +177,14 @@ export class QueuedCards {
   }
 
   /** The card a callback answers with, for a message still in line (or just withdrawn). */
-  cardFor(
+  async cardFor(
     queueId: string,
     state: "queued" | "withdrawn",
     message: { senderId: string; text: string },
-  ): Card | undefined {
+  ): Promise<Card | undefined> {
     const row = this.#o.store.queuedCard(queueId);
     if (!row) return undefined;
-    const index = this.#o.runner.queued(row.sessionId).findIndex((q) => q.id === queueId);
+    const index = (await this.#o.runner.queued(row.sessionId)).findIndex((q) => q.id === queueId);
     const card = this.#card({
       sessionId: row.sessionId,
       queueId,

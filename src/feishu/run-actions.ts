@@ -89,7 +89,7 @@ async function replaceRun(
   const { runner } = deps;
   const run = runner.activeRun(value.sessionId);
   if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
-  const result = runner.replace(value.sessionId, operator);
+  const result = await runner.replace(value.sessionId, operator);
   if (!result.ok) {
     if (result.reason === "forbidden") return toast("error", strings.feishu.onlySender);
     return toast(
@@ -101,7 +101,11 @@ async function replaceRun(
   return withCard(toast("success", strings.asks.replaced), active && deps.cards.render(active));
 }
 
-function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string): CallbackResult {
+async function retryRun(
+  deps: CardActionDeps,
+  value: ProgressValue,
+  operator: string,
+): Promise<CallbackResult> {
   const { runner, store } = deps;
   const row = store.cardForRun(value.runId);
   const source = row
@@ -109,9 +113,9 @@ function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string):
       ? feishuSource(deps.appId, row.sourceMessageId, row.chatId)
       : { channel: "feishu", messageId: row.sourceMessageId, chatId: row.chatId }
     : undefined;
-  const last = runner.currentRun(value.sessionId);
+  const last = await runner.currentRun(value.sessionId);
   if (!last || last.id !== value.runId) return toast("info", strings.feishu.notRetryable);
-  const result = runner.retry(value.sessionId, operator, source);
+  const result = await runner.retry(value.sessionId, operator, source);
   if (!result.ok)
     return toast(
       "error",
@@ -120,12 +124,16 @@ function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string):
   return toast("success", strings.feishu.retried);
 }
 
-export function queueAction(deps: CardActionDeps, value: QueueValue, operator: string): CallbackResult {
+export async function queueAction(
+  deps: CardActionDeps,
+  value: QueueValue,
+  operator: string,
+): Promise<CallbackResult> {
   const { runner } = deps;
-  const queued = runner.queued(value.sessionId).find((q) => q.id === value.queueId);
+  const queued = (await runner.queued(value.sessionId)).find((q) => q.id === value.queueId);
   if (!queued) return toast("info", strings.feishu.queueGone);
   if (value.act === "promote") {
-    const result = runner.promote(value.queueId, operator);
+    const result = await runner.promote(value.queueId, operator);
     if (!result.ok)
       return toast(
         "error",
@@ -135,18 +143,18 @@ export function queueAction(deps: CardActionDeps, value: QueueValue, operator: s
     return patchedAfter(
       withCard(
         toast("success", strings.feishu.promoted),
-        deps.queuedCards.cardFor(value.queueId, "queued", queued),
+        await deps.queuedCards.cardFor(value.queueId, "queued", queued),
       ),
       followUp,
     );
   }
-  const result = runner.unqueue(value.queueId, operator);
+  const result = await runner.unqueue(value.queueId, operator);
   if (!result.ok)
     return toast(
       "error",
       result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
     );
-  const card = deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
+  const card = await deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
   const followUp = deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
   deps.queuedCards.forget(value.queueId);
   return patchedAfter(withCard(toast("success", strings.feishu.unqueued), card), followUp);

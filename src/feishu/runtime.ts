@@ -5,6 +5,7 @@ import type { RunFeed } from "../domain/run-feed.ts";
 import { CardEntityStore } from "../store/cardkit.ts";
 import type { Db } from "../store/db.ts";
 import { FeishuStore } from "../store/feishu.ts";
+import type { StoreSql } from "../store/sql.ts";
 import type { CardActionDeps } from "./card-action-deps.ts";
 import { handleCardAction } from "./card-actions.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
@@ -26,7 +27,7 @@ import { type FeishuWebhookOptions, mountFeishuWebhook } from "./webhook.ts";
 
 /** What the runtime uses of the core (core.ts), by shape. */
 export interface FeishuCore {
-  runner: SessionRuns;
+  runner: SessionRuns<StoreSql>;
   /** Every run, the runner's and whatever joined (core.runs): what the cards follow. */
   runs: RunFeed;
   registry: AskRegistry;

@@ -8,8 +8,8 @@ import { bilingual, strings } from "../strings/index.ts";
  * follow-ups run only after the answer has gone out (feishu-platform §2.3).
  */
 export interface FeishuEventHandlers {
-  /** im.message.receive_v1, flattened like the SDK does ({...header, ...event}). Must return at once (acknowledge fast) once the event is recorded; the handler does its work in the background. Throws when it could not record the event. */
-  onMessage(data: Record<string, unknown>): void;
+  /** im.message.receive_v1, flattened like the SDK does ({...header, ...event}). Resolves as soon as the event is recorded (acknowledge fast); the handler does its work in the background. Rejects when it could not record the event. */
+  onMessage(data: Record<string, unknown>): Promise<void>;
   /**
    * card.action.trigger, flattened. Resolves with the callback response body ({toast}, {toast, card:{type:"raw",
    * data}} or {}) and a function the transport calls once the response has been SENT and the settle delay has
@@ -41,20 +41,19 @@ export function timeoutResponse(): Record<string, unknown> {
 }
 
 /**
- * Hands a message event over: the handler records it (synchronously) and does its work in the background, so
- * the acknowledgement is quick (Feishu redelivers what is not acknowledged within 3 s, §5). A background
- * failure is logged, never propagated. A synchronous throw means the event was NOT recorded (the database
- * refused): it becomes a 503 the transport must not turn into an acknowledgement, so Feishu redelivers it
- * (webhook: non-2xx; long connection: the SDK answers the frame with code 500).
+ * Hands a message event over: resolves once the handler recorded it (one transaction); its work goes on in
+ * the background, so the acknowledgement is quick (Feishu redelivers what is not acknowledged within 3 s, §5).
+ * A rejection means the event was NOT recorded (the database refused): it becomes a 503 the transport must
+ * not turn into an acknowledgement, so Feishu redelivers it (webhook: non-2xx; long connection: the SDK
+ * answers the frame with code 500).
  */
-export function deliverMessage(
+export async function deliverMessage(
   handlers: FeishuEventHandlers,
   data: Record<string, unknown>,
   log: Logger,
-): void {
-  let result: unknown;
+): Promise<void> {
   try {
-    result = handlers.onMessage(data);
+    await handlers.onMessage(data);
   } catch (error) {
     log.error({ err: error }, "message not recorded; refusing it so Feishu redelivers");
     throw new AppError("INTERNAL", "The event could not be recorded; redeliver it", {
@@ -62,8 +61,6 @@ export function deliverMessage(
       status: 503,
     });
   }
-  if (result instanceof Promise)
-    result.catch((error: unknown) => log.error({ err: error }, "message handler failed"));
 }
 
 export interface AnsweredCardAction {

@@ -123,7 +123,7 @@ async function dispatch(
 ): Promise<void> {
   switch (eventType) {
     case "im.message.receive_v1":
-      deliverMessage(options.handlers, data, log);
+      await deliverMessage(options.handlers, data, log);
       res.json({});
       return;
     case "card.action.trigger": {

@@ -30,10 +30,23 @@ export function logActivity(deps: {
   const offs = [
     deps.runs.on("run_started", ({ run, resumed }) => {
       open.add(run.id);
-      const channel = deps.runs.session(run.sessionId)?.channel;
-      log.info(
-        { runId: run.id, sessionId: run.sessionId, senderId: run.senderId, channel, resumed },
-        resumed ? "task resumed" : "task started",
+      void deps.runs.session(run.sessionId).then(
+        (session) =>
+          log.info(
+            {
+              runId: run.id,
+              sessionId: run.sessionId,
+              senderId: run.senderId,
+              channel: session?.channel,
+              resumed,
+            },
+            resumed ? "task resumed" : "task started",
+          ),
+        () =>
+          log.info(
+            { runId: run.id, sessionId: run.sessionId, senderId: run.senderId, resumed },
+            resumed ? "task resumed" : "task started",
+          ),
       );
       if (isTerminal(run)) finished(run);
     }),

@@ -19,7 +19,7 @@ export interface CommandDeps {
     senderId: string;
     text: string;
     source?: Record<string, unknown>;
-  }) => SubmitResult;
+  }) => Promise<SubmitResult>;
 }
 
 /** Only the run's sender may cancel it. */
@@ -50,54 +50,70 @@ export function abandonRun(deps: CommandDeps, runId: string, reason: string): Ac
  * 取消并处理新消息: the sender lets the message queued behind a question replace the run. Its asks end as
  * superseded, the run as cancelled, and the queue runs next as after any cancel.
  */
-export function replaceRun(deps: CommandDeps, sessionId: string, userId: string): ActionResult {
+export async function replaceRun(
+  deps: CommandDeps,
+  sessionId: string,
+  userId: string,
+): Promise<ActionResult> {
   const active = deps.live.active.get(sessionId);
   if (!active) return { ok: false, reason: "not_running" };
   if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
-  if (deps.store.queued(sessionId).length === 0) return { ok: false, reason: "not_found" };
+  if ((await deps.store.queue.count(sessionId)) === 0) return { ok: false, reason: "not_found" };
+  // The run may have ended while the queue was read: then there is nothing to replace.
+  if (deps.live.active.get(sessionId) !== active) return { ok: false, reason: "not_running" };
   void deps.registry.supersede(sessionId, ASK_ERRORS.cancelled);
   active.controller.abort(new CancelledError());
   return { ok: true };
 }
 
 /** Re-runs the last input of a failed or cancelled run, as its sender. */
-export function retryRun(
+export async function retryRun(
   deps: CommandDeps,
   sessionId: string,
   userId: string,
   source?: Record<string, unknown>,
-): ActionResult<{ result: SubmitResult }> {
+): Promise<ActionResult<{ result: SubmitResult }>> {
   if (deps.live.active.has(sessionId)) return { ok: false, reason: "not_retryable" };
-  const last = deps.store.latestRun(sessionId);
+  const last = await deps.store.latestRun(sessionId);
   if (!last) return { ok: false, reason: "not_found" };
   if (last.senderId !== userId) return { ok: false, reason: "forbidden" };
   if (last.status !== "failed" && last.status !== "cancelled") return { ok: false, reason: "not_retryable" };
   return {
     ok: true,
-    result: deps.submit({ sessionId, senderId: userId, text: last.input, ...(source ? { source } : {}) }),
+    result: await deps.submit({
+      sessionId,
+      senderId: userId,
+      text: last.input,
+      ...(source ? { source } : {}),
+    }),
   };
 }
 
 /** 插队: only the queued message's sender may move it to the front. */
-export function promoteQueued(
+export async function promoteQueued(
   deps: CommandDeps,
   queueId: string,
   userId: string,
-): ActionResult<{ position: number }> {
-  const queued = deps.store.getQueued(queueId);
+): Promise<ActionResult<{ position: number }>> {
+  const queued = await deps.store.queue.get(queueId);
   if (!queued) return { ok: false, reason: "not_found" };
   if (queued.senderId !== userId) return { ok: false, reason: "forbidden" };
-  deps.store.moveToFront(queueId);
+  // Taken off the queue (run, or withdrawn) since it was read: nothing to move.
+  if (!(await deps.store.queue.moveToFront(queueId))) return { ok: false, reason: "not_found" };
   deps.emitQueue(queued.sessionId);
   return { ok: true, position: 1 };
 }
 
 /** 取消排队: only the queued message's sender may withdraw it. */
-export function unqueueMessage(deps: CommandDeps, queueId: string, userId: string): ActionResult {
-  const queued = deps.store.getQueued(queueId);
+export async function unqueueMessage(
+  deps: CommandDeps,
+  queueId: string,
+  userId: string,
+): Promise<ActionResult> {
+  const queued = await deps.store.queue.get(queueId);
   if (!queued) return { ok: false, reason: "not_found" };
   if (queued.senderId !== userId) return { ok: false, reason: "forbidden" };
-  deps.store.removeQueued(queueId);
+  if (!(await deps.store.queue.remove(queueId))) return { ok: false, reason: "not_found" };
   deps.emitQueue(queued.sessionId);
   return { ok: true };
 }

@@ -44,15 +44,15 @@ export interface ContextDeps {
   emitUpdate: (run: RunView) => void;
 }
 
-export function agentContext(
+export async function agentContext(
   deps: ContextDeps,
   session: SessionInfo,
   run: RunView,
   signal: AbortSignal,
   resumed: boolean,
-): AgentContext {
+): Promise<AgentContext> {
   const { dispatcher, store, turns } = deps;
-  const pendingTurns: PendingTurn[] = resumed ? (turns?.ofRun(run.id) ?? []) : [];
+  const pendingTurns: PendingTurn[] = resumed ? ((await turns?.ofRun(run.id)) ?? []) : [];
   const callTools = createTurnRunner(
     { dispatcher, store, turns, newId: deps.newId, now: deps.now, touch: deps.touch },
     session,
@@ -67,7 +67,7 @@ export function agentContext(
     runId: run.id,
     senderId: run.senderId,
     input: run.input,
-    history: store.history(session.id),
+    history: await store.history(session.id),
     resumed,
     pendingTurns: pendingTurns.map((turn) => ({
       text: turn.text,

@@ -41,15 +41,15 @@ export class RunReads {
     this.#read = deps;
   }
 
-  getSession(sessionId: string): SessionInfo | undefined {
+  getSession(sessionId: string): Promise<SessionInfo | undefined> {
     return this.#read.store.getSession(sessionId);
   }
 
-  session(sessionId: string): RunSession | undefined {
-    return feedSession(this.getSession(sessionId));
+  async session(sessionId: string): Promise<RunSession | undefined> {
+    return feedSession(await this.getSession(sessionId));
   }
 
-  canView(userId: string, sessionId: string): boolean {
+  canView(userId: string, sessionId: string): Promise<boolean> {
     return canViewSession(this, userId, sessionId);
   }
 
@@ -58,7 +58,7 @@ export class RunReads {
   }
 
   /** The active run, or else the most recent one. */
-  currentRun(sessionId: string): RunView | undefined {
+  async currentRun(sessionId: string): Promise<RunView | undefined> {
     return this.activeRun(sessionId) ?? this.#read.store.latestRun(sessionId);
   }
 
@@ -67,31 +67,39 @@ export class RunReads {
    * whose write is still being retried, else as saved. Channels render cards from this, so it must be the
    * newest state the runner knows, not only the one on disk.
    */
-  getRun(runId: string): RunView | undefined {
+  async getRun(runId: string): Promise<RunView | undefined> {
+    return this.liveRun(runId) ?? this.#read.store.getRun(runId);
+  }
+
+  /** The run's state in this process's memory, when it has one newer than its row. */
+  liveRun(runId: string): RunView | undefined {
     for (const active of this.live.active.values()) if (active.run.id === runId) return active.run;
-    return this.live.halted.get(runId) ?? this.live.unsaved.get(runId) ?? this.#read.store.getRun(runId);
+    return this.live.halted.get(runId) ?? this.live.unsaved.get(runId);
   }
 
   /** A session's runs, newest first, the active one as it is now. */
-  runs(sessionId: string, limit: number): RunView[] {
+  async runs(sessionId: string, limit: number): Promise<RunView[]> {
     const active = this.activeRun(sessionId);
-    return this.#read.store
-      .recentRuns(sessionId, limit)
-      .map((run) => (active && run.id === active.id ? active : run));
+    const saved = await this.#read.store.recentRuns(sessionId, limit);
+    return saved.map((run) => (active && run.id === active.id ? active : run));
   }
 
-  queued(sessionId: string): QueuedMessage[] {
-    return this.#read.store.queued(sessionId);
+  queued(sessionId: string): Promise<QueuedMessage[]> {
+    return this.#read.store.queue.queued(sessionId);
   }
 
   /** What a snapshot shows of the queue: the first `limit`, texts cut to `chars`, and how many wait in all. */
-  queuedPreview(sessionId: string, limit: number, chars: number): QueuedPreview {
-    const { store } = this.#read;
-    return { items: store.queuedPreview(sessionId, limit, chars), total: store.queuedCount(sessionId) };
+  async queuedPreview(sessionId: string, limit: number, chars: number): Promise<QueuedPreview> {
+    const { queue } = this.#read.store;
+    const [items, total] = await Promise.all([
+      queue.preview(sessionId, limit, chars),
+      queue.count(sessionId),
+    ]);
+    return { items, total };
   }
 
-  hasQueuedFrom(sessionId: string, userId: string): boolean {
-    return this.#read.store.hasQueuedFrom(sessionId, userId);
+  hasQueuedFrom(sessionId: string, userId: string): Promise<boolean> {
+    return this.#read.store.queue.hasFrom(sessionId, userId);
   }
 
   now(): number {
@@ -99,12 +107,12 @@ export class RunReads {
   }
 
   /** `userId` wrote to the bot, or clicked one of its cards, in the session's chat just now. */
-  noteInChat(sessionId: string, userId: string): void {
-    this.#read.members?.note(sessionId, userId, this.#read.now());
+  async noteInChat(sessionId: string, userId: string): Promise<void> {
+    await this.#read.members?.note(sessionId, userId, this.#read.now());
   }
 
   /** When `userId` was last seen in the session's chat, if ever. */
-  lastSeenInChat(sessionId: string, userId: string): number | undefined {
+  async lastSeenInChat(sessionId: string, userId: string): Promise<number | undefined> {
     return this.#read.members?.lastSeen(sessionId, userId);
   }
 }

@@ -2,13 +2,15 @@ import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
 import type { ActionResult, RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
-import type { QueuedMessage, RunView, SessionInfo } from "../domain/types.ts";
+import type { RunView, SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
+import type { StoreSql } from "../store/sql.ts";
 import type { TurnStore } from "../store/turns.ts";
 import { RetriedWrites } from "../store/write-retry.ts";
 import { Emitter } from "../util/emitter.ts";
+import { KeyedLock } from "../util/keyed-lock.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { Agent } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
@@ -29,7 +31,8 @@ import {
   interrupted,
   snapshot,
 } from "./run-context.ts";
-import { type ActiveRun, placementOf, RunReads } from "./run-reads.ts";
+import { type IntakeDeps, takeIn, takeNext } from "./run-intake.ts";
+import { type ActiveRun, feedSession, placementOf, RunReads } from "./run-reads.ts";
 import { ShutdownError } from "./shutdown.ts";
 
 /** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
@@ -58,13 +61,18 @@ export interface RunnerDeps {
  * retry re-runs the last input; runs a crash interrupted are resumed on start. Its reads are RunReads
  * (run-reads.ts), its commands' rules run-commands.ts, a run's agent context run-context.ts.
  */
-export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
+export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, RunFeed {
   readonly #deps: RunnerDeps;
   readonly #events: Emitter<RunnerEvents>;
   /** Writes the database refused (a run's state, an ended run's clean-up, a queue's next run): retried. */
   readonly #writes: RetriedWrites;
   readonly #commands: CommandDeps;
   readonly #context: ContextDeps;
+  /** "A run under way? then queue, else start" happens for one message of a session at a time. */
+  readonly #sessions = new KeyedLock();
+  /** The latest state handed to the writes, per run: a run is dropped from `unsaved` once that one landed. */
+  readonly #stamps = new Map<string, number>();
+  readonly #intake: IntakeDeps;
   #stopping = false;
 
   constructor(deps: RunnerDeps) {
@@ -72,6 +80,14 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     this.#deps = deps;
     this.#events = new Emitter<RunnerEvents>((error, event) => deps.onListenerError(error, String(event)));
     this.#writes = new RetriedWrites(deps.logger);
+    this.#intake = {
+      store: deps.store,
+      members: deps.members,
+      now: deps.now,
+      newId: deps.newId,
+      maxQueued: deps.maxQueued ?? DEFAULT_MAX_QUEUED,
+      busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping,
+    };
     this.#commands = {
       live: this.live,
       store: deps.store,
@@ -95,21 +111,21 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
   }
 
   /** `session.ownerId` is whoever the session is opened for now (a chat's sender): they are seen in its chat. */
-  ensureSession(session: SessionInfo): SessionInfo {
-    this.#deps.store.upsertSession(session);
-    this.noteInChat(session.id, session.ownerId);
-    return this.#deps.store.getSession(session.id) ?? session;
+  async ensureSession(session: SessionInfo): Promise<SessionInfo> {
+    await this.#deps.store.upsertSession(session);
+    await this.noteInChat(session.id, session.ownerId);
+    return (await this.#deps.store.getSession(session.id)) ?? session;
   }
 
-  submit(input: {
+  async submit(input: {
     sessionId: string;
     senderId: string;
     text: string;
     source?: Record<string, unknown>;
-  }): SubmitResult {
-    const session = this.#deps.store.getSession(input.sessionId);
+  }): Promise<SubmitResult> {
+    const session = await this.#deps.store.getSession(input.sessionId);
     if (!session) throw new Error(`Unknown session ${input.sessionId}`);
-    const result = this.#persistAndStart(session, input, () => true);
+    const result = await this.#persistAndStart(session, input, async () => true);
     if (!result) throw new Error("unreachable: an unconditional submit always writes");
     return result;
   }
@@ -122,8 +138,8 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
    */
   accept(
     input: { session: SessionInfo; senderId: string; text: string; source?: Record<string, unknown> },
-    claim: () => boolean,
-  ): SubmitResult | undefined {
+    claim: (tx: StoreSql) => Promise<boolean>,
+  ): Promise<SubmitResult | undefined> {
     return this.#persistAndStart(input.session, input, claim, true);
   }
 
@@ -135,7 +151,7 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     return abandonRun(this.#commands, runId, reason);
   }
 
-  replace(sessionId: string, userId: string): ActionResult {
+  replace(sessionId: string, userId: string): Promise<ActionResult> {
     return replaceRun(this.#commands, sessionId, userId);
   }
 
@@ -143,37 +159,54 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     sessionId: string,
     userId: string,
     source?: Record<string, unknown>,
-  ): ActionResult<{ result: SubmitResult }> {
+  ): Promise<ActionResult<{ result: SubmitResult }>> {
     return retryRun(this.#commands, sessionId, userId, source);
   }
 
-  promote(queueId: string, userId: string): ActionResult<{ position: number }> {
+  promote(queueId: string, userId: string): Promise<ActionResult<{ position: number }>> {
     return promoteQueued(this.#commands, queueId, userId);
   }
 
-  unqueue(queueId: string, userId: string): ActionResult {
+  unqueue(queueId: string, userId: string): Promise<ActionResult> {
     return unqueueMessage(this.#commands, queueId, userId);
   }
 
   /** On start: resume runs a crash left unfinished, then run what is queued. */
-  recover(): RunView[] {
+  async recover(): Promise<RunView[]> {
+    const { store, turns } = this.#deps;
     const resumed: RunView[] = [];
-    for (const run of this.#deps.store.unfinishedRuns()) {
-      const session = this.#deps.store.getSession(run.sessionId);
+    for (const run of await store.unfinishedRuns()) {
+      const session = await store.getSession(run.sessionId);
       if (!session || this.live.active.has(session.id)) continue;
-      const launched = this.#launch(session, interrupted(run, this.#deps.turns?.ofRun(run.id) ?? []), true);
-      const card = placementOf(this.#deps.store.runSource(run.id));
-      this.#events.emit("run_started", { run: snapshot(launched), card, resumed: true });
+      const waiting = (await turns?.ofRun(run.id)) ?? [];
+      const card = placementOf(await store.runSource(run.id));
+      if (this.live.active.has(session.id)) continue;
+      const launched = this.#launch(session, interrupted(run, waiting), true);
+      const shown = feedSession(session);
+      this.#events.emit("run_started", {
+        run: snapshot(launched),
+        card,
+        resumed: true,
+        ...(shown ? { session: shown } : {}),
+      });
       resumed.push(launched);
     }
-    for (const sessionId of this.#deps.store.sessionsWithQueue())
+    for (const sessionId of await store.queue.sessions())
       if (!this.live.active.has(sessionId)) this.#drain(sessionId);
     return resumed;
   }
 
-  /** Resolves when no run is active (runs started by draining the queue included). */
+  /** Resolves when no run is active and their state is written (runs started by draining the queue included). */
   async idle(): Promise<void> {
-    while (this.live.active.size > 0) await Promise.all([...this.live.active.values()].map((a) => a.done));
+    for (;;) {
+      await this.#writes.flushed();
+      if (this.live.active.size === 0) {
+        // Writing may have started the queue's next run; none did once nothing is written or running.
+        if (this.#writes.waiting === 0 || this.#writes.retrying) return;
+        continue;
+      }
+      await Promise.all([...this.live.active.values()].map((a) => a.done));
+    }
   }
 
   /** Stops every run without marking it finished, so the next start resumes it. */
@@ -182,81 +215,40 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     for (const active of this.live.active.values()) active.controller.abort(new ShutdownError());
     await Promise.all([...this.live.active.values()].map((active) => active.done));
     // One last try for state the database refused; what still fails is resumed from disk next start.
-    this.#writes.close();
+    await this.#writes.close();
   }
 
-  #persistAndStart(
+  async #persistAndStart(
     given: SessionInfo,
     input: { senderId: string; text: string; source?: Record<string, unknown> },
-    claim: () => boolean,
+    claim: (tx: StoreSql) => Promise<boolean>,
     upsert = false,
-  ): SubmitResult | undefined {
-    const { store } = this.#deps;
-    // Everything up to the commit is synchronous, so no other submit can start a run in between.
-    const planned = store.transaction(() => {
-      if (!claim()) return undefined;
-      if (upsert) store.upsertSession(given);
-      const session = upsert ? (store.getSession(given.id) ?? given) : given;
-      this.noteInChat(session.id, input.senderId);
-      if (this.live.active.has(session.id) || this.#stopping) {
-        // Unbounded, a busy chat's queue grew without end and every message re-sent every queued card.
-        const limit = this.#deps.maxQueued ?? DEFAULT_MAX_QUEUED;
-        if (store.queuedCount(session.id) >= limit) return { kind: "full" as const, limit };
-        const queued: QueuedMessage = {
-          id: this.#deps.newId(),
-          sessionId: session.id,
-          senderId: input.senderId,
-          text: input.text,
-          ...(input.source ? { source: input.source } : {}),
-          createdAt: this.#deps.now(),
-        };
-        return { kind: "queued" as const, session, queued, position: store.enqueue(queued) };
+  ): Promise<SubmitResult | undefined> {
+    // From the check for a run under way to the run in `live.active`, no other message of the session may
+    // come between: one at a time per session.
+    return this.#sessions.run(given.id, async () => {
+      const planned = await takeIn(this.#intake, given, input, claim, upsert);
+      if (!planned) return undefined;
+      if (planned.kind === "full") return planned;
+      if (planned.kind === "queued") {
+        this.#emitQueue(planned.session.id);
+        return { kind: "queued", queued: planned.queued, position: planned.position };
       }
-      return {
-        kind: "started" as const,
-        session,
-        run: this.#insertRun(session, input.senderId, input.text, input.source),
-      };
+      this.#begin(planned.session, planned.run, input.source, undefined);
+      return { kind: "started", run: planned.run };
     });
-    if (!planned) return undefined;
-    if (planned.kind === "full") return planned;
-    if (planned.kind === "queued") {
-      this.#emitQueue(planned.session.id);
-      return { kind: "queued", queued: planned.queued, position: planned.position };
-    }
-    this.#begin(planned.session, planned.run, input.source, undefined);
-    return { kind: "started", run: planned.run };
-  }
-
-  /** Writes a new run and its user message (inside the caller's transaction); starts nothing. */
-  #insertRun(
-    session: SessionInfo,
-    senderId: string,
-    text: string,
-    source?: Record<string, unknown>,
-  ): RunView {
-    const run: RunView = {
-      id: this.#deps.newId(),
-      sessionId: session.id,
-      senderId,
-      input: text,
-      status: "running",
-      steps: [],
-      startedAt: this.#deps.now(),
-    };
-    this.#deps.store.insertRun(run, source);
-    this.#deps.store.appendMessage(session.id, { role: "user", content: text, runId: run.id });
-    return run;
   }
 
   /** Starts a run whose rows are committed. */
   #begin(session: SessionInfo, run: RunView, source?: Record<string, unknown>, queueId?: string): void {
     this.#launch(session, run, false);
+    const shown = feedSession(session);
     this.#events.emit("run_started", {
       run: snapshot(run),
       card: placementOf(source),
       ...(queueId ? { queueId } : {}),
       resumed: false,
+      ...(shown ? { session: shown } : {}),
     });
   }
 
@@ -277,12 +269,13 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     try {
       // Let the caller see the run before the agent does anything (and before a synchronous agent finishes).
       await Promise.resolve();
-      const result = await agent.run(agentContext(this.#context, session, run, controller.signal, resumed));
+      const context = await agentContext(this.#context, session, run, controller.signal, resumed);
+      const result = await agent.run(context);
       if (controller.signal.aborted) throw abortReason(controller.signal);
       run.status = result.ending === "rejected" ? "rejected" : "completed";
       run.text = result.text;
       if (run.status === "completed" || result.text !== "")
-        store.appendMessage(session.id, { role: "assistant", content: result.text, runId: run.id });
+        await store.appendMessage(session.id, { role: "assistant", content: result.text, runId: run.id });
     } catch (error) {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
       if (reason instanceof ShutdownError) {
@@ -299,7 +292,9 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
     // (the registry retries its own settles).
     for (const ask of registry.getPendingForSession(session.id))
       void registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
-    this.#writes.write(`cleanup:${run.id}`, "run clean-up", () => this.#deps.turns?.dropRun(run.id));
+    void this.#writes.write(`cleanup:${run.id}`, "run clean-up", async () => {
+      await this.#deps.turns?.dropRun(run.id);
+    });
     run.endedAt = this.#deps.now();
     this.live.active.delete(session.id);
     this.#touch(run);
@@ -311,20 +306,15 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
    * the database refuses it, the queue is still intact on disk and is drained again by the retried writes.
    */
   #drain(sessionId: string): void {
-    this.#writes.write(`drain:${sessionId}`, "queue's next run", () => {
-      if (this.live.active.has(sessionId) || this.#stopping) return;
-      const { store } = this.#deps;
-      const started = store.transaction(() => {
-        const session = store.getSession(sessionId);
-        if (!session) return undefined;
-        const next = store.dequeue(sessionId);
-        if (!next) return undefined;
-        return { session, next, run: this.#insertRun(session, next.senderId, next.text, next.source) };
-      });
-      if (!started) return;
-      this.#emitQueue(sessionId);
-      this.#begin(started.session, started.run, started.next.source, started.next.id);
-    });
+    void this.#writes.write(`drain:${sessionId}`, "queue's next run", () =>
+      this.#sessions.run(sessionId, async () => {
+        if (this.live.active.has(sessionId) || this.#stopping) return;
+        const started = await takeNext(this.#intake, sessionId);
+        if (!started) return;
+        this.#emitQueue(sessionId);
+        this.#begin(started.session, started.run, started.next.source, started.next.id);
+      }),
+    );
   }
 
   /**
@@ -336,14 +326,24 @@ export class SessionRunner extends RunReads implements SessionRuns, RunFeed {
   #touch(run: RunView): void {
     const { unsaved } = this.live;
     unsaved.set(run.id, run);
-    this.#writes.write(`run:${run.id}`, "run state", () => {
-      this.#deps.store.saveRun(run);
+    const stamp = (this.#stamps.get(run.id) ?? 0) + 1;
+    this.#stamps.set(run.id, stamp);
+    void this.#writes.write(`run:${run.id}`, "run state", async () => {
+      await this.#deps.store.saveRun(run);
+      // Written as it is now (the write reads the run when it runs); a later change has a later stamp.
+      if (this.#stamps.get(run.id) !== stamp) return;
+      this.#stamps.delete(run.id);
       unsaved.delete(run.id);
     });
     this.#events.emit("run_updated", snapshot(run));
   }
 
+  /** Tells listeners the session's queue changed, as the store has it now (read off this path). */
   #emitQueue(sessionId: string): void {
-    this.#events.emit("queue_changed", { sessionId, queued: this.#deps.store.queued(sessionId) });
+    this.#deps.store.queue.queued(sessionId).then(
+      (queued) => this.#events.emit("queue_changed", { sessionId, queued }),
+      (error: unknown) =>
+        this.#deps.logger.warn({ err: error, sessionId }, "queue not read for its listeners"),
+    );
   }
 }

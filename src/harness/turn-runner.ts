@@ -88,10 +88,14 @@ export function createTurnRunner(
     if (turn && saved && !signal.aborted) {
       saved.result = result;
       saved.summary = summary;
-      turns?.update(turn);
+      await updates.get(turn)?.();
     }
     return { call, id, result, summary };
   };
+
+  // Each call records its result as it returns: one write at a time per turn, so a result recorded on one
+  // connection is never overwritten by an older list landing later on another.
+  const updates = new Map<PendingTurn, () => Promise<void>>();
 
   return async (calls, options) => {
     if (signal.aborted) throw abortReason(signal);
@@ -104,7 +108,12 @@ export function createTurnRunner(
       (turns && calls.some((call) => call.name === ASK_TOOL_NAME)
         ? newTurn(run, session, text, calls, ids, newId, now())
         : undefined);
-    if (turn && !claimed) turns?.save(turn);
+    if (turn && !claimed) await turns?.save(turn);
+    if (turn && turns && !updates.has(turn))
+      updates.set(
+        turn,
+        serially(() => turns.update(turn)),
+      );
     // Wait for every call (none is left running unseen), then fail the turn if any call threw.
     const settled = await Promise.allSettled(
       calls.map((call, index) =>
@@ -134,8 +143,11 @@ export function createTurnRunner(
         }),
       ),
     ];
-    if (turn && turns) turns.finish(turn, messages);
-    else store.appendMessages(session.id, messages);
+    if (turn && turns) {
+      await updates.get(turn)?.();
+      await turns.finish(turn, messages);
+      updates.delete(turn);
+    } else await store.appendMessages(session.id, messages);
     return done.map(({ result }) => result);
   };
 }
@@ -206,4 +218,14 @@ function finishStep(step: Step, result: ToolResult, at: number): void {
 /** A model's raw argument text is kept as written (even when it is not JSON: the model should see its own call). */
 export function argumentsText(args: unknown): string {
   return typeof args === "string" ? args : JSON.stringify(args ?? {});
+}
+
+/** `write` run one at a time: each call waits for the ones before it, then writes what is current. */
+function serially(write: () => Promise<void>): () => Promise<void> {
+  let last: Promise<void> = Promise.resolve();
+  return () => {
+    const next = last.catch(() => undefined).then(write);
+    last = next;
+    return next;
+  };
 }

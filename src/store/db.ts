@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { DatabaseUnavailableError } from "../cluster/errors.ts";
 
 import { MIGRATIONS } from "./migrations.ts";
 
@@ -35,8 +36,12 @@ export function migrate(db: Db): void {
   }
 }
 
-/** SQLite refused (busy, locked, full, read-only, I/O): the data is fine, the write did not happen. */
+/**
+ * The database refused: SQLite busy, locked, full, read-only or I/O, or Postgres unreachable
+ * (DatabaseUnavailableError, 503). The data is fine, the write did not happen.
+ */
 export function isStorageError(error: unknown): boolean {
+  if (error instanceof DatabaseUnavailableError) return true;
   const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
   return typeof code === "string" && code.startsWith("SQLITE_");
 }

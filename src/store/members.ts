@@ -1,29 +1,48 @@
-import type { Db } from "./db.ts";
+import { greatest, run, type StoreSql } from "./sql.ts";
 
 /**
  * The people we know to be in a session's chat: everyone who sent the bot a message there or clicked one
- * of its cards there, with when we last saw them. The viewing rule (domain/access.ts) reads it.
+ * of its cards there, with when we last saw them. The viewing rule (domain/access.ts) reads it. One row per
+ * session and person, on either dialect; a later sighting never moves it back.
  */
 export class SessionMembers {
-  readonly #note;
-  readonly #lastSeen;
+  readonly #store: StoreSql;
 
-  constructor(db: Db) {
-    this.#note = db.prepare(
-      `INSERT INTO session_members (session_id, user_id, last_seen_at) VALUES (?, ?, ?)
-       ON CONFLICT (session_id, user_id) DO UPDATE SET last_seen_at = MAX(last_seen_at, excluded.last_seen_at)`,
-    );
-    this.#lastSeen = db.prepare<[string, string], { last_seen_at: number }>(
-      "SELECT last_seen_at FROM session_members WHERE session_id = ? AND user_id = ?",
-    );
+  constructor(store: StoreSql) {
+    this.#store = store;
   }
 
-  note(sessionId: string, userId: string, nowMs: number): void {
-    this.#note.run(sessionId, userId, nowMs);
+  /** The same members, written inside `tx` (the runner's transaction). */
+  within(tx: StoreSql): SessionMembers {
+    return new SessionMembers(tx);
+  }
+
+  async note(sessionId: string, userId: string, nowMs: number): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () =>
+      db
+        .insertInto("session_members")
+        .values({ session_id: sessionId, user_id: userId, last_seen_at: nowMs })
+        .onConflict((conflict) =>
+          conflict.columns(["session_id", "user_id"]).doUpdateSet({
+            last_seen_at: greatest(this.#store, "session_members.last_seen_at", "excluded.last_seen_at"),
+          }),
+        )
+        .execute(),
+    );
   }
 
   /** When `userId` last wrote or clicked in the session's chat; undefined if never. */
-  lastSeen(sessionId: string, userId: string): number | undefined {
-    return this.#lastSeen.get(sessionId, userId)?.last_seen_at;
+  async lastSeen(sessionId: string, userId: string): Promise<number | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db
+        .selectFrom("session_members")
+        .select("last_seen_at")
+        .where("session_id", "=", sessionId)
+        .where("user_id", "=", userId)
+        .executeTakeFirst(),
+    );
+    return row?.last_seen_at;
   }
 }

@@ -54,6 +54,82 @@ const MIGRATIONS: readonly string[] = [
      agent_keeps  integer NOT NULL DEFAULT 0,
      UNIQUE (session_id, granted_by, tool_kind, tool_name)
    )`,
+  // The bot's sessions, runs, history, queues, pending turns and members (store/repos.ts, queue-rows.ts,
+  // turns.ts, members.ts).
+  `CREATE TABLE sessions (
+     id              text PRIMARY KEY,
+     channel         text NOT NULL,
+     chat_type       text NOT NULL,
+     chat_id         text,
+     workspace       text NOT NULL,
+     owner_id        text NOT NULL,
+     title           text NOT NULL,
+     topic_root_id   text,
+     topic_group_id  text,
+     created_at      bigint NOT NULL,
+     updated_at      bigint NOT NULL
+   );
+   CREATE TABLE runs (
+     seq               bigserial UNIQUE,
+     id                text PRIMARY KEY,
+     session_id        text NOT NULL REFERENCES sessions(id),
+     sender_id         text NOT NULL,
+     input             text NOT NULL,
+     status            text NOT NULL,
+     steps_json        text NOT NULL DEFAULT '[]',
+     final_text        text,
+     error             text,
+     error_words_json  text,
+     input_tokens      integer,
+     output_tokens     integer,
+     cached_tokens     integer,
+     model             text,
+     started_at        bigint NOT NULL,
+     ended_at          bigint,
+     source_json       text
+   );
+   CREATE INDEX runs_by_session ON runs (session_id, started_at);
+   CREATE INDEX runs_unfinished ON runs (started_at) WHERE status IN ('running', 'recovering');
+   CREATE TABLE messages (
+     id            bigserial PRIMARY KEY,
+     session_id    text NOT NULL REFERENCES sessions(id),
+     run_id        text,
+     role          text NOT NULL,
+     content       text NOT NULL,
+     tool_calls    text,
+     tool_call_id  text,
+     tool_name     text,
+     summary       text,
+     created_at    bigint NOT NULL
+   );
+   CREATE INDEX messages_by_session ON messages (session_id, id);
+   CREATE TABLE queued_messages (
+     inserted      bigserial UNIQUE,
+     id            text PRIMARY KEY,
+     session_id    text NOT NULL REFERENCES sessions(id),
+     sender_id     text NOT NULL,
+     text          text NOT NULL,
+     source_json   text,
+     seq           double precision NOT NULL,
+     created_at    bigint NOT NULL
+   );
+   CREATE INDEX queue_by_session ON queued_messages (session_id, seq);
+   CREATE TABLE pending_turns (
+     seq         bigserial UNIQUE,
+     turn_id     text PRIMARY KEY,
+     run_id      text NOT NULL,
+     session_id  text NOT NULL,
+     text        text NOT NULL,
+     calls       text NOT NULL,
+     created_at  bigint NOT NULL
+   );
+   CREATE INDEX pending_turns_by_run ON pending_turns (run_id, created_at);
+   CREATE TABLE session_members (
+     session_id    text NOT NULL,
+     user_id       text NOT NULL,
+     last_seen_at  bigint NOT NULL,
+     PRIMARY KEY (session_id, user_id)
+   );`,
 ];
 
 /** The migrations' text, for the boundary test's table-ownership check. */

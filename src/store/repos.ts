@@ -1,157 +1,222 @@
 import type { HistoryMessage, QueuedMessage, RunStatus, RunView, SessionInfo } from "../domain/types.ts";
 import type { Db } from "./db.ts";
-import { prepareStatements } from "./repo-statements.ts";
-import { parseSource, queuedFromRow, runFromRow, toolCallsSchema } from "./run-rows.ts";
+import { QueueRows } from "./queue-rows.ts";
+import { parseSource, queuedFromRow, runFromRow, sessionFromRow, toolCallsSchema } from "./run-rows.ts";
+import { insertionOrder, run, type StoreSql, transaction } from "./sql.ts";
 
 /**
- * Repositories over the SQLite file: the bot's sessions, runs, messages and queue. The statements are in
- * repo-statements.ts, the rows and how they are read back in run-rows.ts.
+ * Repositories of the bot's sessions, runs, messages and queue, on either dialect (sql.ts): the SQLite file
+ * by default, Postgres for several instances. The rows and how they are read back are in run-rows.ts. Each
+ * method is one statement, or a transaction of its own where it must be atomic; `transaction` gives a Store
+ * whose every method writes inside one transaction (the runner's "claim, session, run or queue row").
  */
 
 export class Store {
-  readonly db: Db;
+  readonly sql: StoreSql;
+  /** The sessions' queues (queue-rows.ts). */
+  readonly queue: QueueRows;
   readonly #now: () => number;
-  readonly #sql: ReturnType<typeof prepareStatements>;
-  readonly #appendMessages: (sessionId: string, messages: HistoryMessage[]) => void;
-  readonly #dequeue: (sessionId: string) => QueuedMessage | undefined;
+  readonly #file: Db | undefined;
 
-  constructor(db: Db, now: () => number) {
-    this.db = db;
+  /** `file`: the SQLite handle under `sql`, for what still reads it directly (tests, repositories not moved). */
+  constructor(store: StoreSql, now: () => number, file?: Db) {
+    this.sql = store;
+    this.queue = new QueueRows(store);
     this.#now = now;
-    this.#sql = prepareStatements(db);
-    // Transaction wrappers, like statements, are made once.
-    this.#appendMessages = db.transaction((sessionId: string, messages: HistoryMessage[]) => {
-      for (const message of messages) this.appendMessage(sessionId, message);
-    });
-    this.#dequeue = db.transaction((sessionId: string) => {
-      const row = this.#sql.queue.next.get(sessionId);
-      if (!row) return undefined;
-      this.#sql.queue.remove.run(row.id);
-      return queuedFromRow(row);
-    });
+    this.#file = file;
   }
 
-  /** Runs `fn` in one transaction (a savepoint when already inside one): all of its writes or none. */
-  transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+  /** The SQLite handle (SQLite only). */
+  get db(): Db {
+    if (!this.#file) throw new Error("the store is on Postgres: there is no SQLite file");
+    return this.#file;
+  }
+
+  /** Runs `body` in one transaction (joining the caller's when inside one): all of its writes or none. */
+  transaction<T>(body: (store: Store) => Promise<T>): Promise<T> {
+    return transaction(this.sql, (tx) => body(new Store(tx, this.#now, this.#file)));
+  }
+
+  #run<T>(statement: (db: StoreSql["db"]) => Promise<T>): Promise<T> {
+    return run(this.sql, () => statement(this.sql.db));
   }
 
   // sessions ------------------------------------------------------------------------------------------
 
-  upsertSession(session: SessionInfo): void {
-    const { topic, ...fields } = session;
+  async upsertSession(session: SessionInfo): Promise<void> {
+    const { topic } = session;
     // A topic's chat is its group's: the row's chat_id, so only the root and the group's session are added.
     if (topic && topic.chatId !== session.chatId)
       throw new Error(
         `session ${session.id}: its topic is in ${topic.chatId}, not its chat ${session.chatId}`,
       );
-    this.#sql.sessions.upsert.run({
-      ...fields,
-      chatId: session.chatId ?? null,
-      topicRoot: topic?.rootMessageId ?? null,
-      topicGroup: topic?.groupSessionId ?? null,
-      now: this.#now(),
-    });
+    const now = this.#now();
+    await this.#run((db) =>
+      db
+        .insertInto("sessions")
+        .values({
+          id: session.id,
+          channel: session.channel,
+          chat_type: session.chatType,
+          chat_id: session.chatId ?? null,
+          workspace: session.workspace,
+          owner_id: session.ownerId,
+          title: session.title,
+          topic_root_id: topic?.rootMessageId ?? null,
+          topic_group_id: topic?.groupSessionId ?? null,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((conflict) => conflict.column("id").doUpdateSet({ updated_at: now }))
+        .execute(),
+    );
   }
 
-  getSession(id: string): SessionInfo | undefined {
-    const row = this.#sql.sessions.get.get(id);
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      channel: row.channel,
-      chatType: row.chat_type,
-      ...(row.chat_id ? { chatId: row.chat_id } : {}),
-      workspace: row.workspace,
-      ownerId: row.owner_id,
-      title: row.title,
-      ...(row.chat_id && row.topic_root_id && row.topic_group_id
-        ? {
-            topic: {
-              chatId: row.chat_id,
-              rootMessageId: row.topic_root_id,
-              groupSessionId: row.topic_group_id,
-            },
-          }
-        : {}),
-    };
+  async getSession(id: string): Promise<SessionInfo | undefined> {
+    const row = await this.#run((db) =>
+      db.selectFrom("sessions").selectAll().where("id", "=", id).executeTakeFirst(),
+    );
+    return row ? sessionFromRow(row) : undefined;
   }
 
   // runs ----------------------------------------------------------------------------------------------
 
-  insertRun(run: RunView, source?: Record<string, unknown>): void {
-    this.#sql.runs.insert.run({
-      ...run,
-      steps: JSON.stringify(run.steps),
-      source: source ? JSON.stringify(source) : null,
-    });
+  async insertRun(view: RunView, source?: Record<string, unknown>): Promise<void> {
+    await this.#run((db) =>
+      db
+        .insertInto("runs")
+        .values({
+          id: view.id,
+          session_id: view.sessionId,
+          sender_id: view.senderId,
+          input: view.input,
+          status: view.status,
+          steps_json: JSON.stringify(view.steps),
+          started_at: view.startedAt,
+          source_json: source ? JSON.stringify(source) : null,
+        })
+        .execute(),
+    );
   }
 
   /** Where the run's message came from, as the channel gave it (undefined if it gave nothing). */
-  runSource(id: string): Record<string, unknown> | undefined {
-    const json = this.#sql.runs.source.get(id);
-    return json ? parseSource(json) : undefined;
+  async runSource(id: string): Promise<Record<string, unknown> | undefined> {
+    const row = await this.#run((db) =>
+      db.selectFrom("runs").select("source_json").where("id", "=", id).executeTakeFirst(),
+    );
+    return row?.source_json ? parseSource(row.source_json) : undefined;
   }
 
-  saveRun(run: RunView): void {
-    this.#sql.runs.save.run({
-      id: run.id,
-      status: run.status,
-      steps: JSON.stringify(run.steps),
-      text: run.text ?? null,
-      error: run.error ?? null,
-      errorWords: run.errorWords ? JSON.stringify(run.errorWords) : null,
-      inputTokens: run.usage?.inputTokens ?? null,
-      outputTokens: run.usage?.outputTokens ?? null,
-      cachedTokens: run.usage?.cachedTokens ?? null,
-      model: run.usage?.model ?? null,
-      endedAt: run.endedAt ?? null,
-    });
+  async saveRun(view: RunView): Promise<void> {
+    await this.#run((db) =>
+      db
+        .updateTable("runs")
+        .set({
+          status: view.status,
+          steps_json: JSON.stringify(view.steps),
+          final_text: view.text ?? null,
+          error: view.error ?? null,
+          error_words_json: view.errorWords ? JSON.stringify(view.errorWords) : null,
+          input_tokens: view.usage?.inputTokens ?? null,
+          output_tokens: view.usage?.outputTokens ?? null,
+          cached_tokens: view.usage?.cachedTokens ?? null,
+          model: view.usage?.model ?? null,
+          ended_at: view.endedAt ?? null,
+        })
+        .where("id", "=", view.id)
+        .execute(),
+    );
   }
 
-  getRun(id: string): RunView | undefined {
-    const row = this.#sql.runs.get.get(id);
+  async getRun(id: string): Promise<RunView | undefined> {
+    const row = await this.#run((db) =>
+      db.selectFrom("runs").selectAll().where("id", "=", id).executeTakeFirst(),
+    );
     return row ? runFromRow(row) : undefined;
   }
 
-  latestRun(sessionId: string): RunView | undefined {
-    const row = this.#sql.runs.latest.get(sessionId);
-    return row ? runFromRow(row) : undefined;
+  async latestRun(sessionId: string): Promise<RunView | undefined> {
+    return (await this.recentRuns(sessionId, 1))[0];
   }
 
   /** A session's runs, newest first (the session page's history). */
-  recentRuns(sessionId: string, limit: number): RunView[] {
-    return this.#sql.runs.recent.all(sessionId, limit).map(runFromRow);
+  async recentRuns(sessionId: string, limit: number): Promise<RunView[]> {
+    const rows = await this.#run((db) =>
+      db
+        .selectFrom("runs")
+        .selectAll()
+        .where("session_id", "=", sessionId)
+        .orderBy("started_at", "desc")
+        .orderBy(insertionOrder(this.sql), "desc")
+        .limit(limit)
+        .execute(),
+    );
+    return rows.map(runFromRow);
   }
 
   /** Runs a crash left unfinished. */
-  unfinishedRuns(): RunView[] {
-    return this.#sql.runs.unfinished.all().map(runFromRow);
+  async unfinishedRuns(): Promise<RunView[]> {
+    const rows = await this.#run((db) =>
+      db
+        .selectFrom("runs")
+        .selectAll()
+        .where("status", "in", ["running", "recovering"])
+        .orderBy("started_at")
+        .orderBy(insertionOrder(this.sql))
+        .execute(),
+    );
+    return rows.map(runFromRow);
   }
 
   // messages ------------------------------------------------------------------------------------------
 
-  appendMessage(sessionId: string, message: HistoryMessage): void {
-    this.#sql.messages.insert.run(
-      sessionId,
-      message.runId ?? null,
-      message.role,
-      message.content,
-      message.toolCalls ? JSON.stringify(message.toolCalls) : null,
-      message.toolCallId ?? null,
-      message.toolName ?? null,
-      message.summary ?? null,
-      this.#now(),
+  /** Appends messages in order, atomically: a tool call and its result land together or not at all. */
+  async appendMessages(sessionId: string, messages: HistoryMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const now = this.#now();
+    // One statement: its rows get ascending ids in the order given, on either dialect.
+    await this.#run((db) =>
+      db
+        .insertInto("messages")
+        .values(
+          messages.map((message) => ({
+            session_id: sessionId,
+            run_id: message.runId ?? null,
+            role: message.role,
+            content: message.content,
+            tool_calls: message.toolCalls ? JSON.stringify(message.toolCalls) : null,
+            tool_call_id: message.toolCallId ?? null,
+            tool_name: message.toolName ?? null,
+            summary: message.summary ?? null,
+            created_at: now,
+          })),
+        )
+        .execute(),
     );
   }
 
-  /** Appends several messages atomically: a tool call and its result land together or not at all. */
-  appendMessages(sessionId: string, messages: HistoryMessage[]): void {
-    this.#appendMessages(sessionId, messages);
+  appendMessage(sessionId: string, message: HistoryMessage): Promise<void> {
+    return this.appendMessages(sessionId, [message]);
   }
 
-  history(sessionId: string, limit = 200): HistoryMessage[] {
-    return this.#sql.messages.history.all(sessionId, limit).map((row) => ({
+  /** The last `limit` messages of a session, oldest first. */
+  async history(sessionId: string, limit = 200): Promise<HistoryMessage[]> {
+    const rows = await this.#run((db) =>
+      db
+        .selectFrom((inner) =>
+          inner
+            .selectFrom("messages")
+            .selectAll()
+            .where("session_id", "=", sessionId)
+            .orderBy("id", "desc")
+            .limit(limit)
+            .as("last"),
+        )
+        .selectAll()
+        .orderBy("id")
+        .execute(),
+    );
+    return rows.map((row) => ({
       role: row.role,
       content: row.content,
       ...(row.run_id ? { runId: row.run_id } : {}),
@@ -162,84 +227,10 @@ export class Store {
     }));
   }
 
-  // queue ---------------------------------------------------------------------------------------------
-
-  enqueue(message: QueuedMessage): number {
-    const seq = this.#sql.queue.maxSeq.get(message.sessionId) ?? 0;
-    this.#sql.queue.insert.run(
-      message.id,
-      message.sessionId,
-      message.senderId,
-      message.text,
-      message.source ? JSON.stringify(message.source) : null,
-      seq + 1,
-      message.createdAt,
-    );
-    return this.queuePosition(message.id) ?? 1;
-  }
-
-  queued(sessionId: string): QueuedMessage[] {
-    return this.#sql.queue.ofSession.all(sessionId).map(queuedFromRow);
-  }
-
-  /** The first `limit` queued messages of a session, their text cut to `chars` characters. */
-  queuedPreview(
-    sessionId: string,
-    limit: number,
-    chars: number,
-  ): Pick<QueuedMessage, "id" | "senderId" | "text" | "createdAt">[] {
-    return this.#sql.queue.preview.all(chars, sessionId, limit).map((row) => ({
-      id: row.id,
-      senderId: row.sender_id,
-      text: row.text,
-      createdAt: row.created_at,
-    }));
-  }
-
-  queuedCount(sessionId: string): number {
-    return this.#sql.queue.count.get(sessionId) ?? 0;
-  }
-
-  hasQueuedFrom(sessionId: string, senderId: string): boolean {
-    return this.#sql.queue.hasFrom.get(sessionId, senderId) !== undefined;
-  }
-
-  getQueued(id: string): QueuedMessage | undefined {
-    const row = this.#sql.queue.get.get(id);
-    return row ? queuedFromRow(row) : undefined;
-  }
-
-  /** 1-based position in its session's queue. */
-  queuePosition(id: string): number | undefined {
-    return this.#sql.queue.position.get(id);
-  }
-
-  /** 插队: move a queued message to the front of its session's queue. */
-  moveToFront(id: string): boolean {
-    const sessionId = this.#sql.queue.sessionOf.get(id);
-    if (sessionId === undefined) return false;
-    const min = this.#sql.queue.minSeq.get(sessionId) as number;
-    this.#sql.queue.setSeq.run(min - 1, id);
-    return true;
-  }
-
-  removeQueued(id: string): boolean {
-    return this.#sql.queue.remove.run(id).changes > 0;
-  }
-
-  /** Takes the next queued message of a session off the queue, atomically. */
-  dequeue(sessionId: string): QueuedMessage | undefined {
-    return this.#dequeue(sessionId);
-  }
-
-  sessionsWithQueue(): string[] {
-    return this.#sql.queue.sessions.all();
-  }
-
   // figures for /metrics (read at scrape time, not on the hot path) -------------------------------------
 
   /** How many runs are in each status, every status present. */
-  runCounts(): Record<RunStatus, number> {
+  async runCounts(): Promise<Record<RunStatus, number>> {
     const counts: Record<RunStatus, number> = {
       running: 0,
       recovering: 0,
@@ -248,16 +239,26 @@ export class Store {
       cancelled: 0,
       rejected: 0,
     };
-    const rows = this.db
-      .prepare<[], { status: string; n: number }>("SELECT status, COUNT(*) AS n FROM runs GROUP BY status")
-      .all();
+    const rows = await this.#run((db) =>
+      db
+        .selectFrom("runs")
+        .select((eb) => ["status", eb.fn.countAll<number>().as("n")])
+        .groupBy("status")
+        .execute(),
+    );
     const known = (status: string): status is RunStatus => Object.hasOwn(counts, status);
-    for (const row of rows) if (known(row.status)) counts[row.status] = row.n;
+    for (const row of rows) if (known(row.status)) counts[row.status] = Number(row.n);
     return counts;
   }
 
   /** Messages waiting in any chat's queue. */
-  queuedTotal(): number {
-    return this.db.prepare<[], number>("SELECT COUNT(*) FROM queued_messages").pluck().get() ?? 0;
+  async queuedTotal(): Promise<number> {
+    const row = await this.#run((db) =>
+      db
+        .selectFrom("queued_messages")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirst(),
+    );
+    return Number(row?.n ?? 0);
   }
 }

@@ -10,7 +10,7 @@ import type {
 import { hasUsage, type RunUsage } from "../domain/usage.ts";
 
 /**
- * The rows of the bot's sessions, runs, messages and queue as SQLite returns them, and how they are read back
+ * The rows of the bot's sessions, runs, messages and queue as either dialect returns them, and how they are read back
  * (repos.ts): with zod where they hold JSON, so a row written by an older version or edited by hand is an
  * error with a message, not an undefined at a distance.
  */
@@ -92,6 +92,27 @@ export interface QueueRow {
   text: string;
   source_json: string | null;
   created_at: number;
+}
+
+export function sessionFromRow(row: SessionRow): SessionInfo {
+  return {
+    id: row.id,
+    channel: row.channel,
+    chatType: row.chat_type,
+    ...(row.chat_id ? { chatId: row.chat_id } : {}),
+    workspace: row.workspace,
+    ownerId: row.owner_id,
+    title: row.title,
+    ...(row.chat_id && row.topic_root_id && row.topic_group_id
+      ? {
+          topic: {
+            chatId: row.chat_id,
+            rootMessageId: row.topic_root_id,
+            groupSessionId: row.topic_group_id,
+          },
+        }
+      : {}),
+  };
 }
 
 export function runFromRow(row: RunRow): RunView {

@@ -2,6 +2,7 @@ import { type Generated, Kysely, PostgresDialect, type RawBuilder, SqliteDialect
 import type pg from "pg";
 import { asClusterError } from "../cluster/errors.ts";
 import type { Db } from "./db.ts";
+import type { RunTables } from "./run-tables.ts";
 
 /**
  * The one query layer over both dialects (issue 27): Kysely on the SQLite file (better-sqlite3, the embedded
@@ -54,7 +55,7 @@ export interface StandingPermissionsTable {
   agent_keeps: number;
 }
 
-export interface StoreTables {
+export interface StoreTables extends RunTables {
   asks: AsksTable;
   standing_permissions: StandingPermissionsTable;
 }
@@ -95,10 +96,18 @@ export function postgresSql(pool: pg.Pool): StoreSql {
 
 /**
  * The order rows were inserted in, for ties on a time column (fake clocks and fast machines give equal
- * milliseconds): SQLite's rowid, Postgres's `seq` column (a bigserial the Postgres schema adds).
+ * milliseconds): SQLite's rowid, Postgres's `seq` column (a bigserial the Postgres schema adds;
+ * `inserted` where the table has a `seq` of its own).
  */
-export function insertionOrder(store: StoreSql): RawBuilder<number> {
-  return store.dialect === "sqlite" ? sql<number>`rowid` : sql<number>`seq`;
+export function insertionOrder(store: StoreSql, postgresColumn = "seq"): RawBuilder<number> {
+  return store.dialect === "sqlite" ? sql<number>`rowid` : sql<number>`${sql.ref(postgresColumn)}`;
+}
+
+/** The larger of two columns: SQLite's two-argument MAX, Postgres's GREATEST. */
+export function greatest(store: StoreSql, a: string, b: string): RawBuilder<number> {
+  return store.dialect === "sqlite"
+    ? sql<number>`MAX(${sql.ref(a)}, ${sql.ref(b)})`
+    : sql<number>`GREATEST(${sql.ref(a)}, ${sql.ref(b)})`;
 }
 
 /**

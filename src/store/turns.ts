@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { HistoryMessage } from "../domain/types.ts";
-import type { Db } from "./db.ts";
 import type { Store } from "./repos.ts";
+import { insertionOrder, run, type StoreSql } from "./sql.ts";
 
 /**
  * Pending turns (issue 16): an assistant turn that waits on `ask_user_questions` is saved beside the history,
@@ -45,74 +45,77 @@ const callsSchema = z.array(
   }),
 );
 
-const rowSchema = z.object({
-  turn_id: z.string(),
-  run_id: z.string(),
-  session_id: z.string(),
-  text: z.string(),
-  calls: z.string(),
-  created_at: z.number(),
-});
-
 export class TurnStore {
-  readonly #sql;
-  readonly #finish: (turnId: string, sessionId: string, messages: HistoryMessage[]) => void;
+  readonly #store: StoreSql;
+  readonly #messages: Store;
 
-  constructor(db: Db, store: Store) {
-    this.#sql = {
-      insert: db.prepare(
-        "INSERT INTO pending_turns (turn_id, run_id, session_id, text, calls, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
-      update: db.prepare("UPDATE pending_turns SET calls = ? WHERE turn_id = ?"),
-      remove: db.prepare("DELETE FROM pending_turns WHERE turn_id = ?"),
-      removeRun: db.prepare("DELETE FROM pending_turns WHERE run_id = ?"),
-      ofRun: db.prepare<[string], unknown>(
-        "SELECT * FROM pending_turns WHERE run_id = ? ORDER BY created_at, rowid",
-      ),
-    };
-    this.#finish = db.transaction((turnId: string, sessionId: string, messages: HistoryMessage[]) => {
-      store.appendMessages(sessionId, messages);
-      this.#sql.remove.run(turnId);
-    });
+  /** `messages`: where a finished turn's messages go, on the same database. */
+  constructor(store: StoreSql, messages: Store) {
+    this.#store = store;
+    this.#messages = messages;
   }
 
-  save(turn: PendingTurn): void {
-    this.#sql.insert.run(
-      turn.turnId,
-      turn.runId,
-      turn.sessionId,
-      turn.text,
-      JSON.stringify(turn.calls),
-      turn.createdAt,
+  #run<T>(statement: (db: StoreSql["db"]) => Promise<T>): Promise<T> {
+    return run(this.#store, () => statement(this.#store.db));
+  }
+
+  async save(turn: PendingTurn): Promise<void> {
+    await this.#run((db) =>
+      db
+        .insertInto("pending_turns")
+        .values({
+          turn_id: turn.turnId,
+          run_id: turn.runId,
+          session_id: turn.sessionId,
+          text: turn.text,
+          calls: JSON.stringify(turn.calls),
+          created_at: turn.createdAt,
+        })
+        .execute(),
     );
   }
 
   /** Records the calls' results so far (a returned call is not run again after a restart). */
-  update(turn: PendingTurn): void {
-    this.#sql.update.run(JSON.stringify(turn.calls), turn.turnId);
+  async update(turn: PendingTurn): Promise<void> {
+    await this.#run((db) =>
+      db
+        .updateTable("pending_turns")
+        .set({ calls: JSON.stringify(turn.calls) })
+        .where("turn_id", "=", turn.turnId)
+        .execute(),
+    );
   }
 
   /** The finished turn goes into the history and leaves the pending turns, atomically. */
-  finish(turn: PendingTurn, messages: HistoryMessage[]): void {
-    this.#finish(turn.turnId, turn.sessionId, messages);
+  async finish(turn: PendingTurn, messages: HistoryMessage[]): Promise<void> {
+    await this.#messages.transaction(async (store) => {
+      await store.appendMessages(turn.sessionId, messages);
+      await store.sql.db.deleteFrom("pending_turns").where("turn_id", "=", turn.turnId).execute();
+    });
   }
 
   /** A run that ended (not one a shutdown stopped) leaves no pending turn behind. */
-  dropRun(runId: string): void {
-    this.#sql.removeRun.run(runId);
+  async dropRun(runId: string): Promise<void> {
+    await this.#run((db) => db.deleteFrom("pending_turns").where("run_id", "=", runId).execute());
   }
 
-  ofRun(runId: string): PendingTurn[] {
-    return this.#sql.ofRun.all(runId).map((raw) => {
-      const row = rowSchema.parse(raw);
-      return {
-        turnId: row.turn_id,
-        runId: row.run_id,
-        sessionId: row.session_id,
-        text: row.text,
-        calls: callsSchema.parse(JSON.parse(row.calls)),
-        createdAt: row.created_at,
-      };
-    });
+  async ofRun(runId: string): Promise<PendingTurn[]> {
+    const rows = await this.#run((db) =>
+      db
+        .selectFrom("pending_turns")
+        .selectAll()
+        .where("run_id", "=", runId)
+        .orderBy("created_at")
+        .orderBy(insertionOrder(this.#store))
+        .execute(),
+    );
+    return rows.map((row) => ({
+      turnId: row.turn_id,
+      runId: row.run_id,
+      sessionId: row.session_id,
+      text: row.text,
+      calls: callsSchema.parse(JSON.parse(row.calls)),
+      createdAt: row.created_at,
+    }));
   }
 }

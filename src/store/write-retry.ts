@@ -5,92 +5,126 @@ import { isStorageError } from "./db.ts";
 /** Backoff between attempts, then the last delay again until the write lands. */
 const DELAYS_MS = [100, 250, 500, 1000, 2000];
 
+type Write = () => void | Promise<void>;
+
 /**
- * Writes the database refused (locked by another process, disk full) that must not be lost and must not
- * stop the work they record: the caller goes on as if written, and the write is tried again with backoff
- * until it lands. Keyed: a newer write for the same key replaces the one still waiting. Timers are unref'd;
- * `close()` tries once more and drops the rest (a restart then finds the platform's state, as after a crash).
+ * Writes that must not be lost and must not stop the work they record: the caller goes on as if written.
+ * They land one at a time, in the order given (a card's record before the mark that it is gone; a run's
+ * states never overtaking each other on a pool of connections). Keyed: a newer write for a key replaces the
+ * one still waiting. A write the database refuses (locked by another process, disk full, Postgres away) is
+ * tried again with backoff until it lands, the rest waiting behind it. Timers are unref'd; `close()` tries
+ * once more and drops the rest (a restart then finds the platform's state, as after a crash).
  */
 export class RetriedWrites {
   readonly #log: Logger;
-  readonly #pending = new Map<string, { write: () => void; what: string }>();
+  /** Waiting, in order; Map keeps a replaced key's place. */
+  readonly #pending = new Map<string, { write: Write; what: string; refused: boolean }>();
+  #flowing: Promise<void> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #attempt = 0;
+  #closed = false;
 
   constructor(log: Logger) {
     this.#log = log;
   }
 
-  /** Writes now if the database takes it; otherwise logs once and keeps trying. True when written now. */
-  write(key: string, what: string, write: () => void): boolean {
-    // Behind what is waiting, in order: a card's record lands before the mark that it is gone.
-    if (this.#pending.size > 0) {
-      this.#pending.set(key, { write, what });
-      return false;
-    }
-    try {
-      write();
-      return true;
-    } catch (error) {
-      // Only the database's refusals are worth waiting out; anything else is a bug another try repeats.
-      if (!isStorageError(error)) {
-        this.#log.error({ err: describeError(error), key }, `${what} not saved`);
-        return false;
-      }
-      this.#log.warn({ err: describeError(error), key }, `${what} not saved: the database refused; retrying`);
-      this.#pending.set(key, { write, what });
-      this.#schedule();
-      return false;
-    }
+  /** Queues the write and starts writing; resolves true when it landed without being refused. */
+  write(key: string, what: string, write: Write): Promise<boolean> {
+    // Queued behind a refused write: it, too, lands only once the database takes writes again.
+    const entry = { write, what, refused: this.#timer !== undefined };
+    const replaced = this.#pending.get(key);
+    if (replaced) settle(replaced, false);
+    this.#pending.set(key, entry);
+    const landed = new Promise<boolean>((resolve) => {
+      Object.assign(entry, { resolve });
+    });
+    if (this.#timer === undefined) this.#flow();
+    return landed;
   }
 
-  /** Writes still waiting for the database. */
+  /** Writes still waiting for the database (the one being written included). */
   get waiting(): number {
     return this.#pending.size;
   }
 
+  /** Something the database refused waits for its next try (`waiting` stays above 0 meanwhile). */
+  get retrying(): boolean {
+    return this.#timer !== undefined;
+  }
+
+  /** Resolves once nothing is being written (what waits for a retry may still be waiting). */
+  async flushed(): Promise<void> {
+    while (this.#flowing) await this.#flowing;
+  }
+
   /** Tries what is waiting once more, then drops the rest (logged): shutdown does not wait for a lock. */
-  close(): void {
+  async close(): Promise<void> {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#retry(false);
-    for (const [key, { what }] of this.#pending)
-      this.#log.warn({ key }, `${what} not saved before shutdown: the database still refused it`);
+    this.#closed = true;
+    await this.flushed();
+    await this.#drain();
+    for (const [key, entry] of this.#pending) {
+      this.#log.warn({ key }, `${entry.what} not saved before shutdown: the database still refused it`);
+      settle(entry, false);
+    }
     this.#pending.clear();
   }
 
+  #flow(): void {
+    if (this.#flowing) return;
+    this.#flowing = this.#drain().finally(() => {
+      this.#flowing = undefined;
+    });
+  }
+
+  /** Writes what waits, in order, until it is all written or the database refuses one. */
+  async #drain(): Promise<void> {
+    for (;;) {
+      const next = this.#pending.entries().next();
+      if (next.done) {
+        this.#attempt = 0;
+        return;
+      }
+      const [key, entry] = next.value;
+      try {
+        await entry.write();
+        if (this.#pending.get(key) === entry) this.#pending.delete(key);
+        if (entry.refused) this.#log.info({ key }, `${entry.what} saved after the database refused it`);
+        settle(entry, !entry.refused);
+      } catch (error) {
+        if (!isStorageError(error)) {
+          // Only the database's refusals are worth waiting out; anything else is a bug another try repeats.
+          if (this.#pending.get(key) === entry) this.#pending.delete(key);
+          this.#log.error({ err: describeError(error), key }, `${entry.what} not saved`);
+          settle(entry, false);
+          continue;
+        }
+        if (!entry.refused)
+          this.#log.warn(
+            { err: describeError(error), key },
+            `${entry.what} not saved: the database refused; retrying`,
+          );
+        entry.refused = true;
+        // Still refused: the rest would meet the same lock; wait longer.
+        this.#schedule();
+        return;
+      }
+    }
+  }
+
   #schedule(): void {
-    if (this.#timer !== undefined) return;
+    if (this.#timer !== undefined || this.#closed) return;
     const delay = DELAYS_MS[Math.min(this.#attempt, DELAYS_MS.length - 1)] ?? 2000;
+    this.#attempt += 1;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#retry();
+      this.#flow();
     }, delay);
     this.#timer.unref();
   }
+}
 
-  #retry(again = true): void {
-    for (const [key, { write, what }] of this.#pending) {
-      try {
-        write();
-        this.#pending.delete(key);
-        this.#log.info({ key }, `${what} saved after the database refused it`);
-      } catch (error) {
-        if (!isStorageError(error)) {
-          this.#pending.delete(key);
-          this.#log.error({ err: describeError(error), key }, `${what} not saved`);
-          continue;
-        }
-        // Still refused: the rest would meet the same lock; wait longer.
-        break;
-      }
-    }
-    if (this.#pending.size === 0) {
-      this.#attempt = 0;
-      return;
-    }
-    if (!again) return;
-    this.#attempt += 1;
-    this.#schedule();
-  }
+function settle(entry: object, landed: boolean): void {
+  (entry as { resolve?: (landed: boolean) => void }).resolve?.(landed);
 }

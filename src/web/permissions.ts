@@ -52,7 +52,7 @@ export function mountPermissionsApi(app: express.Express, options: PermissionsAp
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const sessionId = req.params.id;
-    if (!runs.canView(userId, sessionId)) return forbidden(res, "you may not view this session");
+    if (!(await runs.canView(userId, sessionId))) return forbidden(res, "you may not view this session");
     res.json({ permissions: (await standing.list(sessionId)).map((entry) => shown(entry, userId)) });
   });
 
@@ -63,7 +63,7 @@ export function mountPermissionsApi(app: express.Express, options: PermissionsAp
     const userId = viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const { id: sessionId, permissionId } = req.params;
-    if (!runs.canView(userId, sessionId)) return forbidden(res, "you may not view this session");
+    if (!(await runs.canView(userId, sessionId))) return forbidden(res, "you may not view this session");
     const entry = (await standing.list(sessionId)).find((one) => one.id === permissionId);
     if (!entry) {
       res.status(404).json({ error: { code: "NOT_FOUND", message: "no such permission in this session" } });

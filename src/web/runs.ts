@@ -39,27 +39,25 @@ export interface RunsOptions {
 export function mountRunApi(app: express.Express, options: RunsOptions): void {
   const { runs: feed } = options;
 
-  app.get("/api/sessions/:id/runs", (req, res) => {
+  app.get("/api/sessions/:id/runs", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
     if (!userId) throw unauthorized();
     const sessionId = req.params.id;
-    if (!feed.canView(userId, sessionId)) throw forbidden();
+    if (!(await feed.canView(userId, sessionId))) throw forbidden();
+    const runs = await feed.runs(sessionId, HISTORY_LIMIT);
     const active = feed.activeRun(sessionId);
-    res.json({
-      activeRunId: active?.id ?? null,
-      runs: feed.runs(sessionId, HISTORY_LIMIT).map(summary),
-    });
+    res.json({ activeRunId: active?.id ?? null, runs: runs.map(summary) });
   });
 
-  app.get("/api/sessions/:id/runs/:runId", (req, res) => {
+  app.get("/api/sessions/:id/runs/:runId", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
     if (!userId) throw unauthorized();
     const { id: sessionId, runId } = req.params;
-    const run = feed.getRun(runId);
+    const run = await feed.getRun(runId);
     if (!run || run.sessionId !== sessionId) throw forbidden();
-    const mayViewSession = feed.canView(userId, sessionId);
+    const mayViewSession = await feed.canView(userId, sessionId);
     if (run.senderId !== userId && !mayViewSession) throw forbidden();
     res.json({
       run,

@@ -115,14 +115,14 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   mountRunApi(app, options);
   if (options.standing) mountPermissionsApi(app, { ...options, standing: options.standing });
 
-  app.get("/api/sessions/:id", (req, res) => {
+  app.get("/api/sessions/:id", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
     const userId = viewerOf(req, options);
     if (!userId) throw new AppError("UNAUTHORIZED", "not signed in");
     const sessionId = req.params.id;
-    const session = options.runs.session(sessionId);
+    const session = await options.runs.session(sessionId);
     // Unknown and not-yours answer alike, so nobody can probe which sessions exist (as the hub does).
-    if (!session || !options.runs.canView(userId, sessionId))
+    if (!session || !(await options.runs.canView(userId, sessionId)))
       throw new AppError("FORBIDDEN", "you may not view this session");
     const topic = topicInfo(session);
     res.json({

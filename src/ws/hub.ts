@@ -31,7 +31,7 @@ import {
   parseClientFrame,
   type ServerFrame,
 } from "./protocol.ts";
-import { sessionSnapshot } from "./snapshot.ts";
+import { SnapshotSender } from "./snapshot.ts";
 import { credential, refuse } from "./upgrade.ts";
 
 export type { HubSocket } from "./connections.ts";
@@ -74,10 +74,14 @@ export class WsHub implements AskSurface {
   readonly #inFlight = new AnswersInFlight<Connection>();
   /** The frame each connection is still handling (#onFrame keeps its frames in order). */
   readonly #working = new WeakMap<Connection, Promise<void>>();
+  readonly #snapshots: SnapshotSender;
 
   constructor(deps: HubDeps) {
     this.#deps = deps;
     this.#times = { extendMs: EXTEND_MS, extendMaxMs: 60 * 60_000, ...deps.askTimes };
+    this.#snapshots = new SnapshotSender(deps.runs, (error, sessionId) =>
+      deps.logger.warn({ err: describeError(error), sessionId }, "session snapshot not read"),
+    );
     this.#pool = new ConnectionPool({
       limits: { ...DEFAULT_WS_LIMITS, ...deps.limits },
       logger: deps.logger,
@@ -223,11 +227,14 @@ export class WsHub implements AskSurface {
     }
   }
 
-  #subscribe(connection: Connection, sessionId: string): void {
+  async #subscribe(connection: Connection, sessionId: string): Promise<void> {
     // An unknown session is "forbidden" too, so a stranger cannot probe which sessions exist.
-    if (!this.#deps.runs.canView(connection.userId, sessionId)) {
-      return this.#error(connection, sessionId, "forbidden", "you may not view this session");
-    }
+    const { runs } = this.#deps;
+    const [mayView, session] = await Promise.all([
+      runs.canView(connection.userId, sessionId),
+      runs.session(sessionId),
+    ]);
+    if (!mayView) return this.#error(connection, sessionId, "forbidden", "you may not view this session");
     if (!this.#pool.subscribe(connection, sessionId)) {
       return this.#error(
         connection,
@@ -236,9 +243,7 @@ export class WsHub implements AskSurface {
         "this connection is subscribed to too many sessions; unsubscribe from one first",
       );
     }
-    const active = this.#deps.runs.activeRun(sessionId);
-    const canAnswer = active?.senderId === connection.userId;
-    const session = this.#deps.runs.session(sessionId);
+    const canAnswer = runs.activeRun(sessionId)?.senderId === connection.userId;
     const canCancel = session?.allows.cancel !== false;
     // topics (issue 19): a topic session is named and placed in its group, so a client can list it as a topic;
     // every other session's frame stays as it was.
@@ -249,16 +254,15 @@ export class WsHub implements AskSurface {
       sessionId,
       data: { canAnswer, canCancel, ...(topic ? { topic, ...(title !== undefined ? { title } : {}) } : {}) },
     });
-    this.#send(connection, {
-      type: "session_snapshot",
-      sessionId,
-      data: sessionSnapshot(this.#deps.runs, sessionId),
+    // In line with the snapshots every subscriber gets, so none older lands after this one.
+    await this.#snapshots.send(sessionId, (data) => {
+      this.#send(connection, { type: "session_snapshot", sessionId, data });
+      for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
+        if (ask.elicitation) continue;
+        // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
+        this.#send(connection, askFrame(ask, this.#times));
+      }
     });
-    for (const ask of this.#deps.registry.getPendingForSession(sessionId)) {
-      if (ask.elicitation) continue;
-      // Viewers who are not the sender get it too and show it read-only (`subscribed.canAnswer` is false).
-      this.#send(connection, askFrame(ask, this.#times));
-    }
   }
 
   /** A page's answer, 拒绝回答, 取消任务 or 延长 (page-actions.ts): a refusal comes back as an error frame. */
@@ -320,11 +324,11 @@ export class WsHub implements AskSurface {
   }
 
   #sendToSubscribers(sessionId: string): void {
-    const subscribers = this.#pool.subscribers(sessionId);
-    if (!subscribers) return;
-    const snapshot = sessionSnapshot(this.#deps.runs, sessionId);
-    for (const connection of subscribers)
-      this.#send(connection, { type: "session_snapshot", sessionId, data: snapshot });
+    if (!this.#pool.subscribers(sessionId)) return;
+    this.#snapshots.sendToAll(sessionId, (data) => {
+      for (const connection of this.#pool.subscribers(sessionId) ?? [])
+        this.#send(connection, { type: "session_snapshot", sessionId, data });
+    });
   }
 
   #error(

@@ -100,17 +100,17 @@ export async function declineFromPage(
 }
 
 /** 取消任务 from a page: the run it stopped, or why not. */
-export function cancelFromPage(
+export async function cancelFromPage(
   d: PageActionDeps,
   at: { userId: string; sessionId: string },
-): { cancelled: string } | Refusal {
+): Promise<{ cancelled: string } | Refusal> {
   const { userId, sessionId } = at;
   const refuse = (code: ErrorCode, message: string): Refusal => ({ code, message, action: "cancel" });
   // Some sessions' runs are not stopped from a page: an outside agent's task ends when its agent says so.
-  if (d.runs.session(sessionId)?.allows.cancel === false)
+  if ((await d.runs.session(sessionId))?.allows.cancel === false)
     return refuse("forbidden", "an outside agent's task is ended by its agent");
   // Strangers learn nothing, not even whether something is running.
-  if (!d.runs.canView(userId, sessionId))
+  if (!(await d.runs.canView(userId, sessionId)))
     return refuse("forbidden", "only the person who started the task may cancel it");
   const run = d.runs.activeRun(sessionId);
   const result = d.commands.cancel(sessionId, userId);
@@ -127,7 +127,7 @@ export async function extendFromPage(
 ): Promise<Refusal | undefined> {
   const { userId, sessionId } = at;
   const refuse = (code: ErrorCode, message: string): Refusal => ({ code, message, action: "extend" });
-  if (!d.runs.canView(userId, sessionId))
+  if (!(await d.runs.canView(userId, sessionId)))
     return refuse("forbidden", "only the person asked may extend the deadline");
   const run = d.runs.activeRun(sessionId);
   const result = run

@@ -45,11 +45,15 @@ export interface FakeChannelRig {
   channel: FeishuChannel;
   dataDir: string;
   dbFile: string;
-  /** A user's message, delivered as a transport does; returns its id at once (the ack is synchronous). */
+  /**
+   * A user's message, delivered as a transport does; returns its id at once, before the message is recorded
+   * (await `deliver` to see the recording, or its refusal).
+   */
   send(input: UserMessageInput): string;
   /** Builds a user's message without delivering it (to deliver it twice). */
   message(input: UserMessageInput): { messageId: string; data: Record<string, unknown> };
-  deliver(data: Record<string, unknown>): void;
+  /** Resolves once the message is recorded (the transport's ack); rejects as the transport would refuse it. */
+  deliver(data: Record<string, unknown>): Promise<void>;
   /** A click as the Feishu client makes it: answered within the budget, its card applied, then settled. */
   click(
     input: CardActionInput,
@@ -241,8 +245,8 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   const { channel, handlers } = runtime;
   // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
   if (options.recover) {
-    core.runner.recover();
-    channel.repairEnded();
+    await core.runner.recover();
+    await channel.repairEnded();
   }
 
   const rig: FakeChannelRig = {
@@ -254,7 +258,8 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
     dbFile,
     send(input) {
       const { messageId, data } = userMessage(fake, input);
-      deliverMessage(handlers, data, logger);
+      // A refusal is the test's to see through `deliver`; here it is logged by deliverMessage.
+      deliverMessage(handlers, data, logger).catch(() => undefined);
       return messageId;
     },
     message: (input) => userMessage(fake, input),

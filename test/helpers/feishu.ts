@@ -190,8 +190,8 @@ export async function startFeishuRig(
   else emulator.subscribe({ mode: "webhook", url: `${httpUrl}/feishu/events` });
   // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
   if (options.recover) {
-    core.runner.recover();
-    channel.repairEnded();
+    await core.runner.recover();
+    await channel.repairEnded();
   }
 
   const until = <T>(

@@ -66,7 +66,7 @@ export interface TestServer {
   connect(who: string | ConnectOptions): Promise<TestClient>;
   /** Tries an upgrade that must be refused; resolves with the HTTP status the server answered. */
   refusedStatus(options: ConnectOptions): Promise<number>;
-  createSession(ownerId: string, overrides?: Partial<SessionInfo>): SessionInfo;
+  createSession(ownerId: string, overrides?: Partial<SessionInfo>): Promise<SessionInfo>;
   stop(): Promise<void>;
 }
 
@@ -308,7 +308,7 @@ export function createSession(
   core: Core,
   ownerId: string,
   overrides: Partial<SessionInfo> = {},
-): SessionInfo {
+): Promise<SessionInfo> {
   sessionCounter += 1;
   return core.runner.ensureSession({
     id: `web-${sessionCounter}`,
@@ -322,28 +322,34 @@ export function createSession(
 }
 
 /** Starts a run and fails loudly when it was queued instead. */
-export function startRun(core: Core, session: SessionInfo, senderId: string, text = "go"): RunView {
-  const submitted = core.runner.submit({ sessionId: session.id, senderId, text });
+export async function startRun(
+  core: Core,
+  session: SessionInfo,
+  senderId: string,
+  text = "go",
+): Promise<RunView> {
+  const submitted = await core.runner.submit({ sessionId: session.id, senderId, text });
   if (submitted.kind !== "started") throw new Error(`run was ${submitted.kind}, expected started`);
   return submitted.run;
 }
 
 /** Resolves with the run once it reaches a terminal status. */
-export function waitForRun(core: Core, runId: string, timeoutMs = WAIT_MS): Promise<RunView> {
+export async function waitForRun(core: Core, runId: string, timeoutMs = WAIT_MS): Promise<RunView> {
   const finished = (run: RunView | undefined): run is RunView =>
     run !== undefined && TERMINAL_STATUSES.includes(run.status);
-  const stored = core.store.getRun(runId);
-  if (finished(stored)) return Promise.resolve(stored);
   let off = () => {};
-  return withTimeout(
-    new Promise<RunView>((resolve) => {
-      off = core.runner.on("run_updated", (run) => {
-        if (run.id === runId && finished(run)) resolve(run);
-      });
-    }),
-    `run ${runId} to finish`,
-    timeoutMs,
-  ).finally(() => off());
+  // Listening before the read: an end announced while the run is read is not missed.
+  const ended = new Promise<RunView>((resolve) => {
+    off = core.runner.on("run_updated", (run) => {
+      if (run.id === runId && finished(run)) resolve(run);
+    });
+  });
+  const known = await core.runner.getRun(runId);
+  if (finished(known)) {
+    off();
+    return known;
+  }
+  return withTimeout(ended, `run ${runId} to finish`, timeoutMs).finally(() => off());
 }
 
 /** Waits until `check` stops throwing (vi.waitFor, see wait.ts); for state with no event to wait on. */

@@ -56,7 +56,7 @@ export function longConnectionFixtures() {
   async function recordingBot(emu: Emulator, appSecret = emu.appSecret) {
     const messages: Record<string, unknown>[] = [];
     const handlers: FeishuEventHandlers = {
-      onMessage: (data) => {
+      onMessage: async (data) => {
         messages.push(data);
       },
       onCardAction: async () => ({ response: {} }),

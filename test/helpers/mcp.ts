@@ -53,9 +53,9 @@ export async function stack(closers: (() => Promise<void>)[], mcp: McpTools) {
   const built = createAgentFromConfig(config, createLogger({ level: "silent" }), { tools: mcp.tools });
   const core: TestCore = await buildCore(built);
   closers.push(() => core.close());
-  const session = core.runner.ensureSession(privateSession(ALICE));
-  const run = (text: string): Promise<RunView> => {
-    const submitted = core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
+  const session = await core.runner.ensureSession(privateSession(ALICE));
+  const run = async (text: string): Promise<RunView> => {
+    const submitted = await core.runner.submit({ sessionId: session.id, senderId: ALICE, text });
     if (submitted.kind !== "started") throw new Error("expected the run to start");
     return waitForRun(core, submitted.run.id);
   };

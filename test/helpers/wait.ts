@@ -17,19 +17,20 @@ type NotYet = undefined | false | null;
  * naming `what` after `timeoutMs`. A probe that throws fails the wait at once (a broken probe is not
  * "not yet"), so the error says what went wrong instead of a timeout.
  */
-export async function until<T>(
-  probe: () => T | NotYet | Promise<T | NotYet>,
+export async function until<R>(
+  probe: () => R,
   what: string,
   timeoutMs = 10_000,
   intervalMs = 10,
-): Promise<T> {
+): Promise<Exclude<Awaited<R>, NotYet>> {
+  type T = Exclude<Awaited<R>, NotYet>;
   const pending = new NotYetError(what, timeoutMs);
-  if (!insideVitest()) return pollOutsideVitest(probe, pending, timeoutMs, intervalMs);
+  if (!insideVitest()) return (await pollOutsideVitest(probe, pending, timeoutMs, intervalMs)) as T;
   const outcome = await vi.waitFor(
     async (): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> => {
       let result: T | NotYet;
       try {
-        result = await probe();
+        result = (await probe()) as T | NotYet;
       } catch (error) {
         return { ok: false, error };
       }
@@ -39,11 +40,15 @@ export async function until<T>(
     { timeout: timeoutMs, interval: intervalMs },
   );
   if (!outcome.ok) throw outcome.error;
-  return outcome.value;
+  return outcome.value as T;
 }
 
 /** Waits until `check` stops throwing (an `expect(...)` usually), then resolves; its last error on timeout. */
-export async function eventually(check: () => void, timeoutMs = 10_000, intervalMs = 5): Promise<void> {
+export async function eventually(
+  check: () => void | Promise<void>,
+  timeoutMs = 10_000,
+  intervalMs = 5,
+): Promise<void> {
   await vi.waitFor(check, { timeout: timeoutMs, interval: intervalMs });
 }
 

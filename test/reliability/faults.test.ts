@@ -372,7 +372,7 @@ describe("messages that can no longer be updated", () => {
     expect(patches.filter((c) => c.code === 230031)).toHaveLength(1);
     expect(patches.at(-1)?.code).toBe(230031);
     expect(s.core.registry.getPendingForSession(sessionId)).toEqual([]);
-    expect(s.core.store.latestRun(sessionId)?.status).toBe("completed");
+    expect((await s.core.store.latestRun(sessionId))?.status).toBe("completed");
     record("faults: 230031", { patchCalls: patches.length, codes: codes(patches) });
   });
 
@@ -391,7 +391,7 @@ describe("messages that can no longer be updated", () => {
     const after = patchesOf(s, cardId).slice(before);
     expect(codes(after)).toEqual([230011]);
     expect(s.core.registry.getPendingForSession(sessionId)).toEqual([]);
-    expect(s.core.store.latestRun(sessionId)?.status).toBe("cancelled");
+    expect((await s.core.store.latestRun(sessionId))?.status).toBe("cancelled");
   });
 
   it("does not wait on a question when the message it answers was recalled before the card could be sent", async () => {
@@ -401,7 +401,7 @@ describe("messages that can no longer be updated", () => {
     expect((await s.deliver(payload)).status).toBe(200);
     await settled(s, 500);
     const sessionId = s.privateSessionId(ALICE);
-    const run = s.core.store.latestRun(sessionId);
+    const run = await s.core.store.latestRun(sessionId);
     expect(run?.status).toBe("completed");
     expect(run?.text).toContain("没有收到你的回答");
     const replies = s.emulator.callsTo("POST", /\/reply$/);

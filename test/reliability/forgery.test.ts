@@ -218,7 +218,7 @@ describe("forged and replayed webhook requests", () => {
     expect(audit.map((row) => [row.requestId, row.outcome, row.answeredBy])).toEqual([
       [ask.requestId, "answered", ALICE],
     ]);
-    expect(s.core.store.latestRun(sessionId)?.text).toContain("Kubernetes");
+    expect((await s.core.store.latestRun(sessionId))?.text).toContain("Kubernetes");
   });
 });
 
@@ -320,7 +320,7 @@ describe("callbacks from someone who is not the sender", () => {
     });
     const queuedCard = await s.progressCard(second.messageId);
     const sessionId = s.groupSessionId();
-    const [queued] = s.core.runner.queued(sessionId);
+    const [queued] = await s.core.runner.queued(sessionId);
     for (const act of ["promote", "unqueue"]) {
       const answer = await s.click({
         messageId: queuedCard,
@@ -329,7 +329,7 @@ describe("callbacks from someone who is not the sender", () => {
       });
       expect(answer.toast, act).toMatchObject({ type: "error", content: strings.feishu.onlySender });
     }
-    expect(s.core.runner.queued(sessionId).map((q) => q.id)).toEqual([queued!.id]);
+    expect((await s.core.runner.queued(sessionId)).map((q) => q.id)).toEqual([queued!.id]);
   });
 });
 
@@ -446,7 +446,7 @@ describe("the session page opened by someone who is not the sender", () => {
       text: "/quick 我也有事",
       mentionBot: true,
     });
-    await until(() => s.core.runner.queued(sessionId).length === 1, "Bob's queued message");
+    await until(async () => (await s.core.runner.queued(sessionId)).length === 1, "Bob's queued message");
 
     const cookie = await signIn(s, BOB);
     const api = await fetch(`${s.httpUrl}/api/sessions/${encodeURIComponent(sessionId)}`, {

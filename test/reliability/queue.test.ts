@@ -60,7 +60,7 @@ describe("the queue of a busy chat", () => {
     );
     expect(new Set(refused).size).toBe(1);
     expect(refused[0]).toContain("前面已有 20 条消息在排队，这条消息没有加入队列。");
-    expect(s.core.runner.queued(s.privateSessionId(ALICE))).toHaveLength(20);
+    expect(await s.core.runner.queued(s.privateSessionId(ALICE))).toHaveLength(20);
     // The running task's own card may be refreshed meanwhile; that is not the queue's doing.
     const queuingCalls = s.emulator.calls
       .slice(callsBefore)
@@ -69,7 +69,7 @@ describe("the queue of a busy chat", () => {
     expect(queuingCalls).toBe(60);
 
     // Withdraw the first in line: the 19 behind it move up, and only they are updated, once each.
-    const [head] = s.core.runner.queued(s.privateSessionId(ALICE));
+    const [head] = await s.core.runner.queued(s.privateSessionId(ALICE));
     const before = new Map(queuedCards.map((id) => [id, JSON.stringify(s.cardOf(id))]));
     const clicked = queuedCards[0] ?? "";
     const answer = await s.click({

@@ -80,7 +80,7 @@ describe("two surfaces answering the same question at once", () => {
         const started = performance.now();
         const order = rng.random() < 0.5 ? [0, 1] : [1, 0];
         let wsUsed = 0;
-        const fire = (who: number): Promise<{ who: number; won: boolean }> => {
+        const fire = async (who: number): Promise<{ who: number; won: boolean }> => {
           const form = forms[who]!;
           if (contenders[who] === "card") {
             const click = s.emulator.cardAction({
@@ -263,7 +263,7 @@ describe.each(TRANSPORTS)("over the %s transport", (transport) => {
       }, "the completed card");
       expect(formsOn(final)).toEqual([]);
       expect(path.delivered).toHaveLength(1);
-      const run = s.core.store.latestRun(sessionId)!;
+      const run = (await s.core.store.latestRun(sessionId))!;
       expect(run.text).toContain(DEMO_QUESTIONS.deploy.options[1]!.label);
     });
   });
@@ -296,7 +296,7 @@ describe.each(TRANSPORTS)("over the %s transport", (transport) => {
       expect(answer.toast?.content).toBe(strings.feishu.submitted);
       s.emulator.applyCallbackCard(cardId, answer.card!.data, ALICE); // what Feishu shows on the answer
       await s.core.runner.idle();
-      expect(s.core.store.latestRun(sessionId)?.status).toBe("completed");
+      expect((await s.core.store.latestRun(sessionId))?.status).toBe("completed");
       await s.channel.idle(); // all a shutdown waits for
       expect(isCompleted(s.cardOf(cardId))).toBe(true);
     });
@@ -354,7 +354,7 @@ describe("a cancel during a submit", () => {
         }
         const [submitted, cancelled] = await Promise.all([submit, cancel]);
         await s.core.runner.idle();
-        const run = s.core.store.getRun(runId)!;
+        const run = (await s.core.store.getRun(runId))!;
         const [row] = auditForSession(s.db, sessionId).filter((r) => r.requestId === ask.requestId);
         const won = submitted.toast?.content === strings.feishu.submitted;
         const context = `round ${i}: submit ${JSON.stringify(submitted.toast)}, cancel ${cancelled}, run ${run.status}, audit ${JSON.stringify(row)}`;

@@ -66,7 +66,7 @@ describe("who may view a group's runs", () => {
     expect(await views(s, CAROL, group)).toEqual(neither);
 
     // A click on a card in the chat (even one she may not perform) shows Carol is in it.
-    const runId = s.core.runner.currentRun(group)?.id;
+    const runId = (await s.core.runner.currentRun(group))?.id;
     const click = await s.click({
       messageId: aliceCard,
       operatorOpenId: CAROL,
@@ -97,7 +97,7 @@ describe("membership of a group", () => {
       authSecret: "x".repeat(32),
       now: () => clock.nowMs,
     });
-    const session = core.runner.ensureSession({
+    const session = await core.runner.ensureSession({
       id: "feishu-app-group-oc_1",
       channel: "feishu",
       chatType: "group",
@@ -112,11 +112,11 @@ describe("membership of a group", () => {
   it("lapses for someone not seen in the chat for 30 days, the first sender included", async () => {
     const clock = { nowMs: 1_800_000_000_000 };
     const { core, session } = await coreAt(clock);
-    core.runner.noteInChat(session.id, ALICE);
-    core.runner.noteInChat(session.id, BOB);
+    await core.runner.noteInChat(session.id, ALICE);
+    await core.runner.noteInChat(session.id, BOB);
     clock.nowMs += VIEW_MEMBERSHIP_MS;
     expect(canViewSession(core.runner, ALICE, session.id)).toBe(true);
-    core.runner.noteInChat(session.id, BOB); // Bob writes again
+    await core.runner.noteInChat(session.id, BOB); // Bob writes again
     clock.nowMs += 1;
     expect(canViewSession(core.runner, ALICE, session.id)).toBe(false);
     expect(canViewSession(core.runner, BOB, session.id)).toBe(true);

@@ -34,11 +34,11 @@ afterEach(async () => {
 });
 
 /** A session whose run waits on a question, with `queued` messages of `bytes` each behind it. */
-function busySession(s: TestServer, owner: string, queued: number, bytes: number) {
-  const session = s.createSession(owner);
-  startRun(s.core, session, owner);
+async function busySession(s: TestServer, owner: string, queued: number, bytes: number) {
+  const session = await s.createSession(owner);
+  await startRun(s.core, session, owner);
   for (let i = 0; i < queued; i += 1) {
-    const result = s.core.runner.submit({
+    const result = await s.core.runner.submit({
       sessionId: session.id,
       senderId: owner,
       text: `${i} ${"x".repeat(bytes)}`,
@@ -62,9 +62,9 @@ describe("a WebSocket client that floods and never reads", () => {
     // The issue's session: 40 queued messages of 20 KB (QUEUE_MAX raised to allow them).
     server = await startTestServer({ agent: busyAgent, maxQueued: 40 });
     const s = server;
-    const target = busySession(s, MALLORY, 40, 20 * 1024);
-    const aliceSession = busySession(s, ALICE, 0, 0);
-    const bobSession = busySession(s, BOB, 0, 0);
+    const target = await busySession(s, MALLORY, 40, 20 * 1024);
+    const aliceSession = await busySession(s, ALICE, 0, 0);
+    const bobSession = await busySession(s, BOB, 0, 0);
 
     // The snapshot a subscribe costs: bounded whatever is queued (40 × 20 KB made it 808 KB).
     const probe = await s.connect(MALLORY);
@@ -134,7 +134,7 @@ describe("one user opening 300 connections", () => {
   it("keeps at most the per-user cap open, closing the oldest with 1008, and serves other users", async () => {
     server = await startTestServer({ agent: busyAgent });
     const s = server;
-    const bobSession = busySession(s, BOB, 0, 0);
+    const bobSession = await busySession(s, BOB, 0, 0);
     const baseline = process.memoryUsage().rss;
     const clients = [];
     for (let i = 0; i < 300; i += 25) {
@@ -164,7 +164,8 @@ describe("one user opening 300 connections", () => {
 describe("a connection subscribing to many sessions", () => {
   it("is refused past the per-connection limit with too_many_subscriptions, keeping what it had", async () => {
     server = await startTestServer({ agent: busyAgent, wsLimits: { maxSubscriptionsPerConnection: 2 } });
-    const sessions = [1, 2, 3].map(() => server?.createSession(ALICE).id ?? "");
+    const sessions: string[] = [];
+    for (let i = 0; i < 3; i += 1) sessions.push((await server.createSession(ALICE)).id);
     const client = await server.connect(ALICE);
     for (const sessionId of sessions) client.send({ type: "subscribe", sessionId });
     await client.sync();

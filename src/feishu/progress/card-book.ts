@@ -16,13 +16,18 @@ import type { ReminderState } from "../ask-reminder.ts";
 import type { CardPublisher, CardShape } from "../publisher.ts";
 
 /**
- * The card book: which progress card shows which run, and what a card shows. It keeps no copy of a run or
- * of its questions — every render reads the run from the runner and the pending asks from the registry —
- * only what belongs to the card itself (its message, publisher, drafts, reminder, whether it is gone).
+ * The card book: which progress card shows which run, and what a card shows. Every render reads the pending
+ * asks from the registry and the run from its feed's memory while it is active here; otherwise (a run that
+ * ended, or one this process only shows) from the latest state the feed announced, kept on the card
+ * (`run`, refreshed by every run event). The rest belongs to the card itself (its message, publisher, drafts,
+ * reminder, whether it is gone). Rendering reads nothing from the database: a card is drawn within a
+ * callback's 3 s whatever the database does.
  */
 
 export interface ActiveCard {
   runId: string;
+  /** The run as last announced (run_started, run_updated, or read when the card was found again). */
+  run: RunView;
   sessionId: string;
   chatId: string;
   senderId: string;
@@ -55,7 +60,7 @@ export type SendTo = Extract<CardPlacement, { kind: "send" }>["to"];
 
 export interface CardBookDeps {
   /** Every run, the bot's and outside agents' (core.runs): what a card shows. */
-  runs: Pick<RunFeed, "getRun" | "session">;
+  runs: Pick<RunFeed, "activeRun">;
   /** The bot's queue, counted on a waiting card (取消并处理新消息). */
   runner: Pick<SessionRuns, "queued">;
   registry: Pick<AskRegistry, "getPendingForSession">;
@@ -75,26 +80,32 @@ export class CardBook {
   readonly #deps: CardBookDeps;
   readonly #cards = new Map<string, ActiveCard>();
   readonly #byMessage = new Map<string, ActiveCard>();
+  /** How many messages wait in each session's queue, as the last queue event said (or a read at open). */
+  readonly #queued = new Map<string, number>();
 
   constructor(deps: CardBookDeps) {
     this.#deps = deps;
   }
 
-  /** A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any). */
+  /**
+   * A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any); `session`: its chat
+   * type and topic, as the run's start announced them (or as read when the card is found again).
+   */
   open(
-    run: Pick<RunView, "id" | "sessionId" | "senderId" | "agent">,
+    run: RunView,
     where: { chatId: string; sourceMessageId: string },
+    session: { chatType?: ChatType | "none"; topic?: SessionTopic } | undefined,
   ) {
-    const session = this.#deps.runs.session(run.sessionId);
     const card: ActiveCard = {
       runId: run.id,
+      run,
       sessionId: run.sessionId,
       chatId: where.chatId,
       senderId: run.senderId,
       sourceMessageId: where.sourceMessageId,
       messageId: undefined,
       publisher: undefined,
-      chatType: session?.chatType,
+      chatType: session?.chatType === "none" ? undefined : session?.chatType,
       topic: session?.topic,
       // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
       reminder: this.#deps.store.wasReminded(run.id) ? "sent" : "none",
@@ -103,7 +114,22 @@ export class CardBook {
       ...(run.agent !== undefined ? { agent: { name: run.agent } } : {}),
     };
     this.#cards.set(run.id, card);
+    if (!this.#queued.has(run.sessionId)) this.#countQueue(card);
     return card;
+  }
+
+  /** The queue of a card's session read once (after a restart no queue event has said it yet). */
+  #countQueue(card: ActiveCard): void {
+    this.#deps.runner.queued(card.sessionId).then(
+      (queued) => {
+        // A queue event since is newer than this read.
+        if (this.#queued.has(card.sessionId) || queued.length === 0) return;
+        this.queueChanged(card.sessionId, queued.length);
+        card.publisher?.request();
+      },
+      // Unread, the card shows no queue until the next queue event: nothing else depends on it.
+      () => undefined,
+    );
   }
 
   get(runId: string): ActiveCard | undefined {
@@ -131,12 +157,27 @@ export class CardBook {
       this.#byMessage.delete(card.messageId);
   }
 
-  /** The run as it is now, from the feed that holds it (the live state while it runs, else as saved). */
+  /** The run as it is now: the live state while it runs here, else as last announced. */
   runOf(card: ActiveCard): RunView {
-    const run = this.#deps.runs.getRun(card.runId);
-    // A feed writes (or holds) a run before it announces it, so this is a broken invariant, not a user's input.
-    if (!run) throw new Error(`no feed knows run ${card.runId}, which has a card`);
-    return run;
+    const active = this.#deps.runs.activeRun(card.sessionId);
+    return active?.id === card.runId ? active : card.run;
+  }
+
+  /** The run changed (a run event): what its card shows from now on. */
+  runChanged(run: RunView): ActiveCard | undefined {
+    const card = this.#cards.get(run.id);
+    if (card) card.run = run;
+    return card;
+  }
+
+  /** A session's queue changed: how many wait in it now. */
+  queueChanged(sessionId: string, count: number): void {
+    if (count > 0) this.#queued.set(sessionId, count);
+    else this.#queued.delete(sessionId);
+  }
+
+  #queuedIn(sessionId: string): number {
+    return this.#queued.get(sessionId) ?? 0;
   }
 
   /** The run's pending questions, oldest first, as the registry holds them now. */
@@ -151,7 +192,7 @@ export class CardBook {
   shape(card: ActiveCard): CardShape {
     const run = this.runOf(card);
     const asks = this.asksOf(card);
-    const queued = asks.length > 0 ? this.#deps.runner.queued(card.sessionId).length : 0;
+    const queued = asks.length > 0 ? this.#queuedIn(card.sessionId) : 0;
     return {
       key: `${run.status}|${asks.map((a) => `${a.requestId}@${a.expiresAt}`).join(",")}|${queued}`,
       formOpen: run.status === "running" && asks.length > 0,
@@ -193,13 +234,7 @@ export class CardBook {
   #view(run: RunView, card: ActiveCard, asks: PendingAsk[]): ProgressView {
     const { publicUrl } = this.#deps;
     return {
-      ...deadlineView(
-        asks,
-        this.#deps.times,
-        this.#deps.runner.queued(run.sessionId).length,
-        card.notice,
-        this.#deps.now(),
-      ),
+      ...deadlineView(asks, this.#deps.times, this.#queuedIn(run.sessionId), card.notice, this.#deps.now()),
       sessionId: run.sessionId,
       runId: run.id,
       senderId: run.senderId,

@@ -23,7 +23,7 @@ export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone"> {
   times: Pick<AskTimes, "timeZone">;
   queuedCards: QueuedCards;
   /** Every run, the bot's and outside agents': the cards follow this feed alone. */
-  runs: Pick<RunFeed, "activeRun" | "getRun">;
+  runs: Pick<RunFeed, "activeRun" | "getRun" | "session">;
   /** A card found gone ends its run (the bot's; an outside agent's task is its agent's to end). */
   runner: Pick<RunCommands, "abandon">;
 }
@@ -52,7 +52,11 @@ export class CardLifecycle {
     if (event.resumed) {
       const row = store.cardForRun(run.id);
       if (row) {
-        const card = book.open(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+        const card = book.open(
+          run,
+          { chatId: row.chatId, sourceMessageId: row.sourceMessageId },
+          event.session,
+        );
         if (row.gone) {
           // Marked gone before the restart, but the run was not ended then: end it now, visibly.
           card.messageId = row.messageId;
@@ -69,7 +73,11 @@ export class CardLifecycle {
       log.info({ runId: run.id }, "resumed run had no card recorded; replying again");
     }
     if (event.card?.kind !== "reply") return;
-    const card = book.open(run, { chatId: event.card.chatId, sourceMessageId: event.card.messageId });
+    const card = book.open(
+      run,
+      { chatId: event.card.chatId, sourceMessageId: event.card.messageId },
+      event.session,
+    );
     if (event.queueId) {
       background.track(
         this.#d.queuedCards.started(event.queueId, {
@@ -83,7 +91,7 @@ export class CardLifecycle {
   }
 
   runUpdated(run: RunView): void {
-    const card = this.#d.book.get(run.id);
+    const card = this.#d.book.runChanged(run);
     if (!card) return;
     // An outside agent's group card waits on the answerer of its latest question: the @-reminder goes there.
     card.senderId = run.senderId;
@@ -97,14 +105,16 @@ export class CardLifecycle {
    * first PATCH (#recover, paced by the app limiter). Cards Feishu would refuse as too old are left alone.
    * One rule for every run the feed holds, outside agents' tasks included.
    */
-  repairEnded(): number {
+  async repairEnded(): Promise<number> {
     const { store, book, runs, now, background } = this.#d;
     let repaired = 0;
     for (const row of store.finalPending(now() - CARD_PATCHABLE_MS)) {
       // Whose run it is the feed knows (the card table names no run table): only ended runs are owed.
-      const run = runs.getRun(row.runId);
+      const run = await runs.getRun(row.runId);
       if (!run || !isTerminal(run) || book.get(row.runId)) continue;
-      const card = book.open(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId });
+      const session = await runs.session(run.sessionId);
+      if (book.get(row.runId)) continue;
+      const card = book.open(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId }, session);
       background.track(this.#place.recover(card, row.messageId));
       repaired += 1;
     }
@@ -126,7 +136,7 @@ export class CardLifecycle {
     const row = resumed ? store.cardForRun(run.id) : undefined;
     if (row?.gone || book.get(run.id)) return;
     const chatId = row?.chatId ?? ("chatId" in placement.to ? placement.to.chatId : "");
-    const card = book.open(run, { chatId, sourceMessageId: "" });
+    const card = book.open(run, { chatId, sourceMessageId: "" }, undefined);
     card.chatType = placement.chatType;
     card.agent = { name: run.agent ?? "", to: placement.to };
     if (row) this.#place.attach(card, row.messageId);

@@ -150,7 +150,7 @@ export class Pings {
       group: pointer.group,
       sentAt: pointer.sentAt,
     };
-    writes.write(`ping:${messageId}`, "ping record", () => store.savePing(row));
+    void writes.write(`ping:${messageId}`, "ping record", () => store.savePing(row));
   }
 
   /** Edited (or refused for good): its record goes, so a restart leaves it alone. A kill before keeps it. */
@@ -163,7 +163,7 @@ export class Pings {
           log.info({ err: describeError(error), messageId }, "could not edit an ended question's ping");
         })
         .then(() => {
-          writes.write(`ping:${messageId}`, "ended ping record", () => store.deletePing(messageId));
+          void writes.write(`ping:${messageId}`, "ended ping record", () => store.deletePing(messageId));
         }),
     );
   }
@@ -216,7 +216,7 @@ export class Pings {
         this.#edit(row.messageId, endedText(last.outcome, row.group));
         edited += 1;
       } else
-        this.#deps.writes.write(`ping:${row.messageId}`, "ended ping record", () =>
+        void this.#deps.writes.write(`ping:${row.messageId}`, "ended ping record", () =>
           store.deletePing(row.messageId),
         );
     }
@@ -279,7 +279,7 @@ export class Pings {
     card.reminder = afterSend(outcome);
     const at = now();
     if (outcome === "sent")
-      writes.write(`reminded:${card.runId}`, "reminder mark", () => store.markReminded(card.runId, at));
+      void writes.write(`reminded:${card.runId}`, "reminder mark", () => store.markReminded(card.runId, at));
   }
 
   /**

@@ -210,7 +210,7 @@ export class CardPlacement {
       sourceMessageId: card.sourceMessageId,
       createdAt: now(),
     };
-    writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
+    void writes.write(`card:${card.runId}`, "progress card record", () => store.saveCard(row));
   }
 
   /**
@@ -297,14 +297,14 @@ export class CardPlacement {
 
   markGone(runId: string): void {
     const { writes, store } = this.#d;
-    writes.write(`gone:${runId}`, "gone card mark", () => store.markCardGone(runId));
+    void writes.write(`gone:${runId}`, "gone card mark", () => store.markCardGone(runId));
   }
 
   /** The card shows its run's final state: a restart leaves it alone. */
   finalLanded(runId: string): void {
     const { writes, store, now } = this.#d;
     const at = now();
-    writes.write(`landed:${runId}`, "final card mark", () => store.markFinalLanded(runId, at));
+    void writes.write(`landed:${runId}`, "final card mark", () => store.markFinalLanded(runId, at));
   }
 
   forgetWhenLanded(card: ActiveCard): void {

@@ -24,7 +24,7 @@ export function createAgentsFromConfig(
   config: Pick<Config, "agent" | "dataDir"> & { apps?: readonly FeishuSettings[] },
   logger: Logger,
   extra: AgentExtras,
-  runSource: (runId: string) => Record<string, unknown> | undefined,
+  runSource: (runId: string) => Promise<Record<string, unknown> | undefined>,
 ): AgentWithTools {
   const fallback = createAgentFromConfig(config, logger, extra);
   const own = (config.apps ?? []).filter((app) => app.agent !== undefined);
@@ -43,8 +43,8 @@ export function createAgentsFromConfig(
   return createPerAppAgent({
     fallback,
     apps,
-    appOf: (runId) => {
-      const source = runSource(runId);
+    appOf: async (runId) => {
+      const source = await runSource(runId);
       if (source?.channel !== "feishu") return undefined;
       return typeof source.appId === "string" ? source.appId : firstApp;
     },

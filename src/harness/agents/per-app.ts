@@ -23,19 +23,19 @@ export interface PerAppAgentOptions {
   /** App id → that app's own agent. */
   apps: ReadonlyMap<string, AgentWithTools>;
   /** The app a run belongs to, if any. */
-  appOf: (runId: string) => string | undefined;
+  appOf: (runId: string) => Promise<string | undefined>;
 }
 
 export function createPerAppAgent(options: PerAppAgentOptions): AgentWithTools {
-  const choiceOf = (runId: string): AgentWithTools => {
-    const app = options.appOf(runId);
+  const choiceOf = async (runId: string): Promise<AgentWithTools> => {
+    const app = await options.appOf(runId);
     return (app === undefined ? undefined : options.apps.get(app)) ?? options.fallback;
   };
   const all = [options.fallback, ...options.apps.values()];
   const agent: Agent = {
     name: options.fallback.agent.name,
-    run(context: AgentContext) {
-      const choice = choiceOf(context.runId);
+    async run(context: AgentContext) {
+      const choice = await choiceOf(context.runId);
       const own = new Map(choice.tools.map((tool) => [tool.definition.name, tool.definition]));
       // Kept in the order and under the session's filter the runner applied; each in its agent's own words.
       const tools = context.tools.flatMap((tool) => {
@@ -55,8 +55,8 @@ export function createPerAppAgent(options: PerAppAgentOptions): AgentWithTools {
     return {
       // The dispatcher lists it under this definition; each agent is shown its own (`run` above).
       definition: (first as ToolImpl).definition,
-      execute(args, ctx, host) {
-        const choice = choiceOf(ctx.runId);
+      async execute(args, ctx, host) {
+        const choice = await choiceOf(ctx.runId);
         const tool = choice.tools.find((candidate) => candidate.definition.name === name);
         if (!tool) throw new Error(`Unknown tool: ${name}`);
         const scoped: ToolHost = {

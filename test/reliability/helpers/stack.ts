@@ -226,8 +226,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const hookUrl = `${httpUrl}/feishu/events`;
   // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
   if (options.recover) {
-    core.runner.recover();
-    channel.repairEnded();
+    await core.runner.recover();
+    await channel.repairEnded();
   }
   const clients: TestClient[] = [];
 

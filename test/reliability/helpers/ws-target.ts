@@ -71,9 +71,9 @@ export async function startWsFuzzTarget(): Promise<WsFuzzTarget> {
   const input = sampleAsk();
   const agent = loopingAskAgent(input);
   const server = await startTestServer({ agent });
-  const session = server.createSession(ALICE);
+  const session = await server.createSession(ALICE);
   const client = await rawClient(`${server.url}?token=${server.tokenFor(ALICE)}`);
-  startRun(server.core, session, ALICE);
+  await startRun(server.core, session, ALICE);
   const nextAsk = async (previous: string | undefined) =>
     until(
       () => server.core.registry.getPendingForSession(session.id).find((ask) => ask.requestId !== previous),
