@@ -39,9 +39,9 @@ export interface RunsOptions {
 export function mountRunApi(app: express.Express, options: RunsOptions): void {
   const { runs: feed } = options;
 
-  app.get("/api/sessions/:id/runs", (req, res) => {
+  app.get("/api/sessions/:id/runs", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) throw unauthorized();
     const sessionId = req.params.id;
     if (!feed.canView(userId, sessionId)) throw forbidden();
@@ -52,9 +52,9 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
     });
   });
 
-  app.get("/api/sessions/:id/runs/:runId", (req, res) => {
+  app.get("/api/sessions/:id/runs/:runId", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) throw unauthorized();
     const { id: sessionId, runId } = req.params;
     const run = feed.getRun(runId);

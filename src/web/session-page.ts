@@ -115,9 +115,9 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
   mountRunApi(app, options);
   if (options.standing) mountPermissionsApi(app, { ...options, standing: options.standing });
 
-  app.get("/api/sessions/:id", (req, res) => {
+  app.get("/api/sessions/:id", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) throw new AppError("UNAUTHORIZED", "not signed in");
     const sessionId = req.params.id;
     const session = options.runs.session(sessionId);
