@@ -11,7 +11,7 @@ import type { Db } from "./store/db.ts";
 import { SessionMembers } from "./store/members.ts";
 import { Store } from "./store/repos.ts";
 import { sqliteSql } from "./store/sql.ts";
-import { SqliteTokenRevocations } from "./store/token-revocations.ts";
+import { StoreTokenRevocations } from "./store/token-revocations.ts";
 import { TurnStore } from "./store/turns.ts";
 import { WsHub } from "./ws/hub.ts";
 import type { WsLimits } from "./ws/limits.ts";
@@ -42,7 +42,7 @@ export interface Core {
   dispatcher: ToolDispatcher;
   runner: SessionRunner;
   hub: WsHub;
-  revocations: SqliteTokenRevocations;
+  revocations: StoreTokenRevocations;
   /**
    * Every run, the runner's and whatever joins later (agents-api adds its tasks): what the hub and the
    * session pages read (domain/run-feed.ts).
@@ -86,7 +86,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
     members: new SessionMembers(sql),
   });
-  const revocations = new SqliteTokenRevocations(options.db);
+  const revocations = new StoreTokenRevocations(sqliteSql(options.db));
   const runs = joinFeeds(runner);
   // One info line per task started and finished, question asked and ended, whoever runs or answers it.
   logActivity({ runs, registry, logger: options.logger, now });

@@ -143,13 +143,13 @@ async function main(): Promise<void> {
     now: Date.now,
     publicUrl,
     // /login in a private chat: the personal link that signs a Feishu user in to the session pages.
-    signInLink: (userId: string) =>
+    signInLink: async (userId: string) =>
       personalLink({
         publicUrl: publicUrl(),
         authSecret,
         userId,
         now: Date.now(),
-        generation: core.revocations.generation(userId),
+        generation: await core.revocations.generation(userId),
       }),
     metrics: metrics.feishu,
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.

@@ -79,7 +79,7 @@ eachTransport(() => {
         const { logger, lines } = capture(level);
         const r = await startFakeChannel({
           logger,
-          signInLink: () => ({
+          signInLink: async () => ({
             url: "https://bot.example.com/auth/link?token=x",
             expiresAt: Date.now() + 60_000,
           }),

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Card } from "../src/cards/model.ts";
 import { p2pChatId } from "../src/local/emulator/ids.ts";
 import { auditForSession } from "../src/store/audit.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { type AgentsRig, ALICE, BOB, QUESTION, startAgentsRig } from "./helpers/agents.ts";
 import { cardText, formsOn } from "./helpers/feishu.ts";
 
@@ -101,7 +102,7 @@ describe("declining and extending an outside agent's question", () => {
     await r.until(() => formsOn(r.cardOf(cardId)).length === 0 && true, "the form gone");
     await r.until(() => cardText(r.cardOf(cardId)).includes("已拒绝回答") && true, "the declined line");
     expect(cardText(r.cardOf(cardId))).not.toContain("问题已失效");
-    expect(auditForSession(r.core.store.db, `agent:Claude Code:${ALICE}`)).toMatchObject([
+    expect(await auditForSession(sqliteSql(r.core.store.db), `agent:Claude Code:${ALICE}`)).toMatchObject([
       { requestId: askId, outcome: "declined", answeredBy: ALICE, answeredVia: "feishu" },
     ]);
 

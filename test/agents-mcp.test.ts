@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { p2pChatId } from "../src/local/emulator/ids.ts";
 import { auditForSession } from "../src/store/audit.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import {
   type AgentsRig,
   ALICE,
@@ -118,7 +119,7 @@ describe("MCP server at /mcp", () => {
     });
     expect(JSON.parse(textOf(answered))).toEqual(answered.structuredContent);
     // Audited with the agent's name (in the session id) and who answered where.
-    expect(auditForSession(r.core.store.db, `agent:Claude Code:${ALICE}`)).toMatchObject([
+    expect(await auditForSession(sqliteSql(r.core.store.db), `agent:Claude Code:${ALICE}`)).toMatchObject([
       { requestId: askId, answererId: ALICE, outcome: "answered", answeredBy: ALICE, answeredVia: "feishu" },
     ]);
 

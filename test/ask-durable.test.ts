@@ -82,7 +82,7 @@ describe("durable asks", () => {
     });
     const state = await a.state(asked.requestId);
     expect(state).toMatchObject({ status: "answered", outcome: { kind: "answered", surface: "websocket" } });
-    const [row] = auditForSession(open[0]!, "s1");
+    const [row] = await auditForSession(sqliteSql(open[0]!), "s1");
     expect(row).toMatchObject({
       outcome: "answered",
       answeredVia: "websocket",
@@ -169,7 +169,7 @@ describe("durable asks", () => {
     const asked = await ask(registry);
     expect(await registry.supersede("s1", "Session cancelled")).toBe(1);
     expect((await registry.state(asked.requestId))?.status).toBe("superseded");
-    expect(auditForSession(d, "s1")[0]?.outcome).toBe("superseded");
+    expect((await auditForSession(sqliteSql(d), "s1"))[0]?.outcome).toBe("superseded");
   });
 
   it("keeps the audit rows of an older file as ask rows (one that had no outcome died with its process)", async () => {
@@ -179,7 +179,9 @@ describe("durable asks", () => {
     raw.exec(`INSERT INTO ask_audit VALUES ('r1','s1','run','ou_a',2,'["feishu"]',5,'answered','ou_a','feishu',9);
               INSERT INTO ask_audit VALUES ('r2','s1','run','ou_a',1,'[]',6,NULL,NULL,NULL,NULL);`);
     migrate(raw);
-    expect(auditForSession(raw, "s1").map((r) => [r.requestId, r.outcome, r.questions])).toEqual([
+    expect(
+      (await auditForSession(sqliteSql(raw), "s1")).map((r) => [r.requestId, r.outcome, r.questions]),
+    ).toEqual([
       ["r1", "answered", 2],
       ["r2", "cancelled", 1],
     ]);
@@ -228,7 +230,7 @@ describe("拒绝回答 kept in the rows (issue 25)", () => {
       surface: "feishu",
       userId: "ou_a",
     });
-    expect(auditForSession(raw, "s2").map((row) => row.outcome)).toEqual(["declined"]);
+    expect((await auditForSession(sqliteSql(raw), "s2")).map((row) => row.outcome)).toEqual(["declined"]);
     raw.close();
   });
 });

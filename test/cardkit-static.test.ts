@@ -4,6 +4,7 @@ import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import type { RecordedCall } from "../src/local/emulator/types.ts";
 import { CardEntityStore } from "../src/store/cardkit.ts";
 import { openDatabase } from "../src/store/db.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { cardReplyingTo, cardText, type FeishuRig, startFeishuRig } from "./helpers/feishu.ts";
 
 /**
@@ -115,7 +116,7 @@ describe("CardKit's static fallback", () => {
     expect(patchesOf(emulator, messageId)).toHaveLength(1); // IM PATCH never tried again
     expect(second.cardOf(messageId).header?.template).not.toBe("green");
     const db = openDatabase(second.dbFile);
-    const row = new CardEntityStore(db).byMessage(messageId);
+    const row = await new CardEntityStore(sqliteSql(db)).byMessage(messageId);
     db.close();
     expect(row).toMatchObject({ fallback: true, static: true });
     expect(row?.staticMessageId).toBe(fromBot(emulator, userMessageId)[1]?.messageId);

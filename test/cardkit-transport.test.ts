@@ -12,6 +12,7 @@ import type { RecordedCall } from "../src/local/emulator/types.ts";
 import { createLogger } from "../src/logger.ts";
 import { CardEntityStore } from "../src/store/cardkit.ts";
 import { openDatabase } from "../src/store/db.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { until } from "./helpers/wait.ts";
 
 /**
@@ -39,7 +40,7 @@ describe("CardKit streaming lifetime", () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), "fpb-cardkit-")), "bot.sqlite"));
     const logger = createLogger({ level: "silent" });
     const app = { appId: emulator.appId, appSecret: emulator.appSecret, domain: emulator.url, logger };
-    const store = new CardEntityStore(db);
+    const store = new CardEntityStore(sqliteSql(db));
     const deps = { api: createLarkCardKit(app), store, log: logger, now: Date.now };
     const asked = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "hi" });
     const card = {
@@ -55,9 +56,9 @@ describe("CardKit streaming lifetime", () => {
       limit: (call) => call(),
     });
     // Streaming was opened 9 minutes less 100 ms ago (as the store says after a restart).
-    store.streaming("run-9", Date.now() - STREAMING_REOPEN_MS + 100);
-    const row = store.byKey("run-9")!;
-    const transport = new CardKitTransport(deps, {
+    await store.streaming("run-9", Date.now() - STREAMING_REOPEN_MS + 100);
+    const row = (await store.byKey("run-9"))!;
+    const transport = await CardKitTransport.open(deps, {
       key: "run-9",
       cardId: row.cardId,
       messageId: sent!.messageId,
@@ -70,7 +71,7 @@ describe("CardKit streaming lifetime", () => {
     const settings = cardkitCalls(emulator).filter(isSettings);
     expect(settings.map((c) => c.code)).toEqual([0, 0]);
     expect(transport.stats.settings).toBe(2);
-    expect(store.byKey("run-9")!.streamingSince).toBeGreaterThan(Date.now() - 5000);
+    expect((await store.byKey("run-9"))!.streamingSince).toBeGreaterThan(Date.now() - 5000);
     db.close();
   });
 });
@@ -92,7 +93,7 @@ describe("CardKit sequences across a restart", () => {
       body: { elements: [{ tag: "markdown" as const, content: text }] },
     });
     const first = openDatabase(file);
-    const deps = { api, store: new CardEntityStore(first), log: logger, now: Date.now };
+    const deps = { api, store: new CardEntityStore(sqliteSql(first)), log: logger, now: Date.now };
     const sent = await sendEntity(deps, {
       key: "run-1",
       card: card("a"),
@@ -101,8 +102,8 @@ describe("CardKit sequences across a restart", () => {
       limit: (call) => call(),
     });
     expect(sent?.shown).toEqual(entityCard(card("a"), true));
-    const row = deps.store.byKey("run-1")!;
-    const before = new CardKitTransport(deps, {
+    const row = (await deps.store.byKey("run-1"))!;
+    const before = await CardKitTransport.open(deps, {
       key: "run-1",
       cardId: row.cardId,
       messageId: sent!.messageId,
@@ -113,20 +114,20 @@ describe("CardKit sequences across a restart", () => {
     for (const text of ["ab", "abc", "abcd"]) await before.update(card(text) as never, running);
     before.close();
     // Killed after reserving a sequence it never sent: the reservation still counts.
-    deps.store.reserve("run-1", deps.store.byKey("run-1")!.reserved + 1);
-    const reserved = deps.store.byKey("run-1")!.reserved;
+    await deps.store.reserve("run-1", (await deps.store.byKey("run-1"))!.reserved + 1);
+    const reserved = (await deps.store.byKey("run-1"))!.reserved;
     first.close();
 
     const second = openDatabase(file);
-    const store = new CardEntityStore(second);
-    const after = new CardKitTransport(
+    const store = new CardEntityStore(sqliteSql(second));
+    const after = await CardKitTransport.open(
       { ...deps, store },
       { key: "run-1", cardId: row.cardId, messageId: sent!.messageId, messenger },
     );
     await after.update(card("abcde") as never, running);
     await after.update(card("abcdef") as never, running);
     after.close();
-    expect(store.byKey("run-1")!.reserved).toBe(reserved + 2);
+    expect((await store.byKey("run-1"))!.reserved).toBe(reserved + 2);
     const calls = cardkitCalls(emulator);
     expect(calls.map((c) => c.code).filter((code) => code !== 0)).toEqual([]);
     // After the restart: a full update first (what the entity shows is not known), then the text streams.

@@ -2,6 +2,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_QUESTIONS } from "../src/harness/agents/demo.ts";
 import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
 import { auditForSession } from "../src/store/audit.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { strings } from "../src/strings/index.ts";
 import {
   cardText,
@@ -159,8 +160,8 @@ describe.each([
         "ask_user_questions_cancelled on the desktop",
       );
       expect(cancelled.data).toEqual({ requestId, reason: "answered via feishu" });
-      const audit = auditForSession(
-        r.core.store.db,
+      const audit = await auditForSession(
+        sqliteSql(r.core.store.db),
         r.core.registry.get(requestId)?.sessionId ?? `feishu-${r.emulator.appId}-private-${ALICE}`,
       );
       expect(audit).toMatchObject([

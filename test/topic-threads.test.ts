@@ -113,7 +113,7 @@ eachTransport(() => {
     it("answers /login in a thread under it too", async () => {
       const r = await rig({
         replyInThread: true,
-        signInLink: (userId) => ({
+        signInLink: async (userId) => ({
           url: `http://localhost/login?u=${userId}`,
           expiresAt: Date.now() + 60_000,
         }),

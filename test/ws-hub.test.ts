@@ -108,6 +108,18 @@ describe("WsHub", () => {
       expect(server.core.hub.connectionCount()).toBe(2);
       expect(server.core.hub.canReach({ userId: ALICE })).toBe(true);
     });
+
+    it("refuses a token revoked since it was issued, and answers 503 while the revocations cannot be read", async () => {
+      const server = await start();
+      const token = signToken(server.secret, ALICE, Date.now() + 60_000, Date.now() - 1_000, 0);
+      // The store is away (Postgres down, a locked file): nobody gets in unchecked, and nothing crashes.
+      const away = vi.spyOn(server.core.revocations, "revocation").mockRejectedValue(new Error("store away"));
+      expect(await server.refusedStatus({ token })).toBe(503);
+      away.mockRestore();
+      await server.core.revocations.revoke(ALICE, Date.now());
+      expect(await server.refusedStatus({ token })).toBe(401);
+      expect(server.core.hub.connectionCount()).toBe(0);
+    });
   });
 
   describe("asks", () => {
@@ -655,6 +667,24 @@ describe("WsHub", () => {
       await healthy.sync();
       expect(healthy.isOpen).toBe(true);
       expect(server.core.hub.canReach({ userId: ALICE })).toBe(true);
+    });
+
+    it("keeps a socket through a beat that cannot read the revocations, and closes it at the beat after its revocation", async () => {
+      const heartbeatIntervalMs = 1_000;
+      vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+      const server = await start({ heartbeatIntervalMs });
+      const alice = await server.connect(ALICE);
+      const away = vi.spyOn(server.core.revocations, "revocation").mockRejectedValue(new Error("store away"));
+      await vi.advanceTimersByTimeAsync(heartbeatIntervalMs);
+      await alice.sync();
+      expect(alice.isOpen).toBe(true);
+      expect(away).toHaveBeenCalledWith(ALICE);
+      away.mockRestore();
+      await server.core.revocations.revoke(ALICE, Date.now());
+      expect(alice.isOpen).toBe(true);
+      await vi.advanceTimersByTimeAsync(heartbeatIntervalMs);
+      expect(await alice.closed()).toEqual({ code: 1008, reason: "token expired or revoked" });
+      expect(server.core.hub.connectionCount()).toBe(0);
     });
   });
 

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import type { TokenRevocations } from "../store/token-revocations.ts";
+import type { Revocation, TokenRevocations } from "../store/token-revocations.ts";
 
 /**
  * Signed user tokens: `v1.<base64url(JSON {sub, exp, iat})>.<base64url(HMAC-SHA256)>`.
@@ -78,11 +78,14 @@ const claimsSchema = z.object({
   use: z.literal("link").optional(),
 });
 
+/**
+ * The token as signed: signature, claims, expiry, the issuer's clock. Whether its user was revoked since is the
+ * store's to say: `checkToken`, which every door that admits a person goes through.
+ */
 export function verifyToken(
   secret: string,
   token: string,
   now: number,
-  revocations?: TokenRevocations,
   options: { allowLink?: boolean } = {},
 ): TokenCheck {
   const parts = token.split(".");
@@ -105,21 +108,51 @@ export function verifyToken(
   if (use === "link" && !options.allowLink) return { ok: false, reason: "a sign-in link is not a token" };
   if (exp <= now) return { ok: false, reason: "token expired" };
   if (iat > now + MAX_CLOCK_SKEW_MS) return { ok: false, reason: "token issued in the future" };
-  const held = { userId: sub, issuedAt: iat, ...(gen !== undefined ? { generation: gen } : {}) };
-  if (isRevoked(held, revocations)) return { ok: false, reason: "token revoked" };
-  return { ok: true, ...held, expiresAt: exp, link: use === "link" };
+  return {
+    ok: true,
+    userId: sub,
+    issuedAt: iat,
+    ...(gen !== undefined ? { generation: gen } : {}),
+    expiresAt: exp,
+    link: use === "link",
+  };
+}
+
+/**
+ * `verifyToken`, then the user's revocation as the store has it now (one read; on Postgres, whichever instance
+ * revoked them). A store that cannot be read rejects (DatabaseUnavailableError on Postgres): never a pass.
+ */
+export async function checkToken(
+  secret: string,
+  token: string,
+  now: number,
+  revocations: TokenRevocations | undefined,
+  options: { allowLink?: boolean } = {},
+): Promise<TokenCheck> {
+  const check = verifyToken(secret, token, now, options);
+  if (!check.ok || !revocations) return check;
+  if (isRevoked(check, await revocations.revocation(check.userId)))
+    return { ok: false, reason: "token revoked" };
+  return check;
 }
 
 /** The one revocation rule, for a token being checked and for a socket it opened (ws/hub.ts heartbeat). */
 export function isRevoked(
-  token: { userId: string; issuedAt: number; generation?: number },
-  revocations: TokenRevocations | undefined,
+  token: { issuedAt: number; generation?: number },
+  revocation: Revocation | undefined,
 ): boolean {
-  if (!revocations) return false;
-  if (token.generation !== undefined && revocations.generation)
-    return token.generation < revocations.generation(token.userId);
-  const notBefore = revocations.notBefore(token.userId);
-  return notBefore !== undefined && token.issuedAt < notBefore;
+  if (!revocation) return false;
+  if (token.generation !== undefined) return token.generation < revocation.generation;
+  return token.issuedAt < revocation.notBefore;
+}
+
+/** The generation a token minted now carries: undefined without a store (then the `iat` rule holds). */
+export async function generationOf(
+  revocations: TokenRevocations | undefined,
+  userId: string,
+): Promise<number | undefined> {
+  if (!revocations) return undefined;
+  return (await revocations.revocation(userId))?.generation ?? 0;
 }
 
 function mac(secret: string, payload: string): string {

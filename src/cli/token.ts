@@ -10,7 +10,8 @@ import { readConfigFile } from "../config-file.ts";
 import { describeError } from "../errors.ts";
 import { withSetupCredentials } from "../feishu/setup/credentials-file.ts";
 import { type Db, openDatabase } from "../store/db.ts";
-import { SqliteTokenRevocations } from "../store/token-revocations.ts";
+import { sqliteSql } from "../store/sql.ts";
+import { StoreTokenRevocations } from "../store/token-revocations.ts";
 
 /**
  * `npm run token -- <open_id> [days]`: a sign-in link for the session pages and, on the last line, the bare
@@ -40,7 +41,11 @@ export interface TokenCliOutput {
   lines: string[];
 }
 
-export function tokenCli(argv: readonly string[], env: Record<string, string | undefined>, now: number) {
+export async function tokenCli(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  now: number,
+): Promise<TokenCliOutput> {
   // `--agent <name>`: an agent token for /mcp and /api (a different kind; agents-api/token-cli.ts).
   if (argv[0] === "--agent") {
     const agent = parseAgentArgs(argv.slice(1));
@@ -60,7 +65,7 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
   const secret = secretFor(config);
   const ttlMs = days !== undefined ? days * 24 * 60 * 60 * 1000 : DEFAULT_TOKEN_TTL_MS;
   // The user's revocation generation, so a later --revoke ends these whatever this machine's clock says.
-  const generation = generationOf(config, userId);
+  const generation = await generationOf(config, userId);
   const gen = generation !== undefined ? { generation } : {};
   // The link opens once, within a day (auth/link.ts); the bare token below is the desktop client's.
   const link = personalLink({ publicUrl: linkBase(config), authSecret: secret, userId, now, ttlMs, ...gen });
@@ -97,11 +102,11 @@ function linkBase(config: ReturnType<typeof loadConfig>): string {
  * its own flags (`--revoke-agent`, `--revoke-token`), and anything else used to be "revoked" as a user no
  * token could name, while the agent's tokens kept working (issue 24 item 8).
  */
-export function revokeCli(
+export async function revokeCli(
   argv: readonly string[],
   env: Record<string, string | undefined>,
   now: number,
-): { lines: string[]; exitCode: number } {
+): Promise<{ lines: string[]; exitCode: number }> {
   const [flag, target] = argv;
   if (flag === "--revoke-agent" || flag === "--revoke-token")
     return withDatabase(loadConfig(env), (db) => agentRevokeLines(argv, new AgentTokenStore(db), now));
@@ -114,8 +119,8 @@ export function revokeCli(
       ].join("\n"),
       2,
     );
-  return withDatabase(loadConfig(env), (db) => {
-    new SqliteTokenRevocations(db).revoke(target, now);
+  return withDatabase(loadConfig(env), async (db) => {
+    await new StoreTokenRevocations(sqliteSql(db)).revoke(target, now);
     return {
       lines: [`revoked every token of ${target} issued until ${new Date(now).toISOString()}`],
       exitCode: 0,
@@ -127,7 +132,10 @@ export function revokeCli(
  * The running bot's database, or a TokenCliError: a revocation or a token record written anywhere else
  * would be a success the bot never sees (the old `--revoke` made a fresh database where it was run).
  */
-function withDatabase<T>(config: ReturnType<typeof loadConfig>, use: (db: Db) => T): T {
+async function withDatabase<T>(
+  config: ReturnType<typeof loadConfig>,
+  use: (db: Db) => T | Promise<T>,
+): Promise<T> {
   const file = path.resolve(config.dataDir, "bot.sqlite");
   if (!fs.existsSync(file))
     throw new TokenCliError(
@@ -140,16 +148,19 @@ function withDatabase<T>(config: ReturnType<typeof loadConfig>, use: (db: Db) =>
     );
   const db = openDatabase(file);
   try {
-    return use(db);
+    return await use(db);
   } finally {
     db.close();
   }
 }
 
 /** The user's revocation generation from the bot's database; undefined when there is none in DATA_DIR yet. */
-function generationOf(config: ReturnType<typeof loadConfig>, userId: string): number | undefined {
+async function generationOf(
+  config: ReturnType<typeof loadConfig>,
+  userId: string,
+): Promise<number | undefined> {
   if (!fs.existsSync(path.resolve(config.dataDir, "bot.sqlite"))) return undefined;
-  return withDatabase(config, (db) => new SqliteTokenRevocations(db).generation(userId));
+  return withDatabase(config, (db) => new StoreTokenRevocations(sqliteSql(db)).generation(userId));
 }
 
 /** The secret the running server signs with, or a TokenCliError saying what to set. */
@@ -172,7 +183,7 @@ function secretFor(config: ReturnType<typeof loadConfig>): string {
   return resolveAuthSecret(config.authSecret, config.dataDir);
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   try {
     // The same environment the bot starts with: what npm run setup wrote under DATA_DIR (AUTH_SECRET among it)
@@ -181,11 +192,11 @@ function main(): void {
     const file = readConfigFile(process.env);
     const env = { ...file?.env, ...(file?.apps ? process.env : withSetupCredentials(process.env)) };
     if (argv[0]?.startsWith("--revoke")) {
-      const { lines, exitCode } = revokeCli(argv, env, Date.now());
+      const { lines, exitCode } = await revokeCli(argv, env, Date.now());
       (exitCode === 0 ? process.stdout : process.stderr).write(`${lines.join("\n")}\n`);
       process.exit(exitCode);
     }
-    const { lines } = tokenCli(argv, env, Date.now());
+    const { lines } = await tokenCli(argv, env, Date.now());
     process.stdout.write(`${lines.join("\n")}\n`);
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : describeError(error)}\n`);
@@ -194,4 +205,4 @@ function main(): void {
 }
 
 // Run as a script (npm run token), not when a test imports tokenCli.
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) main();
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) void main();

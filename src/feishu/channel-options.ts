@@ -45,7 +45,7 @@ export interface FeishuChannelOptions {
   /** The messenger's per-call timeout: a PATCH left without an answer is confirmed this long after (10 s). */
   requestTimeoutMs?: number;
   /** A personal sign-in link for the session pages, sent on /login in a private chat (sign-in.ts). */
-  signInLink?: (userId: string) => { url: string; expiresAt: number };
+  signInLink?: (userId: string) => Promise<{ url: string; expiresAt: number }>;
   /** PATCH outcomes of every progress card, for `/metrics`. */
   metrics?: Pick<FeishuMetrics, "patch">;
   /** Deadlines, reminders and 延长 (issue 16; defaults in ask-deadline.ts). */

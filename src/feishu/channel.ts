@@ -255,7 +255,7 @@ export class FeishuChannel implements AskSurface {
         this.#o.now(),
         strings,
       );
-      this.#background.track(replyText(reply));
+      this.#background.track(reply.then(replyText));
       this.#log.debug({ userId: message.senderOpenId, chatType: message.chatType }, "sign-in link requested");
       return;
     }

@@ -25,7 +25,7 @@ type StartOptions = {
   /** The long connection was lost for good (bad credentials, retries exhausted). */
   onFatal?: (error: unknown) => void;
   /** Personal sign-in links for /login in a private chat (auth/link.ts). */
-  signInLink?: (userId: string) => { url: string; expiresAt: number };
+  signInLink?: (userId: string) => Promise<{ url: string; expiresAt: number }>;
   /** Where the channel reports PATCHes, callbacks, limiter waits and the connection (`/metrics`). */
   metrics?: FeishuMetrics;
 };

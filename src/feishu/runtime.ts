@@ -5,7 +5,7 @@ import type { RunFeed } from "../domain/run-feed.ts";
 import { CardEntityStore } from "../store/cardkit.ts";
 import type { Db } from "../store/db.ts";
 import { FeishuStore } from "../store/feishu.ts";
-import type { StoreSql } from "../store/sql.ts";
+import { type StoreSql, sqliteSql } from "../store/sql.ts";
 import type { CardActionDeps } from "./card-action-deps.ts";
 import { handleCardAction } from "./card-actions.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
@@ -91,7 +91,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   } = deps;
   const channel = new FeishuChannel({
     ...channelOptions,
-    ...(cardkit ? { cardkit: { api: cardkit, store: new CardEntityStore(core.store.db) } } : {}),
+    ...(cardkit ? { cardkit: { api: cardkit, store: new CardEntityStore(sqliteSql(core.store.db)) } } : {}),
     runner: core.runner,
     runs: core.runs,
     registry: core.registry,

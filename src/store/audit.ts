@@ -1,5 +1,5 @@
-import type { Statement } from "better-sqlite3";
-import type { Db } from "./db.ts";
+import { z } from "zod";
+import { run, type StoreSql } from "./sql.ts";
 
 export interface AuditRow {
   requestId: string;
@@ -16,45 +16,35 @@ export interface AuditRow {
 }
 
 /**
- * The audit is a view of the ask rows (store/asks.ts, migration 5): asked (with the surfaces that could
- * reach the person), then how it ended. No second source of truth to keep in step.
+ * The audit is a view of the ask rows (store/asks.ts; `ask_audit`, a view on either dialect): asked (with the
+ * surfaces that could reach the person), then how it ended. No second source of truth to keep in step. Rows
+ * are parsed with zod, as the ask rows are: a row edited by hand is an error with a message.
  */
 
-interface AuditDbRow {
-  request_id: string;
-  session_id: string;
-  run_id: string;
-  answerer_id: string;
-  questions: number;
-  surfaces: string;
-  asked_at: number;
-  outcome: AuditRow["outcome"];
-  answered_by: string | null;
-  answered_via: string | null;
-  settled_at: number | null;
-}
+const outcomeSchema = z.enum(["answered", "timeout", "cancelled", "superseded", "declined"]).nullable();
+const surfacesSchema = z.array(z.string());
 
-/** The statement of auditForSession, prepared once per connection. */
-const bySession = new WeakMap<Db, Statement<[string], AuditDbRow>>();
-
-export function auditForSession(db: Db, sessionId: string): AuditRow[] {
-  let statement = bySession.get(db);
-  if (!statement) {
-    statement = db.prepare<[string], AuditDbRow>(
-      "SELECT * FROM ask_audit WHERE session_id = ? ORDER BY asked_at, seq",
-    );
-    bySession.set(db, statement);
-  }
-  const rows = statement.all(sessionId);
+/** Every ask of `sessionId`, in the order asked (ties on the clock in the order inserted). */
+export async function auditForSession(store: StoreSql, sessionId: string): Promise<AuditRow[]> {
+  const { db } = store;
+  const rows = await run(store, () =>
+    db
+      .selectFrom("ask_audit")
+      .selectAll()
+      .where("session_id", "=", sessionId)
+      .orderBy("asked_at")
+      .orderBy("seq")
+      .execute(),
+  );
   return rows.map((row) => ({
     requestId: row.request_id,
     sessionId: row.session_id,
     runId: row.run_id,
     answererId: row.answerer_id,
     questions: row.questions,
-    surfaces: JSON.parse(row.surfaces) as string[],
+    surfaces: surfacesSchema.parse(JSON.parse(row.surfaces)),
     askedAt: row.asked_at,
-    outcome: row.outcome,
+    outcome: outcomeSchema.parse(row.outcome),
     answeredBy: row.answered_by,
     answeredVia: row.answered_via,
     settledAt: row.settled_at,

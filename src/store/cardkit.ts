@@ -1,10 +1,12 @@
-import type { Db } from "./db.ts";
+import { type Selectable, sql, type Updateable } from "kysely";
+import { type CardkitEntitiesTable, run, type StoreSql, transaction } from "./sql.ts";
 
 /**
  * What the CardKit transport must not lose on restart: which entity a card message shows, the highest
  * sequence reserved for it (written before a call uses it, so a restart starts above every sequence ever
- * sent), when its streaming mode was last opened, and whether the card fell back to IM PATCH. Its own table,
- * created if missing: the transport is opt-in, and nothing else reads it.
+ * sent), when its streaming mode was last opened, and whether the card fell back to IM PATCH. On either
+ * dialect (sql.ts): on Postgres the table is the store schema's (pg-schema.ts); on the SQLite file it is
+ * created if missing, by the first statement, since the transport is opt-in and nothing else reads it.
  */
 export interface CardEntityRow {
   /** The reply's uuid (one per run): an entity is created once per card, even when the reply is retried. */
@@ -18,91 +20,113 @@ export interface CardEntityRow {
   staticMessageId: string | undefined;
 }
 
-interface DbRow {
-  key: string;
-  card_id: string;
-  message_id: string | null;
-  reserved: number;
-  streaming_since: number | null;
-  fallback: number;
-  static: number;
-  static_message_id: string | null;
-}
-
 export class CardEntityStore {
-  readonly #sql;
+  readonly #store: StoreSql;
+  /** The SQLite table made (once per store, retried after a failure); Postgres has it from its schema. */
+  #table: Promise<void> | undefined;
 
-  constructor(db: Db) {
-    db.exec(`CREATE TABLE IF NOT EXISTS cardkit_entities (
-      key TEXT PRIMARY KEY,
-      card_id TEXT NOT NULL,
-      message_id TEXT,
-      reserved INTEGER NOT NULL DEFAULT 0,
-      streaming_since INTEGER,
-      fallback INTEGER NOT NULL DEFAULT 0,
-      static INTEGER NOT NULL DEFAULT 0,
-      static_message_id TEXT
+  constructor(store: StoreSql) {
+    this.#store = store;
+  }
+
+  async created(key: string, cardId: string): Promise<void> {
+    await this.#run((db) =>
+      db
+        .insertInto("cardkit_entities")
+        .values({ key, card_id: cardId })
+        .onConflict((conflict) => conflict.column("key").doNothing())
+        .execute(),
     );
-    CREATE INDEX IF NOT EXISTS cardkit_entities_message ON cardkit_entities (message_id);`);
-    // A table an earlier build made lacks the static fallback's columns.
-    const columns = db.prepare<[], { name: string }>("PRAGMA table_info(cardkit_entities)").all();
-    if (!columns.some((c) => c.name === "static"))
-      db.exec(`ALTER TABLE cardkit_entities ADD COLUMN static INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE cardkit_entities ADD COLUMN static_message_id TEXT;`);
-    this.#sql = {
-      insert: db.prepare("INSERT OR IGNORE INTO cardkit_entities (key, card_id) VALUES (?, ?)"),
-      byKey: db.prepare<[string], DbRow>("SELECT * FROM cardkit_entities WHERE key = ?"),
-      byMessage: db.prepare<[string], DbRow>("SELECT * FROM cardkit_entities WHERE message_id = ?"),
-      sent: db.prepare("UPDATE cardkit_entities SET message_id = ? WHERE key = ?"),
-      reserve: db.prepare("UPDATE cardkit_entities SET reserved = ? WHERE key = ? AND reserved < ?"),
-      streaming: db.prepare("UPDATE cardkit_entities SET streaming_since = ? WHERE key = ?"),
-      fallback: db.prepare("UPDATE cardkit_entities SET fallback = 1 WHERE key = ?"),
-      toStatic: db.prepare("UPDATE cardkit_entities SET fallback = 1, static = 1 WHERE key = ?"),
-      staticSent: db.prepare("UPDATE cardkit_entities SET static_message_id = ? WHERE key = ?"),
-    };
   }
 
-  created(key: string, cardId: string): void {
-    this.#sql.insert.run(key, cardId);
+  async byKey(key: string): Promise<CardEntityRow | undefined> {
+    const row = await this.#run((db) =>
+      db.selectFrom("cardkit_entities").selectAll().where("key", "=", key).executeTakeFirst(),
+    );
+    return row && toRow(row);
   }
 
-  byKey(key: string): CardEntityRow | undefined {
-    return toRow(this.#sql.byKey.get(key));
+  async byMessage(messageId: string): Promise<CardEntityRow | undefined> {
+    const row = await this.#run((db) =>
+      db.selectFrom("cardkit_entities").selectAll().where("message_id", "=", messageId).executeTakeFirst(),
+    );
+    return row && toRow(row);
   }
 
-  byMessage(messageId: string): CardEntityRow | undefined {
-    return toRow(this.#sql.byMessage.get(messageId));
+  async sent(key: string, messageId: string): Promise<void> {
+    await this.#set(key, { message_id: messageId });
   }
 
-  sent(key: string, messageId: string): void {
-    this.#sql.sent.run(messageId, key);
+  /** Never lowers it: a late or repeated reservation leaves the highest one stored. */
+  async reserve(key: string, upTo: number): Promise<void> {
+    await this.#run((db) =>
+      db
+        .updateTable("cardkit_entities")
+        .set({ reserved: upTo })
+        .where("key", "=", key)
+        .where("reserved", "<", upTo)
+        .execute(),
+    );
   }
 
-  reserve(key: string, upTo: number): void {
-    this.#sql.reserve.run(upTo, key, upTo);
+  async streaming(key: string, since: number | undefined): Promise<void> {
+    await this.#set(key, { streaming_since: since ?? null });
   }
 
-  streaming(key: string, since: number | undefined): void {
-    this.#sql.streaming.run(since ?? null, key);
-  }
-
-  fallback(key: string): void {
-    this.#sql.fallback.run(key);
+  async fallback(key: string): Promise<void> {
+    await this.#set(key, { fallback: 1 });
   }
 
   /** IM PATCH was refused too: nothing more goes to the card; its final state goes as a new message. */
-  toStatic(key: string): void {
-    this.#sql.toStatic.run(key);
+  async toStatic(key: string): Promise<void> {
+    await this.#set(key, { fallback: 1, static: 1 });
   }
 
   /** The static message with the final state was sent: a restart never sends it again. */
-  staticSent(key: string, messageId: string): void {
-    this.#sql.staticSent.run(messageId, key);
+  async staticSent(key: string, messageId: string): Promise<void> {
+    await this.#set(key, { static_message_id: messageId });
+  }
+
+  async #set(key: string, values: Updateable<CardkitEntitiesTable>): Promise<void> {
+    await this.#run((db) => db.updateTable("cardkit_entities").set(values).where("key", "=", key).execute());
+  }
+
+  async #run<T>(statement: (db: StoreSql["db"]) => Promise<T>): Promise<T> {
+    if (this.#store.dialect === "sqlite") {
+      this.#table ??= sqliteTable(this.#store).catch((error: unknown) => {
+        this.#table = undefined;
+        throw error;
+      });
+      await this.#table;
+    }
+    const { db } = this.#store;
+    return run(this.#store, () => statement(db));
   }
 }
 
-function toRow(row: DbRow | undefined): CardEntityRow | undefined {
-  if (!row) return undefined;
+/** The table on the SQLite file, and the static fallback's columns a table of an earlier build lacks. */
+async function sqliteTable(store: StoreSql): Promise<void> {
+  const { db } = store;
+  await sql`CREATE TABLE IF NOT EXISTS cardkit_entities (
+    key TEXT PRIMARY KEY,
+    card_id TEXT NOT NULL,
+    message_id TEXT,
+    reserved INTEGER NOT NULL DEFAULT 0,
+    streaming_since INTEGER,
+    fallback INTEGER NOT NULL DEFAULT 0,
+    static INTEGER NOT NULL DEFAULT 0,
+    static_message_id TEXT
+  )`.execute(db);
+  await sql`CREATE INDEX IF NOT EXISTS cardkit_entities_message ON cardkit_entities (message_id)`.execute(db);
+  const columns = await sql<{ name: string }>`PRAGMA table_info(cardkit_entities)`.execute(db);
+  if (!columns.rows.some((column) => column.name === "static"))
+    await transaction(store, async (tx) => {
+      await sql`ALTER TABLE cardkit_entities ADD COLUMN static INTEGER NOT NULL DEFAULT 0`.execute(tx.db);
+      await sql`ALTER TABLE cardkit_entities ADD COLUMN static_message_id TEXT`.execute(tx.db);
+    });
+}
+
+function toRow(row: Selectable<CardkitEntitiesTable>): CardEntityRow {
   return {
     key: row.key,
     cardId: row.card_id,

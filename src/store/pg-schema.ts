@@ -130,6 +130,37 @@ const MIGRATIONS: readonly string[] = [
      last_seen_at  bigint NOT NULL,
      PRIMARY KEY (session_id, user_id)
    );`,
+  // Issue 27's small repositories, in one step: sign-in to the session pages (store/token-revocations.ts:
+  // per-user revocations, the sign-in links spent), the data-loss audit (store/audit.ts: a view of the ask
+  // rows, as on SQLite) and CardKit card entities (store/cardkit.ts: FEISHU_CARD_TRANSPORT=cardkit).
+  `CREATE TABLE token_revocations (
+     user_id     text PRIMARY KEY,
+     not_before  bigint NOT NULL,
+     revoked_at  bigint NOT NULL,
+     generation  integer NOT NULL DEFAULT 0
+   );
+   CREATE TABLE spent_sign_in_links (
+     link_hash   text PRIMARY KEY,
+     spent_at    bigint NOT NULL,
+     expires_at  bigint NOT NULL
+   );
+   CREATE INDEX spent_sign_in_links_by_expiry ON spent_sign_in_links (expires_at);
+   CREATE VIEW ask_audit AS
+     SELECT request_id, session_id, run_id, answerer_id, question_count AS questions, surfaces,
+            created_at AS asked_at, CASE status WHEN 'pending' THEN NULL ELSE status END AS outcome,
+            answered_by, answered_via, settled_at, seq
+     FROM asks;
+   CREATE TABLE cardkit_entities (
+     key                text PRIMARY KEY,
+     card_id            text NOT NULL,
+     message_id         text,
+     reserved           bigint NOT NULL DEFAULT 0,
+     streaming_since    bigint,
+     fallback           integer NOT NULL DEFAULT 0,
+     static             integer NOT NULL DEFAULT 0,
+     static_message_id  text
+   );
+   CREATE INDEX cardkit_entities_message ON cardkit_entities (message_id);`,
 ];
 
 /** The migrations' text, for the boundary test's table-ownership check. */

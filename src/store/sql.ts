@@ -135,3 +135,56 @@ export async function transaction<T>(store: StoreSql, body: (tx: StoreSql) => Pr
     store.db.transaction().execute((trx) => body({ db: trx, dialect: store.dialect, inTransaction: true })),
   );
 }
+
+// Issue 27's small repositories (sign-in, the audit, CardKit entities): their tables, merged into StoreTables
+// above (one interface, declared twice, so that each area's tables sit in one block of their own).
+
+/** Per-user revocations (store/token-revocations.ts). */
+export interface TokenRevocationsTable {
+  user_id: string;
+  not_before: number;
+  revoked_at: number;
+  generation: Generated<number>;
+}
+
+/** Sign-in links spent at /auth/link, by hash, kept until they would have expired. */
+export interface SpentSignInLinksTable {
+  link_hash: string;
+  spent_at: number;
+  expires_at: number;
+}
+
+/** A view of the ask rows (store/audit.ts): asked, then how it ended; never written. */
+export interface AskAuditView {
+  request_id: string;
+  session_id: string;
+  run_id: string;
+  answerer_id: string;
+  questions: number;
+  surfaces: string;
+  asked_at: number;
+  outcome: string | null;
+  answered_by: string | null;
+  answered_via: string | null;
+  settled_at: number | null;
+  seq: number;
+}
+
+/** CardKit card entities (store/cardkit.ts); 0/1 integers for the flags. */
+export interface CardkitEntitiesTable {
+  key: string;
+  card_id: string;
+  message_id: string | null;
+  reserved: Generated<number>;
+  streaming_since: number | null;
+  fallback: Generated<number>;
+  static: Generated<number>;
+  static_message_id: string | null;
+}
+
+export interface StoreTables {
+  token_revocations: TokenRevocationsTable;
+  spent_sign_in_links: SpentSignInLinksTable;
+  ask_audit: AskAuditView;
+  cardkit_entities: CardkitEntitiesTable;
+}

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type express from "express";
 import type { Request, Response } from "express";
-import { DEFAULT_SIGNIN_TTL_MS, signToken, verifyToken } from "../auth/token.ts";
+import { checkToken, DEFAULT_SIGNIN_TTL_MS, generationOf, signToken } from "../auth/token.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
@@ -42,14 +42,14 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
   const signInTtlMs = options.signInTtlMs ?? DEFAULT_SIGNIN_TTL_MS;
   const spendLink = linkSpender(options.revocations);
 
-  app.get("/auth/link", (req, res) => {
+  app.get("/auth/link", async (req, res) => {
     const token = queryParam(req, "token");
     const check = token
-      ? verifyToken(options.authSecret, token, options.now(), options.revocations, { allowLink: true })
+      ? await checkToken(options.authSecret, token, options.now(), options.revocations, { allowLink: true })
       : { ok: false as const, reason: "no token" };
     // A link opens once (issue 24 item 15): whoever finds it in a chat log or a browser history later gets
     // nothing. Older links carrying a plain user token are spent the same way.
-    const spent = check.ok && token && !spendLink(linkKey(token), check.expiresAt, options.now());
+    const spent = check.ok && token && !(await spendLink(linkKey(token), check.expiresAt, options.now()));
     if (!check.ok || spent) {
       const reason = check.ok ? "link already used" : check.reason;
       log.debug({ reason }, "sign-in link refused");
@@ -69,14 +69,14 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
       check.userId,
       expiresAt,
       options.now(),
-      options.revocations?.generation?.(check.userId),
+      await generationOf(options.revocations, check.userId),
     );
     signIn(req, res, cookieToken, expiresAt - options.now());
   });
 
   if (options.localUsers) {
     const users = options.localUsers;
-    app.get("/auth/local", (req, res) => {
+    app.get("/auth/local", async (req, res) => {
       const user = findLocalUser(users, queryParam(req, "user"));
       if (!user) {
         return sendMessagePage(res, 400, {
@@ -94,7 +94,7 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
         user.openId,
         options.now() + signInTtlMs,
         options.now(),
-        options.revocations?.generation?.(user.openId),
+        await generationOf(options.revocations, user.openId),
       );
       signIn(req, res, token, signInTtlMs);
     });
@@ -109,9 +109,9 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
     res.status(204).end();
   });
 
-  app.get("/auth/me", (req, res) => {
+  app.get("/auth/me", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) {
       // A stale or forged cookie is dropped so the browser stops sending it.
       if (readCookie(req.headers.cookie)) res.setHeader("Set-Cookie", clearCookie(req));
@@ -128,9 +128,9 @@ export function mountAuth(app: express.Express, options: AuthOptions): void {
 
 /** Where spent links are kept: the revocations' table, or (no store, unit tests) this process's memory. */
 function linkSpender(revocations: TokenRevocations | undefined) {
-  if (revocations?.spendLink) return revocations.spendLink.bind(revocations);
+  if (revocations) return revocations.spendLink.bind(revocations);
   const spent = new Map<string, number>();
-  return (key: string, expiresAt: number, now: number): boolean => {
+  return async (key: string, expiresAt: number, now: number): Promise<boolean> => {
     for (const [old, until] of spent) if (until < now) spent.delete(old);
     if (spent.has(key)) return false;
     spent.set(key, expiresAt);
@@ -158,13 +158,13 @@ export function findLocalUser(users: readonly LocalUser[], given: string | undef
 }
 
 /** The signed-in user of a request (from the `fpb_session` cookie), or undefined. */
-export function viewerOf(
+export async function viewerOf(
   req: Request,
   options: Pick<AuthOptions, "authSecret" | "now" | "revocations">,
-): string | undefined {
+): Promise<string | undefined> {
   const token = readCookie(req.headers.cookie, SESSION_COOKIE);
   if (!token) return undefined;
-  const check = verifyToken(options.authSecret, token, options.now(), options.revocations);
+  const check = await checkToken(options.authSecret, token, options.now(), options.revocations);
   return check.ok ? check.userId : undefined;
 }
 

@@ -49,7 +49,7 @@ export function mountPermissionsApi(app: express.Express, options: PermissionsAp
 
   app.get("/api/sessions/:id/permissions", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const sessionId = req.params.id;
     if (!(await runs.canView(userId, sessionId))) return forbidden(res, "you may not view this session");
@@ -60,7 +60,7 @@ export function mountPermissionsApi(app: express.Express, options: PermissionsAp
     res.setHeader("Cache-Control", "no-store");
     if (!sameOrigin(req.headers.origin, req.headers.host))
       return forbidden(res, "cross-site request refused");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) return unauthorized(res);
     const { id: sessionId, permissionId } = req.params;
     if (!(await runs.canView(userId, sessionId))) return forbidden(res, "you may not view this session");

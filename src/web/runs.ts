@@ -41,7 +41,7 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
 
   app.get("/api/sessions/:id/runs", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) throw unauthorized();
     const sessionId = req.params.id;
     if (!(await feed.canView(userId, sessionId))) throw forbidden();
@@ -52,7 +52,7 @@ export function mountRunApi(app: express.Express, options: RunsOptions): void {
 
   app.get("/api/sessions/:id/runs/:runId", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) throw unauthorized();
     const { id: sessionId, runId } = req.params;
     const run = await feed.getRun(runId);

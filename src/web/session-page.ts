@@ -117,7 +117,7 @@ export function mountSessionPages(app: express.Express, options: SessionPageOpti
 
   app.get("/api/sessions/:id", async (req, res) => {
     res.setHeader("Cache-Control", "no-store");
-    const userId = viewerOf(req, options);
+    const userId = await viewerOf(req, options);
     if (!userId) throw new AppError("UNAUTHORIZED", "not signed in");
     const sessionId = req.params.id;
     const session = await options.runs.session(sessionId);

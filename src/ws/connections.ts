@@ -119,6 +119,11 @@ export class ConnectionPool {
     return this.#byUser.get(userId)?.size ?? 0;
   }
 
+  /** The users with a connection open (each once): whose revocations a heartbeat reads. */
+  users(): string[] {
+    return [...this.#byUser.keys()];
+  }
+
   sessionCount(): number {
     return this.#bySession.size;
   }

@@ -4,14 +4,12 @@ import { WebSocketServer } from "ws";
 import type { PendingAsk } from "../asks/pending.ts";
 import { EXTEND_MS, type ExtendTimes } from "../asks/person-actions.ts";
 import type { AskRegistry } from "../asks/registry.ts";
-import { isRevoked, verifyToken } from "../auth/token.ts";
 import type { AskSurface, RunCommands } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
-import { sameOrigin } from "../web/cookie.ts";
 import { AnswersInFlight } from "./answers-in-flight.ts";
 import { type Connection, ConnectionPool } from "./connections.ts";
 import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
@@ -32,7 +30,7 @@ import {
   type ServerFrame,
 } from "./protocol.ts";
 import { SnapshotSender } from "./snapshot.ts";
-import { credential, refuse } from "./upgrade.ts";
+import { admit, refuse, tokensHolding } from "./upgrade.ts";
 
 export type { HubSocket } from "./connections.ts";
 
@@ -75,6 +73,8 @@ export class WsHub implements AskSurface {
   /** The frame each connection is still handling (#onFrame keeps its frames in order). */
   readonly #working = new WeakMap<Connection, Promise<void>>();
   readonly #snapshots: SnapshotSender;
+  /** A heartbeat still reading revocations: the next one waits its turn rather than pile up reads. */
+  #beating = false;
 
   constructor(deps: HubDeps) {
     this.#deps = deps;
@@ -107,10 +107,7 @@ export class WsHub implements AskSurface {
       deps.runs.on("run_updated", (run) => this.#sendToSubscribers(run.sessionId)),
       deps.runs.on("queue_changed", ({ sessionId }) => this.#sendToSubscribers(sessionId)),
     );
-    this.#heartbeat = setInterval(
-      () => this.#pool.beat((connection) => this.#tokenHolds(connection)),
-      deps.heartbeatIntervalMs ?? 30_000,
-    );
+    this.#heartbeat = setInterval(() => void this.#beat(), deps.heartbeatIntervalMs ?? 30_000);
     this.#heartbeat.unref();
   }
 
@@ -145,30 +142,22 @@ export class WsHub implements AskSurface {
   attach(server: Server): void {
     server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on("error", (error) => this.#deps.logger.debug({ err: error }, "upgrade socket error"));
-      const url = new URL(request.url ?? "/", "http://localhost");
-      if (url.pathname !== WS_PATH) return refuse(socket, 404, "Not Found");
-      const { token, via } = credential(request, url);
-      // A browser attaches the sign-in cookie to an upgrade that any page may start (cross-site WebSocket
-      // hijacking); a cookie counts only when the page that opened the socket is our own.
-      if (via === "cookie" && !sameOrigin(request.headers.origin, request.headers.host)) {
-        this.#deps.logger.info({ origin: request.headers.origin }, "websocket refused: foreign origin");
-        return refuse(socket, 403, "Forbidden");
-      }
-      const check = token
-        ? verifyToken(this.#deps.authSecret, token, this.#deps.now(), this.#deps.revocations)
-        : { ok: false as const, reason: "no token" };
-      if (!check.ok) {
-        this.#deps.logger.info({ reason: check.reason, via }, "websocket refused");
-        return refuse(socket, 401, "Unauthorized");
-      }
-      this.#wss.handleUpgrade(request, socket, head, (ws) =>
-        this.#pool.accept(ws, check.userId, {
-          issuedAt: check.issuedAt,
-          expiresAt: check.expiresAt,
-          ...(check.generation !== undefined ? { generation: check.generation } : {}),
-        }),
-      );
+      this.#upgrade(request, socket, head).catch((error: unknown) => {
+        // The revocations could not be read (the store is down): nobody is let in unchecked.
+        this.#deps.logger.warn({ err: describeError(error) }, "websocket refused: revocations unreadable");
+        refuse(socket, 503, "Service Unavailable");
+      });
     });
+  }
+
+  async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = new URL(request.url ?? "/", "http://localhost");
+    if (url.pathname !== WS_PATH) return refuse(socket, 404, "Not Found");
+    const admitted = await admit(request, url, this.#deps);
+    if (!admitted.ok) return refuse(socket, admitted.status, admitted.text);
+    this.#wss.handleUpgrade(request, socket, head, (ws) =>
+      this.#pool.accept(ws, admitted.userId, admitted.token),
+    );
   }
 
   async close(): Promise<void> {
@@ -179,9 +168,15 @@ export class WsHub implements AskSurface {
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
   }
 
-  #tokenHolds(connection: Connection): boolean {
-    if (connection.token.expiresAt <= this.#deps.now()) return false;
-    return !isRevoked({ userId: connection.userId, ...connection.token }, this.#deps.revocations);
+  /** One heartbeat: the tokens checked again (upgrade.ts), then the pool's pings. One at a time. */
+  async #beat(): Promise<void> {
+    if (this.#beating) return;
+    this.#beating = true;
+    try {
+      this.#pool.beat(await tokensHolding(this.#deps, this.#pool.users()));
+    } finally {
+      this.#beating = false;
+    }
   }
 
   /**

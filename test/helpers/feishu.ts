@@ -90,7 +90,7 @@ export async function startFeishuRig(
     /** How events reach the bot: the long connection (default) or signed webhooks over HTTP. */
     transport?: "ws" | "webhook";
     /** Personal sign-in links for /login (as main.ts wires them). */
-    signInLink?: (userId: string) => { url: string; expiresAt: number };
+    signInLink?: (userId: string) => Promise<{ url: string; expiresAt: number }>;
     /** The wait after a callback's answer before its card's next PATCH (production 1000; tests 20). */
     settleMs?: number;
     /** More routes for the HTTP app, built from the rig's parts (e.g. the agents' API); implies withServer. */

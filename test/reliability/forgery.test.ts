@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { signToken } from "../../src/auth/token.ts";
 import { encryptBody, signBody } from "../../src/local/emulator/index.ts";
 import { auditForSession } from "../../src/store/audit.ts";
+import { sqliteSql } from "../../src/store/sql.ts";
 import { strings } from "../../src/strings/index.ts";
 import type { TestClient } from "../helpers/harness.ts";
 import { record, until } from "./helpers/env.ts";
@@ -214,7 +215,7 @@ describe("forged and replayed webhook requests", () => {
     expect(first.body.toast).toMatchObject({ type: "success", content: strings.feishu.submitted });
     expect(replayed.body.toast).toMatchObject({ type: "warning", content: strings.feishu.askExpired });
     await s.core.runner.idle();
-    const audit = auditForSession(s.db, sessionId);
+    const audit = await auditForSession(sqliteSql(s.db), sessionId);
     expect(audit.map((row) => [row.requestId, row.outcome, row.answeredBy])).toEqual([
       [ask.requestId, "answered", ALICE],
     ]);
@@ -296,9 +297,9 @@ describe("callbacks from someone who is not the sender", () => {
     expect(retry.toast).toMatchObject(onlySender);
     await s.channel.idle();
     expect(countRuns(s)).toBe(1);
-    expect(auditForSession(s.db, sessionId).map((row) => [row.outcome, row.answeredBy])).toEqual([
-      ["cancelled", null],
-    ]);
+    expect(
+      (await auditForSession(sqliteSql(s.db), sessionId)).map((row) => [row.outcome, row.answeredBy]),
+    ).toEqual([["cancelled", null]]);
   });
 
   it("refuses Bob's 插队 and 取消排队 on Alice's queued message", async () => {
@@ -485,7 +486,7 @@ describe("the session page opened by someone who is not the sender", () => {
       reason: "answered via feishu",
     });
     expect(requestIdsOn(alice.card!.data)).toEqual([]);
-    expect(auditForSession(s.db, sessionId)[0]).toMatchObject({
+    expect((await auditForSession(sqliteSql(s.db), sessionId))[0]).toMatchObject({
       outcome: "answered",
       answeredBy: ALICE,
       answeredVia: "feishu",

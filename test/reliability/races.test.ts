@@ -5,6 +5,7 @@ import type { AgentContext } from "../../src/harness/agents/agent.ts";
 import { DEMO_QUESTIONS } from "../../src/harness/agents/demo.ts";
 import { startEmulator } from "../../src/local/emulator/index.ts";
 import { auditForSession } from "../../src/store/audit.ts";
+import { sqliteSql } from "../../src/store/sql.ts";
 import { strings } from "../../src/strings/index.ts";
 import type { TestClient } from "../helpers/harness.ts";
 import { testRandom } from "../helpers/random.ts";
@@ -172,7 +173,7 @@ describe("two surfaces answering the same question at once", () => {
       // Both surfaces won some races (the race is real), and the audit agrees with every outcome.
       expect(tally.cardVsWs.feishu).toBeGreaterThan(0);
       expect(tally.cardVsWs.websocket).toBeGreaterThan(0);
-      const audit = auditForSession(s.db, sessionId).filter((row) => row.outcome !== null);
+      const audit = (await auditForSession(sqliteSql(s.db), sessionId)).filter((row) => row.outcome !== null);
       const answered = audit.filter((row) => row.outcome === "answered");
       expect(answered).toHaveLength(cardVsWs + twoTabs + twoTaps);
       expect(new Set(answered.map((row) => row.requestId)).size).toBe(answered.length);
@@ -355,7 +356,9 @@ describe("a cancel during a submit", () => {
         const [submitted, cancelled] = await Promise.all([submit, cancel]);
         await s.core.runner.idle();
         const run = (await s.core.store.getRun(runId))!;
-        const [row] = auditForSession(s.db, sessionId).filter((r) => r.requestId === ask.requestId);
+        const [row] = (await auditForSession(sqliteSql(s.db), sessionId)).filter(
+          (r) => r.requestId === ask.requestId,
+        );
         const won = submitted.toast?.content === strings.feishu.submitted;
         const context = `round ${i}: submit ${JSON.stringify(submitted.toast)}, cancel ${cancelled}, run ${run.status}, audit ${JSON.stringify(row)}`;
         // The toast tells the truth: "submitted" exactly when the answer completed the question.

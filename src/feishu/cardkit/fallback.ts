@@ -1,7 +1,7 @@
 import type { Card } from "../../cards/model.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import type { CardEntityStore } from "../../store/cardkit.ts";
+import type { CardEntityRow, CardEntityStore } from "../../store/cardkit.ts";
 import { FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { CardShape, SendMode } from "../publish-state.ts";
 import { hasForm } from "./card-shape.ts";
@@ -44,9 +44,9 @@ export class ImFallback {
   /** The new IM card the static card moved to for a form: every later state is PATCHed there. */
   #home: string | undefined;
 
-  constructor(deps: FallbackDeps) {
+  /** `row`: the entity's row as the transport read it before either existed (transport.ts `open`). */
+  constructor(deps: FallbackDeps, row: CardEntityRow | undefined) {
     this.#d = deps;
-    const row = deps.store.byKey(deps.key);
     this.#static = row?.static ?? false;
     this.#staticMessageId = row?.staticMessageId;
   }
@@ -70,7 +70,7 @@ export class ImFallback {
     } catch (error) {
       if (this.#patched || !refused(error) || !this.#d.reply) throw error;
       this.#static = true;
-      this.#d.store.toStatic(this.#d.key);
+      await this.#d.store.toStatic(this.#d.key);
       const code = error instanceof FeishuApiError ? (error.feishuCode ?? error.httpStatus) : undefined;
       this.#d.log.warn(
         { messageId: this.#d.messageId, cardId: this.#d.cardId, code, err: describeError(error) },
@@ -118,7 +118,7 @@ export class ImFallback {
     if (shape.final !== true || this.#staticMessageId !== undefined || !reply) return;
     const sent = await reply(card, `static-${this.#d.key}`);
     this.#staticMessageId = sent.messageId;
-    this.#d.store.staticSent(this.#d.key, sent.messageId);
+    await this.#d.store.staticSent(this.#d.key, sent.messageId);
     this.#d.log.info(
       { messageId: this.#d.messageId, staticMessageId: sent.messageId },
       "the final state of a card CardKit and IM PATCH refused went as a new message",

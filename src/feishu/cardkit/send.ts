@@ -28,7 +28,7 @@ export async function sendEntity(
   },
 ): Promise<{ messageId: string; shown: CardJson | undefined } | undefined> {
   const { api, store, log, now } = deps;
-  const row = store.byKey(input.key);
+  const row = await store.byKey(input.key);
   if (row?.fallback) return undefined;
   const stream = !hasForm(input.card);
   const shown = entityCard(input.card, stream);
@@ -44,15 +44,15 @@ export async function sendEntity(
     if (cardId === undefined) {
       const created = await retried(() => api.create(shown));
       cardId = created.cardId;
-      store.created(input.key, cardId);
+      await store.created(input.key, cardId);
     }
     // Sent before a restart: the message exists; what the entity shows is not known here.
     if (row?.messageId !== undefined) return { messageId: row.messageId, shown: undefined };
     const entity = cardId;
     // The same uuid each try: a send that landed unseen is the message a retry gets back.
     const sent = await retried(() => api.send(input.where, entity, input.uuid));
-    store.sent(input.key, sent.messageId);
-    if (stream) store.streaming(input.key, now());
+    await store.sent(input.key, sent.messageId);
+    if (stream) await store.streaming(input.key, now());
     return { messageId: sent.messageId, shown };
   } catch (error) {
     // A database that refuses the entity's records (locked, full) loses nothing either: the card goes the IM
@@ -60,7 +60,7 @@ export async function sendEntity(
     const refused = error instanceof FeishuApiError;
     if (cardId !== undefined) {
       try {
-        store.fallback(input.key);
+        await store.fallback(input.key);
       } catch (unrecorded) {
         log.warn(
           { key: input.key, err: describeError(unrecorded) },

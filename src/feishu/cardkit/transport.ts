@@ -2,7 +2,7 @@ import pThrottle from "p-throttle";
 import type { Card } from "../../cards/model.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
-import type { CardEntityStore } from "../../store/cardkit.ts";
+import type { CardEntityRow, CardEntityStore } from "../../store/cardkit.ts";
 import type { CardTransport } from "../card-transport.ts";
 import { FeishuApiError, type FeishuMessenger } from "../messenger.ts";
 import type { CardShape, PendingChange, SendMode } from "../publish-state.ts";
@@ -58,6 +58,20 @@ export interface CardKitDeps {
   limit?: <T>(call: () => Promise<T>) => Promise<T>;
 }
 
+export interface TransportInit {
+  key: string;
+  cardId: string;
+  messageId: string;
+  messenger: Pick<FeishuMessenger, "patchCard">;
+  /** The static fallback's new message (fallback.ts): without it, a refused IM PATCH is the publisher's. */
+  reply?: FallbackDeps["reply"];
+  /** Static, with a form to show (fallback.ts): the card moved to a new IM card, or could not. */
+  moved?: FallbackDeps["moved"];
+  unplaceable?: FallbackDeps["unplaceable"];
+  /** The entity as the first send showed it (undefined after a restart: the next update is full). */
+  shown?: CardJson;
+}
+
 /** What the transport counts (tests, benchmarks). */
 export interface CardKitStats {
   content: number;
@@ -86,39 +100,19 @@ export class CardKitTransport implements CardTransport {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
-  constructor(
-    deps: CardKitDeps,
-    init: {
-      key: string;
-      cardId: string;
-      messageId: string;
-      messenger: Pick<FeishuMessenger, "patchCard">;
-      /** The static fallback's new message (fallback.ts): without it, a refused IM PATCH is the publisher's. */
-      reply?: FallbackDeps["reply"];
-      /** Static, with a form to show (fallback.ts): the card moved to a new IM card, or could not. */
-      moved?: FallbackDeps["moved"];
-      unplaceable?: FallbackDeps["unplaceable"];
-      /** The entity as the first send showed it (undefined after a restart: the next update is full). */
-      shown?: CardJson;
-    },
-  ) {
+  /** The transport of the entity `init.key`, from where its row left it (above every sequence reserved). */
+  static async open(deps: CardKitDeps, init: TransportInit): Promise<CardKitTransport> {
+    return new CardKitTransport(deps, init, await deps.store.byKey(init.key));
+  }
+
+  private constructor(deps: CardKitDeps, init: TransportInit, row: CardEntityRow | undefined) {
     this.#d = deps;
     this.#key = init.key;
     this.#cardId = init.cardId;
     this.#messageId = init.messageId;
-    this.#im = new ImFallback({
-      store: deps.store,
-      log: deps.log,
-      key: init.key,
-      messageId: init.messageId,
-      cardId: init.cardId,
-      messenger: init.messenger,
-      ...(init.reply ? { reply: init.reply } : {}),
-      ...(init.moved ? { moved: init.moved } : {}),
-      ...(init.unplaceable ? { unplaceable: init.unplaceable } : {}),
-    });
+    const { shown: _shown, ...fallback } = init;
+    this.#im = new ImFallback({ ...fallback, store: deps.store, log: deps.log }, row);
     this.#shown = init.shown;
-    const row = deps.store.byKey(init.key);
     this.#reserved = row?.reserved ?? 0;
     this.#fallback = row?.fallback ?? false;
     this.stats.fellBack = this.#fallback;
@@ -202,7 +196,7 @@ export class CardKitTransport implements CardTransport {
     if (!stream && this.#streamingSince !== undefined && hasForm(card)) {
       await this.#op((sequence) => this.#d.api.settings(this.#cardId, { streaming_mode: false }, sequence));
       this.stats.settings += 1;
-      this.#setStreaming(undefined);
+      await this.#setStreaming(undefined);
     }
     await this.#full(next, stream);
   }
@@ -224,23 +218,23 @@ export class CardKitTransport implements CardTransport {
     this.stats.full += 1;
     this.#shown = next;
     // A full update whose config turns streaming on opens it (now, unless it was open already).
-    this.#setStreaming(stream ? (this.#streamingSince ?? this.#d.now()) : undefined);
+    await this.#setStreaming(stream ? (this.#streamingSince ?? this.#d.now()) : undefined);
   }
 
   /** Streaming off and on again: its 10 minutes start over. */
   async #reopen(): Promise<void> {
     await this.#op((sequence) => this.#d.api.settings(this.#cardId, { streaming_mode: false }, sequence));
-    this.#setStreaming(undefined);
+    await this.#setStreaming(undefined);
     await this.#op((sequence) => this.#d.api.settings(this.#cardId, { streaming_mode: true }, sequence));
     this.stats.settings += 2;
-    this.#setStreaming(this.#d.now());
+    await this.#setStreaming(this.#d.now());
   }
 
   async #failed(error: unknown, card: Card, shape: CardShape, stream: boolean): Promise<void> {
     const code = error instanceof FeishuApiError ? error.feishuCode : undefined;
     if (code === CARDKIT_ERRORS.streamingClosed || code === CARDKIT_ERRORS.streamingTimedOut) {
       // Streaming closed under us: the state of now in one full update (which opens it again), once.
-      this.#setStreaming(undefined);
+      await this.#setStreaming(undefined);
       this.stats.recoveries += 1;
       try {
         await this.#full(entityCard(card, stream), stream);
@@ -281,7 +275,7 @@ export class CardKitTransport implements CardTransport {
     this.#fallback = true;
     this.stats.fellBack = true;
     this.close();
-    this.#d.store.fallback(this.#key);
+    await this.#d.store.fallback(this.#key);
     const code = error instanceof FeishuApiError ? (error.feishuCode ?? error.httpStatus) : undefined;
     this.#d.log.warn(
       { messageId: this.#messageId, cardId: this.#cardId, code, err: describeError(error) },
@@ -294,15 +288,15 @@ export class CardKitTransport implements CardTransport {
   async #op(call: (sequence: number) => Promise<void>): Promise<void> {
     await this.#gate();
     const sequence = this.#reserved + 1;
-    this.#d.store.reserve(this.#key, sequence);
+    await this.#d.store.reserve(this.#key, sequence);
     this.#reserved = sequence;
     await call(sequence);
   }
 
-  #setStreaming(since: number | undefined): void {
+  async #setStreaming(since: number | undefined): Promise<void> {
     if (since === this.#streamingSince) return;
     this.#streamingSince = since;
-    this.#d.store.streaming(this.#key, since);
+    await this.#d.store.streaming(this.#key, since);
     this.#arm();
   }
 

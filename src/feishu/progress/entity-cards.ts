@@ -73,18 +73,18 @@ export async function sendEntityCard(
  * The CardKit transport of a card sent as an entity (fallen back too: cardkit/fallback.ts), else undefined
  * (IM PATCH). `moved` and `unplaceable`: a card that went static and then had a form to show (fallback.ts).
  */
-export function entityTransport(
+export async function entityTransport(
   deps: EntityDeps,
   card: ActiveCard,
   messageId: string,
   limiter: Limiter,
   options: { shown?: CardJson } & Pick<FallbackDeps, "moved" | "unplaceable">,
-): CardTransport | undefined {
+): Promise<CardTransport | undefined> {
   const cardkit = deps.cardkit;
-  const row = cardkit?.store.byMessage(messageId);
+  const row = await cardkit?.store.byMessage(messageId);
   if (!cardkit || !row) return undefined;
   const { messenger } = deps;
-  return new CardKitTransport(
+  return CardKitTransport.open(
     { ...cardkit, log: deps.log, now: deps.now, limit: (call) => limiter(() => call()) },
     {
       key: row.key,

@@ -97,7 +97,7 @@ export class CardPlacement {
         : book.recovering(card);
     let shown: string | undefined;
     // A CardKit card continues on its entity, above every sequence reserved before the restart.
-    const transport = this.#transportFor(card, messageId);
+    const transport = await this.#transportFor(card, messageId);
     const shape = { key: "", formOpen: !ended && book.asksOf(card).length > 0, final: ended };
     try {
       // Closed while waiting for its turn (a shutdown in the restart's burst): nothing more goes out.
@@ -188,7 +188,7 @@ export class CardPlacement {
         ));
       this.#record(card, sent.messageId);
       if (entity) shown = entity.shown;
-      const transport = this.#transportFor(card, sent.messageId, entity?.entityShown);
+      const transport = await this.#transportFor(card, sent.messageId, entity?.entityShown);
       this.attach(card, sent.messageId, shown, rung, transport);
     } catch (error) {
       log.error({ err: describeError(error), runId: card.runId }, "progress card could not be sent");
@@ -219,7 +219,7 @@ export class CardPlacement {
    * run, and a restart continues there; if no new card can be placed, its questions end with the reason the
    * agent gets, as for a card that cannot be placed at all.
    */
-  #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): CardTransport | undefined {
+  #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): Promise<CardTransport | undefined> {
     const { book, registry, log } = this.#d;
     return entityTransport(this.#d, card, messageId, this.#limiterOf(card), {
       ...(shown ? { shown } : {}),
