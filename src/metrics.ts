@@ -17,7 +17,7 @@ export interface MetricsSources {
   registry: Pick<AskRegistry, "size">;
   hub: Pick<WsHub, "connectionCount">;
   /** Absent in rigs without a store: then the run and queue gauges are left out. */
-  store?: Pick<Store, "runCounts" | "queuedTotal">;
+  store?: Pick<Store, "runCounts" | "queue">;
 }
 
 export interface Metrics {
@@ -105,7 +105,7 @@ export function createMetrics(options: { registry: Registry; sources: MetricsSou
       help: "Messages waiting in a chat's queue behind a running task.",
       registers,
       async collect() {
-        this.set(await store.queuedTotal());
+        this.set(await store.queue.total());
       },
     });
   }

@@ -123,7 +123,7 @@ describe("/metrics", () => {
     // While it waits: one question set pending, and a second message queued behind the run.
     const queued = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "/quick" });
     expect((await emulator.deliverWebhook(webhook(base), queued)).status).toBe(200);
-    await until(async () => (await core.store.queuedTotal()) === 1, "the queued message");
+    await until(async () => (await core.store.queue.total()) === 1, "the queued message");
     // Its 消息已排队 card: while the first run waits it is the only reply to the queued message.
     const queuedCard = await until(
       () => cardReplyingTo(emulator, queued.event.message.message_id),

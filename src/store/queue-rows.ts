@@ -178,6 +178,17 @@ export class QueueRows {
     return row ? queuedFromRow(row) : undefined;
   }
 
+  /** Messages waiting in any chat's queue (for /metrics). */
+  async total(): Promise<number> {
+    const row = await this.#run((db) =>
+      db
+        .selectFrom("queued_messages")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirst(),
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async sessions(): Promise<string[]> {
     const rows = await this.#run((db) =>
       db.selectFrom("queued_messages").select("session_id").distinct().execute(),

@@ -250,15 +250,4 @@ export class Store {
     for (const row of rows) if (known(row.status)) counts[row.status] = Number(row.n);
     return counts;
   }
-
-  /** Messages waiting in any chat's queue. */
-  async queuedTotal(): Promise<number> {
-    const row = await this.#run((db) =>
-      db
-        .selectFrom("queued_messages")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .executeTakeFirst(),
-    );
-    return Number(row?.n ?? 0);
-  }
 }

@@ -6,11 +6,11 @@
  * every table the migrations create to having an owner here.
  */
 export const TABLE_OWNERS: Readonly<Record<string, readonly string[]>> = {
-  // the bot's sessions and runs (harness/runner.ts through its repositories: repos.ts, its statements)
-  sessions: ["src/store/repo-statements.ts"],
-  runs: ["src/store/repos.ts", "src/store/repo-statements.ts"],
-  messages: ["src/store/repo-statements.ts"],
-  queued_messages: ["src/store/repos.ts", "src/store/repo-statements.ts"],
+  // the bot's sessions and runs (harness/runner.ts through its repositories: repos.ts, queue-rows.ts)
+  sessions: ["src/store/repos.ts"],
+  runs: ["src/store/repos.ts"],
+  messages: ["src/store/repos.ts"],
+  queued_messages: ["src/store/queue-rows.ts"],
   pending_turns: ["src/store/turns.ts"],
   session_members: ["src/store/members.ts"],
   // questions, whoever asked them (asks/registry.ts)
