@@ -45,23 +45,23 @@ describe("agent tokens", () => {
     expect(verifyAgentToken(SECRET, agent, now + 1000)).toMatchObject({ reason: "token expired" });
   });
 
-  it("come from `npm run token -- --agent`, the token on the last line", () => {
+  it("come from `npm run token -- --agent`, the token on the last line", async () => {
     // Minting records the token in the bot's database (for revocation), so it needs the bot's DATA_DIR.
     const dataDir = tempDir();
     openDatabase(path.join(dataDir, "bot.sqlite")).close();
-    const { lines } = tokenCli(
+    const { lines } = await tokenCli(
       ["--agent", "Claude Code", "--may-ask", `${ALICE}, oc_team`, "--days", "7"],
       { AUTH_SECRET: SECRET, DATA_DIR: dataDir },
       now,
     );
-    expect(() => tokenCli(["--agent", "x"], { AUTH_SECRET: SECRET, DATA_DIR: "/nonexistent" }, now)).toThrow(
-      /Cannot find the bot's database/,
-    );
+    await expect(
+      tokenCli(["--agent", "x"], { AUTH_SECRET: SECRET, DATA_DIR: "/nonexistent" }, now),
+    ).rejects.toThrow(/Cannot find the bot's database/);
     const check = verifyAgentToken(SECRET, lines.at(-1) ?? "", now + 6 * 86_400_000);
     expect(check.ok && [...check.principal.mayAsk]).toEqual([ALICE, "oc_team"]);
     expect(verifyAgentToken(SECRET, lines.at(-1) ?? "", now + 8 * 86_400_000).ok).toBe(false);
     expect(parseAgentArgs(["bot", "--may-ask", "alice@example.com"])).toMatchObject({ ok: false });
-    expect(() => tokenCli(["--agent"], { AUTH_SECRET: SECRET }, now)).toThrow(/usage/);
+    await expect(tokenCli(["--agent"], { AUTH_SECRET: SECRET }, now)).rejects.toThrow(/usage/);
   });
 });
 

@@ -21,8 +21,8 @@ describe("agent tokens against a running bot", () => {
     await r.stop();
   });
 
-  const mint = (agent: string) => {
-    const { lines } = tokenCli(["--agent", agent, "--may-ask", ALICE], env, Date.now());
+  const mint = async (agent: string) => {
+    const { lines } = await tokenCli(["--agent", agent, "--may-ask", ALICE], env, Date.now());
     const id = /Token id: (at_\S+)/.exec(lines.join("\n"))?.[1];
     if (!id) throw new Error(`no token id in ${lines.join("\n")}`);
     return { token: lines.at(-1) ?? "", id };
@@ -44,12 +44,12 @@ describe("agent tokens against a running bot", () => {
     call(token, "POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
 
   it("revokes one token by id and every token of a name at once, and says revoked only when something was", async () => {
-    const first = mint("CI bot");
-    const second = mint("CI bot");
-    const other = mint("Deploy bot");
+    const first = await mint("CI bot");
+    const second = await mint("CI bot");
+    const other = await mint("Deploy bot");
     expect((await startTask(first.token)).status).toBe(201);
 
-    expect(revokeCli(["--revoke-token", first.id], env, Date.now())).toEqual({
+    expect(await revokeCli(["--revoke-token", first.id], env, Date.now())).toEqual({
       lines: [expect.stringMatching(new RegExp(`^revoked agent token ${first.id} \\("CI bot"\\)`))],
       exitCode: 0,
     });
@@ -61,7 +61,7 @@ describe("agent tokens against a running bot", () => {
     expect((await mcpList(first.token)).status).toBe(401);
     expect((await startTask(second.token)).status).toBe(201);
 
-    const byName = revokeCli(["--revoke-agent", "CI bot"], env, Date.now());
+    const byName = await revokeCli(["--revoke-agent", "CI bot"], env, Date.now());
     expect(byName.exitCode).toBe(0);
     expect(byName.lines[0]).toMatch(
       new RegExp(`^revoked every agent token named "CI bot" .*1 recorded \\(${second.id}\\)`),
@@ -76,22 +76,22 @@ describe("agent tokens against a running bot", () => {
       ["--revoke-agent", "Nobody"],
       ["--revoke-agent", "CI bot"],
     ]) {
-      const result = revokeCli(argv, env, Date.now());
+      const result = await revokeCli(argv, env, Date.now());
       expect(result.exitCode, argv.join(" ")).toBe(1);
       expect(result.lines.join("\n"), argv.join(" ")).toMatch(/nothing changed/);
       expect(result.lines.join("\n"), argv.join(" ")).not.toMatch(/^revoked/m);
     }
     // An agent's name given to the user flag was "revoked every token of CI bot" before, while its tokens worked.
-    expect(() => revokeCli(["--revoke", "CI bot"], env, Date.now())).toThrow(TokenCliError);
-    expect(() => revokeCli(["--revoke", "CI bot"], env, Date.now())).toThrow(/--revoke-agent <name>/);
+    await expect(revokeCli(["--revoke", "CI bot"], env, Date.now())).rejects.toThrow(TokenCliError);
+    await expect(revokeCli(["--revoke", "CI bot"], env, Date.now())).rejects.toThrow(/--revoke-agent <name>/);
   });
 
   it("refuses, with --force, a token of that name this DATA_DIR never recorded (the console's)", async () => {
     const unrecorded = r.token("Local Agent", [ALICE]);
     expect((await startTask(unrecorded)).status).toBe(201);
-    expect(revokeCli(["--revoke-agent", "Local Agent"], env, Date.now()).exitCode).toBe(1);
+    expect((await revokeCli(["--revoke-agent", "Local Agent"], env, Date.now())).exitCode).toBe(1);
     expect((await startTask(unrecorded)).status).toBe(201);
-    const forced = revokeCli(["--revoke-agent", "Local Agent", "--force"], env, Date.now());
+    const forced = await revokeCli(["--revoke-agent", "Local Agent", "--force"], env, Date.now());
     expect(forced).toMatchObject({
       exitCode: 0,
       lines: [expect.stringMatching(/^revoked every agent token named "Local Agent"/)],

@@ -10,6 +10,7 @@ import { readConfigFile } from "../config-file.ts";
 import { describeError } from "../errors.ts";
 import { withSetupCredentials } from "../feishu/setup/credentials-file.ts";
 import { type Db, openDatabase } from "../store/db.ts";
+import { sqliteSql } from "../store/sql.ts";
 import { SqliteTokenRevocations } from "../store/token-revocations.ts";
 
 /**
@@ -40,15 +41,25 @@ export interface TokenCliOutput {
   lines: string[];
 }
 
-export function tokenCli(argv: readonly string[], env: Record<string, string | undefined>, now: number) {
+export async function tokenCli(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  now: number,
+): Promise<TokenCliOutput> {
   // `--agent <name>`: an agent token for /mcp and /api (a different kind; agents-api/token-cli.ts).
   if (argv[0] === "--agent") {
     const agent = parseAgentArgs(argv.slice(1));
     if (!agent.ok) throw new TokenCliError(agent.error, 2);
     const config = loadConfig(env);
     const secret = secretFor(config);
-    return withDatabase(config, (db) => ({
-      lines: agentTokenLines(agent.value, secret, linkBase(config), now, new AgentTokenStore(db)),
+    return withDatabase(config, async (db) => ({
+      lines: await agentTokenLines(
+        agent.value,
+        secret,
+        linkBase(config),
+        now,
+        new AgentTokenStore(sqliteSql(db)),
+      ),
     }));
   }
   const [userId, daysText] = argv;
@@ -60,7 +71,7 @@ export function tokenCli(argv: readonly string[], env: Record<string, string | u
   const secret = secretFor(config);
   const ttlMs = days !== undefined ? days * 24 * 60 * 60 * 1000 : DEFAULT_TOKEN_TTL_MS;
   // The user's revocation generation, so a later --revoke ends these whatever this machine's clock says.
-  const generation = generationOf(config, userId);
+  const generation = await generationOf(config, userId);
   const gen = generation !== undefined ? { generation } : {};
   // The link opens once, within a day (auth/link.ts); the bare token below is the desktop client's.
   const link = personalLink({ publicUrl: linkBase(config), authSecret: secret, userId, now, ttlMs, ...gen });
@@ -97,14 +108,16 @@ function linkBase(config: ReturnType<typeof loadConfig>): string {
  * its own flags (`--revoke-agent`, `--revoke-token`), and anything else used to be "revoked" as a user no
  * token could name, while the agent's tokens kept working (issue 24 item 8).
  */
-export function revokeCli(
+export async function revokeCli(
   argv: readonly string[],
   env: Record<string, string | undefined>,
   now: number,
-): { lines: string[]; exitCode: number } {
+): Promise<{ lines: string[]; exitCode: number }> {
   const [flag, target] = argv;
   if (flag === "--revoke-agent" || flag === "--revoke-token")
-    return withDatabase(loadConfig(env), (db) => agentRevokeLines(argv, new AgentTokenStore(db), now));
+    return withDatabase(loadConfig(env), (db) =>
+      agentRevokeLines(argv, new AgentTokenStore(sqliteSql(db)), now),
+    );
   if (!target || argv.length !== 2) throw new TokenCliError("usage: npm run token -- --revoke <open_id>", 2);
   if (!/^ou_[A-Za-z0-9_-]{1,64}$/.test(target))
     throw new TokenCliError(
@@ -127,7 +140,10 @@ export function revokeCli(
  * The running bot's database, or a TokenCliError: a revocation or a token record written anywhere else
  * would be a success the bot never sees (the old `--revoke` made a fresh database where it was run).
  */
-function withDatabase<T>(config: ReturnType<typeof loadConfig>, use: (db: Db) => T): T {
+async function withDatabase<T>(
+  config: ReturnType<typeof loadConfig>,
+  use: (db: Db) => T | Promise<T>,
+): Promise<T> {
   const file = path.resolve(config.dataDir, "bot.sqlite");
   if (!fs.existsSync(file))
     throw new TokenCliError(
@@ -140,14 +156,17 @@ function withDatabase<T>(config: ReturnType<typeof loadConfig>, use: (db: Db) =>
     );
   const db = openDatabase(file);
   try {
-    return use(db);
+    return await use(db);
   } finally {
     db.close();
   }
 }
 
 /** The user's revocation generation from the bot's database; undefined when there is none in DATA_DIR yet. */
-function generationOf(config: ReturnType<typeof loadConfig>, userId: string): number | undefined {
+async function generationOf(
+  config: ReturnType<typeof loadConfig>,
+  userId: string,
+): Promise<number | undefined> {
   if (!fs.existsSync(path.resolve(config.dataDir, "bot.sqlite"))) return undefined;
   return withDatabase(config, (db) => new SqliteTokenRevocations(db).generation(userId));
 }
@@ -172,7 +191,7 @@ function secretFor(config: ReturnType<typeof loadConfig>): string {
   return resolveAuthSecret(config.authSecret, config.dataDir);
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   try {
     // The same environment the bot starts with: what npm run setup wrote under DATA_DIR (AUTH_SECRET among it)
@@ -181,11 +200,11 @@ function main(): void {
     const file = readConfigFile(process.env);
     const env = { ...file?.env, ...(file?.apps ? process.env : withSetupCredentials(process.env)) };
     if (argv[0]?.startsWith("--revoke")) {
-      const { lines, exitCode } = revokeCli(argv, env, Date.now());
+      const { lines, exitCode } = await revokeCli(argv, env, Date.now());
       (exitCode === 0 ? process.stdout : process.stderr).write(`${lines.join("\n")}\n`);
       process.exit(exitCode);
     }
-    const { lines } = tokenCli(argv, env, Date.now());
+    const { lines } = await tokenCli(argv, env, Date.now());
     process.stdout.write(`${lines.join("\n")}\n`);
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : describeError(error)}\n`);
@@ -194,4 +213,4 @@ function main(): void {
 }
 
 // Run as a script (npm run token), not when a test imports tokenCli.
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) main();
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) void main();
