@@ -121,9 +121,11 @@ async function budget(quick: boolean): Promise<void> {
         tokenId: "at_busy",
         issuedAt: 0,
       };
-      const taskIds = Array.from(
-        { length: 20 },
-        (_, i) => r.tasks.startTask(who, { to: ALICE, title: `busy ${i}` }).task_id,
+      const taskIds = await Promise.all(
+        Array.from(
+          { length: 20 },
+          async (_, i) => (await r.tasks.startTask(who, { to: ALICE, title: `busy ${i}` })).task_id,
+        ),
       );
       await sleep(500);
       const changes = () => (r.core.store.db.prepare("SELECT total_changes() AS n").get() as { n: number }).n;
@@ -135,11 +137,13 @@ async function budget(quick: boolean): Promise<void> {
       let flooding = true;
       const flood = (async () => {
         while (flooding) {
+          const batch = [];
           for (let i = 0; i < 50; i += 1) {
             const taskId = taskIds[calls % taskIds.length] ?? "";
-            r.tasks.reportProgress(who, { task_id: taskId, step: `step ${calls % 300}` });
+            batch.push(r.tasks.reportProgress(who, { task_id: taskId, step: `step ${calls % 300}` }));
             calls += 1;
           }
+          await Promise.all(batch);
           await new Promise((resolve) => setImmediate(resolve));
         }
       })();

@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     async stop() {
       await core.runner.stop();
       // Outside agents' latest steps, held back a moment to coalesce them, are written before the store closes.
-      started.agents?.flush();
+      await started.agents?.flush();
       // An ACP agent's child processes go with us (a live child would keep its pipes and our exit waiting).
       await agent.agent.close?.();
       await mcp?.close();
@@ -162,7 +162,7 @@ async function main(): Promise<void> {
   let port = config.port;
   const agents = agentRoutes({
     core,
-    db,
+    store: sqliteSql(db),
     authSecret,
     askTimeoutMs: config.askTimeoutMs,
     now: Date.now,
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
   );
   if (local) announceConsole(port);
 
-  const resumedTasks = agents.tasks.resume();
+  const resumedTasks = await agents.tasks.resume();
   if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = await core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");

@@ -7,7 +7,7 @@ import type { FeishuRuntime } from "./feishu/index.ts";
 import { LOCAL_GROUP_CHAT_ID, LOCAL_USERS, mountConsole } from "./local/console/index.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import type { Logger } from "./logger.ts";
-import type { Db } from "./store/db.ts";
+import type { StoreSql } from "./store/sql.ts";
 import { mountSessionPages } from "./web/session-page.ts";
 
 /**
@@ -70,7 +70,8 @@ export function serviceRoutes(options: {
  */
 export function agentRoutes(options: {
   core: Pick<Core, "registry" | "runs">;
-  db: Db;
+  /** The bot's store (the SQLite file or Postgres): the agents' tasks, asks and tokens. */
+  store: StoreSql;
   authSecret: string;
   askTimeoutMs: number;
   now: () => number;
@@ -84,7 +85,7 @@ export function agentRoutes(options: {
   const agentsApi = createAgentsApi({
     registry: core.registry,
     runs: core.runs,
-    db: options.db,
+    store: options.store,
     authSecret,
     askTimeoutMs: options.askTimeoutMs,
     now,

@@ -9,6 +9,7 @@ import { AskRegistry } from "../src/asks/registry.ts";
 import type { RunView } from "../src/domain/types.ts";
 import { AppError } from "../src/errors.ts";
 import { openDatabase } from "../src/store/db.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { QUESTION } from "./helpers/agents.ts";
 
 /**
@@ -42,7 +43,7 @@ function setup(options: { maxLiveTasks?: number; store?: boolean } = {}) {
     },
   });
   const db = options.store ? openDatabase(path.join(dir, "bot.sqlite")) : undefined;
-  const store = db ? new AgentStore(db) : undefined;
+  const store = db ? new AgentStore(sqliteSql(db)) : undefined;
   let taskId = 0;
   const tasks = new AgentTasks({
     registry,
@@ -74,11 +75,11 @@ describe("report_progress is coalesced per task before the publisher", () => {
 
   it("1,000 steps in one burst are two card updates, and the card ends with every step", async () => {
     const { tasks, updates, feedChanges } = setup();
-    const { task_id } = tasks.startTask(who, { to: ALICE, title: "burst" });
+    const { task_id } = await tasks.startTask(who, { to: ALICE, title: "burst" });
     updates.length = 0;
     feedChanges.length = 0;
     for (let i = 0; i < 1000; i += 1) {
-      const result = tasks.reportProgress(who, { task_id, step: `step ${i % 150}`, status: "done" });
+      const result = await tasks.reportProgress(who, { task_id, step: `step ${i % 150}`, status: "done" });
       // The answer counts every step at once, whatever the card shows yet.
       expect(result.steps).toBe(Math.min(i + 1, 150));
     }
@@ -93,17 +94,17 @@ describe("report_progress is coalesced per task before the publisher", () => {
     expect(feedChanges).toHaveLength(2);
     // A quiet task's next step is shown at once again.
     await vi.advanceTimersByTimeAsync(1000);
-    tasks.reportProgress(who, { task_id, step: "after the pause" });
+    await tasks.reportProgress(who, { task_id, step: "after the pause" });
     expect(updates).toHaveLength(3);
     expect(vi.getTimerCount()).toBe(0);
   });
 
   it("a steady 1,000 steps a second is four updates a second, not a thousand", async () => {
     const { tasks, updates } = setup();
-    const { task_id } = tasks.startTask(who, { to: ALICE, title: "steady" });
+    const { task_id } = await tasks.startTask(who, { to: ALICE, title: "steady" });
     updates.length = 0;
     for (let ms = 0; ms < 10_000; ms += 1) {
-      tasks.reportProgress(who, { task_id, step: `step ${ms}` });
+      await tasks.reportProgress(who, { task_id, step: `step ${ms}` });
       await vi.advanceTimersByTimeAsync(1);
     }
     await vi.advanceTimersByTimeAsync(250);
@@ -114,14 +115,14 @@ describe("report_progress is coalesced per task before the publisher", () => {
 
   it("finish_task and a question carry the steps held back, at once", async () => {
     const { tasks, updates, registry } = setup();
-    const { task_id } = tasks.startTask(who, { to: ALICE, title: "ends" });
-    tasks.reportProgress(who, { task_id, step: "one" });
-    tasks.reportProgress(who, { task_id, step: "two" });
+    const { task_id } = await tasks.startTask(who, { to: ALICE, title: "ends" });
+    await tasks.reportProgress(who, { task_id, step: "one" });
+    await tasks.reportProgress(who, { task_id, step: "two" });
     const askId = await tasks.ask(who, { task_id, questions: [QUESTION] });
     expect(registry.get(askId)).toBeDefined();
     expect(updates.at(-1)?.steps.map((s) => s.title)).toEqual(["one", "two"]);
-    tasks.reportProgress(who, { task_id, step: "three" });
-    tasks.finishTask(who, { task_id, status: "completed", text: "done" });
+    await tasks.reportProgress(who, { task_id, step: "three" });
+    await tasks.finishTask(who, { task_id, status: "completed", text: "done" });
     const last = updates.at(-1);
     expect(last?.status).toBe("completed");
     expect(last?.steps.map((s) => s.title)).toEqual(["one", "two", "three"]);
@@ -134,14 +135,14 @@ describe("report_progress is coalesced per task before the publisher", () => {
     const { tasks, db: opened } = setup({ store: true });
     if (!opened) throw new Error("no store");
     const db = opened;
-    const { task_id } = tasks.startTask(who, { to: ALICE, title: "stored" });
+    const { task_id } = await tasks.startTask(who, { to: ALICE, title: "stored" });
     const writes = () =>
       (db.prepare("SELECT run_json FROM agent_tasks WHERE id = ?").get(task_id) as { run_json: string })
         .run_json;
-    tasks.reportProgress(who, { task_id, step: "first" });
-    for (let i = 0; i < 500; i += 1) tasks.reportProgress(who, { task_id, step: `held ${i}` });
+    await tasks.reportProgress(who, { task_id, step: "first" });
+    for (let i = 0; i < 500; i += 1) await tasks.reportProgress(who, { task_id, step: `held ${i}` });
     expect(JSON.parse(writes()).steps).toHaveLength(1);
-    tasks.flush();
+    await tasks.flush();
     const saved = JSON.parse(writes()) as RunView;
     expect(saved.steps).toHaveLength(200); // MAX_STEPS: the newest kept
     expect(saved.steps.at(-1)?.title).toBe("held 499");
@@ -154,11 +155,12 @@ describe("live tasks per agent", () => {
   it("refuses a 21st running task, and a question card past the cap, before anything is shown", async () => {
     const { tasks, opened, registry } = setup();
     const ids = [];
-    for (let i = 0; i < 20; i += 1) ids.push(tasks.startTask(who, { to: ALICE, title: `t${i}` }).task_id);
+    for (let i = 0; i < 20; i += 1)
+      ids.push((await tasks.startTask(who, { to: ALICE, title: `t${i}` })).task_id);
     expect(opened).toHaveLength(20);
     let refused: unknown;
     try {
-      tasks.startTask(who, { to: BOB, title: "one too many" });
+      await tasks.startTask(who, { to: BOB, title: "one too many" });
     } catch (error) {
       refused = error;
     }
@@ -175,16 +177,16 @@ describe("live tasks per agent", () => {
     ).toBeDefined();
     // Another agent is not held by this one's cards.
     const other = { ...who, agent: "Quiet Agent", tokenId: "at_quiet" };
-    expect(tasks.startTask(other, { to: BOB, title: "mine" }).task_id).toBeDefined();
+    expect((await tasks.startTask(other, { to: BOB, title: "mine" })).task_id).toBeDefined();
     // Finishing one frees a place.
-    tasks.finishTask(who, { task_id: ids[1] ?? "", status: "completed" });
-    expect(tasks.startTask(who, { to: BOB, title: "now it fits" }).task_id).toBeDefined();
+    await tasks.finishTask(who, { task_id: ids[1] ?? "", status: "completed" });
+    expect((await tasks.startTask(who, { to: BOB, title: "now it fits" })).task_id).toBeDefined();
   });
 
-  it("the cap is a setting", () => {
+  it("the cap is a setting", async () => {
     const { tasks } = setup({ maxLiveTasks: 2 });
-    tasks.startTask(who, { to: ALICE, title: "a" });
-    tasks.startTask(who, { to: ALICE, title: "b" });
-    expect(() => tasks.startTask(who, { to: ALICE, title: "c" })).toThrow(/2 tasks running/);
+    await tasks.startTask(who, { to: ALICE, title: "a" });
+    await tasks.startTask(who, { to: ALICE, title: "b" });
+    await expect(tasks.startTask(who, { to: ALICE, title: "c" })).rejects.toThrow(/2 tasks running/);
   });
 });

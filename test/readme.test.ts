@@ -144,7 +144,7 @@ beforeAll(async () => {
   // The outside agents' API and its console panel, built as main.ts builds them.
   const agents = agentRoutes({
     core,
-    db,
+    store: sqliteSql(db),
     authSecret: "readme-test-secret-1234-5678-9012-3456",
     askTimeoutMs: 60_000,
     now: Date.now,

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { AppError } from "../errors.ts";
-import { type AgentPrincipal, type AgentTokenRevocations, verifyAgentToken } from "./token.ts";
+import { type AgentPrincipal, type AgentTokenRevocations, checkAgentToken } from "./token.ts";
 
 /**
  * `Authorization: Bearer <agent token>` on /mcp and /api/tasks|asks. A user token, a forged or an expired one
@@ -12,7 +12,8 @@ import { type AgentPrincipal, type AgentTokenRevocations, verifyAgentToken } fro
 const principals = new WeakMap<Request, AgentPrincipal>();
 
 export function requireAgent(authSecret: string, now: () => number, revocations?: AgentTokenRevocations) {
-  return (req: Request, res: Response, next: NextFunction) => {
+  // Express 5 hands a rejection (the store unreachable: 503) to the error middleware.
+  return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get("authorization") ?? "";
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match?.[1]) {
@@ -20,7 +21,7 @@ export function requireAgent(authSecret: string, now: () => number, revocations?
       next(new AppError("UNAUTHORIZED", "an agent token is required: Authorization: Bearer <token>"));
       return;
     }
-    const check = verifyAgentToken(authSecret, match[1], now(), revocations);
+    const check = await checkAgentToken(authSecret, match[1], now(), revocations);
     if (!check.ok) {
       res.setHeader("WWW-Authenticate", `Bearer realm="agents", error="invalid_token"`);
       next(new AppError("UNAUTHORIZED", `agent token refused: ${check.reason}`));

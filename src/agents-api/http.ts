@@ -50,16 +50,16 @@ export function mountAgentHttpApi(
     express.json({ limit: deps.maxBodyBytes ?? 256 * 1024 }),
   );
   const { tasks } = deps;
-  router.post("/tasks", (req, res) => {
-    res.status(201).json(tasks.startTask(agentOf(req), parse(startTaskInput, req.body)));
+  router.post("/tasks", async (req, res) => {
+    res.status(201).json(await tasks.startTask(agentOf(req), parse(startTaskInput, req.body)));
   });
-  router.post("/tasks/:id/steps", (req, res) => {
+  router.post("/tasks/:id/steps", async (req, res) => {
     const body = parse(reportProgressInput.omit({ task_id: true }), req.body);
-    res.json(tasks.reportProgress(agentOf(req), { ...body, task_id: String(req.params.id) }));
+    res.json(await tasks.reportProgress(agentOf(req), { ...body, task_id: String(req.params.id) }));
   });
-  router.post("/tasks/:id/finish", (req, res) => {
+  router.post("/tasks/:id/finish", async (req, res) => {
     const body = parse(finishTaskInput.omit({ task_id: true }), req.body);
-    res.json(tasks.finishTask(agentOf(req), { ...body, task_id: String(req.params.id) }));
+    res.json(await tasks.finishTask(agentOf(req), { ...body, task_id: String(req.params.id) }));
   });
   router.post("/asks", async (req, res) => {
     const who = agentOf(req);

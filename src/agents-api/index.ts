@@ -2,7 +2,7 @@ import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
 import type { JoinedFeed } from "../domain/run-feed.ts";
 import type { Logger } from "../logger.ts";
-import type { Db } from "../store/db.ts";
+import type { StoreSql } from "../store/sql.ts";
 import { mountAgentHttpApi } from "./http.ts";
 import { mountMcp } from "./mcp.ts";
 import { agentRequestRate, type RequestRates } from "./request-rate.ts";
@@ -19,8 +19,8 @@ export { AgentTasks } from "./service.ts";
  */
 export function createAgentsApi(options: {
   registry: AskRegistry;
-  /** Keeps tasks and asks across restarts (the bot's SQLite). */
-  db?: Db;
+  /** Keeps tasks, asks and agent tokens across restarts (the bot's store: the SQLite file or Postgres). */
+  store?: StoreSql;
   authSecret: string;
   askTimeoutMs: number;
   now: () => number;
@@ -46,7 +46,7 @@ export function createAgentsApi(options: {
     now: options.now,
     askTimeoutMs: options.askTimeoutMs,
     logger: options.logger.child({ module: "agents" }),
-    ...(options.db ? { store: new AgentStore(options.db) } : {}),
+    ...(options.store ? { store: new AgentStore(options.store) } : {}),
     ...options.tuning,
   });
   options.runs.add(tasks.feed);
@@ -58,7 +58,7 @@ export function createAgentsApi(options: {
     logger: options.logger,
     requestRate,
     // Revocations written by `npm run token -- --revoke-agent|--revoke-token` into this DATA_DIR.
-    ...(options.db ? { revocations: new AgentTokenStore(options.db) } : {}),
+    ...(options.store ? { revocations: new AgentTokenStore(options.store) } : {}),
   };
   return {
     tasks,

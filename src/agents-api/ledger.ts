@@ -1,5 +1,6 @@
 import type { AskOutcome } from "../asks/pending.ts";
 import type { AskRegistry } from "../asks/registry.ts";
+import type { Logger } from "../logger.ts";
 import type { AskResult } from "./schemas.ts";
 import { DECLINED_HINT, pendingHint } from "./schemas.ts";
 import type { AgentStore } from "./store.ts";
@@ -13,6 +14,9 @@ import type { AgentStore } from "./store.ts";
  * An answer to an ask whose id never reached the agent (the client's own timeout cut the call that asked) is
  * never lost: until some result of that ask is handed to a caller still there (`handed`), asking the same
  * questions again (`twinKey`) finds it here.
+ *
+ * The `agent_asks` row follows: written when the ask is added, its outcome when the ask settles (after the
+ * row's own write, so on Postgres the outcome never lands before the row it sets).
  */
 
 export interface AgentAsk {
@@ -30,6 +34,8 @@ export interface AgentAsk {
   twinKey?: string;
   /** A result of this ask (so its id) reached a caller still there. */
   handed?: boolean;
+  /** The row's first write, which its outcome's write follows. */
+  saved?: Promise<void>;
 }
 
 export class AskLedger {
@@ -39,20 +45,25 @@ export class AskLedger {
   readonly #off: () => void;
   readonly #store: AgentStore | undefined;
   readonly #registry: AskRegistry;
+  readonly #logger: Logger | undefined;
   /** twinKey → the answered ask whose id the agent was never handed. */
   readonly #undelivered = new Map<string, string>();
 
-  constructor(registry: AskRegistry, options: { now: () => number; keepMs?: number; store?: AgentStore }) {
+  constructor(
+    registry: AskRegistry,
+    options: { now: () => number; keepMs?: number; store?: AgentStore; logger?: Logger },
+  ) {
     this.#registry = registry;
     this.#now = options.now;
     this.#store = options.store;
+    this.#logger = options.logger;
     this.#keepMs = options.keepMs ?? 24 * 60 * 60 * 1000;
     this.#off = registry.on("settled", ({ ask, outcome }) => {
       const entry = this.#asks.get(ask.requestId);
       if (!entry) return;
       entry.outcome = outcome;
       entry.settledAt = this.#now();
-      this.#store?.settleAsk(entry.askId, outcome, entry.settledAt);
+      this.#background(this.#settle(entry, outcome, entry.settledAt), entry.askId);
       if (outcome.kind === "answered" && entry.twinKey && !entry.handed)
         this.#undelivered.set(entry.twinKey, entry.askId);
     });
@@ -60,27 +71,48 @@ export class AskLedger {
 
   #added = 0;
 
-  add(entry: AgentAsk): void {
+  /** Held at once (a settle from now on finds it); resolves once its row is written. */
+  async add(entry: AgentAsk): Promise<void> {
     this.#added += 1;
     if (this.#added % 256 === 0) this.#sweep();
     this.#asks.set(entry.askId, entry);
-    this.#store?.saveAsk(entry);
+    if (!this.#store) return;
+    entry.saved = this.#store.saveAsk(entry);
+    await entry.saved;
   }
 
   /** The ask if `who`'s token made it; anyone else's is as unknown as one that never was. */
-  get(who: { agent: string; tokenId: string }, askId: string): AgentAsk | undefined {
-    const entry = this.#asks.get(askId) ?? this.#load(askId);
+  async get(who: { agent: string; tokenId: string }, askId: string): Promise<AgentAsk | undefined> {
+    const entry = this.#asks.get(askId) ?? (await this.#load(askId));
     if (!entry || entry.agent !== who.agent) return undefined;
     return entry.tokenId === undefined || entry.tokenId === who.tokenId ? entry : undefined;
   }
 
   /** An ask from before a restart, read back from the store. */
-  #load(askId: string): AgentAsk | undefined {
-    const row = this.#store?.ask(askId);
+  async #load(askId: string): Promise<AgentAsk | undefined> {
+    const row = await this.#store?.ask(askId);
     if (!row) return undefined;
+    // Read twice at once, the first read back is the one held.
+    const held = this.#asks.get(askId);
+    if (held) return held;
     const entry: AgentAsk = { askId, ...row };
     this.#asks.set(askId, entry);
     return entry;
+  }
+
+  /** Writes the outcome after the row's first write (which may have failed: the outcome is tried anyway). */
+  #settle(entry: AgentAsk, outcome: AskOutcome, at: number): Promise<void> {
+    const store = this.#store;
+    if (!store) return Promise.resolve();
+    const write = () => store.settleAsk(entry.askId, outcome, at).then(() => undefined);
+    return (entry.saved ?? Promise.resolve()).then(write, write);
+  }
+
+  /** A write nobody waits for (a settled event): a failure is logged; without a logger it is left unhandled. */
+  #background(write: Promise<void>, askId: string): void {
+    const logger = this.#logger;
+    if (logger) write.catch((err: unknown) => logger.error({ err, askId }, "agent ask outcome not written"));
+    else void write;
   }
 
   /**
@@ -93,7 +125,7 @@ export class AskLedger {
     if (!entry || entry.outcome || (await this.#registry.state(askId))) return;
     entry.outcome = { kind: "cancelled", reason: "the bot restarted while the question was open" };
     entry.settledAt = this.#now();
-    this.#store?.settleAsk(askId, entry.outcome, entry.settledAt);
+    await this.#settle(entry, entry.outcome, entry.settledAt);
   }
 
   /** A result of the ask reached the agent: it knows the id, so asking the same again is a new question. */

@@ -94,6 +94,8 @@ export type ReportProgressInput = z.infer<typeof reportProgressInput>;
 export type AskUserQuestionsInput = z.infer<typeof askUserQuestionsInput>;
 export type FinishTaskInput = z.infer<typeof finishTaskInput>;
 export type AskResult = z.infer<typeof askResultSchema>;
+export type StepResult = z.infer<typeof stepResultSchema>;
+export type FinishResult = z.infer<typeof finishResultSchema>;
 
 /** A declined result's hint: the person chose not to answer, which is an answer to respect, not a fault. */
 export const DECLINED_HINT =

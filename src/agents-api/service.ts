@@ -12,9 +12,11 @@ import type { RateRule } from "./rate-limit.ts";
 import type {
   AskResult,
   AskUserQuestionsInput,
+  FinishResult,
   FinishTaskInput,
   ReportProgressInput,
   StartTaskInput,
+  StepResult,
 } from "./schemas.ts";
 import { AgentTaskFeed } from "./sessions.ts";
 import type { AgentStore } from "./store.ts";
@@ -91,10 +93,12 @@ export class AgentTasks {
       feed: this.feed,
       ...(options.store ? { store: options.store } : {}),
       ...(options.stepsCoalesceMs !== undefined ? { stepsCoalesceMs: options.stepsCoalesceMs } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
     });
     this.ledger = new AskLedger(options.registry, {
       now: options.now,
       ...(options.store ? { store: options.store } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
     });
     this.#twins = new AskTwins(options.registry, this.#book, this.ledger);
     options.registry.on("settled", ({ ask, outcome }) => this.#endImplicit(ask.runId, outcome.kind));
@@ -106,20 +110,20 @@ export class AgentTasks {
   }
 
   /** After a restart: every task that was running gets its card back and takes calls again. */
-  resume(): number {
+  resume(): Promise<number> {
     return this.#book.resume();
   }
 
-  startTask(who: AgentPrincipal, input: StartTaskInput): { task_id: string } {
+  async startTask(who: AgentPrincipal, input: StartTaskInput): Promise<{ task_id: string }> {
     this.#guard.mayReach(who, input.to);
     this.#mayOpen(who);
     this.#guard.mayShow(who, input.to, input.to);
-    const task = this.#open(who, input.to, input.title, false);
+    const task = await this.#open(who, input.to, input.title, false);
     this.#o.logger?.info({ agent: who.agent, taskId: task.run.id, to: input.to }, "agent task started");
     return { task_id: task.run.id };
   }
 
-  reportProgress(who: AgentPrincipal, input: ReportProgressInput): { task_id: string; steps: number } {
+  async reportProgress(who: AgentPrincipal, input: ReportProgressInput): Promise<StepResult> {
     const task = this.#running(who, input.task_id);
     const now = this.#o.now();
     const status = input.status ?? "running";
@@ -139,13 +143,14 @@ export class AgentTasks {
     if (previous) steps[index] = step;
     else steps.push(step);
     task.run = { ...task.run, steps: steps.slice(-MAX_STEPS) };
-    this.#book.soon(task);
-    return { task_id: task.run.id, steps: task.run.steps.length };
+    const count = task.run.steps.length; // this call's, whatever others add while it is written
+    await this.#book.soon(task);
+    return { task_id: task.run.id, steps: count };
   }
 
   /** Writes and shows every task whose latest steps are still held back (shutdown calls it). */
-  flush(): void {
-    this.#book.flush();
+  flush(): Promise<void> {
+    return this.#book.flush();
   }
 
   /** Registers the question on the card (after every check) and returns its ask id; `wait` gets the answer. */
@@ -173,10 +178,10 @@ export class AgentTasks {
     // A group card's forms name whose answer they wait for: the answerer of its latest question.
     if (previousSender !== answerer) {
       if (fresh) task.run = { ...task.run, senderId: answerer };
-      else this.#book.update(task, { senderId: answerer });
+      else await this.#book.update(task, { senderId: answerer });
     }
     // The form goes on the card as the card is now: with the steps held back (#soon) on it.
-    if (!fresh && this.#book.held(task.run.id)) this.#book.update(task, {});
+    if (!fresh && this.#book.held(task.run.id)) await this.#book.update(task, {});
     const timeoutMs = input.timeout_s !== undefined ? input.timeout_s * 1000 : this.#o.askTimeoutMs;
     let ask: PendingAsk;
     const registered = this.#o.registry.register({
@@ -194,14 +199,11 @@ export class AgentTasks {
     const recorded = this.#twins.asking(twinKey);
     try {
       ask = await registered;
-      // A twin waiting on this resumes only after this turn, by when the ask is in the ledger.
-      recorded(ask.requestId);
     } catch (error) {
       recorded(undefined);
-      if (!fresh && previousSender !== answerer) this.#book.update(task, { senderId: previousSender });
+      if (!fresh && previousSender !== answerer) await this.#book.update(task, { senderId: previousSender });
       throw error;
     }
-    if (fresh) this.#book.adopt(task);
     const entry: AgentAsk = {
       askId: ask.requestId,
       agent: who.agent,
@@ -212,7 +214,10 @@ export class AgentTasks {
       expiresAt: ask.expiresAt,
       twinKey,
     };
-    this.ledger.add(entry);
+    // Held at once, their rows written after: a twin resuming at the next await finds the ask and its task.
+    const kept = Promise.all([fresh ? this.#book.adopt(task) : undefined, this.ledger.add(entry)]);
+    recorded(ask.requestId);
+    await kept;
     this.#o.logger?.info(
       { agent: who.agent, askId: ask.requestId, taskId: task.run.id, answerer, questions: questions.length },
       "agent asked",
@@ -244,7 +249,7 @@ export class AgentTasks {
    * place (wait-slots.ts) unless it holds one already; one that finds the ask settled needs none.
    */
   async wait(who: AgentPrincipal, askId: string, options: WaitOptions, held?: WaitHold): Promise<AskResult> {
-    const entry = this.#ask(who, askId);
+    const entry = await this.#ask(who, askId);
     if (!(await this.ledger.settledOutcome(askId)) && !(await this.#o.registry.state(askId)))
       await this.ledger.markLost(askId);
     if (!(await this.ledger.settledOutcome(askId))) {
@@ -267,7 +272,7 @@ export class AgentTasks {
   }
 
   async cancelQuestion(who: AgentPrincipal, askId: string): Promise<AskResult> {
-    this.#ask(who, askId);
+    await this.#ask(who, askId);
     // While the database refuses the write the registry keeps trying; the agent hears the state now
     // (still pending) after a short wait instead of being held for the outage.
     const cancelled = this.#o.registry.cancel(askId, `cancelled by ${who.agent}`);
@@ -275,18 +280,18 @@ export class AgentTasks {
     return this.ledger.result(askId);
   }
 
-  finishTask(who: AgentPrincipal, input: FinishTaskInput): { task_id: string; status: string } {
+  async finishTask(who: AgentPrincipal, input: FinishTaskInput): Promise<FinishResult> {
     const task = this.#owned(who, input.task_id);
     if (task.run.status !== "running") return { task_id: task.run.id, status: task.run.status };
-    this.#finish(task, input.status, input.text);
+    await this.#finish(task, input.status, input.text);
     return { task_id: task.run.id, status: input.status };
   }
 
   // --------------------------------------------------------------------------------------------------
 
-  #open(who: AgentPrincipal, to: string, title: string, implicit: boolean): AgentTask {
+  async #open(who: AgentPrincipal, to: string, title: string, implicit: boolean): Promise<AgentTask> {
     const task = this.#book.draft(who, to, title, implicit);
-    this.#book.adopt(task);
+    await this.#book.adopt(task);
     if (!implicit) this.#book.show(task);
     return task;
   }
@@ -302,10 +307,10 @@ export class AgentTasks {
       );
   }
 
-  #finish(task: AgentTask, status: "completed" | "failed" | "cancelled", text: string | undefined): void {
+  #finish(task: AgentTask, status: "completed" | "failed" | "cancelled", text: string | undefined) {
     for (const ask of this.#o.registry.getPendingForSession(task.run.sessionId))
       if (ask.runId === task.run.id) void this.#o.registry.cancel(ask.requestId, `task ${status}`);
-    this.#book.update(task, {
+    return this.#book.update(task, {
       status,
       endedAt: this.#o.now(),
       ...(status === "failed" ? { error: text ?? "" } : text !== undefined ? { text } : {}),
@@ -318,7 +323,8 @@ export class AgentTasks {
     const pending = this.#o.registry.getPendingForSession(task.run.sessionId).some((a) => a.runId === taskId);
     if (pending) return;
     const answered = outcome === "answered";
-    this.#finish(task, "completed", answered ? strings.agents.answered : strings.agents.notAnswered);
+    const text = answered ? strings.agents.answered : strings.agents.notAnswered;
+    this.#book.background(this.#finish(task, "completed", text));
   }
 
   #owned(who: AgentPrincipal, taskId: string): AgentTask {
@@ -336,8 +342,8 @@ export class AgentTasks {
     return task;
   }
 
-  #ask(who: AgentPrincipal, askId: string): AgentAsk {
-    const entry = this.ledger.get(who, askId);
+  async #ask(who: AgentPrincipal, askId: string): Promise<AgentAsk> {
+    const entry = await this.ledger.get(who, askId);
     if (!entry) throw new AppError("NOT_FOUND", `no question ${askId}`);
     return entry;
   }

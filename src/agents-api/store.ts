@@ -1,12 +1,13 @@
 import { z } from "zod";
 import type { AskOutcome } from "../asks/pending.ts";
 import { answerSchema } from "../asks/schema.ts";
-import type { Db } from "../store/db.ts";
+import { type AgentTasksTable, insertionOrder, run, type StoreSql } from "../store/sql.ts";
 
 /**
- * Outside agents' tasks and asks in SQLite, so a bot restart loses neither: report_progress and finish_task
- * reach the same card afterwards, and get_answers still returns an answer given before the restart.
- * The tables come from the numbered migrations in src/store/migrations.ts (MIGRATIONS), like every other table.
+ * Outside agents' tasks and asks in the store, so a bot restart loses neither: report_progress and finish_task
+ * reach the same card afterwards, and get_answers still returns an answer given before the restart. The rows
+ * run on either dialect (store/sql.ts): the tables come from src/store/migrations.ts on the SQLite file and
+ * from src/store/pg-schema.ts on Postgres.
  */
 
 export interface StoredTask {
@@ -56,81 +57,102 @@ const outcomeSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("cancelled"), reason: z.string() }),
 ]);
 
-interface TaskRow {
-  id: string;
+type TaskRow = AgentTasksTable;
+
+export interface StoredAsk {
   agent: string;
-  token_id: string | null;
-  target: string;
-  chat_type: string;
-  implicit: number;
-  run_json: string;
+  tokenId?: string;
+  taskId: string;
+  answererId: string;
+  createdAt: number;
+  expiresAt: number;
+  outcome?: AskOutcome;
+  settledAt?: number;
 }
 
-interface AskRow {
-  ask_id: string;
-  agent: string;
-  token_id: string | null;
-  task_id: string;
-  answerer_id: string;
-  created_at: number;
-  expires_at: number;
-  outcome_json: string | null;
-  settled_at: number | null;
-}
-
+/** The agents' tasks and asks on either dialect (store/sql.ts): each method is one statement. */
 export class AgentStore {
-  readonly #sql;
+  readonly #store: StoreSql;
 
-  constructor(db: Db) {
-    // Prepared once: report_progress writes a row per call.
-    this.#sql = {
-      saveTask: db.prepare(
-        `INSERT INTO agent_tasks (id, agent, target, chat_type, implicit, run_json, status, updated_at, token_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET run_json = excluded.run_json, status = excluded.status,
-           updated_at = excluded.updated_at`,
-      ),
-      runningTasks: db.prepare<[], TaskRow>(
-        "SELECT * FROM agent_tasks WHERE status = 'running' ORDER BY updated_at",
-      ),
-      task: db.prepare<[string], TaskRow>("SELECT * FROM agent_tasks WHERE id = ?"),
-      saveAsk: db.prepare(
-        `INSERT OR IGNORE INTO agent_asks (ask_id, agent, task_id, answerer_id, created_at, expires_at, token_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      settleAsk: db.prepare(
-        "UPDATE agent_asks SET outcome_json = ?, settled_at = ? WHERE ask_id = ? AND outcome_json IS NULL",
-      ),
-      ask: db.prepare<[string], AskRow>("SELECT * FROM agent_asks WHERE ask_id = ?"),
-    };
+  constructor(store: StoreSql) {
+    this.#store = store;
   }
 
-  saveTask(task: StoredTask & { status: string }, now: number): void {
-    this.#sql.saveTask.run(
-      task.id,
-      task.agent,
-      task.to,
-      task.chatType,
-      task.implicit ? 1 : 0,
-      JSON.stringify(task.run),
-      task.status,
-      now,
-      task.tokenId ?? null,
+  /** A new task, or its latest state: only the run, its status and the time change once it exists. */
+  async saveTask(task: StoredTask & { status: string }, now: number): Promise<void> {
+    const { db } = this.#store;
+    const row = {
+      id: task.id,
+      agent: task.agent,
+      target: task.to,
+      chat_type: task.chatType,
+      implicit: task.implicit ? 1 : 0,
+      run_json: JSON.stringify(task.run),
+      status: task.status,
+      updated_at: now,
+      token_id: task.tokenId ?? null,
+    };
+    await run(this.#store, () =>
+      db
+        .insertInto("agent_tasks")
+        .values(row)
+        .onConflict((conflict) =>
+          conflict.column("id").doUpdateSet({
+            run_json: row.run_json,
+            status: row.status,
+            updated_at: row.updated_at,
+          }),
+        )
+        .execute(),
     );
   }
 
-  /** Tasks still running when the process stopped. */
-  runningTasks(): StoredTask[] {
-    return this.#sql.runningTasks.all().map(toTask);
+  /** Tasks still running when the process stopped, least recently written first. */
+  async runningTasks(): Promise<StoredTask[]> {
+    const { db } = this.#store;
+    const rows = await run(this.#store, () =>
+      db
+        .selectFrom("agent_tasks")
+        .selectAll()
+        .where("status", "=", "running")
+        .orderBy("updated_at")
+        .orderBy(insertionOrder(this.#store))
+        .execute(),
+    );
+    return rows.map(toTask);
+  }
+
+  /**
+   * The `limit` tasks that ended most recently, written at `sinceMs` or later, newest first: an ended task's
+   * card may still owe its final state after a restart (the card side reads the run through the feed).
+   */
+  async endedTasks(sinceMs: number, limit: number): Promise<StoredTask[]> {
+    const { db } = this.#store;
+    const rows = await run(this.#store, () =>
+      db
+        .selectFrom("agent_tasks")
+        .selectAll()
+        .where("status", "!=", "running")
+        .where("updated_at", ">=", sinceMs)
+        .orderBy("updated_at", "desc")
+        .orderBy(insertionOrder(this.#store), "desc")
+        .limit(limit)
+        .execute(),
+    );
+    return rows.map(toTask);
   }
 
   /** One task as last written, whatever its status (an ended task's card may still owe its final state). */
-  task(id: string): StoredTask | undefined {
-    const row = this.#sql.task.get(id);
+  async task(id: string): Promise<StoredTask | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db.selectFrom("agent_tasks").selectAll().where("id", "=", id).executeTakeFirst(),
+    );
     return row ? toTask(row) : undefined;
   }
 
-  saveAsk(ask: {
+  /** Records an ask once: a second save of the same id changes nothing. */
+  async saveAsk(ask: {
     askId: string;
     agent: string;
     tokenId?: string | undefined;
@@ -138,35 +160,44 @@ export class AgentStore {
     answererId: string;
     createdAt: number;
     expiresAt: number;
-  }): void {
-    this.#sql.saveAsk.run(
-      ask.askId,
-      ask.agent,
-      ask.taskId,
-      ask.answererId,
-      ask.createdAt,
-      ask.expiresAt,
-      ask.tokenId ?? null,
+  }): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () =>
+      db
+        .insertInto("agent_asks")
+        .values({
+          ask_id: ask.askId,
+          agent: ask.agent,
+          task_id: ask.taskId,
+          answerer_id: ask.answererId,
+          created_at: ask.createdAt,
+          expires_at: ask.expiresAt,
+          token_id: ask.tokenId ?? null,
+        })
+        .onConflict((conflict) => conflict.column("ask_id").doNothing())
+        .execute(),
     );
   }
 
-  settleAsk(askId: string, outcome: AskOutcome, now: number): void {
-    this.#sql.settleAsk.run(JSON.stringify(outcome), now, askId);
+  /** The first outcome sticks (compare-and-set on an unsettled row): true only for the writer that set it. */
+  async settleAsk(askId: string, outcome: AskOutcome, now: number): Promise<boolean> {
+    const { db } = this.#store;
+    const result = await run(this.#store, () =>
+      db
+        .updateTable("agent_asks")
+        .set({ outcome_json: JSON.stringify(outcome), settled_at: now })
+        .where("ask_id", "=", askId)
+        .where("outcome_json", "is", null)
+        .executeTakeFirst(),
+    );
+    return result.numUpdatedRows === 1n;
   }
 
-  ask(askId: string):
-    | {
-        agent: string;
-        tokenId?: string;
-        taskId: string;
-        answererId: string;
-        createdAt: number;
-        expiresAt: number;
-        outcome?: AskOutcome;
-        settledAt?: number;
-      }
-    | undefined {
-    const row = this.#sql.ask.get(askId);
+  async ask(askId: string): Promise<StoredAsk | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db.selectFrom("agent_asks").selectAll().where("ask_id", "=", askId).executeTakeFirst(),
+    );
     if (!row) return undefined;
     const outcome =
       row.outcome_json === null ? undefined : outcomeSchema.safeParse(safeJson(row.outcome_json));

@@ -1,5 +1,6 @@
 import type { CardPlacement } from "../domain/run-feed.ts";
 import type { RunView } from "../domain/types.ts";
+import type { Logger } from "../logger.ts";
 import type { AgentTaskFeed } from "./sessions.ts";
 import { type AgentStore, storedRunSchema } from "./store.ts";
 import type { AgentPrincipal } from "./token.ts";
@@ -7,7 +8,13 @@ import type { AgentPrincipal } from "./token.ts";
 /**
  * The outside agents' tasks this process holds (service.ts decides what an agent may do with them): kept in
  * memory and in their table, shown through the run feed, and their steps written and shown at most once per
- * `stepsCoalesceMs`. After a restart the running ones come back (`resume`); an ended one is read from its row.
+ * `stepsCoalesceMs`. After a restart the running ones come back (`resume`), and the recently ended ones are read
+ * back for the feed (`storedRun`).
+ *
+ * Memory is the truth for the tasks held here; the store follows it. A change is made in memory at once (the
+ * live-task cap and every check see it), then written; the feed hears of it once the row is written, so a card
+ * never shows what a restart would lose. Writes of one task are chained: on Postgres two statements of one
+ * task in flight at once could otherwise land in the wrong order and leave an older state in the row.
  */
 
 export interface AgentTask {
@@ -23,6 +30,12 @@ export interface AgentTask {
 
 const MAX_TASKS_KEPT = 5000;
 const STEPS_COALESCE_MS = 250;
+/**
+ * How far back `resume` reads ended tasks: the card side repairs, after a restart, the final state of cards up
+ * to 14 days old (store/feishu.ts CARD_PATCHABLE_MS, which this area may not import), reading their runs
+ * through the feed, whose reads are synchronous.
+ */
+const ENDED_READ_BACK_MS = 14 * 24 * 60 * 60 * 1000;
 
 export interface TaskBookOptions {
   now: () => number;
@@ -33,6 +46,8 @@ export interface TaskBookOptions {
   store?: AgentStore;
   /** report_progress calls on one task within this long are one write, one card update, one feed change. */
   stepsCoalesceMs?: number;
+  /** Where a write nobody waits for (a coalesced step, a task ended by its question) reports a failure. */
+  logger?: Logger;
 }
 
 export class TaskBook {
@@ -41,6 +56,10 @@ export class TaskBook {
   /** Tasks whose steps changed since they were last written and shown, with when that last happened. */
   readonly #unflushed = new Map<string, NodeJS.Timeout>();
   readonly #flushedAt = new Map<string, number>();
+  /** Each task's latest write: the next one of that task starts after it. */
+  readonly #writes = new Map<string, Promise<void>>();
+  /** Ended tasks from before a restart, as last written (`resume` reads them). */
+  readonly #ended = new Map<string, RunView>();
 
   constructor(options: TaskBookOptions) {
     this.#o = options;
@@ -91,8 +110,14 @@ export class TaskBook {
   }
 
   /** After a restart: every task that was running gets its card back and takes calls again. */
-  resume(): number {
-    const stored = this.#o.store?.runningTasks() ?? [];
+  async resume(): Promise<number> {
+    const store = this.#o.store;
+    if (!store) return 0;
+    for (const row of await store.endedTasks(this.#o.now() - ENDED_READ_BACK_MS, MAX_TASKS_KEPT)) {
+      const run = storedRunSchema.safeParse(row.run);
+      if (run.success) this.#ended.set(row.id, { ...run.data, agent: row.agent });
+    }
+    const stored = await store.runningTasks();
     let resumed = 0;
     for (const row of stored) {
       const run = storedRunSchema.safeParse(row.run);
@@ -115,26 +140,44 @@ export class TaskBook {
     return resumed;
   }
 
-  /** An ended task from before a restart, as last written (the feed's reads need no task in memory). */
+  /**
+   * An ended task from before a restart, as last written (the feed's reads need no task in memory). Read back
+   * by `resume`: the feed's reads are synchronous, the store's are not.
+   */
   storedRun(runId: string): RunView | undefined {
-    const row = this.#o.store?.task(runId);
-    if (!row) return undefined;
-    const run = storedRunSchema.safeParse(row.run);
-    return run.success ? { ...run.data, agent: row.agent } : undefined;
+    return this.#ended.get(runId);
   }
 
-  /** Writes and shows every task whose latest steps are still held back (shutdown calls it). */
-  flush(): void {
+  /**
+   * Writes and shows every task whose latest steps are still held back, and waits for every write under way
+   * (shutdown calls it before the store closes). A failed write is logged, not thrown: shutdown goes on.
+   */
+  async flush(): Promise<void> {
     for (const id of [...this.#unflushed.keys()]) {
       const task = this.#tasks.get(id);
-      if (task) this.update(task, {});
+      if (task) this.background(this.update(task, {}));
       else this.#forget(id);
     }
+    await Promise.allSettled([...this.#writes.values()]);
   }
 
-  adopt(task: AgentTask): void {
-    this.#remember(task.run.id, task);
+  /** The task is held and written; a task whose first write fails is not held (the call that made it fails). */
+  async adopt(task: AgentTask): Promise<void> {
+    const id = task.run.id;
+    try {
+      await this.#remember(id, task);
+    } catch (error) {
+      if (this.#tasks.get(id) === task) this.#tasks.delete(id);
+      throw error;
+    }
     this.#o.feed.changed(task.run);
+  }
+
+  /** Runs a change nobody waits for: a failure is logged (without a logger it is left unhandled, never hidden). */
+  background(change: Promise<void>): void {
+    const { logger } = this.#o;
+    if (logger) change.catch((err: unknown) => logger.error({ err }, "agent task not written"));
+    else void change;
   }
 
   show(task: AgentTask): void {
@@ -147,18 +190,33 @@ export class TaskBook {
     return { kind: "send", to, chatType: task.chatType };
   }
 
-  #save(task: AgentTask): void {
-    this.#o.store?.saveTask({ id: task.run.id, ...task, status: task.run.status }, this.#o.now());
+  /** Writes the task as it is now, after any write of it still under way. */
+  #save(task: AgentTask): Promise<void> {
+    const store = this.#o.store;
+    if (!store) return Promise.resolve();
+    const id = task.run.id;
+    // A snapshot: a task's run is replaced on every change, never edited in place.
+    const row = { id, ...task, status: task.run.status };
+    const at = this.#o.now();
+    const write = () => store.saveTask(row, at);
+    const written = (this.#writes.get(id) ?? Promise.resolve()).then(write, write);
+    this.#writes.set(id, written);
+    const done = () => {
+      if (this.#writes.get(id) === written) this.#writes.delete(id);
+    };
+    written.then(done, done);
+    return written;
   }
 
-  #remember(id: string, task: AgentTask): void {
+  #remember(id: string, task: AgentTask): Promise<void> {
     this.#tasks.set(id, task);
-    this.#save(task);
-    if (this.#tasks.size <= MAX_TASKS_KEPT) return;
-    for (const [oldId, old] of this.#tasks) {
-      if (this.#tasks.size <= MAX_TASKS_KEPT) break;
-      if (old.run.status !== "running") this.#tasks.delete(oldId);
-    }
+    const saved = this.#save(task);
+    if (this.#tasks.size > MAX_TASKS_KEPT)
+      for (const [oldId, old] of this.#tasks) {
+        if (this.#tasks.size <= MAX_TASKS_KEPT) break;
+        if (old.run.status !== "running") this.#tasks.delete(oldId);
+      }
+    return saved;
   }
 
   /**
@@ -166,19 +224,19 @@ export class TaskBook {
    * together at the end of the window. Anything else that changes the task (a question, the end) writes
    * the steps held back with it.
    */
-  soon(task: AgentTask): void {
+  async soon(task: AgentTask): Promise<void> {
     const id = task.run.id;
     if (this.#unflushed.has(id)) return;
     const windowMs = this.#o.stepsCoalesceMs ?? STEPS_COALESCE_MS;
     const waitMs = (this.#flushedAt.get(id) ?? Number.NEGATIVE_INFINITY) + windowMs - this.#o.now();
     if (waitMs <= 0) {
-      this.update(task, {});
+      await this.update(task, {});
       return;
     }
     const timer = setTimeout(() => {
       this.#unflushed.delete(id);
       const current = this.#tasks.get(id);
-      if (current) this.update(current, {});
+      if (current) this.background(this.update(current, {}));
     }, waitMs);
     timer.unref();
     this.#unflushed.set(id, timer);
@@ -190,14 +248,14 @@ export class TaskBook {
     this.#flushedAt.delete(id);
   }
 
-  update(task: AgentTask, patch: Partial<RunView>): void {
+  async update(task: AgentTask, patch: Partial<RunView>): Promise<void> {
     const id = task.run.id;
     clearTimeout(this.#unflushed.get(id));
     this.#unflushed.delete(id);
     task.run = { ...task.run, ...patch };
     if (task.run.status === "running") this.#flushedAt.set(id, this.#o.now());
     else this.#forget(id);
-    this.#save(task);
+    await this.#save(task);
     this.#o.feed.changed(task.run);
   }
 }

@@ -48,17 +48,17 @@ export function parseAgentArgs(
   return { ok: true, value: { agent, mayAsk: [...new Set(mayAsk)], days } };
 }
 
-export function agentTokenLines(
+export async function agentTokenLines(
   args: AgentArgs,
   secret: string,
   publicUrl: string,
   now: number,
   store: Pick<AgentTokenStore, "record">,
-): string[] {
+): Promise<string[]> {
   const expiresAt = now + (args.days !== undefined ? args.days * 24 * 60 * 60 * 1000 : AGENT_TOKEN_TTL_MS);
   const tokenId = newAgentTokenId();
   // Recorded before it is printed: a token that exists is always one a revocation can find.
-  store.record({ tokenId, agent: args.agent, mayAsk: args.mayAsk, issuedAt: now, expiresAt });
+  await store.record({ tokenId, agent: args.agent, mayAsk: args.mayAsk, issuedAt: now, expiresAt });
   const token = signAgentToken(secret, {
     agent: args.agent,
     mayAsk: args.mayAsk,
@@ -88,11 +88,11 @@ export const REVOKE_AGENT_USAGE =
  * tokens were never recorded (the local console's, or minted before tokens were recorded) takes `--force`,
  * which refuses every token of that name issued until now.
  */
-export function agentRevokeLines(
+export async function agentRevokeLines(
   argv: readonly string[],
   store: AgentTokenStore,
   now: number,
-): { lines: string[]; exitCode: number } {
+): Promise<{ lines: string[]; exitCode: number }> {
   const [flag, target, ...rest] = argv;
   const force = rest.length === 1 && rest[0] === "--force";
   if (
@@ -104,13 +104,13 @@ export function agentRevokeLines(
     return { lines: [REVOKE_AGENT_USAGE], exitCode: 2 };
   const at = new Date(now).toISOString();
   if (flag === "--revoke-token") {
-    const known = store.token(target);
+    const known = await store.token(target);
     if (!known)
       return {
         lines: [`no agent token ${target} is recorded in this DATA_DIR; nothing changed`],
         exitCode: 1,
       };
-    if (!store.revokeToken(target, now))
+    if (!(await store.revokeToken(target, now)))
       return {
         lines: [
           `agent token ${target} ("${known.agent}") was already revoked on ${new Date(known.revokedAt ?? now).toISOString()}; nothing changed`,
@@ -119,9 +119,9 @@ export function agentRevokeLines(
       };
     return { lines: [`revoked agent token ${target} ("${known.agent}") at ${at}`], exitCode: 0 };
   }
-  const live = store.tokensOf(target).filter((t) => t.revokedAt === undefined && t.expiresAt > now);
+  const live = (await store.tokensOf(target)).filter((t) => t.revokedAt === undefined && t.expiresAt > now);
   if (live.length === 0 && !force) {
-    const known = store.agents();
+    const known = await store.agents();
     return {
       lines: [
         `no live agent token named "${target}" is recorded in this DATA_DIR; nothing changed.`,
@@ -132,7 +132,7 @@ export function agentRevokeLines(
       exitCode: 1,
     };
   }
-  const revoked = store.revokeAgent(target, now);
+  const revoked = await store.revokeAgent(target, now);
   return {
     lines: [
       `revoked every agent token named "${target}" issued until ${at}: ${revoked.length} recorded (${revoked.map((t) => t.tokenId).join(", ") || "none"})`,

@@ -1,11 +1,18 @@
-import type { Db } from "../store/db.ts";
+import {
+  type IssuedAgentTokensTable,
+  insertionOrder,
+  run,
+  type StoreSql,
+  transaction,
+} from "../store/sql.ts";
 import type { AgentTokenRevocations } from "./token.ts";
 
 /**
- * Agent tokens in SQLite (issue 24 item 8): each minted token is recorded (`npm run token -- --agent`), so a
+ * Agent tokens in the store (issue 24 item 8): each minted token is recorded (`npm run token -- --agent`), so a
  * revocation can say what it revoked — by token id, or by agent name (every token of that name issued until
  * now, recorded or not). The server reads the revocations on every request, so a revocation written by the
- * CLI into the running bot's DATA_DIR holds at the next call. The tables come from src/store/migrations.ts MIGRATIONS.
+ * CLI into the running bot's DATA_DIR (or, on Postgres, by any instance) holds at the next call. The rows run
+ * on either dialect (store/sql.ts): tables from src/store/migrations.ts (SQLite) and src/store/pg-schema.ts.
  */
 
 export interface RecordedAgentToken {
@@ -17,106 +24,146 @@ export interface RecordedAgentToken {
   revokedAt: number | undefined;
 }
 
-interface TokenRow {
-  token_id: string;
-  agent: string;
-  may_json: string;
-  issued_at: number;
-  expires_at: number;
-  revoked_at: number | null;
-}
+type TokenRow = IssuedAgentTokensTable;
 
+/** The agent tokens' rows on either dialect (store/sql.ts). */
 export class AgentTokenStore implements AgentTokenRevocations {
-  readonly #sql;
+  readonly #store: StoreSql;
 
-  constructor(db: Db) {
-    this.#sql = {
-      record: db.prepare(
-        `INSERT OR IGNORE INTO issued_agent_tokens (token_id, agent, may_json, issued_at, expires_at)
-         VALUES (?, ?, ?, ?, ?)`,
-      ),
-      // One read per request: the token's own row and its name's not-before, by primary key each.
-      check: db.prepare<[string, string], { revoked_at: number | null; not_before: number | null }>(
-        `SELECT (SELECT revoked_at FROM issued_agent_tokens WHERE token_id = ?) AS revoked_at,
-                (SELECT not_before FROM revoked_agent_names WHERE agent = ?) AS not_before`,
-      ),
-      token: db.prepare<[string], TokenRow>("SELECT * FROM issued_agent_tokens WHERE token_id = ?"),
-      ofAgent: db.prepare<[string], TokenRow>(
-        "SELECT * FROM issued_agent_tokens WHERE agent = ? ORDER BY issued_at",
-      ),
-      agents: db.prepare<[], { agent: string }>(
-        "SELECT DISTINCT agent FROM issued_agent_tokens ORDER BY agent",
-      ),
-      revokeToken: db.prepare(
-        "UPDATE issued_agent_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL",
-      ),
-      revokeLive: db.prepare(
-        "UPDATE issued_agent_tokens SET revoked_at = ? WHERE agent = ? AND revoked_at IS NULL AND expires_at > ?",
-      ),
-      notBefore: db.prepare(
-        `INSERT INTO revoked_agent_names (agent, not_before, revoked_at) VALUES (?, ?, ?)
-         ON CONFLICT (agent) DO UPDATE SET not_before = excluded.not_before, revoked_at = excluded.revoked_at`,
-      ),
-    };
-    this.#db = db;
+  constructor(store: StoreSql) {
+    this.#store = store;
   }
 
-  readonly #db: Db;
-
-  record(token: {
+  /** Records a minted token once (its id is random: a second record of it changes nothing). */
+  async record(token: {
     tokenId: string;
     agent: string;
     mayAsk: readonly string[];
     issuedAt: number;
     expiresAt: number;
-  }) {
-    this.#sql.record.run(
-      token.tokenId,
-      token.agent,
-      JSON.stringify(token.mayAsk),
-      token.issuedAt,
-      token.expiresAt,
+  }): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () =>
+      db
+        .insertInto("issued_agent_tokens")
+        .values({
+          token_id: token.tokenId,
+          agent: token.agent,
+          may_json: JSON.stringify(token.mayAsk),
+          issued_at: token.issuedAt,
+          expires_at: token.expiresAt,
+        })
+        .onConflict((conflict) => conflict.column("token_id").doNothing())
+        .execute(),
     );
   }
 
-  isRevoked(token: { tokenId: string; agent: string; issuedAt: number }): boolean {
-    const row = this.#sql.check.get(token.tokenId, token.agent);
+  /** One read per request: the token's own row and its name's not-before, by primary key each. */
+  async isRevoked(token: { tokenId: string; agent: string; issuedAt: number }): Promise<boolean> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db
+        .selectNoFrom((eb) => [
+          eb
+            .selectFrom("issued_agent_tokens")
+            .select("revoked_at")
+            .where("token_id", "=", token.tokenId)
+            .as("revoked_at"),
+          eb
+            .selectFrom("revoked_agent_names")
+            .select("not_before")
+            .where("agent", "=", token.agent)
+            .as("not_before"),
+        ])
+        .executeTakeFirst(),
+    );
     if (row?.revoked_at != null) return true;
     return row?.not_before != null && token.issuedAt < row.not_before;
   }
 
-  token(tokenId: string): RecordedAgentToken | undefined {
-    const row = this.#sql.token.get(tokenId);
+  async token(tokenId: string): Promise<RecordedAgentToken | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db.selectFrom("issued_agent_tokens").selectAll().where("token_id", "=", tokenId).executeTakeFirst(),
+    );
     return row ? toToken(row) : undefined;
   }
 
-  tokensOf(agent: string): RecordedAgentToken[] {
-    return this.#sql.ofAgent.all(agent).map(toToken);
-  }
-
-  /** The names tokens were recorded under (for a message when a name matches none). */
-  agents(): string[] {
-    return this.#sql.agents.all().map((row) => row.agent);
-  }
-
-  /** Revokes one token; false when it is unknown or was already revoked. */
-  revokeToken(tokenId: string, nowMs: number): boolean {
-    return this.#sql.revokeToken.run(nowMs, tokenId).changes === 1;
+  /** The tokens recorded under `agent`, oldest first (ties on the clock in the order they were recorded). */
+  async tokensOf(agent: string): Promise<RecordedAgentToken[]> {
+    const { db } = this.#store;
+    const rows = await run(this.#store, () =>
+      db
+        .selectFrom("issued_agent_tokens")
+        .selectAll()
+        .where("agent", "=", agent)
+        .orderBy("issued_at")
+        .orderBy(insertionOrder(this.#store))
+        .execute(),
+    );
+    return rows.map(toToken);
   }
 
   /**
-   * Revokes every token named `agent` issued up to `nowMs`: the recorded live ones (returned), and by a
-   * not-before on the name any token of it that was never recorded (minted by the console, or before tokens
-   * were recorded). One transaction, so a reader sees all of it or none.
+   * The names tokens were recorded under (for a message when a name matches none), sorted here by code unit:
+   * the dialects' collations would order them differently.
    */
-  revokeAgent(agent: string, nowMs: number): RecordedAgentToken[] {
-    return this.#db.transaction(() => {
-      const live = this.tokensOf(agent).filter((t) => t.revokedAt === undefined && t.expiresAt > nowMs);
-      this.#sql.revokeLive.run(nowMs, agent, nowMs);
+  async agents(): Promise<string[]> {
+    const { db } = this.#store;
+    const rows = await run(this.#store, () =>
+      db.selectFrom("issued_agent_tokens").select("agent").distinct().execute(),
+    );
+    return rows.map((row) => row.agent).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** Revokes one token; false when it is unknown or was already revoked (of writers at once, one wins). */
+  async revokeToken(tokenId: string, nowMs: number): Promise<boolean> {
+    const { db } = this.#store;
+    const result = await run(this.#store, () =>
+      db
+        .updateTable("issued_agent_tokens")
+        .set({ revoked_at: nowMs })
+        .where("token_id", "=", tokenId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst(),
+    );
+    return result.numUpdatedRows === 1n;
+  }
+
+  /**
+   * Revokes every token named `agent` issued up to `nowMs`: the recorded live ones (returned: those this call
+   * revoked, so of two revocations at once each token is reported by one), and by a not-before on the name any
+   * token of it that was never recorded (minted by the console, or before tokens were recorded). One
+   * transaction, so a reader sees all of it or none. The not-before only moves forward: a revocation with an
+   * older clock (another machine's CLI) never lets back in a token a newer one refused.
+   */
+  async revokeAgent(agent: string, nowMs: number): Promise<RecordedAgentToken[]> {
+    return transaction(this.#store, async (tx) => {
+      const revoked = await tx.db
+        .updateTable("issued_agent_tokens")
+        .set({ revoked_at: nowMs })
+        .where("agent", "=", agent)
+        .where("revoked_at", "is", null)
+        .where("expires_at", ">", nowMs)
+        .returningAll()
+        .returning(insertionOrder(tx).as("recorded"))
+        .execute();
       // +1: a token issued in this very millisecond, before the revocation, must not survive it.
-      this.#sql.notBefore.run(agent, nowMs + 1, nowMs);
-      return live;
-    })();
+      await tx.db
+        .insertInto("revoked_agent_names")
+        .values({ agent, not_before: nowMs + 1, revoked_at: nowMs })
+        .onConflict((conflict) =>
+          conflict
+            .column("agent")
+            .doUpdateSet((eb) => ({
+              not_before: eb.ref("excluded.not_before"),
+              revoked_at: eb.ref("excluded.revoked_at"),
+            }))
+            .where("revoked_agent_names.not_before", "<", (eb) => eb.ref("excluded.not_before")),
+        )
+        .execute();
+      return revoked.sort((a, b) => a.issued_at - b.issued_at || a.recorded - b.recorded).map(toToken);
+    });
   }
 }
 

@@ -32,9 +32,9 @@ export interface AgentPrincipal {
   issuedAt: number;
 }
 
-/** Whether a token is revoked now (agents-api/token-store.ts reads it from SQLite on every request). */
+/** Whether a token is revoked now (agents-api/token-store.ts reads it from the store on every request). */
 export interface AgentTokenRevocations {
-  isRevoked(token: { tokenId: string; agent: string; issuedAt: number }): boolean;
+  isRevoked(token: { tokenId: string; agent: string; issuedAt: number }): Promise<boolean>;
 }
 
 const claimsSchema = z.strictObject({
@@ -86,12 +86,11 @@ export function signAgentToken(
 
 export type AgentTokenCheck = { ok: true; principal: AgentPrincipal } | { ok: false; reason: string };
 
-export function verifyAgentToken(
-  secret: string,
-  token: string,
-  now: number,
-  revocations?: AgentTokenRevocations,
-): AgentTokenCheck {
+/**
+ * The token as signed: its MAC, claims, expiry and issue time. Pure and synchronous; it knows nothing of
+ * revocations, which live in the store: a door admits an agent by `checkAgentToken`.
+ */
+export function verifyAgentToken(secret: string, token: string, now: number): AgentTokenCheck {
   const parts = token.split(".");
   if (parts.length !== 3) return { ok: false, reason: "malformed token" };
   if (parts[0] === "v1") return { ok: false, reason: "a user token is not an agent token" };
@@ -114,9 +113,22 @@ export function verifyAgentToken(
   if (iat > now + MAX_CLOCK_SKEW_MS) return { ok: false, reason: "token issued in the future" };
   const tokenId =
     claims.data.jti ?? `at_${createHash("sha256").update(payload).digest("base64url").slice(0, 22)}`;
-  if (revocations?.isRevoked({ tokenId, agent, issuedAt: iat }))
-    return { ok: false, reason: "token revoked" };
   return { ok: true, principal: { agent, mayAsk: new Set(may), expiresAt: exp, tokenId, issuedAt: iat } };
+}
+
+/** `verifyAgentToken`, then the revocations (read on every call, so a revocation holds at the next one). */
+export async function checkAgentToken(
+  secret: string,
+  token: string,
+  now: number,
+  revocations: AgentTokenRevocations | undefined,
+): Promise<AgentTokenCheck> {
+  const check = verifyAgentToken(secret, token, now);
+  if (!check.ok || !revocations) return check;
+  const { tokenId, agent, issuedAt } = check.principal;
+  if (await revocations.isRevoked({ tokenId, agent, issuedAt }))
+    return { ok: false, reason: "token revoked" };
+  return check;
 }
 
 function mac(secret: string, payload: string): string {

@@ -42,7 +42,7 @@ export class AskTwins {
   ): Promise<string | undefined> {
     const key = AskTwins.key(who, existing, to, answerer, questions);
     return (
-      this.#open(who, existing, answerer, to, questions) ??
+      (await this.#open(who, existing, answerer, to, questions)) ??
       this.#ledger.undeliveredTwin(key) ??
       this.#asking.get(key)
     );
@@ -61,18 +61,19 @@ export class AskTwins {
     };
   }
 
-  #open(
+  async #open(
     who: AgentPrincipal,
     existing: AgentTask | undefined,
     answerer: string,
     to: string,
     questions: unknown,
-  ): string | undefined {
+  ): Promise<string | undefined> {
     const same = JSON.stringify(questions);
     for (const ask of this.#registry.getPendingForSession(`agent:${who.agent}:${to}`)) {
       const scoped = existing ? ask.runId === existing.run.id : this.#book.get(ask.runId)?.implicit === true;
-      if (!scoped || ask.answererId !== answerer || !this.#ledger.get(who, ask.requestId)) continue;
-      if (JSON.stringify(ask.questions) === same) return ask.requestId;
+      if (!scoped || ask.answererId !== answerer || JSON.stringify(ask.questions) !== same) continue;
+      // Whose it is last: after a restart the ledger reads the ask's row back.
+      if (await this.#ledger.get(who, ask.requestId)) return ask.requestId;
     }
     return undefined;
   }

@@ -52,8 +52,14 @@ export async function tokenCli(
     if (!agent.ok) throw new TokenCliError(agent.error, 2);
     const config = loadConfig(env);
     const secret = secretFor(config);
-    return withDatabase(config, (db) => ({
-      lines: agentTokenLines(agent.value, secret, linkBase(config), now, new AgentTokenStore(db)),
+    return withDatabase(config, async (db) => ({
+      lines: await agentTokenLines(
+        agent.value,
+        secret,
+        linkBase(config),
+        now,
+        new AgentTokenStore(sqliteSql(db)),
+      ),
     }));
   }
   const [userId, daysText] = argv;
@@ -109,7 +115,9 @@ export async function revokeCli(
 ): Promise<{ lines: string[]; exitCode: number }> {
   const [flag, target] = argv;
   if (flag === "--revoke-agent" || flag === "--revoke-token")
-    return withDatabase(loadConfig(env), (db) => agentRevokeLines(argv, new AgentTokenStore(db), now));
+    return withDatabase(loadConfig(env), (db) =>
+      agentRevokeLines(argv, new AgentTokenStore(sqliteSql(db)), now),
+    );
   if (!target || argv.length !== 2) throw new TokenCliError("usage: npm run token -- --revoke <open_id>", 2);
   if (!/^ou_[A-Za-z0-9_-]{1,64}$/.test(target))
     throw new TokenCliError(

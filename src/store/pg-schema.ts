@@ -161,6 +161,47 @@ const MIGRATIONS: readonly string[] = [
      static_message_id  text
    );
    CREATE INDEX cardkit_entities_message ON cardkit_entities (message_id);`,
+  // Outside agents (agents-api/store.ts, token-store.ts): their tasks and asks, kept across restarts, and the
+  // agent tokens minted and revoked (by id, or every token of a name issued before `not_before`).
+  `CREATE TABLE agent_tasks (
+     seq         bigserial UNIQUE,
+     id          text PRIMARY KEY,
+     agent       text NOT NULL,
+     target      text NOT NULL,
+     chat_type   text NOT NULL,
+     implicit    integer NOT NULL,
+     run_json    text NOT NULL,
+     status      text NOT NULL,
+     updated_at  bigint NOT NULL,
+     token_id    text
+   );
+   CREATE INDEX agent_tasks_by_status ON agent_tasks (status, updated_at);
+   CREATE TABLE agent_asks (
+     ask_id        text PRIMARY KEY,
+     agent         text NOT NULL,
+     task_id       text NOT NULL,
+     answerer_id   text NOT NULL,
+     created_at    bigint NOT NULL,
+     expires_at    bigint NOT NULL,
+     outcome_json  text,
+     settled_at    bigint,
+     token_id      text
+   );
+   CREATE TABLE issued_agent_tokens (
+     seq         bigserial UNIQUE,
+     token_id    text PRIMARY KEY,
+     agent       text NOT NULL,
+     may_json    text NOT NULL,
+     issued_at   bigint NOT NULL,
+     expires_at  bigint NOT NULL,
+     revoked_at  bigint
+   );
+   CREATE INDEX issued_agent_tokens_by_agent ON issued_agent_tokens (agent, issued_at);
+   CREATE TABLE revoked_agent_names (
+     agent       text PRIMARY KEY,
+     not_before  bigint NOT NULL,
+     revoked_at  bigint NOT NULL
+   )`,
 ];
 
 /** The migrations' text, for the boundary test's table-ownership check. */

@@ -188,3 +188,52 @@ export interface StoreTables {
   ask_audit: AskAuditView;
   cardkit_entities: CardkitEntitiesTable;
 }
+
+// Outside agents' rows (agents-api/store.ts, agents-api/token-store.ts). Declared apart from the interface
+// above (TypeScript merges the two) so each area's tables stay one block of this file.
+
+export interface AgentTasksTable {
+  id: string;
+  agent: string;
+  target: string;
+  chat_type: string;
+  implicit: number;
+  run_json: string;
+  status: string;
+  updated_at: number;
+  token_id: string | null;
+}
+
+export interface AgentAsksTable {
+  ask_id: string;
+  agent: string;
+  task_id: string;
+  answerer_id: string;
+  created_at: number;
+  expires_at: number;
+  outcome_json: string | null;
+  settled_at: number | null;
+  token_id: string | null;
+}
+
+export interface IssuedAgentTokensTable {
+  token_id: string;
+  agent: string;
+  may_json: string;
+  issued_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export interface RevokedAgentNamesTable {
+  agent: string;
+  not_before: number;
+  revoked_at: number;
+}
+
+export interface StoreTables {
+  agent_tasks: AgentTasksTable;
+  agent_asks: AgentAsksTable;
+  issued_agent_tokens: IssuedAgentTokensTable;
+  revoked_agent_names: RevokedAgentNamesTable;
+}

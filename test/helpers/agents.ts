@@ -8,6 +8,7 @@ import type { ServerLimits } from "../../src/app.ts";
 import type { Card } from "../../src/cards/model.ts";
 import type { Emulator } from "../../src/local/emulator/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { sqliteSql } from "../../src/store/sql.ts";
 import { mountSessionPages } from "../../src/web/session-page.ts";
 import { type FeishuRig, startFeishuRig } from "./feishu.ts";
 
@@ -59,7 +60,7 @@ export async function startAgentsRig(
     routes: ({ core }) => {
       const api = createAgentsApi({
         registry: core.registry,
-        db: core.store.db,
+        store: sqliteSql(core.store.db),
         runs: core.runs,
         authSecret: SECRET,
         askTimeoutMs: 60_000,
@@ -88,7 +89,7 @@ export async function startAgentsRig(
   });
   if (!tasks) throw new Error("agents api not mounted");
   // As main.ts does once it listens: running tasks get their cards back, then ended ones their final states.
-  tasks.resume();
+  await tasks.resume();
   await rig.channel.repairEnded();
   const clients: Client[] = [];
   return {
@@ -113,6 +114,8 @@ export async function startAgentsRig(
     },
     async stop() {
       await Promise.all(clients.map((client) => client.close()));
+      // As main.ts's shutdown: the tasks' writes land before the store closes.
+      await tasks?.flush();
       await rig.stop();
     },
   };
