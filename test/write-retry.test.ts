@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { DatabaseUnavailableError } from "../src/cluster/errors.ts";
 import { createLogger } from "../src/logger.ts";
 import { RetriedWrites } from "../src/store/write-retry.ts";
 
@@ -94,5 +95,60 @@ describe("RetriedWrites", () => {
     db.locked = false;
     again.close();
     expect(db.done).toEqual(["b"]);
+  });
+
+  it("holds later writes behind one that is a promise, and retries a refused one (Postgres unreachable) first", async () => {
+    const done: string[] = [];
+    let down = true;
+    const later = (what: string) => async () => {
+      await Promise.resolve();
+      if (down) throw new DatabaseUnavailableError(new Error("connect ECONNREFUSED"));
+      done.push(what);
+    };
+    const writes = new RetriedWrites(log());
+    expect(writes.write("card:1", "card record", later("record"))).toBe(false);
+    // Queued while the first is in flight: written after it, never beside it.
+    writes.write("gone:1", "gone mark", () => {
+      done.push("gone");
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(done).toEqual([]);
+    expect(writes.waiting).toBe(2);
+    down = false;
+    await vi.advanceTimersByTimeAsync(100);
+    expect(done).toEqual(["record", "gone"]);
+    expect(writes.waiting).toBe(0);
+    expect(lines.map((l) => l.msg)).toEqual([
+      "card record not saved: the database refused; retrying",
+      "card record saved after the database refused it",
+      "gone mark saved after the database refused it",
+    ]);
+  });
+
+  it("writes in order behind a promise that lands, and close waits for the last try", async () => {
+    const done: string[] = [];
+    let release = () => {};
+    const writes = new RetriedWrites(log());
+    writes.write(
+      "a",
+      "first",
+      () =>
+        new Promise<void>((resolve) => {
+          release = () => {
+            done.push("a");
+            resolve();
+          };
+        }),
+    );
+    writes.write("b", "second", async () => {
+      done.push("b");
+    });
+    expect(done).toEqual([]);
+    const closed = writes.close();
+    release();
+    await closed;
+    expect(done).toEqual(["a", "b"]);
+    expect(writes.waiting).toBe(0);
+    expect(lines).toEqual([]);
   });
 });
