@@ -265,7 +265,7 @@ async function main(): Promise<void> {
   if (resumedTasks > 0) logger.info({ tasks: resumedTasks }, "resumed outside agents' tasks");
   const resumed = core.runner.recover();
   if (resumed.length > 0) logger.info({ runs: resumed.length }, "resumed interrupted runs");
-  started.feishu.repairEnded();
+  await started.feishu.repairEnded();
   // What the tenant may be missing (scopes, bot capability, transport, PUBLIC_URL, clock): warnings only.
   if (config.mode === "feishu") void startupChecks(runnable, logger);
 }

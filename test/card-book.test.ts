@@ -52,7 +52,6 @@ function setup() {
     runs: { getRun: runner.getRun, session: () => undefined },
     runner,
     registry,
-    store: { wasReminded: () => false },
     times: DEFAULT_ASK_TIMES,
     now: () => NOW,
   });

@@ -71,7 +71,6 @@ export class FeishuChannel implements AskSurface {
       runs,
       runner,
       registry,
-      store,
       times: this.times,
       now,
       footer: options.cardFooter ?? true,
@@ -150,8 +149,8 @@ export class FeishuChannel implements AskSurface {
    * Called by the composition root once the service listens, beside the runner's recovery: a card renders
    * its 会话详情 link, and with PORT=0 the public URL is known only then (public-url.ts).
    */
-  repairEnded(): number {
-    const repaired = this.#lifecycle.repairEnded();
+  async repairEnded(): Promise<number> {
+    const repaired = await this.#lifecycle.repairEnded();
     if (repaired > 0) this.#log.info({ cards: repaired }, "sending final states a restart left unsent");
     return repaired;
   }
@@ -218,7 +217,9 @@ export class FeishuChannel implements AskSurface {
     // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later. The id is
     // recorded in the same transaction as the run or queue row (runner.accept): a write that fails throws
     // from here, the transport refuses the delivery, and Feishu sends it again with nothing half-recorded.
-    const markInbound = () => this.#o.store.markInbound(message.messageId);
+    // The claim: synchronous (markInboundSync, the SQLite file) while the runner's transaction is; once it is
+    // async, `(tx) => store.markInbound(message.messageId, tx)` inside it, and this handler awaits it.
+    const markInbound = () => this.#o.store.markInboundSync(message.messageId);
     const text = message.rawText === undefined ? undefined : stripMentions(message.rawText, message.mentions);
     // Where the message belongs, before anything is answered: a message in a topic (or, with
     // FEISHU_REPLY_IN_THREAD, any group message) has its own session (topics.ts), and every reply to it —
@@ -305,7 +306,7 @@ export class FeishuChannel implements AskSurface {
 
   /** Someone the allow-list leaves out: told once (a redelivery is not answered again), nothing runs. */
   #notAllowed(message: InboundMessage): void {
-    if (!this.#o.store.markInbound(message.messageId)) return this.#redelivered(message);
+    if (!this.#o.store.markInboundSync(message.messageId)) return this.#redelivered(message);
     this.#log.info(
       { userId: message.senderOpenId, chatId: message.chatId },
       "message outside the allow-list",

@@ -37,7 +37,7 @@ export interface FeishuApps {
   routes: FeishuRuntime["routes"];
   /** Resolves once every app can receive events. */
   ready: Promise<void>;
-  repairEnded(): number;
+  repairEnded(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -75,7 +75,10 @@ export async function startFeishuApps(options: StartOptions): Promise<FeishuApps
     runtimes,
     routes: runtimes.flatMap((runtime) => runtime.routes),
     ready: Promise.all(runtimes.map((runtime) => runtime.ready)).then(() => undefined),
-    repairEnded: () => runtimes.reduce((sum, runtime) => sum + runtime.channel.repairEnded(), 0),
+    repairEnded: async () => {
+      const repaired = await Promise.all(runtimes.map((runtime) => runtime.channel.repairEnded()));
+      return repaired.reduce((sum, count) => sum + count, 0);
+    },
     async close() {
       await Promise.allSettled(runtimes.map((runtime) => runtime.close()));
     },

@@ -101,9 +101,13 @@ async function replaceRun(
   return withCard(toast("success", strings.asks.replaced), active && deps.cards.render(active));
 }
 
-function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string): CallbackResult {
+async function retryRun(
+  deps: CardActionDeps,
+  value: ProgressValue,
+  operator: string,
+): Promise<CallbackResult> {
   const { runner, store } = deps;
-  const row = store.cardForRun(value.runId);
+  const row = await store.cardForRun(value.runId);
   const source = row
     ? deps.appId
       ? feishuSource(deps.appId, row.sourceMessageId, row.chatId)
@@ -120,7 +124,11 @@ function retryRun(deps: CardActionDeps, value: ProgressValue, operator: string):
   return toast("success", strings.feishu.retried);
 }
 
-export function queueAction(deps: CardActionDeps, value: QueueValue, operator: string): CallbackResult {
+export async function queueAction(
+  deps: CardActionDeps,
+  value: QueueValue,
+  operator: string,
+): Promise<CallbackResult> {
   const { runner } = deps;
   const queued = runner.queued(value.sessionId).find((q) => q.id === value.queueId);
   if (!queued) return toast("info", strings.feishu.queueGone);
@@ -131,14 +139,9 @@ export function queueAction(deps: CardActionDeps, value: QueueValue, operator: s
         "error",
         result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
       );
-    const followUp = deps.queuedCards.afterAnswer(value.queueId, "queued", queued);
-    return patchedAfter(
-      withCard(
-        toast("success", strings.feishu.promoted),
-        deps.queuedCards.cardFor(value.queueId, "queued", queued),
-      ),
-      followUp,
-    );
+    const followUp = await deps.queuedCards.afterAnswer(value.queueId, "queued", queued);
+    const card = await deps.queuedCards.cardFor(value.queueId, "queued", queued);
+    return patchedAfter(withCard(toast("success", strings.feishu.promoted), card), followUp);
   }
   const result = runner.unqueue(value.queueId, operator);
   if (!result.ok)
@@ -146,9 +149,10 @@ export function queueAction(deps: CardActionDeps, value: QueueValue, operator: s
       "error",
       result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
     );
-  const card = deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
-  const followUp = deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
-  deps.queuedCards.forget(value.queueId);
+  // Both read the message's card row before forget drops it.
+  const card = await deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
+  const followUp = await deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
+  await deps.queuedCards.forget(value.queueId);
   return patchedAfter(withCard(toast("success", strings.feishu.unqueued), card), followUp);
 }
 

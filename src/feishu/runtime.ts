@@ -78,8 +78,8 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   const appLimiter = deps.appLimiter ?? ownLimiter(metrics);
   const first = deps.firstApp ?? true;
   // Each app's channel sees its own rows (several apps, issue 30); the first also owns what earlier versions wrote.
-  const store = deps.store ?? new FeishuStore(core.store.db, now, { appId: deps.appId, first });
-  if (first) store.claimUnowned();
+  const store = deps.store ?? FeishuStore.onFile(core.store.db, now, { appId: deps.appId, first });
+  if (first) await store.claimUnowned();
   const {
     core: _core,
     inbound: _inbound,

@@ -54,9 +54,48 @@ export interface StandingPermissionsTable {
   agent_keeps: number;
 }
 
+/** The Feishu channel's rows (store/feishu.ts); `app_id` null: written before apps were recorded (issue 30). */
+export interface ProgressCardsTable {
+  run_id: string;
+  session_id: string;
+  message_id: string;
+  chat_id: string;
+  sender_id: string;
+  source_message_id: string;
+  created_at: number;
+  gone: Generated<number>;
+  final_landed_at: number | null;
+  app_id: string | null;
+}
+
+export interface QueuedCardsTable {
+  queue_id: string;
+  session_id: string;
+  message_id: string;
+  source_message_id: string;
+  chat_id: string;
+  created_at: number;
+  app_id: string | null;
+}
+
+export interface AskPingsTable {
+  message_id: string;
+  kind: "ping" | "reminder";
+  run_id: string;
+  request_ids: string;
+  in_group: number;
+  sent_at: number;
+  app_id: string | null;
+}
+
 export interface StoreTables {
   asks: AsksTable;
   standing_permissions: StandingPermissionsTable;
+  progress_cards: ProgressCardsTable;
+  queued_cards: QueuedCardsTable;
+  ask_pings: AskPingsTable;
+  ask_reminders: { run_id: string; sent_at: number };
+  inbound_messages: { message_id: string; received_at: number };
 }
 
 export type Dialect = "sqlite" | "postgres";

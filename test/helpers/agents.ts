@@ -89,7 +89,7 @@ export async function startAgentsRig(
   if (!tasks) throw new Error("agents api not mounted");
   // As main.ts does once it listens: running tasks get their cards back, then ended ones their final states.
   tasks.resume();
-  rig.channel.repairEnded();
+  await rig.channel.repairEnded();
   const clients: Client[] = [];
   return {
     ...rig,

@@ -183,7 +183,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   const starting = createFeishuRuntime({
     messenger,
     core,
-    store: new FeishuStore(db, now),
+    store: FeishuStore.onFile(db, now),
     appLimiter: createAppLimiter({ now }),
     logger,
     now,
@@ -242,7 +242,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
   if (options.recover) {
     core.runner.recover();
-    channel.repairEnded();
+    await channel.repairEnded();
   }
 
   const rig: FakeChannelRig = {

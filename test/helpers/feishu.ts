@@ -191,7 +191,7 @@ export async function startFeishuRig(
   // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
   if (options.recover) {
     core.runner.recover();
-    channel.repairEnded();
+    await channel.repairEnded();
   }
 
   const until = <T>(

@@ -9,7 +9,6 @@ import type { ProgressView } from "../../cards/progress-view.ts";
 import type { SessionRuns } from "../../domain/ports.ts";
 import type { CardPlacement, RunFeed } from "../../domain/run-feed.ts";
 import { type ChatType, isTerminal, type RunView, type SessionTopic } from "../../domain/types.ts";
-import type { FeishuStore } from "../../store/feishu.ts";
 import { oneLine, truncate } from "../../util/text.ts";
 import { type AskTimes, deadlineView } from "../ask-deadline.ts";
 import type { ReminderState } from "../ask-reminder.ts";
@@ -59,7 +58,6 @@ export interface CardBookDeps {
   /** The bot's queue, counted on a waiting card (取消并处理新消息). */
   runner: Pick<SessionRuns, "queued">;
   registry: Pick<AskRegistry, "getPendingForSession">;
-  store: Pick<FeishuStore, "wasReminded">;
   times: AskTimes;
   now: () => number;
   /** CARD_FOOTER (default on): ended cards show the run's usage (tokens, model) where its agent reported it. */
@@ -80,10 +78,13 @@ export class CardBook {
     this.#deps = deps;
   }
 
-  /** A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any). */
+  /**
+   * A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any). `reminded`: the run's
+   * card had its @-mention reminder before a restart (store/feishu.ts wasReminded; a new run's never did).
+   */
   open(
     run: Pick<RunView, "id" | "sessionId" | "senderId" | "agent">,
-    where: { chatId: string; sourceMessageId: string },
+    where: { chatId: string; sourceMessageId: string; reminded?: boolean },
   ) {
     const session = this.#deps.runs.session(run.sessionId);
     const card: ActiveCard = {
@@ -97,7 +98,7 @@ export class CardBook {
       chatType: session?.chatType,
       topic: session?.topic,
       // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
-      reminder: this.#deps.store.wasReminded(run.id) ? "sent" : "none",
+      reminder: where.reminded ? "sent" : "none",
       drafts: new Map(),
       gone: false,
       ...(run.agent !== undefined ? { agent: { name: run.agent } } : {}),

@@ -227,7 +227,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   // As main.ts does once it listens: resume unfinished runs, then repair ended runs' final cards.
   if (options.recover) {
     core.runner.recover();
-    channel.repairEnded();
+    await channel.repairEnded();
   }
   const clients: TestClient[] = [];
 
