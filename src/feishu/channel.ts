@@ -162,12 +162,13 @@ export class FeishuChannel implements AskSurface {
     await this.#background.idle();
   }
 
-  close(): void {
+  /** Resolves once the records still waiting had their last try (the database may be closed after). */
+  async close(): Promise<void> {
     this.#pings.close();
     for (const off of this.#off.splice(0)) off();
     // Every publisher, not only the live cards': a forgotten card's late retry must not fire after close.
     this.#lifecycle.close();
-    this.#writes.close();
+    await this.#writes.close();
   }
 
   canReach(target: { runId: string }): boolean {

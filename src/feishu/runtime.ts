@@ -144,7 +144,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     async close() {
       connection?.close();
       await channel.idle();
-      channel.close();
+      await channel.close();
     },
   };
 }

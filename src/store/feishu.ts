@@ -8,7 +8,7 @@ import {
   toPing,
   toQueuedCard,
 } from "./feishu-rows.ts";
-import { insertionOrder, run, type StoreSql, sqliteSql, transaction } from "./sql.ts";
+import { insertionOrder, run, type StoreSql, sqliteSql } from "./sql.ts";
 
 /**
  * What the Feishu channel must not lose on restart: seen message ids, card mappings, queued-message cards. On
@@ -66,16 +66,24 @@ export class FeishuStore {
 
   /**
    * Rows written before apps were recorded (NULL) are the first app's: there was one app then. Called by the
-   * first app's runtime at start; afterwards every row names its app. One transaction over the three tables.
+   * first app's runtime at start; afterwards every row names its app. Three statements, no transaction: each
+   * claims what is left (a start cut short claims the rest next time), and on SQLite a Kysely transaction
+   * across awaits could take in the synchronous repositories' writes on the same handle.
    */
   async claimUnowned(): Promise<void> {
     const app = this.#app;
     if (app === null) return;
-    await transaction(this.#store, async ({ db }) => {
-      await db.updateTable("progress_cards").set({ app_id: app }).where("app_id", "is", null).execute();
-      await db.updateTable("queued_cards").set({ app_id: app }).where("app_id", "is", null).execute();
-      await db.updateTable("ask_pings").set({ app_id: app }).where("app_id", "is", null).execute();
-    });
+    const { db } = this.#store;
+    const claim = { app_id: app };
+    await run(this.#store, () =>
+      db.updateTable("progress_cards").set(claim).where("app_id", "is", null).execute(),
+    );
+    await run(this.#store, () =>
+      db.updateTable("queued_cards").set(claim).where("app_id", "is", null).execute(),
+    );
+    await run(this.#store, () =>
+      db.updateTable("ask_pings").set(claim).where("app_id", "is", null).execute(),
+    );
   }
 
   /**

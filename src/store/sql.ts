@@ -8,8 +8,8 @@ import type { Db } from "./db.ts";
  * default) or on Postgres (`pg`, several instances). A repository written against `StoreSql` runs unchanged on
  * either; where the dialects differ in what they can say, the difference lives here, named, never in a
  * repository. The repositories move here one by one (the ask rows first, the rows every surface compare-and-sets;
- * then the standing permissions); until they all have, the others keep their better-sqlite3 statements on the
- * same file.
+ * then the standing permissions; then the Feishu channel's rows); until they all have, the others keep their
+ * better-sqlite3 statements on the same file.
  *
  * On SQLite, Kysely shares the better-sqlite3 handle the synchronous repositories use. That is safe because a
  * Kysely repository here runs single statements, never a transaction across an `await` (on one connection,
