@@ -2,6 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { DatabaseUnavailableError } from "../src/cluster/errors.ts";
+import { createClusterPool } from "../src/cluster/pool.ts";
 import { type Db, openDatabase } from "../src/store/db.ts";
 import { FeishuStore, INBOUND_RETENTION_MS } from "../src/store/feishu.ts";
 import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
@@ -295,5 +297,36 @@ describe("the synchronous inbound bridge (markInboundSync, until the runner's tr
   it("is refused on a store without the file (Postgres)", async () => {
     const [sql] = await handles("postgres");
     expect(() => new FeishuStore(sql!, () => T0).markInboundSync("om_1")).toThrow(/SQLite file/);
+  });
+});
+
+describe("rows the channel cannot use", () => {
+  it("a card row edited by hand is refused with a message, not read as a wrong card", async () => {
+    const [db] = sqliteFiles(1);
+    const store = FeishuStore.onFile(db!, () => T0);
+    await store.saveCard(card("run-1"));
+    db!.prepare("UPDATE progress_cards SET created_at = 'yesterday'").run();
+    await expect(store.cardForRun("run-1")).rejects.toThrow(/created_at/);
+  });
+
+  it("Postgres unreachable: DatabaseUnavailableError (503), which the channel's retried writes wait out", async () => {
+    const pool = createClusterPool({
+      connectionString: "postgres://nobody@127.0.0.1:1/none",
+      connectTimeoutMs: 500,
+      types: STORE_PG_TYPES,
+    });
+    try {
+      const store = new FeishuStore(postgresSql(pool), () => T0);
+      for (const failure of [
+        await store.markInbound("om_1").catch((error: unknown) => error),
+        await store.cardForRun("run-1").catch((error: unknown) => error),
+        await store.savePing(ping("om_ping", T0)).catch((error: unknown) => error),
+      ]) {
+        expect(failure).toBeInstanceOf(DatabaseUnavailableError);
+        expect(failure).toMatchObject({ status: 503 });
+      }
+    } finally {
+      await pool.end();
+    }
   });
 });
