@@ -115,7 +115,7 @@ describe("the @-ping and the reminder across a restart", () => {
     expect(botTexts(second).map((m) => m.edits)).toEqual([1]);
     expect(platform.messages.listMessages(GROUP).some((m) => m.recalled)).toBe(false);
     const db = openDatabase(second.dbFile);
-    expect(new FeishuStore(db, Date.now).pingsSince(0)).toEqual([]);
+    expect(await FeishuStore.onFile(db, Date.now).pingsSince(0)).toEqual([]);
     db.close();
   });
 

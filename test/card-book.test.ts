@@ -51,7 +51,6 @@ function setup() {
     runs: { activeRun: runner.activeRun },
     runner,
     registry,
-    store: { wasReminded: () => false },
     times: DEFAULT_ASK_TIMES,
     now: () => NOW,
   });

@@ -34,10 +34,10 @@ async function rig(options: Parameters<typeof startFakeChannel>[0] = {}): Promis
 const isCompleted = (card: { header?: { template: string } }) => card.header?.template === "green";
 
 /** What the bot's database says of a card, read apart from the bot (its own connection). */
-function recordOf(dbFile: string, runId: string) {
+async function recordOf(dbFile: string, runId: string) {
   const db = openDatabase(dbFile);
   try {
-    return new FeishuStore(db, Date.now).cardForRun(runId);
+    return await FeishuStore.onFile(db, Date.now).cardForRun(runId);
   } finally {
     db.close();
   }
@@ -71,7 +71,7 @@ async function killedBeforeTheFinalPatch() {
 describe("a card's final state after a kill", () => {
   it("is sent after the restart by one PATCH, and a second restart sends none", async () => {
     const { fake, dataDir, dbFile, cardId, runId } = await killedBeforeTheFinalPatch();
-    expect(recordOf(dbFile, runId)?.finalLandedAt).toBeUndefined();
+    expect((await recordOf(dbFile, runId))?.finalLandedAt).toBeUndefined();
     const before = fake.callsTo("patchCard", cardId).length;
 
     const second = await startFakeChannel({ fake, dataDir, recover: true });
@@ -80,7 +80,7 @@ describe("a card's final state after a kill", () => {
     expect(after.map((call) => call.outcome?.ok)).toEqual([true]);
     expect(isCompleted(fake.cardOf(cardId))).toBe(true);
     expect(cardText(fake.cardOf(cardId))).toContain("/quick");
-    expect(recordOf(dbFile, runId)?.finalLandedAt).toBeTypeOf("number");
+    expect((await recordOf(dbFile, runId))?.finalLandedAt).toBeTypeOf("number");
     await second.stop();
 
     const third = await rig({ fake, dataDir, recover: true });
@@ -115,7 +115,7 @@ describe("a card's final state after a kill", () => {
         .map((call) => call.outcome?.ok),
     ).toEqual([true]);
     expect(isCompleted(fake.cardOf(cardId))).toBe(true);
-    expect(recordOf(dbFile, runId)?.finalLandedAt).toBeTypeOf("number");
+    expect((await recordOf(dbFile, runId))?.finalLandedAt).toBeTypeOf("number");
   });
 
   it("marks the final state landed when the live PATCH lands, so a restart sends nothing", async () => {
@@ -143,7 +143,7 @@ describe("a card's final state after a kill", () => {
     const second = await rig({ fake, dataDir, recover: true });
     await second.idle();
     expect(fake.callsTo("patchCard", cardId)).toHaveLength(before);
-    expect(recordOf(dbFile, runId)?.gone).toBe(false);
+    expect((await recordOf(dbFile, runId))?.gone).toBe(false);
   });
 
   it("marks a card recalled meanwhile gone, and does not try it again", async () => {
@@ -158,7 +158,7 @@ describe("a card's final state after a kill", () => {
       .slice(before)
       .map((c) => c.outcome?.ok);
     expect(codes).toEqual([false]);
-    expect(recordOf(dbFile, runId)?.gone).toBe(true);
+    expect((await recordOf(dbFile, runId))?.gone).toBe(true);
     // The run had ended: nothing to end, and no message about a gone card in the chat.
     expect(second.fromBot().filter((m) => m.msgType === "text")).toHaveLength(0);
     await second.stop();

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { feishuPrivateSessionId } from "../src/domain/session-id.ts";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { FeishuStore } from "../src/store/feishu.ts";
+import { sqliteSql } from "../src/store/sql.ts";
 import { eachTransport, type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText, requestIdsOn } from "./helpers/feishu.ts";
 
@@ -65,11 +66,11 @@ eachTransport(() => {
       const cardId = await r.progressCard(userMessageId);
       const runId = r.core.runner.activeRun(feishuPrivateSessionId(r.fake.appId, ALICE))?.id ?? "";
       expect(runId).not.toBe("");
-      const store = new FeishuStore(new Database(r.dbFile, { readonly: true }), Date.now);
+      const store = new FeishuStore(sqliteSql(new Database(r.dbFile, { readonly: true })), Date.now);
       // Sent, not recorded yet: the write met the lock.
       await r.until(() => r.fake.message(cardId) !== undefined, "the card in the chat");
       await vi.advanceTimersByTimeAsync(50);
-      expect(store.cardForRun(runId)).toBeUndefined();
+      expect(await store.cardForRun(runId)).toBeUndefined();
 
       // The run ends while the database is still locked: its answer cannot be saved, so it fails, and the
       // card — which the bot had no record of — says so.
@@ -85,7 +86,7 @@ eachTransport(() => {
 
       lock.release();
       await r.until(
-        () => store.cardForRun(runId)?.messageId === cardId,
+        async () => (await store.cardForRun(runId))?.messageId === cardId,
         "the card's record, once the lock is gone",
       );
     });

@@ -145,7 +145,7 @@ describe("a run whose card is gone", () => {
     const runId = before.core.runner.activeRun(sessionId(before))?.id ?? "";
     await before.stop();
     const db = openDatabase(path.join(dataDir, "bot.sqlite"));
-    new FeishuStore(db, Date.now).markCardGone(runId);
+    await FeishuStore.onFile(db, Date.now).markCardGone(runId);
     db.close();
 
     const after = await rig({ dataDir, fake, recover: true });

@@ -20,7 +20,7 @@ function rig() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-queued-cards-"));
   dirs.push(dir);
   const db = openDatabase(path.join(dir, "bot.sqlite"));
-  const store = new FeishuStore(db, Date.now);
+  const store = FeishuStore.onFile(db, Date.now);
   let letReplyThrough: () => void = () => {};
   const replyGate = new Promise<void>((resolve) => {
     letReplyThrough = resolve;
@@ -55,7 +55,7 @@ describe("queued-message cards", () => {
     letReplyThrough();
     await Promise.all([posting, starting]);
     expect(patches.map((p) => [p.messageId, p.card.header?.template])).toEqual([["om_queued_card", "blue"]]);
-    expect(store.queuedCard("q1")).toBeUndefined(); // retired, not left to be reordered as 排队中
+    expect(await store.queuedCard("q1")).toBeUndefined(); // retired, not left to be reordered as 排队中
     close();
   });
 });

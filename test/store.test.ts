@@ -164,7 +164,7 @@ describe("progress cards' final state", () => {
     `INSERT INTO runs (id, session_id, sender_id, input, status, started_at, ended_at)
      VALUES ('${id}', 's', 'ou_1', 'x', '${status}', 1, ${endedAt ?? "NULL"})`;
 
-  it("upgrades a file: cards of runs ended over an hour ago count as landed, recent and live ones do not", () => {
+  it("upgrades a file: cards of runs ended over an hour ago count as landed, recent and live ones do not", async () => {
     const file = path.join(tempDir(), "previous.sqlite");
     const old = new Database(file);
     const previous = MIGRATIONS.findIndex((sql) => sql.includes("final_landed_at"));
@@ -179,26 +179,27 @@ describe("progress cards' final state", () => {
     old.close();
 
     const db = openDatabase(file);
-    const store = new FeishuStore(db, () => now);
-    expect(store.cardForRun("old")?.finalLandedAt).toBe(now - 3 * HOUR_MS);
-    expect(store.cardForRun("recent")?.finalLandedAt).toBeUndefined();
-    expect(store.cardForRun("live")?.finalLandedAt).toBeUndefined();
+    const store = FeishuStore.onFile(db, () => now);
+    expect((await store.cardForRun("old"))?.finalLandedAt).toBe(now - 3 * HOUR_MS);
+    expect((await store.cardForRun("recent"))?.finalLandedAt).toBeUndefined();
+    expect((await store.cardForRun("live"))?.finalLandedAt).toBeUndefined();
     // What a start may owe: not landed, not gone, young enough. Whether the run ended is the run feed's to say
     // (the lifecycle skips the live run, which is resumed): this table names no other area's.
-    expect(store.finalPending(now - 14 * 24 * HOUR_MS).map((c) => c.runId)).toEqual(["recent", "live"]);
-    expect(store.finalPending(now - 60_000).map((c) => c.runId)).toEqual(["live"]);
-    store.markFinalLanded("recent", now);
-    expect(store.finalPending(0).map((c) => c.runId)).toEqual(["live"]);
+    const runIds = async (since: number) => (await store.finalPending(since)).map((c) => c.runId);
+    expect(await runIds(now - 14 * 24 * HOUR_MS)).toEqual(["recent", "live"]);
+    expect(await runIds(now - 60_000)).toEqual(["live"]);
+    await store.markFinalLanded("recent", now);
+    expect(await runIds(0)).toEqual(["live"]);
     db.close();
   });
 
-  it("forgets the mark when the card is sent again, and leaves gone cards out", () => {
+  it("forgets the mark when the card is sent again, and leaves gone cards out", async () => {
     const db = openDatabase(path.join(tempDir(), "bot.sqlite"));
     db.exec(
       `INSERT INTO sessions (id, channel, chat_type, chat_id, workspace, owner_id, title, created_at, updated_at) VALUES ('s', 'feishu', 'private', 'oc_1', '/w', 'ou_1', 't', 1, 1)`,
     );
     db.exec(`${run("a", "completed", 5)};${run("b", "cancelled", 5)}`);
-    const store = new FeishuStore(db, () => 10);
+    const store = FeishuStore.onFile(db, () => 10);
     const row = {
       sessionId: "s",
       chatId: "oc_1",
@@ -206,13 +207,13 @@ describe("progress cards' final state", () => {
       sourceMessageId: "om_src",
       createdAt: 10,
     };
-    store.saveCard({ ...row, runId: "a", messageId: "om_a" });
-    store.saveCard({ ...row, runId: "b", messageId: "om_b" });
-    store.markCardGone("b");
-    expect(store.finalPending(0).map((c) => c.runId)).toEqual(["a"]);
-    store.markFinalLanded("a", 11);
-    store.saveCard({ ...row, runId: "a", messageId: "om_a2" });
-    expect(store.finalPending(0).map((c) => c.messageId)).toEqual(["om_a2"]);
+    await store.saveCard({ ...row, runId: "a", messageId: "om_a" });
+    await store.saveCard({ ...row, runId: "b", messageId: "om_b" });
+    await store.markCardGone("b");
+    expect((await store.finalPending(0)).map((c) => c.runId)).toEqual(["a"]);
+    await store.markFinalLanded("a", 11);
+    await store.saveCard({ ...row, runId: "a", messageId: "om_a2" });
+    expect((await store.finalPending(0)).map((c) => c.messageId)).toEqual(["om_a2"]);
     db.close();
   });
 });

@@ -72,7 +72,6 @@ export class FeishuChannel implements AskSurface {
       runs,
       runner,
       registry,
-      store,
       times: this.times,
       now,
       footer: options.cardFooter ?? true,
@@ -165,13 +164,13 @@ export class FeishuChannel implements AskSurface {
     await this.#background.idle();
   }
 
-  close(): void {
+  /** Resolves once the records still waiting had their last try (the database may be closed after). */
+  async close(): Promise<void> {
     this.#pings.close();
     for (const off of this.#off.splice(0)) off();
     // Every publisher, not only the live cards': a forgotten card's late retry must not fire after close.
     this.#lifecycle.close();
-    // Never rejects: what the database still refuses is logged and dropped.
-    void this.#writes.close();
+    await this.#writes.close();
   }
 
   canReach(target: { runId: string }): boolean {
@@ -224,7 +223,8 @@ export class FeishuChannel implements AskSurface {
     // De-duplicate by message_id (not event_id), persisted: redeliveries come up to 6 h later. The id is
     // recorded in the same transaction as the run or queue row (runner.accept): a write that fails throws
     // from here, the transport refuses the delivery, and Feishu sends it again with nothing half-recorded.
-    const markInbound = () => this.#o.store.markInbound(message.messageId);
+    // The claim: one insert, inside the runner's transaction when it starts something (`tx`), else alone.
+    const markInbound = (tx?: StoreSql) => this.#o.store.markInbound(message.messageId, tx);
     const text = message.rawText === undefined ? undefined : stripMentions(message.rawText, message.mentions);
     // Where the message belongs, before anything is answered: a message in a topic (or, with
     // FEISHU_REPLY_IN_THREAD, any group message) has its own session (topics.ts), and every reply to it —
@@ -240,7 +240,7 @@ export class FeishuChannel implements AskSurface {
     const replyText = (reply: string) => this.#replyText(message, route.session, reply);
     if (!addressed && (text === undefined || text === "")) return;
     if (text === undefined || text === "") {
-      if (!markInbound()) return this.#redelivered(message);
+      if (!(await markInbound())) return this.#redelivered(message);
       this.#background.track(
         replyText(text === undefined ? strings.feishu.nonText : strings.feishu.emptyText),
       );
@@ -248,7 +248,7 @@ export class FeishuChannel implements AskSurface {
     }
     const { signInLink } = this.#o;
     if (signInLink && isSignInCommand(text)) {
-      if (!markInbound()) return this.#redelivered(message);
+      if (!(await markInbound())) return this.#redelivered(message);
       const reply = signInReply(
         message.chatType,
         () => signInLink(message.senderOpenId),
@@ -261,7 +261,7 @@ export class FeishuChannel implements AskSurface {
     }
     if (repliesTo && aboutQuestion) {
       // Recorded as seen before anything settles: a redelivered reply answers nothing twice.
-      if (!markInbound()) return this.#redelivered(message);
+      if (!(await markInbound())) return this.#redelivered(message);
       // One question per line is a way to answer: the reply is read with its line breaks.
       const lines = stripMentions(message.rawText ?? "", message.mentions, { lines: true });
       const answering = answerByReply(replyDeps, repliesTo, message, route.session, lines).then((outcome) => {
@@ -279,8 +279,7 @@ export class FeishuChannel implements AskSurface {
       this.#background.track(answering);
       return;
     }
-    // On the SQLite file the statement runs on the transaction's own connection, so it is part of it.
-    await this.#accept(message, route, text, async () => markInbound());
+    await this.#accept(message, route, text, markInbound);
   }
 
   async #accept(
@@ -317,8 +316,8 @@ export class FeishuChannel implements AskSurface {
   }
 
   /** Someone the allow-list leaves out: told once (a redelivery is not answered again), nothing runs. */
-  #notAllowed(message: InboundMessage): void {
-    if (!this.#o.store.markInbound(message.messageId)) return this.#redelivered(message);
+  async #notAllowed(message: InboundMessage): Promise<void> {
+    if (!(await this.#o.store.markInbound(message.messageId))) return this.#redelivered(message);
     this.#log.info(
       { userId: message.senderOpenId, chatId: message.chatId },
       "message outside the allow-list",

@@ -6,12 +6,12 @@ import type { FeishuStore } from "../store/feishu.ts";
 /**
  * One reminder before each deadline (ask-deadline.ts says why it differs from the first ping). Timers are
  * plain setTimeout (fake clocks drive them in tests); a reminder is marked sent before it goes out, under a
- * key of request id and deadline, so a restart or a second timer never sends it twice.
+ * key of request id and deadline, so a restart, a second timer or another instance never sends it twice.
  */
 export interface ExpiryReminderDeps {
   remindBeforeMs: number;
   now: () => number;
-  store: Pick<FeishuStore, "markReminded" | "wasReminded">;
+  store: Pick<FeishuStore, "markReminded">;
   /** The ask as it is now, if still pending. */
   pending: (requestId: string) => PendingAsk | undefined;
   send: (runId: string, ask: PendingAsk) => void;
@@ -21,6 +21,7 @@ export interface ExpiryReminderDeps {
 export class ExpiryReminders {
   readonly #deps: ExpiryReminderDeps;
   readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
+  #closed = false;
 
   constructor(deps: ExpiryReminderDeps) {
     this.#deps = deps;
@@ -28,33 +29,41 @@ export class ExpiryReminders {
 
   arm(runId: string, ask: PendingAsk): void {
     this.disarm(ask.requestId);
-    const { remindBeforeMs, now, store } = this.#deps;
+    const { remindBeforeMs, now } = this.#deps;
     if (remindBeforeMs <= 0) return;
     const at = ask.expiresAt - remindBeforeMs;
     if (at <= ask.createdAt) return;
-    const key = reminderKey(ask);
-    if (store.wasReminded(key)) return;
     const timer = setTimeout(
       () => {
         this.#timers.delete(ask.requestId);
-        const current = this.#deps.pending(ask.requestId);
-        if (!current || current.expiresAt !== ask.expiresAt || store.wasReminded(key)) return;
-        try {
-          store.markReminded(key, this.#deps.now());
-        } catch (error) {
-          // A timer must not throw (it would end the process). Sent unmarked: a reminder the database could
-          // not record may come again after a restart, which is better than none before the deadline.
-          this.#deps.log.warn(
-            { err: describeError(error), requestId: ask.requestId },
-            "expiry reminder not marked sent: the database refused; sending it anyway",
-          );
-        }
-        this.#deps.send(runId, current);
+        void this.#fire(runId, ask);
       },
       Math.max(0, at - now()),
     );
     timer.unref?.();
     this.#timers.set(ask.requestId, timer);
+  }
+
+  /** Marked, then sent: the mark is one insert, so of two tries (a restart, another timer) one sends. */
+  async #fire(runId: string, ask: PendingAsk): Promise<void> {
+    const still = () => {
+      const current = this.#deps.pending(ask.requestId);
+      return !this.#closed && current?.expiresAt === ask.expiresAt ? current : undefined;
+    };
+    if (!still()) return;
+    try {
+      if (!(await this.#deps.store.markReminded(reminderKey(ask), this.#deps.now()))) return;
+    } catch (error) {
+      // Sent unmarked: a reminder the database could not record may come again after a restart, which is
+      // better than none before the deadline.
+      this.#deps.log.warn(
+        { err: describeError(error), requestId: ask.requestId },
+        "expiry reminder not marked sent: the database refused; sending it anyway",
+      );
+    }
+    // Answered, extended or closed while the mark was written: nothing to remind of.
+    const current = still();
+    if (current) this.#deps.send(runId, current);
   }
 
   disarm(requestId: string): void {
@@ -63,6 +72,7 @@ export class ExpiryReminders {
   }
 
   close(): void {
+    this.#closed = true;
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
   }

@@ -76,9 +76,8 @@ export async function startFeishuApps(options: StartOptions): Promise<FeishuApps
     routes: runtimes.flatMap((runtime) => runtime.routes),
     ready: Promise.all(runtimes.map((runtime) => runtime.ready)).then(() => undefined),
     repairEnded: async () => {
-      let repaired = 0;
-      for (const runtime of runtimes) repaired += await runtime.channel.repairEnded();
-      return repaired;
+      const repaired = await Promise.all(runtimes.map((runtime) => runtime.channel.repairEnded()));
+      return repaired.reduce((sum, count) => sum + count, 0);
     },
     async close() {
       await Promise.allSettled(runtimes.map((runtime) => runtime.close()));

@@ -14,7 +14,7 @@ import { threadReply } from "./topics.ts";
 /**
  * The cards that answer messages which arrived while a task was running: posted when a message queues,
  * updated as its place in line changes, and retired when it starts or is withdrawn. The mapping lives in
- * SQLite so a restart keeps updating them. A card is updated only when what it shows changed: re-sending
+ * the store (store/feishu.ts) so a restart keeps updating them. A card is updated only when what it shows changed: re-sending
  * every queued card on every change once made 60 queued messages cost 626 API calls.
  */
 export class QueuedCards {
@@ -33,8 +33,8 @@ export class QueuedCards {
   /** The card each queued message shows now (as JSON), posted or patched; absent after a restart. */
   readonly #shown = new Map<string, string>();
   /**
-   * Replies still on their way: the message's run can start (the task before it ended) before its card
-   * exists, and that card's 已开始 update must wait for it, or the card would say 排队中 for good.
+   * Replies still on their way (and their records): the message's run can start (the task before it ended)
+   * before its card exists, and that card's 已开始 update must wait for it, or the card would say 排队中 for good.
    */
   readonly #posting = new Map<string, Promise<unknown>>();
 
@@ -83,22 +83,24 @@ export class QueuedCards {
         }
       }
     })();
-    this.#posting.set(queued.id, replying);
-    let sent: { messageId: string };
-    let card: Card;
+    // Its record included: the 已开始 update reads the row it writes.
+    const posting = (async () => {
+      const { sent, card } = await replying;
+      this.#shown.set(queued.id, JSON.stringify(card));
+      await this.#o.store.saveQueuedCard({
+        queueId: queued.id,
+        sessionId: queued.sessionId,
+        messageId: sent.messageId,
+        sourceMessageId: where.sourceMessageId,
+        chatId: where.chatId,
+      });
+    })();
+    this.#posting.set(queued.id, posting);
     try {
-      ({ sent, card } = await replying);
+      await posting;
     } finally {
       this.#posting.delete(queued.id);
     }
-    this.#shown.set(queued.id, JSON.stringify(card));
-    this.#o.store.saveQueuedCard({
-      queueId: queued.id,
-      sessionId: queued.sessionId,
-      messageId: sent.messageId,
-      sourceMessageId: where.sourceMessageId,
-      chatId: where.chatId,
-    });
   }
 
   /** The queue changed: every waiting message's card shows its new place. */
@@ -114,7 +116,7 @@ export class QueuedCards {
     // A reply that failed left no card to update (post()'s caller reports it): settled is enough.
     await Promise.allSettled([this.#posting.get(queueId)]);
     await this.#patch(queueId, { ...message, id: queueId }, 1, "started");
-    this.#o.store.deleteQueuedCard(queueId);
+    await this.#o.store.deleteQueuedCard(queueId);
     this.#shown.delete(queueId);
     this.#redaction.delete(queueId);
   }
@@ -127,12 +129,12 @@ export class QueuedCards {
    * card the answer carried. Withdrawn, that is the withdrawn card (its row is gone by then); a message that
    * started meanwhile got its 已开始 from `started` and is left alone.
    */
-  afterAnswer(
+  async afterAnswer(
     queueId: string,
     state: "queued" | "withdrawn",
     message: { senderId: string; text: string },
-  ): () => Promise<void> {
-    const row = this.#o.store.queuedCard(queueId);
+  ): Promise<() => Promise<void>> {
+    const row = await this.#o.store.queuedCard(queueId);
     if (!row) return async () => {};
     const withdrawn: Withdrawn = {
       view: {
@@ -161,7 +163,7 @@ export class QueuedCards {
     withdrawn: Withdrawn,
   ): Promise<void> {
     if (state === "withdrawn") return this.#send(queueId, row.messageId, withdrawn.view, withdrawn.redaction);
-    const current = this.#o.store.queuedCard(queueId);
+    const current = await this.#o.store.queuedCard(queueId);
     const index = (await this.#o.runner.queued(row.sessionId)).findIndex((q) => q.id === queueId);
     if (!current || index < 0) return;
     const view: QueuedCardView = {
@@ -182,7 +184,7 @@ export class QueuedCards {
     state: "queued" | "withdrawn",
     message: { senderId: string; text: string },
   ): Promise<Card | undefined> {
-    const row = this.#o.store.queuedCard(queueId);
+    const row = await this.#o.store.queuedCard(queueId);
     if (!row) return undefined;
     const index = (await this.#o.runner.queued(row.sessionId)).findIndex((q) => q.id === queueId);
     const card = this.#card({
@@ -198,10 +200,10 @@ export class QueuedCards {
     return card;
   }
 
-  forget(queueId: string): void {
-    this.#o.store.deleteQueuedCard(queueId);
+  async forget(queueId: string): Promise<void> {
     this.#shown.delete(queueId);
     this.#redaction.delete(queueId);
+    await this.#o.store.deleteQueuedCard(queueId);
   }
 
   /** The queued card as this message may be shown (its redaction rung). */
@@ -225,7 +227,7 @@ export class QueuedCards {
     position: number,
     state: "queued" | "started",
   ): Promise<void> {
-    const row = this.#o.store.queuedCard(queueId);
+    const row = await this.#o.store.queuedCard(queueId);
     if (!row) return;
     const view: QueuedCardView = {
       sessionId: row.sessionId,
@@ -264,7 +266,7 @@ export class QueuedCards {
           error instanceof FeishuApiError && error.auditRefused && nextRedaction(redaction ?? "none");
         if (next) {
           redaction = next;
-          if (this.#o.store.queuedCard(queueId)) this.#redaction.set(queueId, next);
+          if (await this.#o.store.queuedCard(queueId)) this.#redaction.set(queueId, next);
           if (this.#shown.has(queueId))
             this.#shown.set(queueId, JSON.stringify(buildQueuedCard({ ...view, redaction })));
           continue;

@@ -107,7 +107,7 @@ async function retryRun(
   operator: string,
 ): Promise<CallbackResult> {
   const { runner, store } = deps;
-  const row = store.cardForRun(value.runId);
+  const row = await store.cardForRun(value.runId);
   const source = row
     ? deps.appId
       ? feishuSource(deps.appId, row.sourceMessageId, row.chatId)
@@ -139,14 +139,9 @@ export async function queueAction(
         "error",
         result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
       );
-    const followUp = deps.queuedCards.afterAnswer(value.queueId, "queued", queued);
-    return patchedAfter(
-      withCard(
-        toast("success", strings.feishu.promoted),
-        await deps.queuedCards.cardFor(value.queueId, "queued", queued),
-      ),
-      followUp,
-    );
+    const followUp = await deps.queuedCards.afterAnswer(value.queueId, "queued", queued);
+    const card = await deps.queuedCards.cardFor(value.queueId, "queued", queued);
+    return patchedAfter(withCard(toast("success", strings.feishu.promoted), card), followUp);
   }
   const result = await runner.unqueue(value.queueId, operator);
   if (!result.ok)
@@ -154,9 +149,10 @@ export async function queueAction(
       "error",
       result.reason === "forbidden" ? strings.feishu.onlySender : strings.feishu.queueGone,
     );
+  // Both read the message's card row before forget drops it.
   const card = await deps.queuedCards.cardFor(value.queueId, "withdrawn", queued);
-  const followUp = deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
-  deps.queuedCards.forget(value.queueId);
+  const followUp = await deps.queuedCards.afterAnswer(value.queueId, "withdrawn", queued);
+  await deps.queuedCards.forget(value.queueId);
   return patchedAfter(withCard(toast("success", strings.feishu.unqueued), card), followUp);
 }
 

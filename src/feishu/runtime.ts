@@ -3,9 +3,8 @@ import type { AskRegistry } from "../asks/registry.ts";
 import type { AskSurface, SessionRuns } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import { CardEntityStore } from "../store/cardkit.ts";
-import type { Db } from "../store/db.ts";
 import { FeishuStore } from "../store/feishu.ts";
-import { type StoreSql, sqliteSql } from "../store/sql.ts";
+import type { StoreSql } from "../store/sql.ts";
 import type { CardActionDeps } from "./card-action-deps.ts";
 import { handleCardAction } from "./card-actions.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
@@ -31,7 +30,7 @@ export interface FeishuCore {
   /** Every run, the runner's and whatever joined (core.runs): what the cards follow. */
   runs: RunFeed;
   registry: AskRegistry;
-  store: { db: Db };
+  store: { sql: StoreSql };
   dispatcher: { addSurface(surface: AskSurface): void };
 }
 
@@ -79,8 +78,8 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   const appLimiter = deps.appLimiter ?? ownLimiter(metrics);
   const first = deps.firstApp ?? true;
   // Each app's channel sees its own rows (several apps, issue 30); the first also owns what earlier versions wrote.
-  const store = deps.store ?? new FeishuStore(core.store.db, now, { appId: deps.appId, first });
-  if (first) store.claimUnowned();
+  const store = deps.store ?? new FeishuStore(core.store.sql, now, { appId: deps.appId, first });
+  if (first) await store.claimUnowned();
   const {
     core: _core,
     inbound: _inbound,
@@ -91,7 +90,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   } = deps;
   const channel = new FeishuChannel({
     ...channelOptions,
-    ...(cardkit ? { cardkit: { api: cardkit, store: new CardEntityStore(sqliteSql(core.store.db)) } } : {}),
+    ...(cardkit ? { cardkit: { api: cardkit, store: new CardEntityStore(core.store.sql) } } : {}),
     runner: core.runner,
     runs: core.runs,
     registry: core.registry,
@@ -145,7 +144,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     async close() {
       connection?.close();
       await channel.idle();
-      channel.close();
+      await channel.close();
     },
   };
 }

@@ -1,40 +1,21 @@
 import type { Db } from "./db.ts";
-
-/** What the Feishu channel must not lose on restart: seen message ids, card mappings, queued-message cards. */
-
-export interface ProgressCardRow {
-  runId: string;
-  sessionId: string;
-  messageId: string;
-  chatId: string;
-  senderId: string;
-  sourceMessageId: string;
-  createdAt: number;
-  gone: boolean;
-  /** When the card's final state (its run ended) was confirmed on the platform; undefined until then. */
-  finalLandedAt: number | undefined;
-}
-
-export interface QueuedCardRow {
-  queueId: string;
-  sessionId: string;
-  messageId: string;
-  sourceMessageId: string;
-  chatId: string;
-}
+import {
+  type AskPingRow,
+  type ProgressCardRow,
+  type QueuedCardRow,
+  toCard,
+  toPing,
+  toQueuedCard,
+} from "./feishu-rows.ts";
+import { insertionOrder, run, type StoreSql, sqliteSql } from "./sql.ts";
 
 /**
- * A sent @-ping or expiry reminder (feishu/progress/pings.ts): its message, the run and asks it points at
- * (ended ones too), and whether it words people as a group does. Kept until the message was edited.
+ * What the Feishu channel must not lose on restart: seen message ids, card mappings, queued-message cards. On
+ * either dialect (sql.ts; issue 27): every instance reads the same rows, and two instances handed one message
+ * record it once.
  */
-export interface AskPingRow {
-  messageId: string;
-  kind: "ping" | "reminder";
-  runId: string;
-  requestIds: string[];
-  group: boolean;
-  sentAt: number;
-}
+
+export type { AskPingRow, ProgressCardRow, QueuedCardRow } from "./feishu-rows.ts";
 
 /** Feishu refuses to PATCH a message older than this (230031): an older card is not repaired after a restart. */
 export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
@@ -42,275 +23,281 @@ export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
 /** Longer than Feishu's redelivery window (retries at 15 s, 5 min, 1 h and 6 h). */
 export const INBOUND_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-interface AskPingDbRow {
-  message_id: string;
-  kind: "ping" | "reminder";
-  run_id: string;
-  request_ids: string;
-  in_group: number;
-  sent_at: number;
-}
-
-interface QueuedCardDbRow {
-  queue_id: string;
-  session_id: string;
-  message_id: string;
-  source_message_id: string;
-  chat_id: string;
-}
-
-/**
- * Every statement of the store, prepared once per connection. Reads that start from a run, a queued message or
- * a time see only the store's app's rows (`(? IS NULL OR app_id = ?)`: a store without an app sees them all).
- */
-function prepareStatements(db: Db) {
-  return {
-    inbound: {
-      prune: db.prepare("DELETE FROM inbound_messages WHERE received_at < ?"),
-      insert: db.prepare("INSERT OR IGNORE INTO inbound_messages (message_id, received_at) VALUES (?, ?)"),
-    },
-    claim: [
-      db.prepare("UPDATE progress_cards SET app_id = ? WHERE app_id IS NULL"),
-      db.prepare("UPDATE queued_cards SET app_id = ? WHERE app_id IS NULL"),
-      db.prepare("UPDATE ask_pings SET app_id = ? WHERE app_id IS NULL"),
-    ],
-    cards: {
-      save: db.prepare(
-        `INSERT OR REPLACE INTO progress_cards (run_id, session_id, message_id, chat_id, sender_id, source_message_id, created_at, gone, app_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)`,
-      ),
-      forRun: db.prepare<[string, AppKey, AppKey]>(
-        "SELECT * FROM progress_cards WHERE run_id = ? AND (? IS NULL OR app_id = ?)",
-      ),
-      byMessage: db.prepare<[string, AppKey, AppKey]>(
-        "SELECT * FROM progress_cards WHERE message_id = ? AND (? IS NULL OR app_id = ?)",
-      ),
-      markGone: db.prepare("UPDATE progress_cards SET gone = 1 WHERE run_id = ?"),
-      markFinalLanded: db.prepare("UPDATE progress_cards SET final_landed_at = ? WHERE run_id = ?"),
-      // Cards whose final state has not landed, of any run (whether the run ended is its feed's to say: this
-      // table names no other area's). Oldest first, bounded by age: an older card can no longer be PATCHed.
-      finalPending: db.prepare<[number, AppKey, AppKey]>(
-        `SELECT * FROM progress_cards
-         WHERE final_landed_at IS NULL AND gone = 0 AND created_at >= ? AND (? IS NULL OR app_id = ?)
-         ORDER BY created_at`,
-      ),
-    },
-    reminders: {
-      mark: db.prepare("INSERT OR IGNORE INTO ask_reminders (run_id, sent_at) VALUES (?, ?)"),
-      sent: db.prepare<[string], number>("SELECT 1 FROM ask_reminders WHERE run_id = ?").pluck(),
-    },
-    pings: {
-      save: db.prepare(
-        `INSERT OR REPLACE INTO ask_pings (message_id, kind, run_id, request_ids, in_group, sent_at, app_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      since: db.prepare<[number, AppKey, AppKey], AskPingDbRow>(
-        "SELECT * FROM ask_pings WHERE sent_at >= ? AND (? IS NULL OR app_id = ?) ORDER BY sent_at",
-      ),
-      prune: db.prepare("DELETE FROM ask_pings WHERE sent_at < ?"),
-      remove: db.prepare("DELETE FROM ask_pings WHERE message_id = ?"),
-    },
-    queuedCards: {
-      save: db.prepare(
-        `INSERT OR REPLACE INTO queued_cards (queue_id, session_id, message_id, source_message_id, chat_id, created_at, app_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      get: db.prepare<[string, AppKey, AppKey], QueuedCardDbRow>(
-        "SELECT * FROM queued_cards WHERE queue_id = ? AND (? IS NULL OR app_id = ?)",
-      ),
-      remove: db.prepare("DELETE FROM queued_cards WHERE queue_id = ?"),
-    },
-  };
-}
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /** The app a store's rows belong to; null: a store that sees every app's (tests, tools). */
 type AppKey = string | null;
 
+/** The tables whose rows name their app. */
+type AppTable = "progress_cards" | "queued_cards" | "ask_pings";
+
 /**
  * The Feishu channel's rows of one app (issue 30: several apps in one process), or of all of them when no app is
- * given. Each app's channel has its own: it repairs, edits and reorders only the messages its app sent.
+ * given. Each app's channel has its own: it repairs, edits and reorders only the messages its app sent. Reads
+ * that start from a run, a queued message or a time see only the store's app's rows; each method is one
+ * statement unless it says otherwise.
  */
 export class FeishuStore {
-  readonly #sql: ReturnType<typeof prepareStatements>;
+  readonly #store: StoreSql;
   readonly #now: () => number;
   readonly #app: AppKey;
   /** Inbound ids are kept bare for this app (the one app of earlier versions wrote them so). */
   readonly #bareInbound: boolean;
   #lastPrune = 0;
 
-  constructor(db: Db, now: () => number, app?: { appId: string; first?: boolean }) {
-    this.#sql = prepareStatements(db);
+  constructor(store: StoreSql, now: () => number, app?: { appId: string; first?: boolean }) {
+    this.#store = store;
     this.#now = now;
     this.#app = app?.appId ?? null;
     this.#bareInbound = app === undefined || app.first !== false;
   }
 
+  /** On the bot's SQLite file (tests, tools). */
+  static onFile(db: Db, now: () => number, app?: { appId: string; first?: boolean }): FeishuStore {
+    return new FeishuStore(sqliteSql(db), now, app);
+  }
+
   /**
    * Rows written before apps were recorded (NULL) are the first app's: there was one app then. Called by the
-   * first app's runtime at start; afterwards every row names its app.
+   * first app's runtime at start; afterwards every row names its app. Three statements, no transaction: each
+   * claims what is left (a start cut short claims the rest next time).
    */
-  claimUnowned(): void {
-    if (this.#app === null) return;
-    for (const statement of this.#sql.claim) statement.run(this.#app);
-  }
-
-  /**
-   * True the first time this app sees a message id; false for a redelivery. Per app: one group message that
-   * @-mentions two of our bots reaches both apps with the same message_id, and each must answer it once.
-   * The first app keeps the bare id earlier versions recorded, so an upgrade does not take a redelivery anew.
-   */
-  markInbound(messageId: string): boolean {
-    const now = this.#now();
-    if (now - this.#lastPrune > 60 * 60 * 1000) {
-      this.#lastPrune = now;
-      this.#sql.inbound.prune.run(now - INBOUND_RETENTION_MS);
-    }
-    const key = this.#bareInbound || this.#app === null ? messageId : `${this.#app}:${messageId}`;
-    return this.#sql.inbound.insert.run(key, now).changes === 1;
-  }
-
-  saveCard(row: Omit<ProgressCardRow, "gone" | "finalLandedAt">): void {
-    this.#sql.cards.save.run(
-      row.runId,
-      row.sessionId,
-      row.messageId,
-      row.chatId,
-      row.senderId,
-      row.sourceMessageId,
-      row.createdAt,
-      this.#app,
+  async claimUnowned(): Promise<void> {
+    const app = this.#app;
+    if (app === null) return;
+    const { db } = this.#store;
+    const claim = { app_id: app };
+    await run(this.#store, () =>
+      db.updateTable("progress_cards").set(claim).where("app_id", "is", null).execute(),
+    );
+    await run(this.#store, () =>
+      db.updateTable("queued_cards").set(claim).where("app_id", "is", null).execute(),
+    );
+    await run(this.#store, () =>
+      db.updateTable("ask_pings").set(claim).where("app_id", "is", null).execute(),
     );
   }
 
-  cardForRun(runId: string): ProgressCardRow | undefined {
-    return toCard(this.#sql.cards.forRun.get(runId, this.#app, this.#app));
+  /**
+   * True the first time this app sees a message id; false for a redelivery (or another instance's copy of it:
+   * the insert is the one winner). Per app: one group message that @-mentions two of our bots reaches both apps
+   * with the same message_id, and each must answer it once. The first app keeps the bare id earlier versions
+   * recorded, so an upgrade does not take a redelivery anew. `tx`: the transaction that records the message's
+   * run or queue row (the runner's claim), so the id is recorded with it or not at all.
+   */
+  async markInbound(messageId: string, tx?: StoreSql): Promise<boolean> {
+    const store = tx ?? this.#store;
+    const now = this.#now();
+    if (this.#pruneDue(now)) {
+      const before = now - INBOUND_RETENTION_MS;
+      await run(store, () =>
+        store.db.deleteFrom("inbound_messages").where("received_at", "<", before).execute(),
+      );
+    }
+    const result = await run(store, () =>
+      store.db
+        .insertInto("inbound_messages")
+        .values({ message_id: this.#inboundKey(messageId), received_at: now })
+        .onConflict((conflict) => conflict.column("message_id").doNothing())
+        .executeTakeFirst(),
+    );
+    return result.numInsertedOrUpdatedRows === 1n;
   }
 
-  cardByMessage(messageId: string): ProgressCardRow | undefined {
-    return toCard(this.#sql.cards.byMessage.get(messageId, this.#app, this.#app));
+  async saveCard(row: Omit<ProgressCardRow, "gone" | "finalLandedAt">): Promise<void> {
+    const { db } = this.#store;
+    const values = {
+      run_id: row.runId,
+      session_id: row.sessionId,
+      message_id: row.messageId,
+      chat_id: row.chatId,
+      sender_id: row.senderId,
+      source_message_id: row.sourceMessageId,
+      created_at: row.createdAt,
+      gone: 0,
+      final_landed_at: null,
+      app_id: this.#app,
+    };
+    // A card saved again (moved, resent) starts over: not gone, its final state not landed.
+    const { run_id: _key, ...update } = values;
+    await run(this.#store, () =>
+      db
+        .insertInto("progress_cards")
+        .values(values)
+        .onConflict((conflict) => conflict.column("run_id").doUpdateSet(update))
+        .execute(),
+    );
   }
 
-  markCardGone(runId: string): void {
-    this.#sql.cards.markGone.run(runId);
+  async cardForRun(runId: string): Promise<ProgressCardRow | undefined> {
+    const row = await run(this.#store, () =>
+      this.#own("progress_cards").selectAll().where("run_id", "=", runId).executeTakeFirst(),
+    );
+    return row && toCard(row);
+  }
+
+  async cardByMessage(messageId: string): Promise<ProgressCardRow | undefined> {
+    const row = await run(this.#store, () =>
+      this.#own("progress_cards")
+        .selectAll()
+        .where("message_id", "=", messageId)
+        .orderBy(insertionOrder(this.#store))
+        .limit(1)
+        .executeTakeFirst(),
+    );
+    return row && toCard(row);
+  }
+
+  async markCardGone(runId: string): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () =>
+      db.updateTable("progress_cards").set({ gone: 1 }).where("run_id", "=", runId).execute(),
+    );
   }
 
   /** The card shows its run's final state: a restart does not PATCH it again. */
-  markFinalLanded(runId: string, at: number): void {
-    this.#sql.cards.markFinalLanded.run(at, runId);
+  async markFinalLanded(runId: string, at: number): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () =>
+      db.updateTable("progress_cards").set({ final_landed_at: at }).where("run_id", "=", runId).execute(),
+    );
   }
 
   /**
    * Cards whose final state never landed, recorded at or after `since`, oldest first: live runs' cards and
-   * those a kill left behind alike (the caller asks the run feed which runs ended).
+   * those a kill left behind alike (whether the run ended is its feed's to say: this table names no other
+   * area's). Bounded by age: an older card can no longer be PATCHed.
    */
-  finalPending(since: number): ProgressCardRow[] {
-    return this.#sql.cards.finalPending.all(since, this.#app, this.#app).flatMap((row) => toCard(row) ?? []);
+  async finalPending(since: number): Promise<ProgressCardRow[]> {
+    const rows = await run(this.#store, () =>
+      this.#own("progress_cards")
+        .selectAll()
+        .where("final_landed_at", "is", null)
+        .where("gone", "=", 0)
+        .where("created_at", ">=", since)
+        .orderBy("created_at")
+        .orderBy(insertionOrder(this.#store))
+        .execute(),
+    );
+    return rows.map(toCard);
   }
 
-  /** The run's card has had its @-mention reminder (at most one per card, a restart included). */
-  markReminded(runId: string, at: number): void {
-    this.#sql.reminders.mark.run(runId, at);
+  /**
+   * The run's card has had its @-mention reminder (at most one per card, a restart included). True for the
+   * one writer that marked it (a reminder marked before it is sent goes out once, whoever else tries).
+   */
+  async markReminded(runId: string, at: number): Promise<boolean> {
+    const { db } = this.#store;
+    const result = await run(this.#store, () =>
+      db
+        .insertInto("ask_reminders")
+        .values({ run_id: runId, sent_at: at })
+        .onConflict((conflict) => conflict.column("run_id").doNothing())
+        .executeTakeFirst(),
+    );
+    return result.numInsertedOrUpdatedRows === 1n;
   }
 
-  wasReminded(runId: string): boolean {
-    return this.#sql.reminders.sent.get(runId) !== undefined;
+  async wasReminded(runId: string): Promise<boolean> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db.selectFrom("ask_reminders").select("run_id").where("run_id", "=", runId).executeTakeFirst(),
+    );
+    return row !== undefined;
   }
 
   /** A ping or reminder that landed, with every ask it points at now (replaces what was recorded). */
-  savePing(row: AskPingRow): void {
-    this.#sql.pings.save.run(
-      row.messageId,
-      row.kind,
-      row.runId,
-      JSON.stringify(row.requestIds),
-      row.group ? 1 : 0,
-      row.sentAt,
-      this.#app,
+  async savePing(row: AskPingRow): Promise<void> {
+    const { db } = this.#store;
+    const update = {
+      kind: row.kind,
+      run_id: row.runId,
+      request_ids: JSON.stringify(row.requestIds),
+      in_group: row.group ? 1 : 0,
+      sent_at: row.sentAt,
+      app_id: this.#app,
+    };
+    await run(this.#store, () =>
+      db
+        .insertInto("ask_pings")
+        .values({ message_id: row.messageId, ...update })
+        .onConflict((conflict) => conflict.column("message_id").doUpdateSet(update))
+        .execute(),
     );
   }
 
   /**
-   * Pings and reminders not yet edited, sent at or after `since`, oldest first; older rows are dropped (their
-   * messages are past the edit window as a card is past its PATCH window).
+   * Pings and reminders not yet edited, sent at or after `since`, oldest first (ties in the order they were
+   * first saved); older rows are dropped (their messages are past the edit window as a card is past its PATCH
+   * window). Two statements: the drop, then the read.
    */
-  pingsSince(since: number): AskPingRow[] {
-    this.#sql.pings.prune.run(since);
-    return this.#sql.pings.since.all(since, this.#app, this.#app).map((row) => ({
-      messageId: row.message_id,
-      kind: row.kind,
-      runId: row.run_id,
-      requestIds: parseIds(row.request_ids),
-      group: row.in_group === 1,
-      sentAt: row.sent_at,
-    }));
+  async pingsSince(since: number): Promise<AskPingRow[]> {
+    const { db } = this.#store;
+    await run(this.#store, () => db.deleteFrom("ask_pings").where("sent_at", "<", since).execute());
+    const rows = await run(this.#store, () =>
+      this.#own("ask_pings")
+        .selectAll()
+        .where("sent_at", ">=", since)
+        .orderBy("sent_at")
+        .orderBy(insertionOrder(this.#store))
+        .execute(),
+    );
+    return rows.map(toPing);
   }
 
   /** The message was edited to say how its questions ended: nothing is left to do for it. */
-  deletePing(messageId: string): void {
-    this.#sql.pings.remove.run(messageId);
+  async deletePing(messageId: string): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () => db.deleteFrom("ask_pings").where("message_id", "=", messageId).execute());
   }
 
-  saveQueuedCard(row: QueuedCardRow): void {
-    this.#sql.queuedCards.save.run(
-      row.queueId,
-      row.sessionId,
-      row.messageId,
-      row.sourceMessageId,
-      row.chatId,
-      this.#now(),
-      this.#app,
+  async saveQueuedCard(row: QueuedCardRow): Promise<void> {
+    const { db } = this.#store;
+    const update = {
+      session_id: row.sessionId,
+      message_id: row.messageId,
+      source_message_id: row.sourceMessageId,
+      chat_id: row.chatId,
+      created_at: this.#now(),
+      app_id: this.#app,
+    };
+    await run(this.#store, () =>
+      db
+        .insertInto("queued_cards")
+        .values({ queue_id: row.queueId, ...update })
+        .onConflict((conflict) => conflict.column("queue_id").doUpdateSet(update))
+        .execute(),
     );
   }
 
-  queuedCard(queueId: string): QueuedCardRow | undefined {
-    const row = this.#sql.queuedCards.get.get(queueId, this.#app, this.#app);
-    return row
-      ? {
-          queueId: row.queue_id,
-          sessionId: row.session_id,
-          messageId: row.message_id,
-          sourceMessageId: row.source_message_id,
-          chatId: row.chat_id,
-        }
-      : undefined;
+  async queuedCard(queueId: string): Promise<QueuedCardRow | undefined> {
+    const raw = await run(this.#store, () =>
+      this.#own("queued_cards").selectAll().where("queue_id", "=", queueId).executeTakeFirst(),
+    );
+    return raw && toQueuedCard(raw);
   }
 
-  deleteQueuedCard(queueId: string): void {
-    this.#sql.queuedCards.remove.run(queueId);
+  async deleteQueuedCard(queueId: string): Promise<void> {
+    const { db } = this.#store;
+    await run(this.#store, () => db.deleteFrom("queued_cards").where("queue_id", "=", queueId).execute());
   }
-}
 
-function toCard(row: unknown): ProgressCardRow | undefined {
-  if (!row) return undefined;
-  const r = row as {
-    run_id: string;
-    session_id: string;
-    message_id: string;
-    chat_id: string;
-    sender_id: string;
-    source_message_id: string;
-    created_at: number;
-    gone: number;
-    final_landed_at: number | null;
-  };
-  return {
-    runId: r.run_id,
-    sessionId: r.session_id,
-    messageId: r.message_id,
-    chatId: r.chat_id,
-    senderId: r.sender_id,
-    sourceMessageId: r.source_message_id,
-    createdAt: r.created_at,
-    gone: r.gone === 1,
-    finalLandedAt: r.final_landed_at ?? undefined,
-  };
-}
+  /** A select on `table` that sees this store's app's rows only (every app's when it has none). */
+  #own(table: AppTable) {
+    const app = this.#app;
+    return this.#store.db
+      .selectFrom(table)
+      .where((eb) => (app === null ? eb.lit(true) : eb("app_id", "=", app)));
+  }
 
-function parseIds(json: string): string[] {
-  try {
-    const ids: unknown = JSON.parse(json);
-    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === "string") : [];
-  } catch {
-    return [];
+  #inboundKey(messageId: string): string {
+    return this.#bareInbound || this.#app === null ? messageId : `${this.#app}:${messageId}`;
+  }
+
+  /** Seen ids older than the redelivery window are dropped once an hour (per store, either path). */
+  #pruneDue(now: number): boolean {
+    if (now - this.#lastPrune <= PRUNE_EVERY_MS) return false;
+    this.#lastPrune = now;
+    return true;
   }
 }

@@ -202,6 +202,53 @@ const MIGRATIONS: readonly string[] = [
      not_before  bigint NOT NULL,
      revoked_at  bigint NOT NULL
    )`,
+  // The Feishu channel's rows (store/feishu.ts): seen inbound message ids, progress cards, queued-message
+  // cards, @-mention reminders and pings. Each row names the app that sent it (issue 30; NULL: before apps).
+  `CREATE TABLE inbound_messages (
+     message_id   text PRIMARY KEY,
+     received_at  bigint NOT NULL
+   );
+   CREATE INDEX inbound_by_time ON inbound_messages (received_at);
+   CREATE TABLE progress_cards (
+     seq                bigserial UNIQUE,
+     run_id             text PRIMARY KEY,
+     session_id         text NOT NULL,
+     message_id         text NOT NULL,
+     chat_id            text NOT NULL,
+     sender_id          text NOT NULL,
+     source_message_id  text NOT NULL,
+     created_at         bigint NOT NULL,
+     gone               integer NOT NULL DEFAULT 0,
+     final_landed_at    bigint,
+     app_id             text
+   );
+   CREATE INDEX cards_by_message ON progress_cards (message_id);
+   CREATE INDEX cards_by_session ON progress_cards (session_id, created_at);
+   CREATE INDEX cards_final_pending ON progress_cards (created_at) WHERE final_landed_at IS NULL AND gone = 0;
+   CREATE TABLE queued_cards (
+     queue_id           text PRIMARY KEY,
+     session_id         text NOT NULL,
+     message_id         text NOT NULL,
+     source_message_id  text NOT NULL,
+     chat_id            text NOT NULL,
+     created_at         bigint NOT NULL,
+     app_id             text
+   );
+   CREATE TABLE ask_reminders (
+     run_id   text PRIMARY KEY,
+     sent_at  bigint NOT NULL
+   );
+   CREATE TABLE ask_pings (
+     seq          bigserial UNIQUE,
+     message_id   text PRIMARY KEY,
+     kind         text NOT NULL CHECK (kind IN ('ping', 'reminder')),
+     run_id       text NOT NULL,
+     request_ids  text NOT NULL,
+     in_group     integer NOT NULL,
+     sent_at      bigint NOT NULL,
+     app_id       text
+   );
+   CREATE INDEX ask_pings_by_time ON ask_pings (sent_at);`,
 ];
 
 /** The migrations' text, for the boundary test's table-ownership check. */

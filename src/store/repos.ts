@@ -1,7 +1,7 @@
-import type { HistoryMessage, QueuedMessage, RunStatus, RunView, SessionInfo } from "../domain/types.ts";
+import type { HistoryMessage, RunStatus, RunView, SessionInfo } from "../domain/types.ts";
 import type { Db } from "./db.ts";
 import { QueueRows } from "./queue-rows.ts";
-import { parseSource, queuedFromRow, runFromRow, sessionFromRow, toolCallsSchema } from "./run-rows.ts";
+import { parseSource, runFromRow, sessionFromRow, toolCallsSchema } from "./run-rows.ts";
 import { insertionOrder, run, type StoreSql, transaction } from "./sql.ts";
 
 /**

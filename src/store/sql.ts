@@ -9,8 +9,8 @@ import type { RunTables } from "./run-tables.ts";
  * default) or on Postgres (`pg`, several instances). A repository written against `StoreSql` runs unchanged on
  * either; where the dialects differ in what they can say, the difference lives here, named, never in a
  * repository. The repositories move here one by one (the ask rows first, the rows every surface compare-and-sets;
- * then the standing permissions); until they all have, the others keep their better-sqlite3 statements on the
- * same file.
+ * then the standing permissions; then the Feishu channel's rows); until they all have, the others keep their
+ * better-sqlite3 statements on the same file.
  *
  * On SQLite, Kysely shares the better-sqlite3 handle the synchronous repositories use. That is safe because a
  * Kysely repository here runs single statements, never a transaction across an `await` (on one connection,
@@ -55,9 +55,48 @@ export interface StandingPermissionsTable {
   agent_keeps: number;
 }
 
+/** The Feishu channel's rows (store/feishu.ts); `app_id` null: written before apps were recorded (issue 30). */
+export interface ProgressCardsTable {
+  run_id: string;
+  session_id: string;
+  message_id: string;
+  chat_id: string;
+  sender_id: string;
+  source_message_id: string;
+  created_at: number;
+  gone: Generated<number>;
+  final_landed_at: number | null;
+  app_id: string | null;
+}
+
+export interface QueuedCardsTable {
+  queue_id: string;
+  session_id: string;
+  message_id: string;
+  source_message_id: string;
+  chat_id: string;
+  created_at: number;
+  app_id: string | null;
+}
+
+export interface AskPingsTable {
+  message_id: string;
+  kind: "ping" | "reminder";
+  run_id: string;
+  request_ids: string;
+  in_group: number;
+  sent_at: number;
+  app_id: string | null;
+}
+
 export interface StoreTables extends RunTables {
   asks: AsksTable;
   standing_permissions: StandingPermissionsTable;
+  progress_cards: ProgressCardsTable;
+  queued_cards: QueuedCardsTable;
+  ask_pings: AskPingsTable;
+  ask_reminders: { run_id: string; sent_at: number };
+  inbound_messages: { message_id: string; received_at: number };
 }
 
 export type Dialect = "sqlite" | "postgres";

@@ -5,7 +5,7 @@ import { isStorageError } from "./db.ts";
 /** Backoff between attempts, then the last delay again until the write lands. */
 const DELAYS_MS = [100, 250, 500, 1000, 2000];
 
-type Write = () => void | Promise<void>;
+type Write = () => unknown;
 
 /**
  * Writes that must not be lost and must not stop the work they record: the caller goes on as if written.

@@ -187,7 +187,7 @@ export async function startFakeChannel(options: FakeChannelOptions = {}): Promis
   const starting = createFeishuRuntime({
     messenger,
     core,
-    store: new FeishuStore(db, now),
+    store: FeishuStore.onFile(db, now),
     appLimiter: createAppLimiter({ now }),
     logger,
     now,

@@ -9,7 +9,6 @@ import type { ProgressView } from "../../cards/progress-view.ts";
 import type { SessionRuns } from "../../domain/ports.ts";
 import type { CardPlacement, RunFeed } from "../../domain/run-feed.ts";
 import { type ChatType, isTerminal, type RunView, type SessionTopic } from "../../domain/types.ts";
-import type { FeishuStore } from "../../store/feishu.ts";
 import { oneLine, truncate } from "../../util/text.ts";
 import { type AskTimes, deadlineView } from "../ask-deadline.ts";
 import type { ReminderState } from "../ask-reminder.ts";
@@ -64,7 +63,6 @@ export interface CardBookDeps {
   /** The bot's queue, counted on a waiting card (取消并处理新消息). */
   runner: Pick<SessionRuns, "queued">;
   registry: Pick<AskRegistry, "getPendingForSession">;
-  store: Pick<FeishuStore, "wasReminded">;
   times: AskTimes;
   now: () => number;
   /** CARD_FOOTER (default on): ended cards show the run's usage (tokens, model) where its agent reported it. */
@@ -88,12 +86,13 @@ export class CardBook {
   }
 
   /**
-   * A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any); `session`: its chat
-   * type and topic, as the run's start announced them (or as read when the card is found again).
+   * A new card for `run` in `where.chatId` (replying to `where.sourceMessageId`, if any). `reminded`: the run's
+   * card had its @-mention reminder before a restart (store/feishu.ts wasReminded; a new run's never did).
+   * `session`: its chat type and topic, as the run's start announced them (or as read when found again).
    */
   open(
     run: RunView,
-    where: { chatId: string; sourceMessageId: string },
+    where: { chatId: string; sourceMessageId: string; reminded?: boolean },
     session: { chatType?: ChatType | "none"; topic?: SessionTopic } | undefined,
   ) {
     const card: ActiveCard = {
@@ -108,7 +107,7 @@ export class CardBook {
       chatType: session?.chatType === "none" ? undefined : session?.chatType,
       topic: session?.topic,
       // Once per card, a restart included: a resumed run that asks again is not reminded a second time.
-      reminder: this.#deps.store.wasReminded(run.id) ? "sent" : "none",
+      reminder: where.reminded ? "sent" : "none",
       drafts: new Map(),
       gone: false,
       ...(run.agent !== undefined ? { agent: { name: run.agent } } : {}),

@@ -3,7 +3,7 @@ import type { RunCommands } from "../../domain/ports.ts";
 import type { RunEvents, RunFeed } from "../../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
-import { CARD_PATCHABLE_MS } from "../../store/feishu.ts";
+import { CARD_PATCHABLE_MS, type ProgressCardRow } from "../../store/feishu.ts";
 import { strings } from "../../strings/index.ts";
 import { type AskTimes, goneQuestion } from "../ask-deadline.ts";
 import { checkCard, tellChatCardGone } from "../gone-cards.ts";
@@ -47,35 +47,56 @@ export class CardLifecycle {
       this.#sendStarted(event.run, event.card, event.resumed);
       return;
     }
-    const { run } = event;
-    const { book, store, log, background } = this.#d;
     if (event.resumed) {
-      const row = store.cardForRun(run.id);
-      if (row) {
-        const card = book.open(
-          run,
-          { chatId: row.chatId, sourceMessageId: row.sourceMessageId },
-          event.session,
-        );
-        if (row.gone) {
-          // Marked gone before the restart, but the run was not ended then: end it now, visibly.
-          card.messageId = row.messageId;
-          this.cardGone(card);
-          return;
-        }
-        // Questions the run was waiting on are still pending (durable asks): their forms come back with it.
-        background.track(this.#place.recover(card, row.messageId));
-        return;
-      }
-      // The process died before the card was recorded (its reply may have reached Feishu or not): reply
-      // again. The same uuid gives back the card Feishu created, if it did, within the hour.
-      if (event.card?.kind !== "reply") return;
-      log.info({ runId: run.id }, "resumed run had no card recorded; replying again");
+      this.#d.background.track(this.#resumed(event));
+      return;
     }
     if (event.card?.kind !== "reply") return;
+    this.#replyStarted(event, event.card, false);
+  }
+
+  /**
+   * A run resumed after a restart: its recorded card takes it again, as it was left (its reminder too).
+   * Read before the card opens; what the run does meanwhile its first render shows anyway.
+   */
+  async #resumed(event: RunEvents["run_started"]): Promise<void> {
+    const { run } = event;
+    const { book, store, log, background } = this.#d;
+    const [row, reminded] = await Promise.all([store.cardForRun(run.id), store.wasReminded(run.id)]);
+    if (book.get(run.id)) return;
+    if (row) {
+      const card = book.open(
+        run,
+        { chatId: row.chatId, sourceMessageId: row.sourceMessageId, reminded },
+        event.session,
+      );
+      if (row.gone) {
+        // Marked gone before the restart, but the run was not ended then: end it now, visibly.
+        card.messageId = row.messageId;
+        this.cardGone(card);
+        return;
+      }
+      // Questions the run was waiting on are still pending (durable asks): their forms come back with it.
+      background.track(this.#place.recover(card, row.messageId));
+      return;
+    }
+    // The process died before the card was recorded (its reply may have reached Feishu or not): reply
+    // again. The same uuid gives back the card Feishu created, if it did, within the hour.
+    if (event.card?.kind !== "reply") return;
+    log.info({ runId: run.id }, "resumed run had no card recorded; replying again");
+    this.#replyStarted(event, event.card, reminded);
+  }
+
+  #replyStarted(
+    event: RunEvents["run_started"],
+    placement: Extract<NonNullable<RunEvents["run_started"]["card"]>, { kind: "reply" }>,
+    reminded: boolean,
+  ): void {
+    const { run } = event;
+    const { book, background } = this.#d;
     const card = book.open(
       run,
-      { chatId: event.card.chatId, sourceMessageId: event.card.messageId },
+      { chatId: placement.chatId, sourceMessageId: placement.messageId, reminded },
       event.session,
     );
     if (event.queueId) {
@@ -108,7 +129,7 @@ export class CardLifecycle {
   async repairEnded(): Promise<number> {
     const { store, book, runs, now, background } = this.#d;
     let repaired = 0;
-    for (const row of store.finalPending(now() - CARD_PATCHABLE_MS)) {
+    for (const row of await store.finalPending(now() - CARD_PATCHABLE_MS)) {
       // Whose run it is the feed knows (the card table names no run table): only ended runs are owed.
       const run = await runs.getRun(row.runId);
       if (!run || !isTerminal(run) || book.get(row.runId)) continue;
@@ -132,11 +153,25 @@ export class CardLifecycle {
    * forms), and one never recorded is sent (the same uuid gives back a card Feishu made before the kill).
    */
   #sendStarted(run: RunView, placement: SendPlacement, resumed: boolean): void {
-    const { book, store, background } = this.#d;
-    const row = resumed ? store.cardForRun(run.id) : undefined;
+    if (!resumed) return this.#sendCard(run, placement, undefined, false);
+    const { store, background } = this.#d;
+    background.track(
+      Promise.all([store.cardForRun(run.id), store.wasReminded(run.id)]).then(([row, reminded]) =>
+        this.#sendCard(run, placement, row, reminded),
+      ),
+    );
+  }
+
+  #sendCard(
+    run: RunView,
+    placement: SendPlacement,
+    row: ProgressCardRow | undefined,
+    reminded: boolean,
+  ): void {
+    const { book, background } = this.#d;
     if (row?.gone || book.get(run.id)) return;
     const chatId = row?.chatId ?? ("chatId" in placement.to ? placement.to.chatId : "");
-    const card = book.open(run, { chatId, sourceMessageId: "" }, undefined);
+    const card = book.open(run, { chatId, sourceMessageId: "", reminded }, undefined);
     card.chatType = placement.chatType;
     card.agent = { name: run.agent ?? "", to: placement.to };
     if (row) this.#place.attach(card, row.messageId);

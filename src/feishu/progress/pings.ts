@@ -176,15 +176,16 @@ export class Pings {
    */
   async recover(): Promise<number> {
     const { store, registry, now, log } = this.#deps;
-    let rows: ReturnType<FeishuStore["pingsSince"]>;
+    let rows: Awaited<ReturnType<FeishuStore["pingsSince"]>>;
     try {
-      rows = store.pingsSince(now() - PING_EDITABLE_MS);
+      rows = await store.pingsSince(now() - PING_EDITABLE_MS);
     } catch (error) {
       log.warn({ err: describeError(error) }, "the pings sent before the restart could not be read");
       return 0;
     }
     // Every pointer with an open question is in place before the first read below: a settle that comes
-    // while the rows are read finds its pointer.
+    // while the states are read finds its pointer (one that came while the rows were read left its ask out
+    // of the registry, so its message is among the ended).
     const ended: typeof rows = [];
     for (const row of rows) {
       const pointer: Pointer = {
