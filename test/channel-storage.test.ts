@@ -61,7 +61,9 @@ eachTransport(() => {
       rigs.push(r);
       // The card's reply takes a while; the database is locked before the platform answers it.
       r.fake.fail({ method: "replyCard", response: { delayMs: 500 } });
-      const userMessageId = r.send({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
+      // Recorded (the transport's ack), then the database is locked.
+      const { messageId: userMessageId, data } = r.message({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
+      await r.deliver(data);
       const lock = holdWriteLock(r.dbFile);
       const cardId = await r.progressCard(userMessageId);
       const runId = r.core.runner.activeRun(feishuPrivateSessionId(r.fake.appId, ALICE))?.id ?? "";

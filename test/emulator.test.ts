@@ -445,10 +445,10 @@ describe("emulator: card callbacks and delayed updates", () => {
         data: { token, card: body },
       });
     const invalid = { ...card(), extra: 1 };
-    expect((await failure(await update(payload.event.token, invalid))).code).toBe(230099); // does not use the token
+    expect((await failure(update(payload.event.token, invalid))).code).toBe(230099); // does not use the token
     expect((await update(payload.event.token)).code).toBe(0);
     expect((await update(payload.event.token)).code).toBe(0);
-    expect((await failure(await update(payload.event.token))).code).toBe(300040);
+    expect((await failure(update(payload.event.token))).code).toBe(300040);
     expect(emu.messages.getMessage(id)).toMatchObject({
       patches: 2,
       content: cardContent("progress-completed"),
@@ -457,8 +457,8 @@ describe("emulator: card callbacks and delayed updates", () => {
     const late = emu.cardAction({ messageId: id, operatorOpenId: "ou_alice" });
     expect(late.event.action).toEqual({ tag: "button" });
     emu.clock.advance(30 * 60_000 + 1);
-    expect((await failure(await update(late.event.token))).code).toBe(300030);
-    expect((await failure(await update("c-unknown"))).code).toBe(300020);
+    expect((await failure(update(late.event.token))).code).toBe(300030);
+    expect((await failure(update("c-unknown"))).code).toBe(300020);
   });
 
   it("hands the SDK's EventDispatcher a callback it flattens with the update token", async () => {

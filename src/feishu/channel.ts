@@ -199,10 +199,7 @@ export class FeishuChannel implements AskSurface {
    */
   async handleMessage(data: Record<string, unknown>): Promise<void> {
     const parsed = parseMessageEvent(data);
-    if (!parsed.ok) {
-      this.#log.warn({ error: parsed.error }, "unsupported message event ignored");
-      return;
-    }
+    if (!parsed.ok) return this.#log.warn({ error: parsed.error }, "unsupported message event ignored");
     const message = parsed.value;
     if (message.senderType !== "user") return;
     // A reply quoting a card that asks something is for the bot, @-mention or not (card-replies.ts).
@@ -235,7 +232,7 @@ export class FeishuChannel implements AskSurface {
       ...(this.#o.workspacesDir !== undefined ? { workspacesDir: this.#o.workspacesDir } : {}),
       replyInThread: this.#o.replyInThread ?? false,
       // A reply in a topic that came without its thread_id (facts: topic groups) finds the topic's session.
-      knownTopic: knownTopicIn(this.#o.runner, this.#o.appId, message.chatId),
+      knownTopic: await knownTopicIn(this.#o.runner, this.#o.appId, message),
     });
     const replyText = (reply: string) => this.#replyText(message, route.session, reply);
     if (!addressed && (text === undefined || text === "")) return;
@@ -322,18 +319,15 @@ export class FeishuChannel implements AskSurface {
       { userId: message.senderOpenId, chatId: message.chatId },
       "message outside the allow-list",
     );
+    const where = { chatId: message.chatId };
+    const reply = { replyTo: message.messageId };
     this.#background.track(
-      this.#o.appLimiter(() =>
-        this.#o.messenger.sendText({ chatId: message.chatId }, strings.feishu.notAllowed, {
-          replyTo: message.messageId,
-        }),
-      ),
+      this.#o.appLimiter(() => this.#o.messenger.sendText(where, strings.feishu.notAllowed, reply)),
     );
   }
 
-  #redelivered(message: InboundMessage): void {
+  #redelivered = (message: InboundMessage): void =>
     this.#log.info({ messageId: message.messageId }, "redelivered message ignored");
-  }
 
   async #replyText(message: InboundMessage, session: SessionInfo, text: string): Promise<void> {
     await this.#o.messenger.sendText({ chatId: message.chatId }, text, {
@@ -342,14 +336,14 @@ export class FeishuChannel implements AskSurface {
     });
   }
 
-  /**
-   * Someone clicked one of the bot's cards in `chatId`: they are in that chat. Noted under the group's id even
-   * when only its topics have sessions (a topic group), since the group's members may view its topics (access.ts).
-   */
   nameOf(userId: string): string | undefined {
     return this.names.nameOf(userId);
   }
 
+  /**
+   * Someone clicked one of the bot's cards in `chatId`: they are in that chat. Noted under the group's id even
+   * when only its topics have sessions (a topic group), since the group's members may view its topics (access.ts).
+   */
   noteChatMember(chatId: string, userId: string): void {
     this.#background.track(this.#o.runner.noteInChat(feishuGroupSessionId(this.#o.appId, chatId), userId));
   }

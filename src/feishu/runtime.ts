@@ -80,6 +80,8 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   // Each app's channel sees its own rows (several apps, issue 30); the first also owns what earlier versions wrote.
   const store = deps.store ?? new FeishuStore(core.store.sql, now, { appId: deps.appId, first });
   if (first) await store.claimUnowned();
+  const entities = deps.cardkit ? new CardEntityStore(core.store.sql) : undefined;
+  await entities?.prepare();
   const {
     core: _core,
     inbound: _inbound,
@@ -90,7 +92,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   } = deps;
   const channel = new FeishuChannel({
     ...channelOptions,
-    ...(cardkit ? { cardkit: { api: cardkit, store: new CardEntityStore(core.store.sql) } } : {}),
+    ...(entities && cardkit ? { cardkit: { api: cardkit, store: entities } } : {}),
     runner: core.runner,
     runs: core.runs,
     registry: core.registry,

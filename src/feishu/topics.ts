@@ -93,10 +93,14 @@ export function threadReply(session: Pick<SessionInfo, "topic"> | undefined): { 
 }
 
 /** `knownTopic` over a runner's sessions: the chat's topic rooted at a message has a session. */
-export function knownTopicIn(
-  runner: { getSession(sessionId: string): unknown },
+export async function knownTopicIn(
+  runner: { getSession(sessionId: string): Promise<unknown> },
   appId: string,
-  chatId: string,
-): (rootMessageId: string) => boolean {
-  return (root) => runner.getSession(feishuTopicSessionId(appId, chatId, root)) !== undefined;
+  message: Pick<InboundMessage, "chatId" | "rootId" | "threadId">,
+): Promise<(rootMessageId: string) => boolean> {
+  // Only a reply without its thread_id asks (topicRootOf): the one read is made before routing.
+  const root = message.threadId === undefined ? message.rootId : undefined;
+  const known =
+    root !== undefined && (await runner.getSession(feishuTopicSessionId(appId, message.chatId, root))) !== undefined;
+  return (asked) => known && asked === root;
 }

@@ -91,6 +91,14 @@ export class CardEntityStore {
     await this.#run((db) => db.updateTable("cardkit_entities").set(values).where("key", "=", key).execute());
   }
 
+  /**
+   * Makes the SQLite table now (at start, before any card): made lazily under a write lock another process
+   * holds, a card's first read would fail and the card could neither use CardKit nor record its fallback.
+   */
+  async prepare(): Promise<void> {
+    await this.#run(async () => undefined);
+  }
+
   async #run<T>(statement: (db: StoreSql["db"]) => Promise<T>): Promise<T> {
     if (this.#store.dialect === "sqlite") {
       this.#table ??= sqliteTable(this.#store).catch((error: unknown) => {

@@ -115,11 +115,11 @@ describe("membership of a group", () => {
     await core.runner.noteInChat(session.id, ALICE);
     await core.runner.noteInChat(session.id, BOB);
     clock.nowMs += VIEW_MEMBERSHIP_MS;
-    expect(canViewSession(core.runner, ALICE, session.id)).toBe(true);
+    expect(await canViewSession(core.runner, ALICE, session.id)).toBe(true);
     await core.runner.noteInChat(session.id, BOB); // Bob writes again
     clock.nowMs += 1;
-    expect(canViewSession(core.runner, ALICE, session.id)).toBe(false);
-    expect(canViewSession(core.runner, BOB, session.id)).toBe(true);
+    expect(await canViewSession(core.runner, ALICE, session.id)).toBe(false);
+    expect(await canViewSession(core.runner, BOB, session.id)).toBe(true);
   });
 
   it("starts, after the upgrade, with everyone who had started a run in the chat", async () => {
@@ -135,7 +135,7 @@ describe("membership of a group", () => {
       "INSERT INTO runs (id, session_id, sender_id, input, status, started_at) VALUES ('r1','feishu-app-group-oc_1',?,'x','completed',?)",
     ).run(BOB, at);
     const { core, session } = await coreAt({ nowMs: at + 1000 }, db);
-    expect(canViewSession(core.runner, BOB, session.id)).toBe(true);
-    expect(canViewSession(core.runner, CAROL, session.id)).toBe(false);
+    expect(await canViewSession(core.runner, BOB, session.id)).toBe(true);
+    expect(await canViewSession(core.runner, CAROL, session.id)).toBe(false);
   });
 });

@@ -28,7 +28,17 @@ export async function sendEntity(
   },
 ): Promise<{ messageId: string; shown: CardJson | undefined } | undefined> {
   const { api, store, log, now } = deps;
-  const row = await store.byKey(input.key);
+  let row: Awaited<ReturnType<typeof store.byKey>>;
+  try {
+    row = await store.byKey(input.key);
+  } catch (error) {
+    // Unread (the database refused), the card goes the IM way now, as below.
+    log.warn(
+      { key: input.key, err: describeError(error) },
+      "the CardKit card's record could not be read; sending it by IM instead",
+    );
+    return undefined;
+  }
   if (row?.fallback) return undefined;
   const stream = !hasForm(input.card);
   const shown = entityCard(input.card, stream);
