@@ -12,7 +12,6 @@ import {
 import { cardI18nChecks } from "../bench/card-i18n.ts";
 import { type CardKitRow, cardkitChecks } from "../bench/cardkit.ts";
 import { type Check, verdict } from "../bench/checks.ts";
-import { clusterBudgetChecks, violations } from "../bench/cluster-budget.ts";
 import { durableChecks } from "../bench/durable.ts";
 import { type ManyCardsRow, manyCardsChecks } from "../bench/many-cards.ts";
 import { medianCell } from "../bench/median.ts";
@@ -200,38 +199,6 @@ describe("the benchmarks' verdict", () => {
       "FAILED durable: forms lost after the restart (of 100 cards) is 1, target 0",
       "FAILED durable: forms sent twice after the restart (of 100 cards) is 3, target 0",
     ]);
-    const shared = {
-      scenario: "3 members on Postgres",
-      calls: 1870,
-      perSecond: 20.8,
-      busiestSecond: 50,
-      busiestMinute: 907,
-      violations: 0,
-    };
-    expect(failures(clusterBudgetChecks([shared]))).toEqual([]);
-    expect(failures(clusterBudgetChecks([{ ...shared, violations: 91 }]))).toEqual([
-      "FAILED cluster-budget: calls over the app's limits (3 members on Postgres) is 91, target 0",
-    ]);
-    // The 51st call in a second is one violation; 50 spread over two seconds are none.
-    const windows = { secondMs: 1000, minuteMs: 60_000 };
-    expect(
-      violations(
-        Array.from({ length: 51 }, (_, i) => i * 10),
-        windows,
-      ),
-    ).toEqual({ count: 1, busiest: [51, 51] });
-    expect(
-      violations(
-        Array.from({ length: 100 }, (_, i) => i * 20),
-        windows,
-      ).count,
-    ).toBe(0);
-    expect(
-      violations(
-        Array.from({ length: 1001 }, (_, i) => i * 59),
-        windows,
-      ).count,
-    ).toBe(1);
     expect(failures(cardI18nChecks(["zh+en", "zh+en"]))).toEqual([]);
     expect(failures(cardI18nChecks(["zh+en", "zh only (over budget)"]))).toEqual([
       "FAILED card-i18n: states rendered in zh+en is 1/2, target 2/2",
