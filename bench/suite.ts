@@ -6,6 +6,7 @@ import { runCardI18n } from "./card-i18n.ts";
 import { runCardKit } from "./cardkit.ts";
 import { type Check, verdict } from "./checks.ts";
 import { runCluster } from "./cluster.ts";
+import { runClusterBudget } from "./cluster-budget.ts";
 import { type BenchOptions, benchOptions, formatRunInfo, hasGc, machine, runInfo } from "./common.ts";
 import { runDurable } from "./durable.ts";
 import { runManyCards } from "./many-cards.ts";
@@ -32,6 +33,7 @@ export const BENCHMARKS: Readonly<Record<string, Benchmark>> = {
   cardkit: runCardKit,
   cluster: (options) => runCluster(options),
   "ask-rows": (options) => runAskRows(options),
+  "cluster-budget": (options) => runClusterBudget(options),
 };
 
 export async function runSuite(

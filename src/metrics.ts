@@ -31,6 +31,7 @@ const CONNECTION_STATES: readonly ConnectionState[] = [
   "reconnecting",
   "failed",
   "closed",
+  "standby",
 ];
 
 export function createMetrics(options: { registry: Registry; sources: MetricsSources }): Metrics {

@@ -62,7 +62,11 @@ eachTransport(() => {
       // The card's reply takes a while; the database is locked before the platform answers it.
       r.fake.fail({ method: "replyCard", response: { delayMs: 500 } });
       // Recorded (the transport's ack), then the database is locked.
-      const { messageId: userMessageId, data } = r.message({ chatType: "p2p", senderOpenId: ALICE, text: "开始" });
+      const { messageId: userMessageId, data } = r.message({
+        chatType: "p2p",
+        senderOpenId: ALICE,
+        text: "开始",
+      });
       await r.deliver(data);
       const lock = holdWriteLock(r.dbFile);
       const cardId = await r.progressCard(userMessageId);

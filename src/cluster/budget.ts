@@ -1,6 +1,6 @@
 import type { Logger } from "../logger.ts";
 import { isUnavailable } from "./errors.ts";
-import { type Db, query } from "./pool.ts";
+import { type Db, query, transaction } from "./pool.ts";
 
 /**
  * The app-wide Open API budget (feishu-platform §3.2: 50/s and 1,000/min per app) split among the live
@@ -53,6 +53,9 @@ export interface BudgetShare {
   stop(): Promise<void>;
 }
 
+/** An arbitrary constant: with the app id's hash, the advisory lock that serialises an app's heartbeats. */
+const MEMBERS_LOCK = 27_270_002;
+
 export const BUDGET_DEFAULTS = { heartbeatEveryMs: 2_000, ttlMs: 6_000 } as const;
 
 /** Pure: the share of the member at `rank` (0-based, by member id) among `members`. */
@@ -85,34 +88,41 @@ export function createBudgetShare(options: BudgetOptions): BudgetShare {
 
   const beat = async (): Promise<Share> => {
     if (stopped) return current;
-    // One statement: renew our row (joined_at kept), drop the app's expired rows, read who is alive.
-    const result = await query<{ member: string; joined_at: Date; db_now: Date }>(
-      db,
-      `WITH me AS (
-         INSERT INTO cluster_members (app_id, member, expires_at)
-         VALUES ($1, $2, now() + make_interval(secs => $3::double precision / 1000))
-         ON CONFLICT (app_id, member) DO UPDATE SET expires_at = EXCLUDED.expires_at
-         RETURNING member, joined_at
-       ), gone AS (
-         DELETE FROM cluster_members WHERE app_id = $1 AND expires_at <= now() AND member <> $2
-       )
-       SELECT m.member, m.joined_at, now() AS db_now FROM cluster_members m
-        WHERE m.app_id = $1 AND m.expires_at > now() AND m.member <> $2
-       UNION ALL
-       SELECT me.member, me.joined_at, now() FROM me
-       ORDER BY member`,
-      [appId, member, ttlMs],
-    );
+    // Renew our row (joined_at kept), drop the app's expired rows, read who is alive: one statement, after
+    // a lock on the app's members. Without it, two members beating for the first time at the same instant
+    // would each miss the other's uncommitted row and both take the whole budget; with it, the second reads
+    // after the first committed, and its joined_at (the clock once it holds the lock) is the later one.
+    const result = await transaction(db, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [MEMBERS_LOCK, appId]);
+      return client.query<{ member: string; newcomer: boolean }>(
+        `WITH me AS (
+           INSERT INTO cluster_members (app_id, member, joined_at, expires_at)
+           VALUES ($1, $2, clock_timestamp(), now() + make_interval(secs => $3::double precision / 1000))
+           ON CONFLICT (app_id, member) DO UPDATE SET expires_at = EXCLUDED.expires_at
+           RETURNING member, joined_at
+         ), gone AS (
+           DELETE FROM cluster_members WHERE app_id = $1 AND expires_at <= now() AND member <> $2
+         ), others AS (
+           SELECT m.member, m.joined_at FROM cluster_members m
+            WHERE m.app_id = $1 AND m.expires_at > now() AND m.member <> $2
+         )
+         SELECT o.member, false AS newcomer FROM others o
+         UNION ALL
+         SELECT me.member,
+                me.joined_at > clock_timestamp() - make_interval(secs => $4::double precision / 1000)
+                AND EXISTS (SELECT 1 FROM others o WHERE o.joined_at < me.joined_at)
+           FROM me
+         ORDER BY member`,
+        [appId, member, ttlMs, graceMs],
+      );
+    });
     if (stopped) return current;
     const members = result.rows.map((row) => row.member);
     const rank = members.indexOf(member);
-    const mine = result.rows[rank];
     // In its grace: joined recently, after members that may not have seen it yet (those that joined later
-    // saw it at their first heartbeat). Both times are the database's.
-    const isNew =
-      mine !== undefined &&
-      mine.joined_at.getTime() > mine.db_now.getTime() - graceMs &&
-      result.rows.some((row) => row.member !== member && row.joined_at < mine.joined_at);
+    // saw it at their first heartbeat). Compared in SQL: the times are the database's, in microseconds (two
+    // members a lock apart can join in the same millisecond, which a JavaScript Date cannot tell apart).
+    const isNew = result.rows[rank]?.newcomer === true;
     const next = isNew
       ? { perSecond: 0, perMinute: 0, members: members.length }
       : {

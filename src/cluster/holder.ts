@@ -42,7 +42,8 @@ export interface HolderOptions {
 }
 
 export interface HolderElection {
-  start(): void;
+  /** Starts electing; resolves once the first round is over (holder, or standing by). */
+  start(): Promise<void>;
   /** Steps down (closing first, then releasing the lease so a standby takes over at once) and stops. */
   stop(): Promise<void>;
   isHolder(): boolean;
@@ -151,9 +152,10 @@ export function createHolderElection(options: HolderOptions): HolderElection {
 
   return {
     start() {
-      if (running) return;
+      if (running) return ticking;
       running = true;
       loop();
+      return ticking;
     },
     async stop() {
       running = false;

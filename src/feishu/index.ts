@@ -164,7 +164,7 @@ function perAppMetrics(metrics: FeishuMetrics, count: number): FeishuMetrics[] {
   const pendings: (() => number)[] = [];
   metrics.limiterQueue(() => pendings.reduce((sum, pending) => sum + pending(), 0));
   const states: (ConnectionState | undefined)[] = new Array(count).fill(undefined);
-  const WORST: ConnectionState[] = ["failed", "closed", "reconnecting", "connecting", "ready"];
+  const WORST: ConnectionState[] = ["failed", "closed", "reconnecting", "connecting", "standby", "ready"];
   return states.map((_, i) => ({
     ...metrics,
     limiterQueue: (pending) => {

@@ -15,6 +15,19 @@ export type Limiter = <T>(
   options?: { urgent?: boolean | (() => boolean); lane?: Lane },
 ) => Promise<T>;
 
+/** Calls per second and per minute the limiter may make. */
+export interface AppLimits {
+  perSecond: number;
+  perMinute: number;
+}
+
+export interface LimitWindows {
+  secondMs: number;
+  minuteMs: number;
+}
+
+export const PLATFORM_WINDOWS: LimitWindows = { secondMs: 1000, minuteMs: 60_000 };
+
 /** For a limiter that has no budget to give back (tests, a per-message gate). */
 export const IGNORED_SLOT: Slot = { unused: () => undefined };
 
@@ -56,20 +69,47 @@ export function createAppLimiter(
     agentShare?: number;
     /** Of each window, what plain work leaves to urgent work (default 0.1). */
     urgentHeadroom?: number;
+    /**
+     * The two limits read afresh at each decision, instead of perSecond and perMinute: this instance's share
+     * of the app's budget when several share it (feishu/cluster-budget.ts). Read from memory, so it must be
+     * cheap; after it grows, call wake() so a job waiting on the old limit goes at once.
+     */
+    limits?: () => AppLimits;
+    /** The two windows' lengths (default 1 s and 1 min, the platform's); tests shorten them. */
+    windows?: LimitWindows;
   } = {},
-): Limiter & { pending(): number } {
-  const perSecond = options.perSecond ?? 50;
-  const perMinute = options.perMinute ?? 1000;
+): Limiter & { pending(): number; wake(): void } {
+  const fixed: AppLimits = { perSecond: options.perSecond ?? 50, perMinute: options.perMinute ?? 1000 };
   const now = options.now ?? Date.now;
+  const { secondMs, minuteMs } = options.windows ?? PLATFORM_WINDOWS;
   const share = options.agentShare ?? 0.3;
   const headroom = options.urgentHeadroom ?? 0.1;
-  const agentLimits = {
-    second: Math.max(1, Math.floor(perSecond * share)),
-    minute: Math.max(1, Math.floor(perMinute * share)),
-  };
-  const plainLimits = {
-    second: Math.max(1, perSecond - Math.floor(perSecond * headroom)),
-    minute: Math.max(1, perMinute - Math.floor(perMinute * headroom)),
+  // A share of 0 (a newcomer's first moments) allows nothing: the floor of 1 applies only above it.
+  const atLeastOne = (limit: number, part: number) => (limit <= 0 ? 0 : Math.max(1, part));
+  let derivedFrom: AppLimits | undefined;
+  let derived = derive(fixed);
+  function derive(limits: AppLimits) {
+    const { perSecond, perMinute } = limits;
+    return {
+      urgent: { second: perSecond, minute: perMinute },
+      agents: {
+        second: atLeastOne(perSecond, Math.floor(perSecond * share)),
+        minute: atLeastOne(perMinute, Math.floor(perMinute * share)),
+      },
+      plain: {
+        second: atLeastOne(perSecond, perSecond - Math.floor(perSecond * headroom)),
+        minute: atLeastOne(perMinute, perMinute - Math.floor(perMinute * headroom)),
+      },
+    };
+  }
+  const current = () => {
+    if (!options.limits) return derived;
+    const limits = options.limits();
+    if (limits.perSecond !== derivedFrom?.perSecond || limits.perMinute !== derivedFrom.perMinute) {
+      derivedFrom = limits;
+      derived = derive(limits);
+    }
+    return derived;
   };
   // A call holds its slot from when it starts until 1 s (or 1 min) after it settles: Feishu counts a call when
   // it arrives, which may be well after it started, so counting starts alone let a window overfill (429s).
@@ -99,20 +139,21 @@ export function createAppLimiter(
   };
 
   const waitFor = (lane: Lane, urgent: boolean, t: number): number => {
-    const limits = urgent ? { second: perSecond, minute: perMinute } : plainLimits;
-    let wait = Math.max(waitIn(all, t, 60_000, limits.minute), waitIn(all, t, 1000, limits.second));
+    const rules = current();
+    const limits = urgent ? rules.urgent : rules.plain;
+    let wait = Math.max(waitIn(all, t, minuteMs, limits.minute), waitIn(all, t, secondMs, limits.second));
     if (lane === "agents")
       wait = Math.max(
         wait,
-        waitIn(agents, t, 60_000, agentLimits.minute),
-        waitIn(agents, t, 1000, agentLimits.second),
+        waitIn(agents, t, minuteMs, rules.agents.minute),
+        waitIn(agents, t, secondMs, rules.agents.second),
       );
     return wait;
   };
 
   const forget = (t: number): void => {
     for (const usage of [all, agents])
-      while (usage.settled.length > 0 && (usage.settled[0] ?? 0) <= t - 60_000) usage.settled.shift();
+      while (usage.settled.length > 0 && (usage.settled[0] ?? 0) <= t - minuteMs) usage.settled.shift();
   };
 
   /**
@@ -221,8 +262,13 @@ export function createAppLimiter(
         timer = undefined;
       }
       pump();
-    })) as Limiter & { pending(): number };
+    })) as Limiter & { pending(): number; wake(): void };
   limiter.pending = queued;
+  limiter.wake = () => {
+    if (timer === undefined) return; // not waiting: nothing queued, or a pump is running
+    clearTimeout(timer);
+    pump();
+  };
   return limiter;
 }
 

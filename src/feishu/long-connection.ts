@@ -71,16 +71,21 @@ export interface LongConnectionOptions {
   onState?: (state: ConnectionState) => void;
 }
 
+/** Throws the ConfigError the long connection would, before anything is started. */
+export function checkLongConnectionAppId(appId: string): void {
+  if (!APP_ID.test(appId)) {
+    throw new ConfigError(
+      `FEISHU_APP_ID must look like cli_ followed by 16 hex digits for the long connection`,
+    );
+  }
+}
+
 export function startLongConnection(options: LongConnectionOptions): {
   /** Resolves once the first connection is up (never rejects; a fatal failure goes to onFatal). */
   ready: Promise<void>;
   close(): void;
 } {
-  if (!APP_ID.test(options.appId)) {
-    throw new ConfigError(
-      `FEISHU_APP_ID must look like cli_ followed by 16 hex digits for the long connection`,
-    );
-  }
+  checkLongConnectionAppId(options.appId);
   const log = options.logger.child({ module: "feishu-long-connection" });
   let markReady = () => {};
   const ready = new Promise<void>((resolve) => {

@@ -20,8 +20,11 @@ export const PATCH_OUTCOMES = [
 ] as const;
 export type PatchOutcome = (typeof PATCH_OUTCOMES)[number];
 
-/** The long connection's life, as the SDK reports it (webhook mode has none). */
-export type ConnectionState = "connecting" | "ready" | "reconnecting" | "failed" | "closed";
+/**
+ * The long connection's life, as the SDK reports it (webhook mode has none). `standby`: one of several
+ * instances, another holds the app's connection (feishu/held-connection.ts).
+ */
+export type ConnectionState = "connecting" | "ready" | "reconnecting" | "failed" | "closed" | "standby";
 
 export interface FeishuMetrics {
   /** `code`: Feishu's error code (230020, 99991400…) for all but sent/coalesced/skipped; `count` defaults to 1. */

@@ -10,6 +10,9 @@ import { handleCardAction } from "./card-actions.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
 import { FeishuChannel } from "./channel.ts";
 import type { FeishuChannelOptions } from "./channel-options.ts";
+import { createClusterLimiter } from "./cluster-budget.ts";
+import type { FeishuCluster } from "./cluster-options.ts";
+import { startHeldConnection } from "./held-connection.ts";
 import { createAppLimiter, type Limiter } from "./limits.ts";
 import { type LongConnectionOptions, startLongConnection } from "./long-connection.ts";
 import type { FeishuMessenger } from "./messenger.ts";
@@ -59,6 +62,11 @@ export type FeishuRuntimeDeps = Omit<
   appLimiter?: Limiter;
   /** PATCHes, callbacks, limiter waits and the connection, for `/metrics` (default: none). */
   metrics?: FeishuMetrics;
+  /**
+   * One of several instances behind the app (issue 27): the app's budget is shared (cluster-budget.ts) and
+   * only the lease's holder opens the long connection (held-connection.ts). Absent: this process alone.
+   */
+  cluster?: FeishuCluster;
 };
 
 export interface FeishuRuntime {
@@ -75,7 +83,17 @@ export interface FeishuRuntime {
 export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<FeishuRuntime> {
   const { core, inbound, logger, now } = deps;
   const metrics = deps.metrics ?? NO_FEISHU_METRICS;
-  const appLimiter = deps.appLimiter ?? ownLimiter(metrics);
+  const shared =
+    deps.cluster && !deps.appLimiter
+      ? createClusterLimiter({
+          cluster: deps.cluster,
+          appId: deps.appId,
+          onWait: metrics.limiterWait,
+          log: logger,
+        })
+      : undefined;
+  if (shared) metrics.limiterQueue(shared.limiter.pending);
+  const appLimiter = deps.appLimiter ?? shared?.limiter ?? ownLimiter(metrics);
   const first = deps.firstApp ?? true;
   // Each app's channel sees its own rows (several apps, issue 30); the first also owns what earlier versions wrote.
   const store = deps.store ?? new FeishuStore(core.store.sql, now, { appId: deps.appId, first });
@@ -87,6 +105,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     inbound: _inbound,
     store: _store,
     appLimiter: _limiter,
+    cluster: _cluster,
     cardkit,
     ...channelOptions
   } = deps;
@@ -129,13 +148,14 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   };
 
   const routes: FeishuRuntime["routes"] = [];
-  let connection: { ready: Promise<void>; close(): void } | undefined;
+  let connection: { ready: Promise<void>; close(): void | Promise<void> } | undefined;
   if (inbound.transport === "webhook") {
     const { transport: _t, now: webhookNow, ...webhook } = inbound;
     routes.push((app) => mountFeishuWebhook(app, { ...webhook, handlers, logger, now: webhookNow ?? now }));
   } else if (inbound.transport === "ws") {
     const { transport: _t, ...connect } = inbound;
-    connection = startLongConnection({ ...connect, handlers, logger, onState: metrics.connection });
+    const options = { ...connect, handlers, logger, onState: metrics.connection };
+    connection = deps.cluster ? startHeldConnection(deps.cluster, options) : startLongConnection(options);
   }
   return {
     channel,
@@ -144,9 +164,10 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     routes,
     ready: connection?.ready ?? Promise.resolve(),
     async close() {
-      connection?.close();
+      await connection?.close();
       await channel.idle();
       await channel.close();
+      await shared?.stop();
     },
   };
 }

@@ -101,6 +101,7 @@ export async function knownTopicIn(
   // Only a reply without its thread_id asks (topicRootOf): the one read is made before routing.
   const root = message.threadId === undefined ? message.rootId : undefined;
   const known =
-    root !== undefined && (await runner.getSession(feishuTopicSessionId(appId, message.chatId, root))) !== undefined;
+    root !== undefined &&
+    (await runner.getSession(feishuTopicSessionId(appId, message.chatId, root))) !== undefined;
   return (asked) => known && asked === root;
 }

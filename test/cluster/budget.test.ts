@@ -93,6 +93,27 @@ describe("shared app budget", () => {
     expect(changes.b?.map((share) => share.perSecond)).toEqual([0, 25]);
   });
 
+  it("gives the whole budget to one of members that beat for the first time at the same instant", async () => {
+    const pools = [pg().pool(), pg().pool(), pg().pool()];
+    await ensureClusterSchema(pools[0] as NonNullable<(typeof pools)[0]>);
+    // Connected beforehand, so the first beats reach the server together.
+    await Promise.all(pools.map((db) => db.query("SELECT 1")));
+    for (let round = 0; round < 10; round++) {
+      const all = pools.map((db, i) =>
+        createBudgetShare({
+          db,
+          appId: `cli_${round}`,
+          member: `m${i}`,
+          heartbeatEveryMs: HEARTBEAT_MS,
+          ttlMs: 600,
+        }),
+      );
+      await Promise.all(all.map((budget) => budget.beat()));
+      expect(total(all).perSecond).toBeLessThanOrEqual(50);
+      expect(total(all).perMinute).toBeLessThanOrEqual(1000);
+    }
+  });
+
   it("keeps beating on its own with start()", async () => {
     const { budgets } = await members(["a", "b"]);
     const { a, b } = budgets as { a: BudgetShare; b: BudgetShare };

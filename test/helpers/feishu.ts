@@ -12,6 +12,7 @@ import { type Core, createCore } from "../../src/core.ts";
 import { createLarkCardKit } from "../../src/feishu/cardkit/api.ts";
 import type { FeishuChannel } from "../../src/feishu/channel.ts";
 import type { FeishuChannelOptions } from "../../src/feishu/channel-options.ts";
+import type { FeishuCluster } from "../../src/feishu/cluster-options.ts";
 import { createLarkMessenger } from "../../src/feishu/lark-messenger.ts";
 import type { FeishuMessenger } from "../../src/feishu/messenger.ts";
 import { createFeishuRuntime } from "../../src/feishu/runtime.ts";
@@ -107,6 +108,8 @@ export async function startFeishuRig(
     logger?: ReturnType<typeof createLogger>;
     /** The bot's clock, core and channel alike (default Date.now); e.g. the emulator's, which a test moves. */
     now?: () => number;
+    /** One of several instances on a shared Postgres (issue 27): the budget shared, the connection held. */
+    cluster?: FeishuCluster;
   } = {},
 ): Promise<FeishuRig> {
   const transport = options.transport ?? "ws";
@@ -149,6 +152,7 @@ export async function startFeishuRig(
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.asks ? { asks: options.asks } : {}),
     ...(options.replyInThread ? { replyInThread: true } : {}),
+    ...(options.cluster ? { cluster: options.cluster } : {}),
     ...(options.cardTransport === "cardkit"
       ? {
           cardkit: createLarkCardKit({

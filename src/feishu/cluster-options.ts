@@ -1,0 +1,21 @@
+import type { Db } from "../cluster/pool.ts";
+import type { LimitWindows } from "./limits.ts";
+
+/**
+ * What a Feishu runtime needs to be one of several instances of the bot behind one app (issue 27,
+ * docs/several-instances.md): the cluster's Postgres (its tables already ensured) and this instance's id.
+ * Absent, the runtime is alone: the whole budget is its own and it opens the long connection itself.
+ */
+export interface FeishuCluster {
+  /** A pool from src/cluster/pool.ts on the database the instances share. */
+  db: Db;
+  /** This instance's id, unique among the live instances (the budget member and the lease holder). */
+  instance: string;
+  /**
+   * Heartbeats of the budget share (defaults in cluster/budget.ts), and the limiter's windows (default the
+   * platform's 1 s and 1 min): tests shorten them.
+   */
+  budget?: { heartbeatEveryMs?: number; ttlMs?: number; windows?: LimitWindows };
+  /** The long-connection lease (defaults in cluster/holder.ts: TTL 10 s, renewed every 2 s). */
+  holder?: { ttlMs?: number; renewEveryMs?: number; marginMs?: number };
+}

@@ -1,0 +1,164 @@
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { ensureClusterSchema } from "../../src/cluster/schema.ts";
+import { type ClusterLimiter, createClusterLimiter, shareWindow } from "../../src/feishu/cluster-budget.ts";
+import { usePostgres } from "../helpers/postgres.ts";
+
+/**
+ * The app limiter of several instances (src/feishu/cluster-budget.ts) with real budget members on one real
+ * Postgres, driven as hard as they can go. The windows are shortened, in the platform's proportion (a
+ * "second" of 50 ms, a "minute" of 3 s, the platform's 50 and 1,000 calls in them, so the minute's limit
+ * binds as it does on the platform), and members come and go through several minute windows in seconds;
+ * the heartbeats are real (every 100 ms).
+ */
+const pg = usePostgres();
+const WINDOWS = { secondMs: 50, minuteMs: 3_000 };
+const BUDGET = { heartbeatEveryMs: 100, ttlMs: 400 };
+const now = () => performance.now();
+
+interface Call {
+  member: string;
+  at: number;
+  urgent: boolean;
+}
+
+/** A member driven by 40 callers in a loop, each call taking 0–3 ms; a quarter of the callers are urgent. */
+function driven(name: string, calls: Call[]) {
+  const member: ClusterLimiter = createClusterLimiter({
+    cluster: { db: pg().pool(), instance: name, budget: BUDGET },
+    appId: "cli_a",
+    windows: WINDOWS,
+    now,
+  });
+  let driving = true;
+  const callers = Array.from({ length: 40 }, async (_, k) => {
+    const urgent = k % 4 === 0;
+    while (driving) {
+      await member.limiter(
+        async () => {
+          calls.push({ member: name, at: now(), urgent });
+          await sleep(Math.random() * 3);
+        },
+        { urgent },
+      );
+    }
+  });
+  return {
+    ...member,
+    /** Stops calling, lets the queued calls go, then leaves the budget. */
+    async leave() {
+      driving = false;
+      await Promise.all(callers);
+      await member.stop();
+    },
+  };
+}
+
+/** The most calls in any window of `ms` (a window (t - ms, t]), and of whom. */
+function busiest(calls: readonly Call[], ms: number, who?: string): number {
+  const times = calls
+    .filter((call) => who === undefined || call.member === who)
+    .map((call) => call.at)
+    .sort((a, b) => a - b);
+  let most = 0;
+  let from = 0;
+  for (let i = 0; i < times.length; i++) {
+    while ((times[from] ?? 0) <= (times[i] ?? 0) - ms) from++;
+    most = Math.max(most, i - from + 1);
+  }
+  return most;
+}
+
+describe("the app limiter of several instances, on one Postgres", () => {
+  it("never lets three members, driven hard, exceed 50 in a second or 1,000 in a minute as they come and go", async () => {
+    await ensureClusterSchema(pg().pool());
+    const calls: Call[] = [];
+    // Three start at once: one takes the budget at its first heartbeat, the later ones wait for their share.
+    const a = driven("a", calls);
+    const b = driven("b", calls);
+    const c = driven("c", calls);
+    await sleep(1_100 + WINDOWS.minuteMs + 800);
+    expect([a, b, c].map((m) => m.limits())).toEqual([
+      { perSecond: 17, perMinute: 334 },
+      { perSecond: 17, perMinute: 333 },
+      { perSecond: 16, perMinute: 333 },
+    ]);
+    const threeUntil = now();
+
+    // c leaves: a and b take its share once the calls c made have left each window.
+    await c.leave();
+    const left = now();
+    await sleep(WINDOWS.secondMs + BUDGET.heartbeatEveryMs * 3);
+    expect(a.limits()).toEqual({ perSecond: 25, perMinute: 334 });
+    await sleep(WINDOWS.minuteMs);
+    expect([a.limits(), b.limits()]).toEqual([
+      { perSecond: 25, perMinute: 500 },
+      { perSecond: 25, perMinute: 500 },
+    ]);
+    await sleep(WINDOWS.minuteMs);
+    const twoFrom = now() - WINDOWS.minuteMs;
+    const twoUntil = now();
+
+    // d joins: a and b shrink at their next heartbeat; d takes nothing until its grace and a window pass.
+    const d = driven("d", calls);
+    await sleep(BUDGET.heartbeatEveryMs * 4);
+    expect(a.limits().perSecond).toBeLessThanOrEqual(17);
+    expect(a.limits().perMinute).toBeLessThanOrEqual(334);
+    expect(d.limits()).toEqual({ perSecond: 0, perMinute: 0 });
+    await sleep(1_100 + WINDOWS.minuteMs + 500);
+    expect(d.limits().perMinute).toBeGreaterThan(300);
+    await Promise.all([a.leave(), b.leave(), d.leave()]);
+
+    // Together, never over the app's limits, in any window; and driven hard enough to reach them.
+    expect(busiest(calls, WINDOWS.secondMs)).toBeLessThanOrEqual(50);
+    expect(busiest(calls, WINDOWS.minuteMs)).toBeLessThanOrEqual(1000);
+    expect(busiest(calls, WINDOWS.minuteMs)).toBeGreaterThan(900);
+    expect(busiest(calls, WINDOWS.secondMs)).toBeGreaterThan(40);
+    // Each member adapted: with three, a minute window of a's held at most its third; with two, half.
+    const during = (from: number, until: number) =>
+      calls.filter((call) => call.at > from && call.at <= until);
+    expect(busiest(during(0, threeUntil), WINDOWS.minuteMs, "c")).toBeLessThanOrEqual(333);
+    expect(busiest(during(left, twoUntil), WINDOWS.minuteMs, "a")).toBeLessThanOrEqual(500);
+    expect(during(twoFrom, twoUntil).filter((call) => call.member === "a").length).toBeGreaterThan(400);
+    // The urgent lane is inside the share, not on top of it: plain calls leave it a tenth of each member's
+    // share (rounded down: 301 + 300 + 300 of 1,000), and the urgent callers spent it, within the 1,000 above.
+    const plain = calls.filter((call) => !call.urgent);
+    expect(busiest(plain, WINDOWS.minuteMs)).toBeLessThanOrEqual(901);
+    expect(busiest(calls, WINDOWS.minuteMs)).toBeGreaterThan(950);
+    expect(calls.filter((call) => call.member === "c" && call.at > left)).toEqual([]);
+  }, 40_000);
+});
+
+describe("shareWindow", () => {
+  it("applies a smaller share at once and a larger one once each window has passed", () => {
+    let t = 0;
+    const held = shareWindow({ secondMs: 100, minuteMs: 2_000 }, () => t);
+    expect(held.limits()).toEqual({ perSecond: 0, perMinute: 0 });
+    held.record({ perSecond: 50, perMinute: 1000 });
+    expect(held.limits()).toEqual({ perSecond: 50, perMinute: 1000 });
+    t = 10;
+    held.record({ perSecond: 17, perMinute: 334 });
+    expect(held.limits()).toEqual({ perSecond: 17, perMinute: 334 });
+    t = 500;
+    held.record({ perSecond: 25, perMinute: 500 });
+    expect(held.limits()).toEqual({ perSecond: 17, perMinute: 334 });
+    // The windows are (t - ms, t]: the smaller share's last moment was just before 500.
+    t = 599;
+    expect(held.limits()).toEqual({ perSecond: 17, perMinute: 334 });
+    t = 600;
+    expect(held.limits()).toEqual({ perSecond: 25, perMinute: 334 });
+    t = 2_499;
+    expect(held.limits()).toEqual({ perSecond: 25, perMinute: 334 });
+    t = 2_501;
+    expect(held.limits()).toEqual({ perSecond: 25, perMinute: 500 });
+    // A newcomer's grace (0) holds it back for a whole window after it ends.
+    held.record({ perSecond: 0, perMinute: 0 });
+    t = 2_600;
+    held.record({ perSecond: 16, perMinute: 333 });
+    t = 2_701;
+    expect(held.limits()).toEqual({ perSecond: 16, perMinute: 0 });
+    t = 4_601;
+    expect(held.limits()).toEqual({ perSecond: 16, perMinute: 333 });
+  });
+});
