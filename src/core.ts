@@ -10,14 +10,16 @@ import { AskStore } from "./store/asks.ts";
 import type { Db } from "./store/db.ts";
 import { SessionMembers } from "./store/members.ts";
 import { Store } from "./store/repos.ts";
-import { sqliteSql } from "./store/sql.ts";
+import { type StoreSql, sqliteSql } from "./store/sql.ts";
 import { StoreTokenRevocations } from "./store/token-revocations.ts";
 import { TurnStore } from "./store/turns.ts";
 import { WsHub } from "./ws/hub.ts";
 import type { WsLimits } from "./ws/limits.ts";
 
 export interface CoreOptions {
-  db: Db;
+  /** The SQLite file (the default store), or `sql` for another (Postgres, several instances). */
+  db?: Db;
+  sql?: StoreSql;
   logger: Logger;
   agent: Agent;
   tools: ToolImpl[];
@@ -56,7 +58,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const newId = options.newId ?? randomUUID;
   const onListenerError = (error: unknown, event: string) =>
     options.logger.error({ err: error, event }, "event listener failed");
-  const sql = sqliteSql(options.db);
+  const sql = options.sql ?? (options.db ? sqliteSql(options.db) : undefined);
+  if (!sql) throw new Error("createCore needs a store: the SQLite file (db) or another (sql)");
   const store = new Store(sql, now, options.db);
   const registry = new AskRegistry({
     timeoutMs: options.askTimeoutMs,
@@ -86,7 +89,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
     members: new SessionMembers(sql),
   });
-  const revocations = new StoreTokenRevocations(sqliteSql(options.db));
+  const revocations = new StoreTokenRevocations(sql);
   const runs = joinFeeds(runner);
   // One info line per task started and finished, question asked and ended, whoever runs or answers it.
   logActivity({ runs, registry, logger: options.logger, now });
