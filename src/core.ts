@@ -89,6 +89,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
     members: new SessionMembers(sql),
   });
+  // Before any message is taken in: a session whose run a crash interrupted queues until recover() resumes it.
+  await runner.prepareRecovery();
   const revocations = new StoreTokenRevocations(sql);
   const runs = joinFeeds(runner);
   // One info line per task started and finished, question asked and ended, whoever runs or answers it.

@@ -1,6 +1,7 @@
 import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
 import type { ActionResult, SubmitResult } from "../domain/ports.ts";
+import type { RunView } from "../domain/types.ts";
 import type { Store } from "../store/repos.ts";
 import { AbandonedError, CancelledError } from "./run-context.ts";
 import type { LiveRuns } from "./run-reads.ts";
@@ -14,6 +15,8 @@ export interface CommandDeps {
   store: Store;
   registry: AskRegistry;
   emitQueue: (sessionId: string) => void;
+  /** The session's latest run, this process's newest state of it included (run-reads.ts currentRun). */
+  latest: (sessionId: string) => Promise<RunView | undefined>;
   submit: (input: {
     sessionId: string;
     senderId: string;
@@ -74,7 +77,9 @@ export async function retryRun(
   source?: Record<string, unknown>,
 ): Promise<ActionResult<{ result: SubmitResult }>> {
   if (deps.live.active.has(sessionId)) return { ok: false, reason: "not_retryable" };
-  const last = await deps.store.latestRun(sessionId);
+  const last = await deps.latest(sessionId);
+  // Started meanwhile (a second tap of 重试): the first one retried it.
+  if (deps.live.active.has(sessionId)) return { ok: false, reason: "not_retryable" };
   if (!last) return { ok: false, reason: "not_found" };
   if (last.senderId !== userId) return { ok: false, reason: "forbidden" };
   if (last.status !== "failed" && last.status !== "cancelled") return { ok: false, reason: "not_retryable" };

@@ -59,7 +59,11 @@ export class RunReads {
 
   /** The active run, or else the most recent one. */
   async currentRun(sessionId: string): Promise<RunView | undefined> {
-    return this.activeRun(sessionId) ?? this.#read.store.latestRun(sessionId);
+    const active = this.activeRun(sessionId);
+    if (active) return active;
+    const latest = await this.#read.store.latestRun(sessionId);
+    // An ended run's last state may still be on its way to the row: this process's copy is the newer.
+    return latest && (this.liveRun(latest.id) ?? latest);
   }
 
   /**
@@ -81,7 +85,7 @@ export class RunReads {
   async runs(sessionId: string, limit: number): Promise<RunView[]> {
     const active = this.activeRun(sessionId);
     const saved = await this.#read.store.recentRuns(sessionId, limit);
-    return saved.map((run) => (active && run.id === active.id ? active : run));
+    return saved.map((run) => (active && run.id === active.id ? active : (this.liveRun(run.id) ?? run)));
   }
 
   queued(sessionId: string): Promise<QueuedMessage[]> {

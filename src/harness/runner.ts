@@ -1,6 +1,6 @@
 import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
-import type { ActionResult, RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
+import type { RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import type { RunView, SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
@@ -33,6 +33,7 @@ import {
 } from "./run-context.ts";
 import { type IntakeDeps, takeIn, takeNext } from "./run-intake.ts";
 import { type ActiveRun, feedSession, placementOf, RunReads } from "./run-reads.ts";
+import { resumeInterrupted } from "./run-recovery.ts";
 import { ShutdownError } from "./shutdown.ts";
 
 /** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
@@ -73,6 +74,8 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
   /** The latest state handed to the writes, per run: a run is dropped from `unsaved` once that one landed. */
   readonly #stamps = new Map<string, number>();
   readonly #intake: IntakeDeps;
+  /** Sessions with a run a crash interrupted, not resumed yet (prepareRecovery, recover). */
+  readonly #resuming = new Set<string>();
   #stopping = false;
 
   constructor(deps: RunnerDeps) {
@@ -86,13 +89,14 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       now: deps.now,
       newId: deps.newId,
       maxQueued: deps.maxQueued ?? DEFAULT_MAX_QUEUED,
-      busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping,
+      busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping || this.#resuming.has(sessionId),
     };
     this.#commands = {
       live: this.live,
       store: deps.store,
       registry: deps.registry,
       emitQueue: (sessionId) => this.#emitQueue(sessionId),
+      latest: (sessionId) => this.currentRun(sessionId),
       submit: (input) => this.submit(input),
     };
     this.#context = {
@@ -143,55 +147,45 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
     return this.#persistAndStart(input.session, input, claim, true);
   }
 
-  cancel(sessionId: string, userId: string): ActionResult {
-    return cancelRun(this.#commands, sessionId, userId);
-  }
+  // What a person may do to a run or a queued message, and who may: run-commands.ts.
+  cancel = (sessionId: string, userId: string) => cancelRun(this.#commands, sessionId, userId);
+  abandon = (runId: string, reason: string) => abandonRun(this.#commands, runId, reason);
+  replace = (sessionId: string, userId: string) => replaceRun(this.#commands, sessionId, userId);
+  retry = (sessionId: string, userId: string, source?: Record<string, unknown>) =>
+    retryRun(this.#commands, sessionId, userId, source);
+  promote = (queueId: string, userId: string) => promoteQueued(this.#commands, queueId, userId);
+  unqueue = (queueId: string, userId: string) => unqueueMessage(this.#commands, queueId, userId);
 
-  abandon(runId: string, reason: string): ActionResult {
-    return abandonRun(this.#commands, runId, reason);
-  }
-
-  replace(sessionId: string, userId: string): Promise<ActionResult> {
-    return replaceRun(this.#commands, sessionId, userId);
-  }
-
-  retry(
-    sessionId: string,
-    userId: string,
-    source?: Record<string, unknown>,
-  ): Promise<ActionResult<{ result: SubmitResult }>> {
-    return retryRun(this.#commands, sessionId, userId, source);
-  }
-
-  promote(queueId: string, userId: string): Promise<ActionResult<{ position: number }>> {
-    return promoteQueued(this.#commands, queueId, userId);
-  }
-
-  unqueue(queueId: string, userId: string): Promise<ActionResult> {
-    return unqueueMessage(this.#commands, queueId, userId);
+  /**
+   * Before anything is taken in: the sessions a crash left a run in. Until `recover` resumes it, a message to
+   * such a session queues behind it (it would otherwise start a run of its own, and the interrupted one would
+   * never resume).
+   */
+  async prepareRecovery(): Promise<void> {
+    for (const run of await this.#deps.store.unfinishedRuns()) this.#resuming.add(run.sessionId);
   }
 
   /** On start: resume runs a crash left unfinished, then run what is queued. */
   async recover(): Promise<RunView[]> {
-    const { store, turns } = this.#deps;
-    const resumed: RunView[] = [];
-    for (const run of await store.unfinishedRuns()) {
-      const session = await store.getSession(run.sessionId);
-      if (!session || this.live.active.has(session.id)) continue;
-      const waiting = (await turns?.ofRun(run.id)) ?? [];
-      const card = placementOf(await store.runSource(run.id));
-      if (this.live.active.has(session.id)) continue;
-      const launched = this.#launch(session, interrupted(run, waiting), true);
-      const shown = feedSession(session);
-      this.#events.emit("run_started", {
-        run: snapshot(launched),
-        card,
-        resumed: true,
-        ...(shown ? { session: shown } : {}),
-      });
-      resumed.push(launched);
-    }
-    for (const sessionId of await store.queue.sessions())
+    const resumed = await resumeInterrupted({
+      store: this.#deps.store,
+      turns: this.#deps.turns,
+      sessions: this.#sessions,
+      resuming: this.#resuming,
+      busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping,
+      resume: (session, run, waiting, card) => {
+        const launched = this.#launch(session, interrupted(run, waiting), true);
+        const shown = feedSession(session);
+        this.#events.emit("run_started", {
+          run: snapshot(launched),
+          card,
+          resumed: true,
+          ...(shown ? { session: shown } : {}),
+        });
+        return launched;
+      },
+    });
+    for (const sessionId of await this.#deps.store.queue.sessions())
       if (!this.live.active.has(sessionId)) this.#drain(sessionId);
     return resumed;
   }
@@ -212,6 +206,8 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
   /** Stops every run without marking it finished, so the next start resumes it. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    // A message being taken in starts nothing now; its transaction ends first.
+    await this.#sessions.idle();
     for (const active of this.live.active.values()) active.controller.abort(new ShutdownError());
     await Promise.all([...this.live.active.values()].map((active) => active.done));
     // One last try for state the database refused; what still fails is resumed from disk next start.
@@ -234,7 +230,8 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
         this.#emitQueue(planned.session.id);
         return { kind: "queued", queued: planned.queued, position: planned.position };
       }
-      this.#begin(planned.session, planned.run, input.source, undefined);
+      // Stopping meanwhile: its row says running, so the next start resumes it.
+      if (!this.#stopping) this.#begin(planned.session, planned.run, input.source, undefined);
       return { kind: "started", run: planned.run };
     });
   }
@@ -310,7 +307,7 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       this.#sessions.run(sessionId, async () => {
         if (this.live.active.has(sessionId) || this.#stopping) return;
         const started = await takeNext(this.#intake, sessionId);
-        if (!started) return;
+        if (!started || this.#stopping) return;
         this.#emitQueue(sessionId);
         this.#begin(started.session, started.run, started.next.source, started.next.id);
       }),

@@ -17,6 +17,11 @@ export class KeyedLock {
     return result;
   }
 
+  /** Resolves once every task running or waiting now has ended. */
+  async idle(): Promise<void> {
+    while (this.#tails.size > 0) await Promise.all(this.#tails.values());
+  }
+
   /** Keys with a task running or waiting. */
   get size(): number {
     return this.#tails.size;

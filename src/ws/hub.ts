@@ -9,9 +9,11 @@ import type { RunFeed } from "../domain/run-feed.ts";
 import { topicInfo } from "../domain/topic-view.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { isStorageError } from "../store/db.ts";
 import type { TokenRevocations } from "../store/token-revocations.ts";
 import { AnswersInFlight } from "./answers-in-flight.ts";
 import { type Connection, ConnectionPool } from "./connections.ts";
+import { FrameOrder } from "./frame-order.ts";
 import { DEFAULT_WS_LIMITS, type WsLimits } from "./limits.ts";
 import {
   type PageActionDeps,
@@ -70,8 +72,7 @@ export class WsHub implements AskSurface {
   readonly #heartbeat: ReturnType<typeof setInterval>;
   /** Set only while `registry.complete` runs for an answer from this hub. */
   readonly #inFlight = new AnswersInFlight<Connection>();
-  /** The frame each connection is still handling (#onFrame keeps its frames in order). */
-  readonly #working = new WeakMap<Connection, Promise<void>>();
+  readonly #frames = new FrameOrder();
   readonly #snapshots: SnapshotSender;
   /** A heartbeat still reading revocations: the next one waits its turn rather than pile up reads. */
   #beating = false;
@@ -121,14 +122,10 @@ export class WsHub implements AskSurface {
   }
 
   /** How many sessions at least one open connection is subscribed to. */
-  subscribedSessionCount(): number {
-    return this.#pool.sessionCount();
-  }
+  subscribedSessionCount = (): number => this.#pool.sessionCount();
 
   /** Bytes queued to clients and not yet written to the network (bounded per connection by the limits). */
-  bufferedBytes(): number {
-    return this.#pool.bufferedBytes();
-  }
+  bufferedBytes = (): number => this.#pool.bufferedBytes();
 
   /** What the limits did: connections closed, by reason, and frames refused for the rate. */
   droppedConnections(): Readonly<ConnectionPool["dropped"]> {
@@ -187,20 +184,26 @@ export class WsHub implements AskSurface {
     const handle = (): void | Promise<void> => {
       if (text === null)
         return this.#error(connection, null, "bad_frame", "binary frames are not supported; send JSON text");
-      try {
-        return this.#handle(connection, text);
-      } catch (error) {
+      const failed = (error: unknown) => {
+        // The database refused (a read for a subscribe): the client may send it again; nothing else is wrong.
+        if (isStorageError(error))
+          return this.#error(
+            connection,
+            null,
+            "unavailable",
+            "the store cannot be read right now; try again",
+          );
         this.#deps.logger.error({ err: error, userId: connection.userId }, "websocket frame handling failed");
         this.#error(connection, null, "bad_frame", `could not handle frame: ${describeError(error)}`);
+      };
+      try {
+        // Never rejects: the next frame of this connection waits on it (frame-order.ts).
+        return this.#handle(connection, text)?.catch(failed);
+      } catch (error) {
+        failed(error);
       }
     };
-    const before = this.#working.get(connection);
-    const work = before ? before.then(handle) : handle();
-    if (!work) return;
-    this.#working.set(connection, work);
-    void work.finally(() => {
-      if (this.#working.get(connection) === work) this.#working.delete(connection);
-    });
+    this.#frames.handle(connection, handle);
   }
 
   #handle(connection: Connection, text: string): void | Promise<void> {

@@ -36,6 +36,8 @@ export class CardLifecycle {
   readonly #checking = new Set<string>();
   /** Sending, recovering and publishing cards (placement.ts); a card found gone comes back to cardGone. */
   readonly #place: CardPlacement;
+  /** Resumed runs whose recorded card is being read, with their latest state meanwhile. */
+  readonly #opening = new Map<string, RunView>();
 
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
@@ -62,11 +64,21 @@ export class CardLifecycle {
   async #resumed(event: RunEvents["run_started"]): Promise<void> {
     const { run } = event;
     const { book, store, log, background } = this.#d;
-    const [row, reminded] = await Promise.all([store.cardForRun(run.id), store.wasReminded(run.id)]);
+    this.#opening.set(run.id, run);
+    let found: [Awaited<ReturnType<typeof store.cardForRun>>, boolean];
+    try {
+      found = await Promise.all([store.cardForRun(run.id), store.wasReminded(run.id)]);
+    } finally {
+      // The run as its latest event has it: it may have changed, even ended, while its card was read.
+      event = { ...event, run: this.#opening.get(run.id) ?? run };
+      this.#opening.delete(run.id);
+    }
+    const [row, reminded] = found;
+    const latest = event.run;
     if (book.get(run.id)) return;
     if (row) {
       const card = book.open(
-        run,
+        latest,
         { chatId: row.chatId, sourceMessageId: row.sourceMessageId, reminded },
         event.session,
       );
@@ -113,7 +125,10 @@ export class CardLifecycle {
 
   runUpdated(run: RunView): void {
     const card = this.#d.book.runChanged(run);
-    if (!card) return;
+    if (!card) {
+      if (this.#opening.has(run.id)) this.#opening.set(run.id, run);
+      return;
+    }
     // An outside agent's group card waits on the answerer of its latest question: the @-reminder goes there.
     card.senderId = run.senderId;
     card.publisher?.request();

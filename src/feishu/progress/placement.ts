@@ -219,7 +219,12 @@ export class CardPlacement {
    * run, and a restart continues there; if no new card can be placed, its questions end with the reason the
    * agent gets, as for a card that cannot be placed at all.
    */
-  #transportFor(card: ActiveCard, messageId: string, shown?: CardJson): Promise<CardTransport | undefined> {
+  /** The card's CardKit transport; undefined (IM PATCH) when it has none or its record cannot be read. */
+  async #transportFor(
+    card: ActiveCard,
+    messageId: string,
+    shown?: CardJson,
+  ): Promise<CardTransport | undefined> {
     const { book, registry, log } = this.#d;
     return entityTransport(this.#d, card, messageId, this.#limiterOf(card), {
       ...(shown ? { shown } : {}),
@@ -232,8 +237,15 @@ export class CardPlacement {
         );
       },
       unplaceable: () => {
-        for (const ask of book.asksOf(card)) registry.cancel(ask.requestId, strings.askUnavailable);
+        for (const ask of book.asksOf(card)) void registry.cancel(ask.requestId, strings.askUnavailable);
       },
+    }).catch((error: unknown) => {
+      // The card is in the chat: it is published by IM PATCH rather than dropped with its questions.
+      log.warn(
+        { runId: card.runId, err: describeError(error) },
+        "CardKit record unread; updating the card by IM",
+      );
+      return undefined;
     });
   }
 
