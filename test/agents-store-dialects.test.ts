@@ -1,9 +1,6 @@
 import { randomUUID } from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import express from "express";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { mountAgentHttpApi } from "../src/agents-api/http.ts";
 import { AgentTasks } from "../src/agents-api/service.ts";
 import { AgentStore, type StoredTask } from "../src/agents-api/store.ts";
@@ -14,10 +11,9 @@ import { AskRegistry } from "../src/asks/registry.ts";
 import { DatabaseUnavailableError } from "../src/cluster/errors.ts";
 import { createClusterPool } from "../src/cluster/pool.ts";
 import type { RunView } from "../src/domain/types.ts";
-import { openDatabase } from "../src/store/db.ts";
-import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
-import { postgresSql, type StoreSql, sqliteSql } from "../src/store/sql.ts";
-import { usePostgres } from "./helpers/postgres.ts";
+import { STORE_PG_TYPES } from "../src/store/pg-schema.ts";
+import { postgresSql, type StoreSql } from "../src/store/sql.ts";
+import { type Dialect, useStoreHandles } from "./helpers/store-handles.ts";
 
 /**
  * The outside agents' rows on both dialects (issue 27): one suite, run on the SQLite file and on a real
@@ -26,32 +22,8 @@ import { usePostgres } from "./helpers/postgres.ts";
  * server): a revocation written by one is what the other's next check reads.
  */
 
-const pg = usePostgres();
-const dirs: string[] = [];
-const closers: (() => void)[] = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-/** Opens `count` handles on one fresh database of `dialect`. */
-async function handles(dialect: "sqlite" | "postgres", count = 2): Promise<StoreSql[]> {
-  if (dialect === "sqlite") {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-agents-rows-"));
-    dirs.push(dir);
-    return Array.from({ length: count }, () => {
-      const db = openDatabase(path.join(dir, "bot.sqlite"));
-      closers.push(() => db.close());
-      return sqliteSql(db);
-    });
-  }
-  const first = pg().pool({ types: STORE_PG_TYPES });
-  await ensureStoreSchema(first);
-  return [
-    postgresSql(first),
-    ...Array.from({ length: count - 1 }, () => postgresSql(pg().pool({ types: STORE_PG_TYPES }))),
-  ];
-}
+const store = useStoreHandles();
+const handles = (dialect: Dialect, count = 2) => store.handles(dialect, count);
 
 /**
  * Two handles for writers racing a transaction (revokeAgent). On Postgres, two pools. On the file, one handle:

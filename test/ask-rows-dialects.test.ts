@@ -1,17 +1,13 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AskOutcome } from "../src/asks/pending.ts";
 import { AskRegistry } from "../src/asks/registry.ts";
 import { DatabaseUnavailableError } from "../src/cluster/errors.ts";
 import { createClusterPool } from "../src/cluster/pool.ts";
 import { AskStore } from "../src/store/asks.ts";
-import { openDatabase } from "../src/store/db.ts";
-import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
-import { postgresSql, type StoreSql, sqliteSql } from "../src/store/sql.ts";
+import { STORE_PG_TYPES } from "../src/store/pg-schema.ts";
+import { postgresSql } from "../src/store/sql.ts";
 import { sampleAsk } from "./fixtures.ts";
-import { usePostgres } from "./helpers/postgres.ts";
+import { type Dialect, useStoreHandles } from "./helpers/store-handles.ts";
 
 /**
  * The ask rows on both dialects (issue 27): one suite, run on the SQLite file and on a real Postgres, so the
@@ -20,32 +16,8 @@ import { usePostgres } from "./helpers/postgres.ts";
  * never held it, and the first learns of it by `reconcile` (what a wake-up or a poll triggers).
  */
 
-const pg = usePostgres();
-const files: string[] = [];
-const closers: (() => void)[] = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-  for (const dir of files.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-/** Opens `count` handles on one fresh database of `dialect`. */
-async function handles(dialect: "sqlite" | "postgres", count = 2): Promise<StoreSql[]> {
-  if (dialect === "sqlite") {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-ask-rows-"));
-    files.push(dir);
-    return Array.from({ length: count }, () => {
-      const db = openDatabase(path.join(dir, "bot.sqlite"));
-      closers.push(() => db.close());
-      return sqliteSql(db);
-    });
-  }
-  const first = pg().pool({ types: STORE_PG_TYPES });
-  await ensureStoreSchema(first);
-  return [
-    postgresSql(first),
-    ...Array.from({ length: count - 1 }, () => postgresSql(pg().pool({ types: STORE_PG_TYPES }))),
-  ];
-}
+const store = useStoreHandles();
+const handles = (dialect: Dialect, count = 2) => store.handles(dialect, count);
 
 const QUESTIONS = sampleAsk().questions;
 const ANSWERS = [{ question: QUESTIONS[0]?.question ?? "", selectedLabels: ["React"], customInput: null }];

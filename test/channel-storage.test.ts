@@ -6,6 +6,7 @@ import { FeishuStore } from "../src/store/feishu.ts";
 import { sqliteSql } from "../src/store/sql.ts";
 import { eachTransport, type FakeChannelRig, startFakeChannel } from "./helpers/fake-channel.ts";
 import { cardText, requestIdsOn } from "./helpers/feishu.ts";
+import { holdWriteLock } from "./helpers/write-lock.ts";
 
 /**
  * A card the platform took while the database refused to record it (another process holding the write
@@ -39,18 +40,6 @@ function gatedAgent() {
     },
   };
   return { agent, open: () => open() };
-}
-
-/** A second connection, as another process would hold it: the write lock until `release()`. */
-function holdWriteLock(file: string): { release(): void } {
-  const other = new Database(file);
-  other.exec("BEGIN IMMEDIATE");
-  return {
-    release() {
-      other.exec("COMMIT");
-      other.close();
-    },
-  };
 }
 
 eachTransport(() => {

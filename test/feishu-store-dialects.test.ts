@@ -1,14 +1,10 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DatabaseUnavailableError } from "../src/cluster/errors.ts";
 import { createClusterPool } from "../src/cluster/pool.ts";
-import { type Db, openDatabase } from "../src/store/db.ts";
 import { FeishuStore, INBOUND_RETENTION_MS } from "../src/store/feishu.ts";
-import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
-import { postgresSql, type StoreSql, sqliteSql, transaction } from "../src/store/sql.ts";
-import { usePostgres } from "./helpers/postgres.ts";
+import { STORE_PG_TYPES } from "../src/store/pg-schema.ts";
+import { postgresSql, transaction } from "../src/store/sql.ts";
+import { type Dialect, useStoreHandles } from "./helpers/store-handles.ts";
 
 /**
  * The Feishu channel's rows on both dialects (issue 27): one suite, run on the SQLite file and on a real
@@ -16,37 +12,9 @@ import { usePostgres } from "./helpers/postgres.ts";
  * connections to the file, two pools on the server).
  */
 
-const pg = usePostgres();
-const dirs: string[] = [];
-const closers: (() => void)[] = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-/** `count` handles on one fresh database of `dialect`. */
-async function handles(dialect: "sqlite" | "postgres", count = 1): Promise<StoreSql[]> {
-  if (dialect === "sqlite") {
-    const files = sqliteFiles(count);
-    return files.map((db) => sqliteSql(db));
-  }
-  const first = pg().pool({ types: STORE_PG_TYPES });
-  await ensureStoreSchema(first);
-  return [
-    postgresSql(first),
-    ...Array.from({ length: count - 1 }, () => postgresSql(pg().pool({ types: STORE_PG_TYPES }))),
-  ];
-}
-
-function sqliteFiles(count: number): Db[] {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fpb-feishu-rows-"));
-  dirs.push(dir);
-  return Array.from({ length: count }, () => {
-    const db = openDatabase(path.join(dir, "bot.sqlite"));
-    closers.push(() => db.close());
-    return db;
-  });
-}
+const store = useStoreHandles();
+const handles = (dialect: Dialect, count = 1) => store.handles(dialect, count);
+const sqliteFiles = (count: number) => store.files(count);
 
 const A = "cli_a000000000000001";
 const B = "cli_b000000000000002";

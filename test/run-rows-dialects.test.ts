@@ -1,30 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { QueuedMessage, RunView, SessionInfo } from "../src/domain/types.ts";
-import { openDatabase } from "../src/store/db.ts";
 import { SessionMembers } from "../src/store/members.ts";
-import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
 import { Store } from "../src/store/repos.ts";
-import { postgresSql, type StoreSql, sqliteSql } from "../src/store/sql.ts";
 import { TurnStore } from "../src/store/turns.ts";
-import { usePostgres } from "./helpers/postgres.ts";
+import { type Dialect, useStoreHandles } from "./helpers/store-handles.ts";
 
 /**
  * The bot's sessions, runs, history, queue, pending turns and members on both dialects (issue 27): one suite on
  * the SQLite file and on a real Postgres. Two "instances" are two pools on one Postgres database.
  */
 
-const pg = usePostgres();
+const store = useStoreHandles();
+const handles = (dialect: Dialect, count = 1) => store.handles(dialect, count);
 const T0 = 1_700_000_000_000;
-
-async function handles(dialect: "sqlite" | "postgres", count = 1): Promise<StoreSql[]> {
-  if (dialect === "sqlite") return [sqliteSql(openDatabase(":memory:"))];
-  const first = pg().pool({ types: STORE_PG_TYPES });
-  await ensureStoreSchema(first);
-  return [
-    postgresSql(first),
-    ...Array.from({ length: count - 1 }, () => postgresSql(pg().pool({ types: STORE_PG_TYPES }))),
-  ];
-}
 
 const session: SessionInfo = {
   id: "feishu-cli_a-group-oc_1",

@@ -1,8 +1,8 @@
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Agent } from "../src/harness/agents/agent.ts";
 import { buildCore, gatedAgent, privateSession, type TestCore } from "./helpers/core.ts";
 import { until } from "./helpers/wait.ts";
+import { holdWriteLock } from "./helpers/write-lock.ts";
 
 /**
  * The runner's reads and restarts with an async store (issue 27): what it shows of a run whose last write the
@@ -13,18 +13,6 @@ const cores: TestCore[] = [];
 afterEach(async () => {
   for (const core of cores.splice(0)) await core.close();
 });
-
-/** A second connection, as another process would hold it: the write lock until `release()`. */
-function holdWriteLock(file: string): { release(): void } {
-  const other = new Database(file);
-  other.exec("BEGIN IMMEDIATE");
-  return {
-    release() {
-      other.exec("COMMIT");
-      other.close();
-    },
-  };
-}
 
 describe("the runner on an async store", () => {
   it("shows an ended run as ended while its row is still being written (the database refused it)", async () => {

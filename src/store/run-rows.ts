@@ -1,17 +1,12 @@
+import type { Selectable } from "kysely";
 import { z } from "zod";
-import type {
-  HistoryMessage,
-  QueuedMessage,
-  RunStatus,
-  RunView,
-  SessionInfo,
-  Step,
-} from "../domain/types.ts";
+import type { QueuedMessage, RunView, SessionInfo, Step } from "../domain/types.ts";
 import { hasUsage, type RunUsage } from "../domain/usage.ts";
+import type { QueuedMessagesTable, RunsTable, SessionsTable } from "./run-tables.ts";
 
 /**
- * The rows of the bot's sessions, runs, messages and queue as either dialect returns them, and how they are read back
- * (repos.ts): with zod where they hold JSON, so a row written by an older version or edited by hand is an
+ * The rows of the bot's sessions, runs, messages and queue as either dialect returns them, and how they are read
+ * back (repos.ts): with zod where they hold JSON, so a row written by an older version or edited by hand is an
  * error with a message, not an undefined at a distance.
  */
 
@@ -38,61 +33,10 @@ export const stepsSchema = z.array(
 
 export const toolCallsSchema = z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string() }));
 
-export interface SessionRow {
-  id: string;
-  channel: SessionInfo["channel"];
-  chat_type: SessionInfo["chatType"];
-  chat_id: string | null;
-  workspace: string;
-  owner_id: string;
-  title: string;
-  topic_root_id: string | null;
-  topic_group_id: string | null;
-}
-
-export interface RunRow {
-  id: string;
-  session_id: string;
-  sender_id: string;
-  input: string;
-  status: RunStatus;
-  steps_json: string;
-  final_text: string | null;
-  error: string | null;
-  error_words_json: string | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cached_tokens: number | null;
-  model: string | null;
-  started_at: number;
-  ended_at: number | null;
-}
-
-export interface MessageRow {
-  role: HistoryMessage["role"];
-  content: string;
-  run_id: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  tool_name: string | null;
-  summary: string | null;
-}
-
-export interface QueuePreviewRow {
-  id: string;
-  sender_id: string;
-  text: string;
-  created_at: number;
-}
-
-export interface QueueRow {
-  id: string;
-  session_id: string;
-  sender_id: string;
-  text: string;
-  source_json: string | null;
-  created_at: number;
-}
+/** The rows as either dialect reads them back (run-tables.ts is their one description). */
+type SessionRow = Selectable<SessionsTable>;
+type RunRow = Omit<Selectable<RunsTable>, "source_json">;
+type QueueRow = Omit<Selectable<QueuedMessagesTable>, "seq">;
 
 export function sessionFromRow(row: SessionRow): SessionInfo {
   return {

@@ -1,10 +1,10 @@
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/harness/agents/agent.ts";
 import type { ToolImpl } from "../../src/harness/dispatcher.ts";
 import { type Emulator, startEmulator } from "../../src/local/emulator/index.ts";
 import { DataDirLockedError, lockDataDir } from "../../src/store/lock.ts";
 import { cardText } from "../helpers/feishu.ts";
+import { holdWriteLock } from "../helpers/write-lock.ts";
 import { type BotProcess, startBot, tempDataDir } from "./helpers/bot-process.ts";
 import { record, until } from "./helpers/env.ts";
 import { ALICE, ENCRYPT_KEY, stacksForEachTest } from "./helpers/stack.ts";
@@ -17,18 +17,6 @@ import { ALICE, ENCRYPT_KEY, stacksForEachTest } from "./helpers/stack.ts";
  */
 
 const { stack } = stacksForEachTest({ askPing: false });
-
-/** A second connection, as another process would hold it: the write lock until `release()`. */
-function holdWriteLock(file: string): { release(): void } {
-  const other = new Database(file);
-  other.exec("BEGIN IMMEDIATE");
-  return {
-    release() {
-      other.exec("COMMIT");
-      other.close();
-    },
-  };
-}
 
 /** An agent that calls `tick` once per run; every tick waits until the test calls `release()`. */
 function gatedAgent() {
