@@ -4,6 +4,7 @@ import { type JoinedFeed, joinFeeds } from "./domain/run-feed.ts";
 import { logActivity } from "./harness/activity-log.ts";
 import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
+import type { RunOwnership } from "./harness/run-ownership.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { AskStore } from "./store/asks.ts";
@@ -34,6 +35,11 @@ export interface CoreOptions {
   maxQueued?: number;
   /** Overrides of the WebSocket limits (ws/limits.ts). */
   wsLimits?: Partial<WsLimits>;
+  /**
+   * Which runs are this process's: every run in its store when absent (one process per DATA_DIR); with several
+   * instances on one Postgres, the runs whose lease it holds (harness/run-leases.ts).
+   */
+  ownership?: RunOwnership;
   /** Surfaces besides the WebSocket hub (the Feishu channel adds its card later with `dispatcher.addSurface`). */
   surfaces?: AskSurface[];
 }
@@ -88,6 +94,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     onListenerError,
     ...(options.maxQueued ? { maxQueued: options.maxQueued } : {}),
     members: new SessionMembers(sql),
+    ...(options.ownership ? { ownership: options.ownership } : {}),
   });
   // Before any message is taken in: a session whose run a crash interrupted queues until recover() resumes it.
   await runner.prepareRecovery();

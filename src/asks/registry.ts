@@ -123,10 +123,23 @@ export class AskRegistry {
     return restored;
   }
 
-  /** Resolves when the ask settles, however it settles; an ask settled earlier (or before a restart) at once. */
+  /** A run adopted from another instance (issue 27): its pending asks are held here from now on, as on start. */
+  async holdRun(runId: string): Promise<void> {
+    for (const row of (await this.#deps.store?.pending()) ?? [])
+      if (row.runId === runId && !this.#held.has(row.requestId)) this.#held.track(pendingFromRow(row));
+  }
+
+  /**
+   * Resolves when the ask settles, however it settles; an ask settled earlier (or before a restart) at once. A
+   * pending row this registry does not hold (a run adopted from another instance, issue 27) is held from here.
+   */
   async waitForAnswer(requestId: string): Promise<AskOutcome> {
     const entry = this.#held.get(requestId);
     if (entry) return entry.promise;
+    const row = await this.#deps.store?.get(requestId);
+    if (row?.status === "pending" && !this.#held.has(requestId)) this.#held.track(pendingFromRow(row));
+    const held = this.#held.get(requestId);
+    if (held) return held.promise;
     const settled = (await this.state(requestId))?.outcome;
     return settled ?? { kind: "cancelled", reason: "Unknown request" };
   }

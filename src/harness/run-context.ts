@@ -10,7 +10,7 @@ import { inEveryLocale, strings } from "../strings/index.ts";
 import type { AgentContext, ReportedStep } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
 import { askToolDefinition, filterToolsForSession } from "./tools.ts";
-import { createTurnRunner, MAX_STEPS_KEPT } from "./turn-runner.ts";
+import { createTurnRunner, MAX_STEPS_KEPT, type TurnRunnerDeps } from "./turn-runner.ts";
 
 /**
  * One run as its agent sees it (the context it is handed, the steps it reports) and how a run ends
@@ -42,6 +42,8 @@ export interface ContextDeps {
   touch: (run: RunView) => void;
   /** Tells listeners of new text without a write. */
   emitUpdate: (run: RunView) => void;
+  /** The run's writes, made only while this process holds it (run-ownership.ts). */
+  guarded?: TurnRunnerDeps["guarded"];
 }
 
 export async function agentContext(
@@ -54,7 +56,15 @@ export async function agentContext(
   const { dispatcher, store, turns } = deps;
   const pendingTurns: PendingTurn[] = resumed ? ((await turns?.ofRun(run.id)) ?? []) : [];
   const callTools = createTurnRunner(
-    { dispatcher, store, turns, newId: deps.newId, now: deps.now, touch: deps.touch },
+    {
+      dispatcher,
+      store,
+      turns,
+      newId: deps.newId,
+      now: deps.now,
+      touch: deps.touch,
+      ...(deps.guarded ? { guarded: deps.guarded } : {}),
+    },
     session,
     run,
     signal,

@@ -2,6 +2,7 @@ import type { QueuedMessage, RunView, SessionInfo } from "../domain/types.ts";
 import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
 import type { StoreSql } from "../store/sql.ts";
+import type { RunOwnership } from "./run-ownership.ts";
 
 /**
  * A message's way in, as one transaction (runner.ts calls it one message of a session at a time): the
@@ -16,8 +17,10 @@ export interface IntakeDeps {
   newId: () => string;
   /** The queue's limit for one session. */
   maxQueued: number;
-  /** A run is under way in the session (or the runner is stopping): the message waits. */
+  /** A run is under way in the session here (or the runner is stopping): the message waits. */
   busy: (sessionId: string) => boolean;
+  /** Who runs which run: a run of the session elsewhere makes the message wait too; a new run is claimed. */
+  ownership: RunOwnership;
 }
 
 export type Intake =
@@ -44,7 +47,7 @@ export function takeIn(
     if (upsert) await store.upsertSession(given);
     const session = upsert ? ((await store.getSession(given.id)) ?? given) : given;
     await deps.members?.within(store.sql).note(session.id, input.senderId, deps.now());
-    if (!deps.busy(session.id)) {
+    if (!deps.busy(session.id) && !(await deps.ownership.sessionBusy(store.sql, session.id))) {
       const run = await insertRun(deps, store, session, input);
       return { kind: "started" as const, session, run };
     }
@@ -65,12 +68,13 @@ export function takeIn(
 
 /** The session's next queued message as a new run, in one transaction; undefined when nothing is queued. */
 export function takeNext(
-  deps: Pick<IntakeDeps, "store" | "now" | "newId">,
+  deps: Pick<IntakeDeps, "store" | "now" | "newId" | "ownership">,
   sessionId: string,
 ): Promise<{ session: SessionInfo; next: QueuedMessage; run: RunView } | undefined> {
   return deps.store.transaction(async (store) => {
     const session = await store.getSession(sessionId);
-    if (!session) return undefined;
+    // Another instance's run of the session (or one to adopt) drains the queue when it ends.
+    if (!session || (await deps.ownership.sessionBusy(store.sql, sessionId))) return undefined;
     const next = await store.queue.dequeue(sessionId);
     if (!next) return undefined;
     const run = await insertRun(deps, store, session, next);
@@ -80,7 +84,7 @@ export function takeNext(
 
 /** Writes a new run and its user message (inside the caller's transaction); starts nothing. */
 async function insertRun(
-  deps: Pick<IntakeDeps, "now" | "newId">,
+  deps: Pick<IntakeDeps, "now" | "newId" | "ownership">,
   store: Store,
   session: SessionInfo,
   input: IntakeInput,
@@ -95,6 +99,7 @@ async function insertRun(
     startedAt: deps.now(),
   };
   await store.insertRun(run, input.source);
+  await deps.ownership.claim(store.sql, run.id);
   await store.appendMessage(session.id, { role: "user", content: input.text, runId: run.id });
   return run;
 }

@@ -1,8 +1,11 @@
 import type { CardPlacement } from "../domain/run-feed.ts";
 import type { RunView, SessionInfo } from "../domain/types.ts";
+import type { Logger } from "../logger.ts";
 import type { Store } from "../store/repos.ts";
 import type { PendingTurn, TurnStore } from "../store/turns.ts";
+import { every, type Repeating } from "../util/every.ts";
 import type { KeyedLock } from "../util/keyed-lock.ts";
+import type { RunOwnership } from "./run-ownership.ts";
 import { placementOf } from "./run-reads.ts";
 
 /**
@@ -16,6 +19,10 @@ export interface RecoveryDeps {
   /** Sessions waiting for their interrupted run: each leaves it as its run is resumed (or found busy). */
   resuming: Set<string>;
   busy: (sessionId: string) => boolean;
+  /** Holds the run's pending asks in this process's registry. */
+  holdAsks: (runId: string) => Promise<void>;
+  /** Which unfinished runs are this process's to resume (all of them, on one process). */
+  ownership: RunOwnership;
   /** Starts the run again from its rows, at the turn it waited on. */
   resume: (
     session: SessionInfo,
@@ -23,22 +30,42 @@ export interface RecoveryDeps {
     waiting: PendingTurn[],
     card: CardPlacement | undefined,
   ) => RunView;
+  /** Starts the session's next queued message unless a run of it is under way here. */
+  drain: (sessionId: string) => void;
 }
 
 export async function resumeInterrupted(deps: RecoveryDeps): Promise<RunView[]> {
   const { store, turns } = deps;
   const resumed: RunView[] = [];
-  for (const run of await store.unfinishedRuns()) {
+  for (const run of await deps.ownership.adopt(store)) {
     await deps.sessions.run(run.sessionId, async () => {
       deps.resuming.delete(run.sessionId);
       const session = await store.getSession(run.sessionId);
-      if (!session || deps.busy(session.id)) return;
-      const waiting = (await turns?.ofRun(run.id)) ?? [];
+      const waiting = session && !deps.busy(session.id) ? ((await turns?.ofRun(run.id)) ?? []) : [];
       const card = placementOf(await store.runSource(run.id));
-      if (deps.busy(session.id)) return;
+      // Its questions, asked by the instance that ran it before (on start they were restored already).
+      await deps.holdAsks(run.id);
+      // Busy here meanwhile: the session keeps the run it has, and this one is left for a later look.
+      if (!session || deps.busy(session.id)) return void (await deps.ownership.released(run.id));
       resumed.push(deps.resume(session, run, waiting, card));
     });
   }
   deps.resuming.clear();
+  // Queues whose run ended while nobody drained them (a crash between the two; an instance gone).
+  for (const sessionId of await store.queue.sessions()) deps.drain(sessionId);
   return resumed;
+}
+
+/**
+ * With several instances (an ownership that says how often): `recover` again every so often, so the runs and
+ * queues of an instance that died are taken over (docs/several-instances.md). One process looks only on start.
+ */
+export function adoptEvery(
+  ownership: RunOwnership,
+  recover: () => Promise<unknown>,
+  log: Logger,
+): Repeating | undefined {
+  const ms = ownership.adoptEveryMs;
+  if (ms === undefined) return undefined;
+  return every(ms, recover, (err) => log.warn({ err }, "no look for runs to adopt (retried)"));
 }

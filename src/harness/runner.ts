@@ -1,28 +1,20 @@
 import type { AskRegistry } from "../asks/registry.ts";
 import { ASK_ERRORS } from "../asks/summary.ts";
 import type { RunnerEvents, SessionRuns, SubmitResult } from "../domain/ports.ts";
-import type { RunFeed } from "../domain/run-feed.ts";
+import type { CardPlacement, RunFeed } from "../domain/run-feed.ts";
 import type { RunView, SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { SessionMembers } from "../store/members.ts";
 import type { Store } from "../store/repos.ts";
 import type { StoreSql } from "../store/sql.ts";
 import type { TurnStore } from "../store/turns.ts";
-import { RetriedWrites } from "../store/write-retry.ts";
 import { Emitter } from "../util/emitter.ts";
+import type { Repeating } from "../util/every.ts";
 import { KeyedLock } from "../util/keyed-lock.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { Agent } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
-import {
-  abandonRun,
-  type CommandDeps,
-  cancelRun,
-  promoteQueued,
-  replaceRun,
-  retryRun,
-  unqueueMessage,
-} from "./run-commands.ts";
+import * as commands from "./run-commands.ts";
 import {
   agentContext,
   type ContextDeps,
@@ -32,9 +24,18 @@ import {
   snapshot,
 } from "./run-context.ts";
 import { type IntakeDeps, takeIn, takeNext } from "./run-intake.ts";
+import { type RunOwnership, soleOwner } from "./run-ownership.ts";
 import { type ActiveRun, feedSession, placementOf, RunReads } from "./run-reads.ts";
-import { resumeInterrupted } from "./run-recovery.ts";
-import { ShutdownError } from "./shutdown.ts";
+import { adoptEvery, resumeInterrupted } from "./run-recovery.ts";
+import { RunStateWrites } from "./run-state-writes.ts";
+import { RunLostError, ShutdownError } from "./shutdown.ts";
+
+/** Where a run comes from: a message (its source, a queue entry's id), or a resumed run (its card, or null). */
+type RunOrigin = {
+  source?: Record<string, unknown> | undefined;
+  queueId?: string;
+  resumed?: CardPlacement | null;
+};
 
 /** Messages one session (a chat, a topic) may have waiting behind its run, unless configured (QUEUE_MAX). */
 export const DEFAULT_MAX_QUEUED = 20;
@@ -54,35 +55,47 @@ export interface RunnerDeps {
   maxQueued?: number;
   /** Who has been seen in each session's chat (the viewing rule, access.ts); nobody is when absent. */
   members?: SessionMembers;
+  /** Which runs are this process's (several instances: run-leases.ts); every one when absent. */
+  ownership?: RunOwnership;
 }
 
 /**
  * Sessions and their runs: one run at a time per session; messages that arrive while a run is busy are
- * queued in SQLite and run in order afterwards; cancel aborts the run and fails its pending asks;
+ * queued in the store and run in order afterwards; cancel aborts the run and fails its pending asks;
  * retry re-runs the last input; runs a crash interrupted are resumed on start. Its reads are RunReads
  * (run-reads.ts), its commands' rules run-commands.ts, a run's agent context run-context.ts.
  */
 export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, RunFeed {
   readonly #deps: RunnerDeps;
   readonly #events: Emitter<RunnerEvents>;
-  /** Writes the database refused (a run's state, an ended run's clean-up, a queue's next run): retried. */
-  readonly #writes: RetriedWrites;
-  readonly #commands: CommandDeps;
+  /** A run's state, an ended run's clean-up, a queue's next run: written off the run's path, retried. */
+  readonly #state: RunStateWrites;
+  readonly #commands: commands.CommandDeps;
   readonly #context: ContextDeps;
   /** "A run under way? then queue, else start" happens for one message of a session at a time. */
   readonly #sessions = new KeyedLock();
-  /** The latest state handed to the writes, per run: a run is dropped from `unsaved` once that one landed. */
-  readonly #stamps = new Map<string, number>();
   readonly #intake: IntakeDeps;
   /** Sessions with a run a crash interrupted, not resumed yet (prepareRecovery, recover). */
   readonly #resuming = new Set<string>();
+  readonly #owner: RunOwnership;
+  /** The look for runs to adopt (several instances), from the first recover on. */
+  #adopting: Repeating | undefined;
   #stopping = false;
 
   constructor(deps: RunnerDeps) {
     super(deps);
     this.#deps = deps;
     this.#events = new Emitter<RunnerEvents>((error, event) => deps.onListenerError(error, String(event)));
-    this.#writes = new RetriedWrites(deps.logger);
+    this.#owner = deps.ownership ?? soleOwner;
+    this.#state = new RunStateWrites({
+      store: deps.store,
+      turns: deps.turns,
+      owner: this.#owner,
+      unsaved: this.live.unsaved,
+      logger: deps.logger,
+      lost: (runId) => this.#lost(runId),
+    });
+    this.#owner.onLost((runId) => this.#lost(runId));
     this.#intake = {
       store: deps.store,
       members: deps.members,
@@ -90,6 +103,7 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       newId: deps.newId,
       maxQueued: deps.maxQueued ?? DEFAULT_MAX_QUEUED,
       busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping || this.#resuming.has(sessionId),
+      ownership: this.#owner,
     };
     this.#commands = {
       live: this.live,
@@ -106,6 +120,7 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       now: deps.now,
       newId: deps.newId,
       touch: (run) => this.#touch(run),
+      guarded: (runId, body) => this.#owner.guarded(deps.store, runId, body),
       emitUpdate: (run) => this.#events.emit("run_updated", snapshot(run)),
     };
   }
@@ -148,55 +163,46 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
   }
 
   // What a person may do to a run or a queued message, and who may: run-commands.ts.
-  cancel = (sessionId: string, userId: string) => cancelRun(this.#commands, sessionId, userId);
-  abandon = (runId: string, reason: string) => abandonRun(this.#commands, runId, reason);
-  replace = (sessionId: string, userId: string) => replaceRun(this.#commands, sessionId, userId);
+  cancel = (sessionId: string, userId: string) => commands.cancelRun(this.#commands, sessionId, userId);
+  abandon = (runId: string, reason: string) => commands.abandonRun(this.#commands, runId, reason);
+  replace = (sessionId: string, userId: string) => commands.replaceRun(this.#commands, sessionId, userId);
   retry = (sessionId: string, userId: string, source?: Record<string, unknown>) =>
-    retryRun(this.#commands, sessionId, userId, source);
-  promote = (queueId: string, userId: string) => promoteQueued(this.#commands, queueId, userId);
-  unqueue = (queueId: string, userId: string) => unqueueMessage(this.#commands, queueId, userId);
+    commands.retryRun(this.#commands, sessionId, userId, source);
+  promote = (queueId: string, userId: string) => commands.promoteQueued(this.#commands, queueId, userId);
+  unqueue = (queueId: string, userId: string) => commands.unqueueMessage(this.#commands, queueId, userId);
 
-  /**
-   * Before anything is taken in: the sessions a crash left a run in. Until `recover` resumes it, a message to
-   * such a session queues behind it (it would otherwise start a run of its own, and the interrupted one would
-   * never resume).
-   */
+  /** Before anything is taken in: a session a crash left a run in queues its messages until `recover`. */
   async prepareRecovery(): Promise<void> {
     for (const run of await this.#deps.store.unfinishedRuns()) this.#resuming.add(run.sessionId);
   }
 
-  /** On start: resume runs a crash left unfinished, then run what is queued. */
-  async recover(): Promise<RunView[]> {
-    const resumed = await resumeInterrupted({
+  /**
+   * On start: resume runs a crash left unfinished, then run what is queued. With several instances, the runs
+   * and queues whose instance is gone, and again every `adoptEveryMs` (takeover).
+   */
+  recover(): Promise<RunView[]> {
+    if (!this.#stopping) this.#adopting ??= adoptEvery(this.#owner, () => this.recover(), this.#deps.logger);
+    return resumeInterrupted({
       store: this.#deps.store,
       turns: this.#deps.turns,
       sessions: this.#sessions,
       resuming: this.#resuming,
+      ownership: this.#owner,
+      holdAsks: (runId) => this.#deps.registry.holdRun(runId),
       busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping,
-      resume: (session, run, waiting, card) => {
-        const launched = this.#launch(session, interrupted(run, waiting), true);
-        const shown = feedSession(session);
-        this.#events.emit("run_started", {
-          run: snapshot(launched),
-          card,
-          resumed: true,
-          ...(shown ? { session: shown } : {}),
-        });
-        return launched;
-      },
+      resume: (session, run, waiting, card) =>
+        this.#begin(session, interrupted(run, waiting), { resumed: card ?? null }),
+      drain: (sessionId) => this.live.active.has(sessionId) || this.#drain(sessionId),
     });
-    for (const sessionId of await this.#deps.store.queue.sessions())
-      if (!this.live.active.has(sessionId)) this.#drain(sessionId);
-    return resumed;
   }
 
   /** Resolves when no run is active and their state is written (runs started by draining the queue included). */
   async idle(): Promise<void> {
     for (;;) {
-      await this.#writes.flushed();
+      await this.#state.queue.flushed();
       if (this.live.active.size === 0) {
         // Writing may have started the queue's next run; none did once nothing is written or running.
-        if (this.#writes.waiting === 0 || this.#writes.retrying) return;
+        if (this.#state.queue.waiting === 0 || this.#state.queue.retrying) return;
         continue;
       }
       await Promise.all([...this.live.active.values()].map((a) => a.done));
@@ -206,12 +212,16 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
   /** Stops every run without marking it finished, so the next start resumes it. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    await this.#adopting?.stop();
     // A message being taken in starts nothing now; its transaction ends first.
     await this.#sessions.idle();
     for (const active of this.live.active.values()) active.controller.abort(new ShutdownError());
     await Promise.all([...this.live.active.values()].map((active) => active.done));
     // One last try for state the database refused; what still fails is resumed from disk next start.
-    await this.#writes.close();
+    await this.#state.queue.close();
+    // Stopped runs are given up at once, so another instance adopts them at its next look, not after the TTL.
+    for (const runId of this.live.halted.keys()) await this.#owner.released(runId).catch(() => undefined);
+    await this.#owner.close();
   }
 
   async #persistAndStart(
@@ -231,30 +241,27 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
         return { kind: "queued", queued: planned.queued, position: planned.position };
       }
       // Stopping meanwhile: its row says running, so the next start resumes it.
-      if (!this.#stopping) this.#begin(planned.session, planned.run, input.source, undefined);
+      if (!this.#stopping) this.#begin(planned.session, planned.run, { source: input.source });
       return { kind: "started", run: planned.run };
     });
   }
 
-  /** Starts a run whose rows are committed. */
-  #begin(session: SessionInfo, run: RunView, source?: Record<string, unknown>, queueId?: string): void {
-    this.#launch(session, run, false);
-    const shown = feedSession(session);
-    this.#events.emit("run_started", {
-      run: snapshot(run),
-      card: placementOf(source),
-      ...(queueId ? { queueId } : {}),
-      resumed: false,
-      ...(shown ? { session: shown } : {}),
-    });
-  }
-
-  #launch(session: SessionInfo, run: RunView, resumed: boolean): RunView {
+  /** Starts a run whose rows are committed: a new one (from its message's source), or a resumed one (its card). */
+  #begin(session: SessionInfo, run: RunView, from: RunOrigin): RunView {
+    const resumed = from.resumed !== undefined;
     const controller = new AbortController();
     const active: ActiveRun = { run, controller, done: Promise.resolve() };
     this.live.active.set(session.id, active);
     active.done = this.#execute(session, active, resumed).catch((error: unknown) => {
       this.#deps.logger.error({ err: error, runId: run.id }, "run bookkeeping failed");
+    });
+    const shown = feedSession(session);
+    this.#events.emit("run_started", {
+      run: snapshot(run),
+      card: resumed ? (from.resumed ?? undefined) : placementOf(from.source),
+      ...(from.queueId ? { queueId: from.queueId } : {}),
+      resumed,
+      ...(shown ? { session: shown } : {}),
     });
     return run;
   }
@@ -272,30 +279,38 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       run.status = result.ending === "rejected" ? "rejected" : "completed";
       run.text = result.text;
       if (run.status === "completed" || result.text !== "")
-        await store.appendMessage(session.id, { role: "assistant", content: result.text, runId: run.id });
+        await this.#owner.guarded(store, run.id, (held) =>
+          held.appendMessage(session.id, { role: "assistant", content: result.text, runId: run.id }),
+        );
     } catch (error) {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
-      if (reason instanceof ShutdownError) {
+      if (reason instanceof ShutdownError && !(reason instanceof RunLostError)) {
         // Not saved as ended (the next start resumes it), but its cards may still land its last state.
         this.live.halted.set(run.id, run);
         this.live.active.delete(session.id);
         return;
       }
-      endStopped(run, reason, error, this.#deps.logger);
+      if (this.#owner.holds(run.id)) endStopped(run, reason, error, this.#deps.logger);
     }
+    // Lost to another instance (RunLostError, the fence refused a write): it ends the run there, not here.
+    if (!this.#owner.holds(run.id)) return void this.live.active.delete(session.id);
     endSteps(run);
     // An ask can only outlive its run if the agent stopped waiting for it; nobody would read the answer.
     // The clean-up must not stop the run from ending (its card at 失败, the queue drained): retried if refused
     // (the registry retries its own settles).
     for (const ask of registry.getPendingForSession(session.id))
       void registry.cancel(ask.requestId, ASK_ERRORS.cancelled);
-    void this.#writes.write(`cleanup:${run.id}`, "run clean-up", async () => {
-      await this.#deps.turns?.dropRun(run.id);
-    });
     run.endedAt = this.#deps.now();
     this.live.active.delete(session.id);
     this.#touch(run);
+    this.#state.ended(run);
     if (!this.#stopping) this.#drain(session.id);
+  }
+
+  /** The run's lease went to another instance: it stops here without a word (its asks stay pending). */
+  #lost(runId: string): void {
+    for (const active of this.live.active.values())
+      if (active.run.id === runId) active.controller.abort(new RunLostError(runId));
   }
 
   /**
@@ -303,35 +318,20 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
    * the database refuses it, the queue is still intact on disk and is drained again by the retried writes.
    */
   #drain(sessionId: string): void {
-    void this.#writes.write(`drain:${sessionId}`, "queue's next run", () =>
+    void this.#state.queue.write(`drain:${sessionId}`, "queue's next run", () =>
       this.#sessions.run(sessionId, async () => {
         if (this.live.active.has(sessionId) || this.#stopping) return;
         const started = await takeNext(this.#intake, sessionId);
         if (!started || this.#stopping) return;
         this.#emitQueue(sessionId);
-        this.#begin(started.session, started.run, started.next.source, started.next.id);
+        this.#begin(started.session, started.run, { source: started.next.source, queueId: started.next.id });
       }),
     );
   }
 
-  /**
-   * Writes the run, then tells listeners (some read the store back). A write the database refuses (locked by
-   * another process, disk full) neither blocks nor throws into the run: listeners still hear the change, and
-   * the state is kept (reads see it, run-reads.ts) and retried off this path until it lands. The run itself
-   * fails, visibly, at its next write that cannot wait (a turn, the answer).
-   */
+  /** Writes the run (off this path: run-state-writes.ts), then tells listeners (some read the store back). */
   #touch(run: RunView): void {
-    const { unsaved } = this.live;
-    unsaved.set(run.id, run);
-    const stamp = (this.#stamps.get(run.id) ?? 0) + 1;
-    this.#stamps.set(run.id, stamp);
-    void this.#writes.write(`run:${run.id}`, "run state", async () => {
-      await this.#deps.store.saveRun(run);
-      // Written as it is now (the write reads the run when it runs); a later change has a later stamp.
-      if (this.#stamps.get(run.id) !== stamp) return;
-      this.#stamps.delete(run.id);
-      unsaved.delete(run.id);
-    });
+    this.#state.save(run);
     this.#events.emit("run_updated", snapshot(run));
   }
 

@@ -3,7 +3,7 @@ import { toolResultOf } from "../asks/summary.ts";
 import type { ToolResult } from "../domain/tool-result.ts";
 import type { HistoryMessage, RunView, SessionInfo, Step } from "../domain/types.ts";
 import type { Store } from "../store/repos.ts";
-import type { PendingTurn, PendingTurnCall, TurnStore } from "../store/turns.ts";
+import { type PendingTurn, type PendingTurnCall, TurnStore } from "../store/turns.ts";
 import { abortReason } from "../util/sleep.ts";
 import type { AgentContext, ToolCallRequest } from "./agents/agent.ts";
 import type { ToolDispatcher } from "./dispatcher.ts";
@@ -20,6 +20,8 @@ export interface TurnRunnerDeps {
   newId: () => string;
   now: () => number;
   touch: (run: RunView) => void;
+  /** A write of the run, made only while this process holds it (run-ownership.ts); absent: just written. */
+  guarded?: <T>(runId: string, body: (store: Store) => Promise<T>) => Promise<T>;
 }
 
 /**
@@ -39,6 +41,13 @@ export function createTurnRunner(
   resumable: PendingTurn[],
 ): AgentContext["callTools"] {
   const { dispatcher, store, turns, newId, now } = deps;
+  // The turn's writes, under the run's hold: an instance that lost the run (issue 27) writes no turn of it.
+  const held = <T>(body: (writer: Store, pending: TurnStore | undefined) => Promise<T>): Promise<T> =>
+    deps.guarded
+      ? deps.guarded(run.id, (writer) =>
+          body(writer, writer === store ? turns : turns && new TurnStore(writer.sql, writer)),
+        )
+      : body(store, turns);
   const runOne = async (
     call: ToolCallRequest,
     modelId: string,
@@ -108,11 +117,11 @@ export function createTurnRunner(
       (turns && calls.some((call) => call.name === ASK_TOOL_NAME)
         ? newTurn(run, session, text, calls, ids, newId, now())
         : undefined);
-    if (turn && !claimed) await turns?.save(turn);
+    if (turn && !claimed) await held(async (_, pending) => pending?.save(turn));
     if (turn && turns && !updates.has(turn))
       updates.set(
         turn,
-        serially(() => turns.update(turn)),
+        serially(() => held(async (_, pending) => pending?.update(turn))),
       );
     // Wait for every call (none is left running unseen), then fail the turn if any call threw.
     const settled = await Promise.allSettled(
@@ -145,9 +154,9 @@ export function createTurnRunner(
     ];
     if (turn && turns) {
       await updates.get(turn)?.();
-      await turns.finish(turn, messages);
+      await held(async (_, pending) => pending?.finish(turn, messages));
       updates.delete(turn);
-    } else await store.appendMessages(session.id, messages);
+    } else await held((writer) => writer.appendMessages(session.id, messages));
     return done.map(({ result }) => result);
   };
 }

@@ -1,0 +1,245 @@
+import { performance } from "node:perf_hooks";
+import { sql } from "kysely";
+import { StaleFenceError } from "../cluster/errors.ts";
+import type { RunView } from "../domain/types.ts";
+import { describeError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import type { Store } from "../store/repos.ts";
+import { run, type StoreSql } from "../store/sql.ts";
+import type { RunOwnership } from "./run-ownership.ts";
+
+/**
+ * Run ownership across instances on one Postgres (issue 27): the lease `run:<id>` in `cluster_leases`
+ * (src/cluster/leases.ts has the rules: the database's clock, a fence that grows with each term), written in
+ * the same transaction as the run's row, so a run is never unheld between its row and its lease. All of this
+ * instance's runs are renewed in one statement every `renewEveryMs`. A run whose renewal is not confirmed
+ * within `ttlMs - marginMs` of the last one sent (measured on this host's monotonic clock, so it ends before
+ * the database's expiry can) is lost here: the runner stops it without writing, and every later write of it is
+ * refused by the fence, checked inside the write's own transaction (a holder paused past its lease).
+ */
+
+export interface RunLeaseOptions {
+  sql: StoreSql;
+  /** This instance's id, unique among the live ones (the lease holder). */
+  instance: string;
+  log: Logger;
+  /** Default 10 s: a dead instance's runs are adopted this long after its last renewal, plus one adopt pass. */
+  ttlMs?: number;
+  /** Default 2 s. */
+  renewEveryMs?: number;
+  /** Default 2 s: a run is given up locally this long before its lease can expire on the database. */
+  marginMs?: number;
+  /** How often to look for runs whose holder is gone (default 2 s). */
+  adoptEveryMs?: number;
+}
+
+interface Held {
+  fence: number;
+  /** performance.now() past which the hold is not assumed any more. */
+  until: number;
+}
+
+const UNFINISHED = ["running", "recovering"] as const;
+const leaseName = (runId: string) => `run:${runId}`;
+const interval = (ms: number) => sql`now() + make_interval(secs => ${ms}::double precision / 1000)`;
+
+export class RunLeases implements RunOwnership {
+  readonly adoptEveryMs: number;
+  readonly #sql: StoreSql;
+  readonly #instance: string;
+  readonly #log: Logger;
+  readonly #ttlMs: number;
+  readonly #marginMs: number;
+  readonly #held = new Map<string, Held>();
+  readonly #lost = new Set<(runId: string) => void>();
+  readonly #timer: NodeJS.Timeout;
+  #renewing: Promise<void> | undefined;
+
+  constructor(options: RunLeaseOptions) {
+    if (options.sql.dialect !== "postgres") throw new Error("run leases need the Postgres store");
+    this.#sql = options.sql;
+    this.#instance = options.instance;
+    this.#log = options.log;
+    this.#ttlMs = options.ttlMs ?? 10_000;
+    this.#marginMs = options.marginMs ?? 2_000;
+    this.adoptEveryMs = options.adoptEveryMs ?? 2_000;
+    this.#timer = setInterval(() => void this.renew(), options.renewEveryMs ?? 2_000);
+    this.#timer.unref();
+  }
+
+  /** The runs this instance holds now (for /metrics and tests). */
+  get held(): number {
+    return this.#held.size;
+  }
+
+  async sessionBusy(tx: StoreSql, sessionId: string): Promise<boolean> {
+    // The session's row lock serialises every intake of the session across instances until this commits.
+    await sql`SELECT 1 FROM sessions WHERE id = ${sessionId} FOR UPDATE`.execute(tx.db);
+    const row = await tx.db
+      .selectFrom("runs")
+      .select("id")
+      .where("session_id", "=", sessionId)
+      .where("status", "in", UNFINISHED)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async claim(tx: StoreSql, runId: string): Promise<void> {
+    const sent = performance.now();
+    const row = await sql<{ fence: number }>`
+      INSERT INTO cluster_leases (name, holder, fence, acquired_at, expires_at)
+      VALUES (${leaseName(runId)}, ${this.#instance}, 1, now(), ${interval(this.#ttlMs)})
+      RETURNING fence`.execute(tx.db);
+    const fence = Number(row.rows[0]?.fence ?? 1);
+    this.#held.set(runId, { fence, until: sent + this.#ttlMs - this.#marginMs });
+  }
+
+  async guarded<T>(store: Store, runId: string, body: (store: Store) => Promise<T>): Promise<T> {
+    const held = this.#held.get(runId);
+    if (!held || held.until <= performance.now()) throw this.#stale(runId, held);
+    return store.transaction(async (tx) => {
+      // FOR SHARE: a takeover waits for this write's commit, so no change of term falls inside it.
+      const current = await sql`
+        SELECT 1 FROM cluster_leases
+        WHERE name = ${leaseName(runId)} AND holder = ${this.#instance} AND fence = ${held.fence}
+          AND expires_at > now()
+        FOR SHARE`.execute(tx.sql.db);
+      if (current.rows.length === 0) {
+        if (this.#held.get(runId) === held) this.#lose(runId, "another instance holds it now (the fence)");
+        throw this.#stale(runId, held);
+      }
+      return body(tx);
+    });
+  }
+
+  async adopt(store: Store): Promise<RunView[]> {
+    // Unfinished runs whose lease lapsed or was given up (a run is never written without one: claim).
+    const orphans = await run(this.#sql, () =>
+      sql<{ id: string }>`
+        SELECT r.id FROM runs r
+        LEFT JOIN cluster_leases l ON l.name = 'run:' || r.id
+        WHERE r.status IN ('running', 'recovering') AND (l.name IS NULL OR l.expires_at <= now())
+        ORDER BY r.started_at`.execute(this.#sql.db),
+    );
+    const adopted: RunView[] = [];
+    for (const { id } of orphans.rows) {
+      if (!(await this.#acquire(id))) continue; // another instance adopted it first
+      const view = await store.getRun(id);
+      // Ended between the look and the lease (its holder's last write landed): nothing to resume.
+      if (!view || !UNFINISHED.some((status) => status === view.status)) {
+        await this.ended(id);
+        continue;
+      }
+      adopted.push(view);
+    }
+    return adopted;
+  }
+
+  holds(runId: string): boolean {
+    const held = this.#held.get(runId);
+    return held !== undefined && held.until > performance.now();
+  }
+
+  async ended(runId: string): Promise<void> {
+    const held = this.#held.get(runId);
+    this.#held.delete(runId);
+    if (!held) return;
+    // An ended run is never resumed (a retry is a new run), so its row can go: no fence is needed after it.
+    await run(this.#sql, () =>
+      sql`DELETE FROM cluster_leases
+          WHERE name = ${leaseName(runId)} AND holder = ${this.#instance} AND fence = ${held.fence}`.execute(
+        this.#sql.db,
+      ),
+    );
+  }
+
+  async released(runId: string): Promise<void> {
+    const held = this.#held.get(runId);
+    this.#held.delete(runId);
+    if (!held) return;
+    // Kept with its fence (the next holder's is one more), expired now: adopted at another's next look.
+    await run(this.#sql, () =>
+      sql`UPDATE cluster_leases SET expires_at = now()
+          WHERE name = ${leaseName(runId)} AND holder = ${this.#instance} AND fence = ${held.fence}
+            AND expires_at > now()`.execute(this.#sql.db),
+    );
+  }
+
+  onLost(listener: (runId: string) => void): void {
+    this.#lost.add(listener);
+  }
+
+  /** One statement renews every run held here; what it does not return, or what ran out of time, is lost. */
+  renew(): Promise<void> {
+    this.#renewing ??= this.#renewAll().finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#renewing;
+  }
+
+  async #renewAll(): Promise<void> {
+    const held = [...this.#held.entries()];
+    if (held.length === 0) return;
+    const sent = performance.now();
+    try {
+      const renewed = await run(this.#sql, () =>
+        sql<{ name: string }>`
+          UPDATE cluster_leases SET expires_at = ${interval(this.#ttlMs)}
+          WHERE holder = ${this.#instance} AND expires_at > now()
+            AND (name, fence) IN (
+              SELECT * FROM unnest(${held.map(([id]) => leaseName(id))}::text[], ${held.map(([, h]) => h.fence)}::bigint[]))
+          RETURNING name`.execute(this.#sql.db),
+      );
+      const names = new Set(renewed.rows.map((row) => row.name));
+      for (const [runId, hold] of held) {
+        if (this.#held.get(runId) !== hold) continue; // ended or released meanwhile
+        if (names.has(leaseName(runId))) hold.until = sent + this.#ttlMs - this.#marginMs;
+        else this.#lose(runId, "its lease was not renewed: another instance may hold it");
+      }
+    } catch (error) {
+      this.#log.warn({ err: describeError(error), runs: held.length }, "run leases not renewed");
+    }
+    const now = performance.now();
+    for (const [runId, hold] of this.#held)
+      if (hold.until <= now) this.#lose(runId, "its lease ran out before a renewal was confirmed");
+  }
+
+  async #acquire(runId: string): Promise<boolean> {
+    const sent = performance.now();
+    const row = await run(this.#sql, () =>
+      sql<{ fence: number }>`
+        INSERT INTO cluster_leases AS l (name, holder, fence, acquired_at, expires_at)
+        VALUES (${leaseName(runId)}, ${this.#instance}, 1, now(), ${interval(this.#ttlMs)})
+        ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at,
+          fence = l.fence + 1, acquired_at = now()
+        WHERE l.expires_at <= now()
+        RETURNING fence`.execute(this.#sql.db),
+    );
+    const fence = row.rows[0]?.fence;
+    if (fence === undefined) return false;
+    this.#held.set(runId, { fence: Number(fence), until: sent + this.#ttlMs - this.#marginMs });
+    return true;
+  }
+
+  #lose(runId: string, why: string): void {
+    this.#held.delete(runId);
+    this.#log.warn({ runId }, `run given up here: ${why}`);
+    for (const listener of this.#lost) {
+      try {
+        listener(runId);
+      } catch (error) {
+        this.#log.error({ err: describeError(error), runId }, "a lost run's listener failed");
+      }
+    }
+  }
+
+  #stale(runId: string, held: Held | undefined): StaleFenceError {
+    return new StaleFenceError(leaseName(runId), held?.fence ?? 0, this.#instance);
+  }
+}

@@ -1,0 +1,195 @@
+import { describe, expect, it } from "vitest";
+import { ensureClusterSchema } from "../src/cluster/schema.ts";
+import { type Core, createCore } from "../src/core.ts";
+import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
+import { type RunLeaseOptions, RunLeases } from "../src/harness/run-leases.ts";
+import { createLogger } from "../src/logger.ts";
+import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
+import { postgresSql } from "../src/store/sql.ts";
+import { fakeSurface, privateSession } from "./helpers/core.ts";
+import { usePostgres } from "./helpers/postgres.ts";
+import { until } from "./helpers/wait.ts";
+
+/**
+ * Runs across instances on one Postgres (issue 27): each run is held by the lease `run:<id>` of the instance
+ * running it. A session has one run at a time across instances; a run given up (a deploy) or whose lease lapsed
+ * is adopted by another instance at the waiting question; and the old holder, once it is not the holder, writes
+ * nothing more of it (the fence).
+ */
+
+const pg = usePostgres();
+const log = createLogger({ level: "silent" });
+
+interface Instance {
+  core: Core;
+  leases: RunLeases;
+  started: string[];
+}
+
+async function instance(name: string, leases: Partial<RunLeaseOptions> = {}): Promise<Instance> {
+  const pool = pg().pool({ types: STORE_PG_TYPES });
+  await ensureClusterSchema(pool);
+  await ensureStoreSchema(pool);
+  const sql = postgresSql(pool);
+  const ownership = new RunLeases({ sql, instance: name, log, adoptEveryMs: 60_000, ...leases });
+  let id = 0;
+  const core = await createCore({
+    sql,
+    logger: log,
+    agent: createDemoAgent(),
+    tools: createDemoTools({ stepMs: 0 }),
+    askTimeoutMs: 60_000,
+    authSecret: "test-secret-0123456789",
+    newId: () => `${name}-${++id}`,
+    surfaces: [fakeSurface()],
+    ownership,
+  });
+  const started: string[] = [];
+  core.runner.on("run_started", ({ run }) => started.push(run.id));
+  return { core, leases: ownership, started };
+}
+
+async function close(...instances: Instance[]): Promise<void> {
+  for (const { core } of instances) {
+    await core.runner.stop();
+    await core.hub.close();
+  }
+}
+
+const pendingAsk = (core: Core, sessionId: string) =>
+  until(() => core.registry.getPendingForSession(sessionId)[0], "a pending ask", 10_000, 5);
+
+const answersTo = (ask: { questions: { question: string }[] }) => [
+  { question: ask.questions[0]?.question ?? "", selectedLabels: ["Kubernetes"], customInput: null },
+  { question: ask.questions[1]?.question ?? "", selectedLabels: ["多语言"], customInput: null },
+];
+const by = { surface: "fake", userId: "ou_a" };
+
+async function runLeases(): Promise<{ name: string; holder: string; fence: number; live: boolean }[]> {
+  const rows = await pg()
+    .pool()
+    .query<{ name: string; holder: string; fence: string; live: boolean }>(
+      "SELECT name, holder, fence, expires_at > now() AS live FROM cluster_leases WHERE name LIKE 'run:%' ORDER BY name",
+    );
+  return rows.rows.map((row) => ({ ...row, fence: Number(row.fence) }));
+}
+
+describe("runs across instances", () => {
+  it("queues a message to a session running on another instance, and the holder runs it after", async () => {
+    const a = await instance("a");
+    const b = await instance("b");
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const first = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      expect(first.kind).toBe("started");
+      expect(await runLeases()).toEqual([{ name: `run:${a.started[0]}`, holder: "a", fence: 1, live: true }]);
+      // The same session through the other instance (a webhook POST behind a load balancer): it waits.
+      const second = await b.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
+      expect(second).toMatchObject({ kind: "queued", position: 1 });
+      // B finds no queue to drain while A's run is under way.
+      await b.core.runner.recover();
+      expect(b.started).toEqual([]);
+
+      const ask = await pendingAsk(a.core, session.id);
+      expect(await a.core.registry.complete(session.id, ask.requestId, answersTo(ask), by)).toEqual({
+        ok: true,
+      });
+      await a.core.runner.idle();
+      const runs = await a.core.runner.runs(session.id, 5);
+      expect(runs.map((run) => [run.input, run.status])).toEqual([
+        ["/quick", "completed"],
+        ["go", "completed"],
+      ]);
+      expect(a.started).toHaveLength(2);
+      expect(b.started).toEqual([]);
+      // Ended runs hold nothing.
+      expect(await runLeases()).toEqual([]);
+    } finally {
+      await close(a, b);
+    }
+  });
+
+  it("hands a run an instance gave up (a deploy) to another at its next look, at the same question", async () => {
+    const a = await instance("a");
+    const b = await instance("b");
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      if (started.kind !== "started") throw new Error("expected a start");
+      const asked = await pendingAsk(a.core, session.id);
+      // B was up before the question was asked: it holds it only once it adopts the run.
+      expect(b.core.registry.getPendingForSession(session.id)).toEqual([]);
+      expect(await b.core.runner.recover()).toEqual([]);
+
+      await a.core.runner.stop();
+      expect(await runLeases()).toEqual([
+        { name: `run:${started.run.id}`, holder: "a", fence: 1, live: false },
+      ]);
+      const resumed = await b.core.runner.recover();
+      expect(resumed.map((run) => run.id)).toEqual([started.run.id]);
+      expect(await runLeases()).toEqual([
+        { name: `run:${started.run.id}`, holder: "b", fence: 2, live: true },
+      ]);
+      const again = await pendingAsk(b.core, session.id);
+      expect(again.requestId).toBe(asked.requestId);
+      expect(await b.core.registry.complete(session.id, again.requestId, answersTo(again), by)).toEqual({
+        ok: true,
+      });
+      await b.core.runner.idle();
+      const run = await b.core.runner.getRun(started.run.id);
+      expect(run?.status).toBe("completed");
+      expect(run?.text).toContain("Kubernetes");
+      const history = await b.core.store.history(session.id);
+      expect(history.filter((m) => m.toolName === "ask_user_questions")).toHaveLength(1);
+    } finally {
+      await close(a, b);
+    }
+  });
+
+  it("refuses the old holder's writes once its lapsed lease was adopted: it stops, the adopter ends the run once", async () => {
+    // A renews nothing in this test: its lease lapses as if it had been paused past it.
+    const a = await instance("a", { renewEveryMs: 600_000 });
+    const b = await instance("b");
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      if (started.kind !== "started") throw new Error("expected a start");
+      const asked = await pendingAsk(a.core, session.id);
+      await pg().pool().query("UPDATE cluster_leases SET expires_at = now() WHERE holder = 'a'");
+
+      expect((await b.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
+      const again = await pendingAsk(b.core, session.id);
+      expect(again.requestId).toBe(asked.requestId);
+      expect(await b.core.registry.complete(session.id, again.requestId, answersTo(again), by)).toEqual({
+        ok: true,
+      });
+      // A hears of the answer too (a wake-up would tell it): its waiting call resumes, and its run goes on
+      // believing it holds the run, until its first write meets the fence.
+      await a.core.registry.reconcile(asked.requestId);
+      await until(
+        () => a.core.runner.activeRun(session.id) === undefined || undefined,
+        "A to stop",
+        10_000,
+        5,
+      );
+      await b.core.runner.idle();
+      await a.core.runner.idle();
+
+      const run = await b.core.runner.getRun(started.run.id);
+      expect(run?.status).toBe("completed");
+      const history = await b.core.store.history(session.id);
+      console.log(
+        JSON.stringify(history.map((m) => [m.role, m.toolName, m.runId, String(m.content).slice(0, 40)])),
+      );
+      // One answer, one ending: the old holder's turns and its last message were refused.
+      expect(history.filter((m) => m.role === "assistant" && m.content.startsWith("**完成**"))).toHaveLength(
+        1,
+      );
+      expect(history.filter((m) => m.toolName === "ask_user_questions")).toHaveLength(1);
+      expect(a.core.runner.activeRun(session.id)).toBeUndefined();
+      expect(await runLeases()).toEqual([]);
+    } finally {
+      await close(a, b);
+    }
+  });
+});
