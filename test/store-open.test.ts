@@ -1,5 +1,4 @@
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import { MIGRATIONS } from "../src/store/migrations.ts";
 import { describeDatabase, type OpenedStore, openStore, StoreOpenError } from "../src/store/open.ts";
 import { PG_MIGRATIONS } from "../src/store/pg-schema.ts";
 import { StoreTokenRevocations } from "../src/store/token-revocations.ts";
+import { freePort } from "./helpers/embedded-postgres.ts";
 import { usePostgres } from "./helpers/postgres.ts";
 
 /**
@@ -37,19 +37,6 @@ function changed(url: string, change: { password?: string; port?: number; databa
   if (change.port !== undefined) parsed.port = String(change.port);
   if (change.database !== undefined) parsed.pathname = `/${change.database}`;
   return parsed.toString();
-}
-
-/** A port nobody listens on: bound once by us, then let go. */
-async function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 async function openError(url: string): Promise<StoreOpenError> {
@@ -130,7 +117,7 @@ describe("openStore on Postgres", () => {
   });
 
   it("says at once that Postgres is unreachable when nothing listens, with where it looked and no password", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const url = `postgres://bot:hunter2-very-secret@127.0.0.1:${port}/bot`;
     const startedAt = Date.now();
     const error = await openError(url);
