@@ -144,7 +144,7 @@ describe("openStore on Postgres", () => {
     // Someone else's `asks`: the baseline would build on a table it did not make, so the start stops instead.
     await pg().pool().query("CREATE TABLE asks (id integer PRIMARY KEY)");
     const error = await openError(url);
-    expect(error.message).toContain("refused the bot's tables while they were being made");
+    expect(error.message).toMatch(/^Postgres at \S+ refused the bot's tables: /);
     expect(error.message).toContain('relation "asks" already exists');
     // Nothing half-made stays behind: the migration's transaction rolled back.
     const left = await pg()

@@ -86,11 +86,10 @@ async function openPostgres(url: string, logger: Logger | undefined): Promise<Op
     await ensureStoreSchema(pool);
   } catch (error) {
     await pool.end();
-    const what = isUnavailable(error) ? "became unreachable" : "refused the bot's tables";
-    throw new StoreOpenError(
-      `Postgres at ${where} ${what} while they were being made: ${withoutPassword(reasonOf(error), url)}`,
-      error,
-    );
+    const what = isUnavailable(error)
+      ? "became unreachable while the bot's tables were being made"
+      : "refused the bot's tables";
+    throw new StoreOpenError(`Postgres at ${where} ${what}: ${withoutPassword(reasonOf(error), url)}`, error);
   }
   let ended: Promise<void> | undefined;
   return {
