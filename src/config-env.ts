@@ -50,6 +50,17 @@ export const envSchema = z.object({
   CONFIG_FILE: optionalText,
   HOST: optionalText,
   DATA_DIR: z.string().trim().min(1).default("./data"),
+  // Postgres for several instances (issue 27, docs/several-instances.md); unset, SQLite at DATA_DIR/bot.sqlite.
+  // The message never repeats the value: it holds the database's password.
+  DATABASE_URL: optionalText.pipe(
+    z
+      .string()
+      .refine(isPostgresUrl, {
+        message:
+          "DATABASE_URL must be a postgres:// or postgresql:// URL such as postgres://bot:PASSWORD@db.internal:5432/bot (percent-encode @ : / # ? in the password)",
+      })
+      .optional(),
+  ),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   FEISHU_APP_ID: optionalText,
   FEISHU_APP_SECRET: optionalText,
@@ -140,6 +151,13 @@ export type Env = z.infer<typeof envSchema>;
 
 /** Every variable the service reads (the README's configuration table is tested against this). */
 export const ENV_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
+/** What `pg` accepts as a connection URL: the two schemes, and a URL that parses (a raw `#` or `/` in a password does not). */
+function isPostgresUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === "postgres:" || protocol === "postgresql:";
+}
 
 function validZone(zone: string): boolean {
   try {

@@ -78,11 +78,20 @@ export type RunnableConfig = ConfigBase & {
   apps?: FeishuSettings[];
 };
 
+/**
+ * Where the bot's store lives: the SQLite file in DATA_DIR (one process), or the Postgres database DATABASE_URL
+ * names (several instances on one database; store/open.ts opens either). `url` holds the password: describe it
+ * with store/open.ts `describeDatabase`, never log it.
+ */
+export type DatabaseSettings = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
+
 export interface ConfigBase {
   port: number;
   /** The interface to listen on: 127.0.0.1 in local mode unless HOST says otherwise; all interfaces in feishu mode. */
   host: string | undefined;
   dataDir: string;
+  /** DATABASE_URL's Postgres, else `DATA_DIR/bot.sqlite`. */
+  database: DatabaseSettings;
   /** WORKSPACES_DIR: the chats' workspaces (default `DATA_DIR/workspaces`). */
   workspacesDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -117,7 +126,10 @@ export interface ConfigBase {
    * AGENT_SANDBOX, what child processes must not see (DATA_DIR, the MCP_CONFIG file, absolute), and the PATH
    * `bwrap` is looked up on (harness/agents/isolation.ts).
    */
-  /** Environment variables the config file's secrets were read from: removed from the process like the rest. */
+  /**
+   * Environment variables that held secrets beyond SECRET_ENV_KEYS (the config file's, DATABASE_URL with its
+   * password): removed from the process like the rest.
+   */
   secretEnvNames: string[];
   isolation: {
     sandbox: SandboxSetting;
@@ -129,6 +141,14 @@ export interface ConfigBase {
     workspacesDir: string;
   };
 }
+
+/**
+ * With Postgres, instances share the store and every sign-in link, token and cookie one signs must hold on all:
+ * a secret each made for itself in its DATA_DIR (auth/secret.ts) would refuse the others'. Local mode with
+ * DATABASE_URL is one process for trying it out, and keeps the generated secret.
+ */
+const AUTH_SECRET_SHARED =
+  "  AUTH_SECRET: required in feishu mode, and with DATABASE_URL set it to the same value on every instance (at least 32 characters, e.g. openssl rand -base64 32): an instance with a secret of its own would refuse the others' sign-in links and tokens";
 
 const WEBHOOK_NEEDS_KEY =
   "  FEISHU_ENCRYPT_KEY: required with FEISHU_TRANSPORT=webhook (bodies are decrypted and signed with it)";
@@ -155,7 +175,12 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
   const loaded = loadApps(e, env, file?.apps);
   if (mode === "feishu") {
     problems.push(...loaded.problems);
-    if (!e.AUTH_SECRET) problems.push("  AUTH_SECRET: required in feishu mode (at least 32 characters)");
+    if (!e.AUTH_SECRET)
+      problems.push(
+        e.DATABASE_URL
+          ? AUTH_SECRET_SHARED
+          : "  AUTH_SECRET: required in feishu mode (at least 32 characters)",
+      );
   }
   const agent = agentSettingsFrom(e, env);
   problems.push(...agent.problems);
@@ -170,6 +195,9 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
     // Local mode's console lets anyone act as any user: loopback only, unless the operator asks for more.
     host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
+    database: e.DATABASE_URL
+      ? { kind: "postgres", url: e.DATABASE_URL }
+      : { kind: "sqlite", file: path.join(e.DATA_DIR, "bot.sqlite") },
     workspacesDir: e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, "workspaces"),
     logLevel: e.LOG_LEVEL,
     locale: e.BOT_LOCALE ?? (isLarkDomain(e.FEISHU_DOMAIN) ? "en_us" : "zh_cn"),
@@ -192,7 +220,7 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
       ...(e.MAX_CONNECTIONS !== undefined ? { max: e.MAX_CONNECTIONS } : {}),
       perAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
     },
-    secretEnvNames: loaded.secretEnvNames,
+    secretEnvNames: [...loaded.secretEnvNames, ...(e.DATABASE_URL ? ["DATABASE_URL"] : [])],
     isolation: {
       sandbox: e.AGENT_SANDBOX,
       hidden: [

@@ -191,3 +191,50 @@ describe("BOT_LOCALE (issue 19)", () => {
     expect(errorOf({ BOT_LOCALE: "ja_jp" })).toContain("BOT_LOCALE");
   });
 });
+
+describe("DATABASE_URL (issue 27)", () => {
+  const feishu = { FEISHU_APP_ID: "cli_x", FEISHU_APP_SECRET: "s" };
+  const secret = "0123456789abcdef0123456789abcdef";
+
+  it("keeps the store in DATA_DIR/bot.sqlite when unset, and selects Postgres when set", () => {
+    expect(loadConfig({}).database).toEqual({ kind: "sqlite", file: "data/bot.sqlite" });
+    expect(loadConfig({ DATA_DIR: "/srv/bot", DATABASE_URL: " " }).database).toEqual({
+      kind: "sqlite",
+      file: "/srv/bot/bot.sqlite",
+    });
+    const url = "postgresql://bot:s3cret@db.internal:5433/bot?sslmode=require";
+    expect(loadConfig({ ...feishu, AUTH_SECRET: secret, DATABASE_URL: url }).database).toEqual({
+      kind: "postgres",
+      url,
+    });
+    expect(loadConfig({ DATABASE_URL: "postgres://localhost/bot" }).database.kind).toBe("postgres");
+  });
+
+  it.each([
+    "mysql://bot:hunter2-password@db/bot",
+    "pg-primary:5432/bot",
+    // An unencoded '/' in the password makes the rest of it a port (pg would read it the same way).
+    "postgres://bot:hunter2/password@db/bot",
+  ])("refuses %s, naming the variable and never repeating the password", (url) => {
+    const message = errorOf({ DATABASE_URL: url });
+    expect(message).toContain("DATABASE_URL must be a postgres:// or postgresql:// URL");
+    expect(message).not.toContain("hunter2");
+    expect(message).not.toContain(url);
+  });
+
+  it("needs AUTH_SECRET outside local mode, the same on every instance, and says why", () => {
+    const message = errorOf({ ...feishu, DATABASE_URL: "postgres://bot:pw@db/bot" });
+    expect(message).toContain("AUTH_SECRET: required in feishu mode");
+    expect(message).toContain("the same value on every instance");
+    expect(message).not.toContain("pw@db");
+    // Local mode is one process for trying it out: the secret it makes under DATA_DIR is enough.
+    const local = loadConfig({ DATABASE_URL: "postgres://bot:pw@db/bot" });
+    expect(local.mode).toBe("local");
+    expect(local.authSecret).toBeUndefined();
+  });
+
+  it("lists DATABASE_URL among the secrets removed from the process once read", () => {
+    expect(loadConfig({}).secretEnvNames).not.toContain("DATABASE_URL");
+    expect(loadConfig({ DATABASE_URL: "postgres://bot:pw@db/bot" }).secretEnvNames).toContain("DATABASE_URL");
+  });
+});

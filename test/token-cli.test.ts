@@ -7,12 +7,17 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { resolveAuthSecret } from "../src/auth/secret.ts";
-import { verifyToken } from "../src/auth/token.ts";
+import { checkToken, verifyToken } from "../src/auth/token.ts";
 import { createCore } from "../src/core.ts";
 import { createLogger } from "../src/logger.ts";
 import { openDatabase } from "../src/store/db.ts";
+import { STORE_PG_TYPES } from "../src/store/pg-schema.ts";
+import { postgresSql } from "../src/store/sql.ts";
+import { StoreTokenRevocations } from "../src/store/token-revocations.ts";
 import { mountSessionPages } from "../src/web/session-page.ts";
+import { freePort } from "./helpers/embedded-postgres.ts";
 import { createScriptedAskAgent } from "./helpers/harness.ts";
+import { usePostgres } from "./helpers/postgres.ts";
 
 /**
  * `npm run token` as a person runs it: the script in a child process, with only the environment given here.
@@ -21,6 +26,7 @@ import { createScriptedAskAgent } from "./helpers/harness.ts";
  */
 
 const ROOT = path.resolve(import.meta.dirname, "..");
+const pg = usePostgres();
 const run = promisify(execFile);
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -154,4 +160,58 @@ describe("npm run token", () => {
     const token = result.stdout.trimEnd().split("\n").at(-1) ?? "";
     expect(verifyToken(secret, token, Date.now())).toMatchObject({ ok: true, userId: "ou_alice" });
   }, 30_000);
+});
+
+describe("npm run token with DATABASE_URL (issue 27)", () => {
+  const secret = "an-operator-secret-shared-by-every-instance";
+
+  it("revokes in the bot's Postgres, where every instance's revocations see it, and mints the next generation", async () => {
+    const dataDir = tempDir();
+    const env = { DATA_DIR: dataDir, DATABASE_URL: pg().url, AUTH_SECRET: secret };
+    const revocations = new StoreTokenRevocations(postgresSql(pg().pool({ types: STORE_PG_TYPES })));
+
+    // A database the bot has not started on yet is prepared, not refused: it is the one the bot will use.
+    const before = await tokenCli(["ou_alice"], env);
+    expect(before.code, before.stderr).toBe(0);
+    const oldToken = before.stdout.trimEnd().split("\n").at(-1) ?? "";
+    expect(await checkToken(secret, oldToken, Date.now(), revocations)).toMatchObject({ ok: true });
+
+    const revoked = await tokenCli(["--revoke", "ou_alice"], env);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain("revoked every token of ou_alice");
+    expect(await revocations.generation("ou_alice")).toBe(1);
+    expect(await checkToken(secret, oldToken, Date.now(), revocations)).toEqual({
+      ok: false,
+      reason: "token revoked",
+    });
+
+    const after = await tokenCli(["ou_alice"], env);
+    expect(after.code, after.stderr).toBe(0);
+    const newToken = after.stdout.trimEnd().split("\n").at(-1) ?? "";
+    expect(await checkToken(secret, newToken, Date.now(), revocations)).toMatchObject({
+      ok: true,
+      userId: "ou_alice",
+      generation: 1,
+    });
+    // Nothing went to a SQLite file beside it.
+    expect(fs.existsSync(path.join(dataDir, "bot.sqlite"))).toBe(false);
+  }, 60_000);
+
+  it("exits 1 naming the unreachable Postgres, never its password, and never looks for bot.sqlite", async () => {
+    const port = await freePort();
+    const env = {
+      DATA_DIR: tempDir(),
+      DATABASE_URL: `postgres://bot:hunter2-very-secret@127.0.0.1:${port}/bot`,
+      AUTH_SECRET: secret,
+    };
+    for (const args of [["ou_alice"], ["--revoke", "ou_alice"], ["--revoke-agent", "builder"]]) {
+      const result = await tokenCli(args, env);
+      expect(result.code, `${args.join(" ")}: ${result.stderr}`).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toContain(`Postgres at 127.0.0.1:${port}/bot is unreachable`);
+      expect(result.stderr).toContain("DATABASE_URL");
+      expect(result.stderr).not.toContain("hunter2");
+      expect(result.stderr).not.toContain("Cannot find the bot's database");
+    }
+  }, 60_000);
 });

@@ -9,8 +9,8 @@ import { loadConfig } from "../config.ts";
 import { readConfigFile } from "../config-file.ts";
 import { describeError } from "../errors.ts";
 import { withSetupCredentials } from "../feishu/setup/credentials-file.ts";
-import { type Db, openDatabase } from "../store/db.ts";
-import { sqliteSql } from "../store/sql.ts";
+import { type OpenedStore, openStore, StoreOpenError } from "../store/open.ts";
+import type { StoreSql } from "../store/sql.ts";
 import { StoreTokenRevocations } from "../store/token-revocations.ts";
 
 /**
@@ -52,14 +52,8 @@ export async function tokenCli(
     if (!agent.ok) throw new TokenCliError(agent.error, 2);
     const config = loadConfig(env);
     const secret = secretFor(config);
-    return withDatabase(config, async (db) => ({
-      lines: await agentTokenLines(
-        agent.value,
-        secret,
-        linkBase(config),
-        now,
-        new AgentTokenStore(sqliteSql(db)),
-      ),
+    return withStore(config, async (store) => ({
+      lines: await agentTokenLines(agent.value, secret, linkBase(config), now, new AgentTokenStore(store)),
     }));
   }
   const [userId, daysText] = argv;
@@ -115,9 +109,7 @@ export async function revokeCli(
 ): Promise<{ lines: string[]; exitCode: number }> {
   const [flag, target] = argv;
   if (flag === "--revoke-agent" || flag === "--revoke-token")
-    return withDatabase(loadConfig(env), (db) =>
-      agentRevokeLines(argv, new AgentTokenStore(sqliteSql(db)), now),
-    );
+    return withStore(loadConfig(env), (store) => agentRevokeLines(argv, new AgentTokenStore(store), now));
   if (!target || argv.length !== 2) throw new TokenCliError("usage: npm run token -- --revoke <open_id>", 2);
   if (!/^ou_[A-Za-z0-9_-]{1,64}$/.test(target))
     throw new TokenCliError(
@@ -127,8 +119,8 @@ export async function revokeCli(
       ].join("\n"),
       2,
     );
-  return withDatabase(loadConfig(env), async (db) => {
-    await new StoreTokenRevocations(sqliteSql(db)).revoke(target, now);
+  return withStore(loadConfig(env), async (store) => {
+    await new StoreTokenRevocations(store).revoke(target, now);
     return {
       lines: [`revoked every token of ${target} issued until ${new Date(now).toISOString()}`],
       exitCode: 0,
@@ -137,38 +129,50 @@ export async function revokeCli(
 }
 
 /**
- * The running bot's database, or a TokenCliError: a revocation or a token record written anywhere else
- * would be a success the bot never sees (the old `--revoke` made a fresh database where it was run).
+ * The running bot's store, or a TokenCliError: a revocation or a token record written anywhere else would be a
+ * success the bot never sees (the old `--revoke` made a fresh database where it was run). SQLite: the file in
+ * DATA_DIR, which must exist. Postgres (DATABASE_URL): the bot's database, which must be reachable from here.
  */
-async function withDatabase<T>(
+async function withStore<T>(
   config: ReturnType<typeof loadConfig>,
-  use: (db: Db) => T | Promise<T>,
+  use: (store: StoreSql) => T | Promise<T>,
 ): Promise<T> {
-  const file = path.resolve(config.dataDir, "bot.sqlite");
-  if (!fs.existsSync(file))
+  if (config.database.kind === "sqlite" && !fs.existsSync(config.database.file))
     throw new TokenCliError(
       [
-        `Cannot find the bot's database ${file}`,
+        `Cannot find the bot's database ${path.resolve(config.database.file)}`,
         "  (the bot creates it on its first start). Run this with the server's DATA_DIR,",
         "  e.g. DATA_DIR=/srv/bot/data npm run token -- …",
       ].join("\n"),
       1,
     );
-  const db = openDatabase(file);
+  let opened: OpenedStore;
   try {
-    return await use(db);
+    opened = await openStore(config);
+  } catch (error) {
+    if (!(error instanceof StoreOpenError)) throw error;
+    throw new TokenCliError(
+      `${error.message}\n  (npm run token uses the bot's own database: the bot's DATABASE_URL, reachable from here)`,
+      1,
+    );
+  }
+  try {
+    return await use(opened.sql);
   } finally {
-    db.close();
+    await opened.close();
   }
 }
 
-/** The user's revocation generation from the bot's database; undefined when there is none in DATA_DIR yet. */
+/**
+ * The user's revocation generation from the bot's store; undefined when DATA_DIR has no database yet (a
+ * Postgres store is always there: it must be reached).
+ */
 async function generationOf(
   config: ReturnType<typeof loadConfig>,
   userId: string,
 ): Promise<number | undefined> {
-  if (!fs.existsSync(path.resolve(config.dataDir, "bot.sqlite"))) return undefined;
-  return withDatabase(config, (db) => new StoreTokenRevocations(sqliteSql(db)).generation(userId));
+  if (config.database.kind === "sqlite" && !fs.existsSync(config.database.file)) return undefined;
+  return withStore(config, (store) => new StoreTokenRevocations(store).generation(userId));
 }
 
 /** The secret the running server signs with, or a TokenCliError saying what to set. */

@@ -18,7 +18,8 @@ export interface EmbeddedServer {
 
 const PASSWORD = "test";
 
-async function freePort(): Promise<number> {
+/** A port nobody listens on now: bound on 127.0.0.1, then let go (tests also use it as a closed port). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.once("error", reject);
