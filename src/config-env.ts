@@ -61,6 +61,9 @@ export const envSchema = z.object({
       })
       .optional(),
   ),
+  // How long an instance's hold on its runs and on the long connection lasts without a renewal: a dead
+  // instance's runs are adopted about this long after it died (docs/several-instances.md).
+  INSTANCE_LEASE_MS: intFrom("INSTANCE_LEASE_MS", 1_000, 120_000).default(10_000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
   FEISHU_APP_ID: optionalText,
   FEISHU_APP_SECRET: optionalText,

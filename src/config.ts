@@ -83,7 +83,10 @@ export type RunnableConfig = ConfigBase & {
  * names (several instances on one database; store/open.ts opens either). `url` holds the password: describe it
  * with store/open.ts `describeDatabase`, never log it.
  */
-export type DatabaseSettings = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
+export type DatabaseSettings =
+  | { kind: "sqlite"; file: string }
+  /** `leaseMs`: INSTANCE_LEASE_MS, how long an instance holds its runs and the long connection unrenewed. */
+  | { kind: "postgres"; url: string; leaseMs: number };
 
 export interface ConfigBase {
   port: number;
@@ -196,7 +199,7 @@ export function loadConfig(given: Record<string, string | undefined>, file?: Con
     host: e.HOST ?? (mode === "local" ? "127.0.0.1" : undefined),
     dataDir: e.DATA_DIR,
     database: e.DATABASE_URL
-      ? { kind: "postgres", url: e.DATABASE_URL }
+      ? { kind: "postgres", url: e.DATABASE_URL, leaseMs: e.INSTANCE_LEASE_MS }
       : { kind: "sqlite", file: path.join(e.DATA_DIR, "bot.sqlite") },
     workspacesDir: e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, "workspaces"),
     logLevel: e.LOG_LEVEL,

@@ -1,5 +1,4 @@
 import type { Server } from "node:http";
-import path from "node:path";
 import { Registry } from "prom-client";
 import type { AgentTasks } from "./agents-api/index.ts";
 import { createApp } from "./app.ts";
@@ -17,6 +16,7 @@ import { createAgentsFromConfig } from "./harness/agents/index.ts";
 import { resolveIsolation } from "./harness/agents/isolation.ts";
 import { SECRET_ENV_KEYS } from "./harness/agents/isolation-config.ts";
 import { elicitThrough, startMcpFromConfig } from "./harness/agents/mcp/index.ts";
+import { severalInstances } from "./instances.ts";
 import { listen } from "./listen.ts";
 import type { Emulator } from "./local/emulator/index.ts";
 import { startLocalFeishu } from "./local/index.ts";
@@ -25,10 +25,9 @@ import { createMetrics } from "./metrics.ts";
 import { createShutdown, installProcessGuard, watchParent } from "./process-guard.ts";
 import { PublicAddress } from "./public-url.ts";
 import { agentRoutes, serviceRoutes } from "./routes.ts";
-import { openDatabase } from "./store/db.ts";
 import { lockDataDir } from "./store/lock.ts";
+import { openStore } from "./store/open.ts";
 import { StoreStandingPermissions } from "./store/permissions.ts";
-import { sqliteSql } from "./store/sql.ts";
 import { selectLocale } from "./strings/index.ts";
 import { connectionCap, readOpenFilesLimit } from "./web/fd-limit.ts";
 import { isLoopbackAddress } from "./web/host-guard.ts";
@@ -57,10 +56,16 @@ async function main(): Promise<void> {
   // The catalogue is chosen once, before anything writes a word (issue 19: Lark tenants default to English).
   selectLocale(config.locale);
   const logger = createLogger({ level: config.logLevel, pretty: wantsPrettyLogs(process.stdout) });
-  // Before anything reads the store: a second process on this DATA_DIR exits here, naming the holder.
+  // Before anything reads the store: a second process on this DATA_DIR exits here, naming the holder. On
+  // Postgres (DATABASE_URL) instances share the database and no disk: each has a DATA_DIR of its own.
   const dataDirLock = lockDataDir(config.dataDir);
   installProcessGuard(logger);
-  const db = openDatabase(path.join(config.dataDir, "bot.sqlite"));
+  const store = await openStore(config, logger).catch((error: unknown) => {
+    dataDirLock.release();
+    throw error;
+  });
+  const instances =
+    config.database.kind === "postgres" ? severalInstances(store, config.database, logger) : undefined;
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   // Where ACP agents, their terminals and MCP stdio servers run: said once, before any starts.
   const isolation = resolveIsolation(config.isolation);
@@ -75,7 +80,7 @@ async function main(): Promise<void> {
     { isolation },
   );
   // "Always allow" on ACP permission forms (issue 30): the agent answers by them, the session page revokes them.
-  const standing = new StoreStandingPermissions(sqliteSql(db));
+  const standing = new StoreStandingPermissions(store.sql);
   // Each app with an agent of its own gets it; the rest get AGENT's. A run's app is read from its source.
   const agent = createAgentsFromConfig(
     config,
@@ -84,7 +89,9 @@ async function main(): Promise<void> {
     (runId) => core.store.runSource(runId),
   );
   const core = await createCore({
-    db,
+    sql: store.sql,
+    ...(store.file ? { db: store.file } : {}),
+    ...(instances ? { ownership: instances.ownership } : {}),
     logger,
     ...agent,
     askTimeoutMs: config.askTimeoutMs,
@@ -94,6 +101,8 @@ async function main(): Promise<void> {
   });
   // An MCP server's questions (elicitation) become forms on the card, through the same registry as the model's.
   mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
+  // An answer given on another instance reaches the call waiting here (and ours reach theirs).
+  instances?.connect(core.registry);
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point, and has a deadline.
   const started: { feishu?: FeishuApps; emulator?: Emulator; server?: Server; agents?: AgentTasks } = {};
@@ -116,7 +125,8 @@ async function main(): Promise<void> {
       await new Promise<void>((resolve) =>
         started.server ? started.server.close(() => resolve()) : resolve(),
       );
-      db.close();
+      await instances?.close();
+      await store.close();
     },
   });
   process.on("SIGINT", () => shutdown("SIGINT", 0));
@@ -152,6 +162,7 @@ async function main(): Promise<void> {
         generation: await core.revocations.generation(userId),
       }),
     metrics: metrics.feishu,
+    ...(instances ? { cluster: instances.feishu } : {}),
     // A long connection lost for good would leave the bot deaf: exit, so a supervisor restarts it.
     onFatal: (error) => {
       logger.fatal({ err: describeError(error) }, "feishu long connection lost for good");
@@ -162,7 +173,7 @@ async function main(): Promise<void> {
   let port = config.port;
   const agents = agentRoutes({
     core,
-    store: sqliteSql(db),
+    store: store.sql,
     authSecret,
     askTimeoutMs: config.askTimeoutMs,
     now: Date.now,
@@ -256,6 +267,8 @@ async function main(): Promise<void> {
         : {}),
       ...(local ? { console: `${publicUrl()}/console` } : {}),
       dataDir: config.dataDir,
+      store: store.describe,
+      ...(instances ? { instance: instances.instance } : {}),
     },
     "listening",
   );

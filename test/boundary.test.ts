@@ -92,7 +92,17 @@ const LAYERS: readonly (readonly string[])[] = [
   /* 5 settings: parsed once from the environment and the config file (its types may be imported anywhere) */
   ["config", "config-env", "config-file", "config-apps", "config-agent"],
   /* 6 wiring pieces: the core, metrics, the local emulator and console, process plumbing, test doubles */
-  ["core", "ask-wakeups", "metrics", "local", "listen", "public-url", "process-guard", "testing"],
+  [
+    "core",
+    "ask-wakeups",
+    "instances",
+    "metrics",
+    "local",
+    "listen",
+    "public-url",
+    "process-guard",
+    "testing",
+  ],
   /* 7 the HTTP app and its routes */
   ["app", "routes"],
   /* 8 entry points */
@@ -109,6 +119,8 @@ const PEERS: Readonly<Record<string, readonly string[]>> = {
   // process, its outage error (503), its migration runner. The cluster never imports the store.
   // The WebSocket upgrade reads the same session cookie as the pages.
   ws: ["web"],
+  // One of several instances (issue 27) hands its registry's settles to the others through the ask wake-ups.
+  instances: ["ask-wakeups"],
   // The fake messenger reuses the emulator's message store, ids, limits and card checks, so the two
   // platforms a test can run on differ only where the contract suite says they may.
   testing: ["local"],

@@ -205,6 +205,7 @@ describe("DATABASE_URL (issue 27)", () => {
     const url = "postgresql://bot:s3cret@db.internal:5433/bot?sslmode=require";
     expect(loadConfig({ ...feishu, AUTH_SECRET: secret, DATABASE_URL: url }).database).toEqual({
       kind: "postgres",
+      leaseMs: 10_000,
       url,
     });
     expect(loadConfig({ DATABASE_URL: "postgres://localhost/bot" }).database.kind).toBe("postgres");

@@ -40,7 +40,7 @@ function changed(url: string, change: { password?: string; port?: number; databa
 }
 
 async function openError(url: string): Promise<StoreOpenError> {
-  const error = await openStore({ database: { kind: "postgres", url } }).then(
+  const error = await openStore({ database: { kind: "postgres", leaseMs: 10_000, url } }).then(
     (store) => {
       opened.push(store);
       throw new Error("expected the store not to open");
@@ -79,8 +79,8 @@ describe("openStore on Postgres", () => {
   it("makes the cluster's and the store's tables, and two instances opened at once share one database", async () => {
     const { url } = pg();
     const [first, second] = await Promise.all([
-      open({ kind: "postgres", url }),
-      open({ kind: "postgres", url }),
+      open({ kind: "postgres", leaseMs: 10_000, url }),
+      open({ kind: "postgres", leaseMs: 10_000, url }),
     ]);
     if (!first || !second) throw new Error("two stores expected");
     expect(first.dialect).toBe("postgres");
@@ -97,22 +97,26 @@ describe("openStore on Postgres", () => {
       generation: 1,
     });
     // A third start finds the tables made and leaves them as they are.
-    const third = await open({ kind: "postgres", url });
+    const third = await open({ kind: "postgres", leaseMs: 10_000, url });
     expect(await new StoreTokenRevocations(third.sql).generation("ou_a")).toBe(1);
   });
 
   it("names host, port and database for the banner, never the password", async () => {
     const url = changed(pg().url, { password: "hunter2-very-secret" });
-    const store = await open({ kind: "postgres", url: pg().url });
+    const store = await open({ kind: "postgres", leaseMs: 10_000, url: pg().url });
     const { hostname, port, pathname } = new URL(pg().url);
     expect(store.describe).toBe(`postgres ${hostname}:${port || "5432"}${pathname}`);
-    expect(describeDatabase({ kind: "postgres", url })).not.toContain("hunter2");
-    expect(describeDatabase({ kind: "postgres", url: "postgresql://bot:pw@db.internal/bot" })).toBe(
-      "postgres db.internal:5432/bot",
-    );
-    expect(describeDatabase({ kind: "postgres", url: "postgres:///bot?host=/var/run/postgresql" })).toBe(
-      "postgres /var/run/postgresql:5432/bot",
-    );
+    expect(describeDatabase({ kind: "postgres", leaseMs: 10_000, url })).not.toContain("hunter2");
+    expect(
+      describeDatabase({ kind: "postgres", leaseMs: 10_000, url: "postgresql://bot:pw@db.internal/bot" }),
+    ).toBe("postgres db.internal:5432/bot");
+    expect(
+      describeDatabase({
+        kind: "postgres",
+        leaseMs: 10_000,
+        url: "postgres:///bot?host=/var/run/postgresql",
+      }),
+    ).toBe("postgres /var/run/postgresql:5432/bot");
     expect(describeDatabase({ kind: "sqlite", file: "data/bot.sqlite" })).toBe("sqlite data/bot.sqlite");
   });
 
@@ -154,7 +158,7 @@ describe("openStore on Postgres", () => {
   });
 
   it("closes its pool once however often close is called", async () => {
-    const store = await open({ kind: "postgres", url: pg().url });
+    const store = await open({ kind: "postgres", leaseMs: 10_000, url: pg().url });
     await Promise.all([store.close(), store.close()]);
     await store.close();
     await expect(store.pool?.query("SELECT 1")).rejects.toThrow(/after calling end/);

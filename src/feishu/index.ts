@@ -2,6 +2,7 @@ import path from "node:path";
 import type { Config, FeishuSettings, RunnableConfig } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { createLarkCardKit } from "./cardkit/api.ts";
+import type { FeishuCluster } from "./cluster-options.ts";
 import { createLarkMessenger } from "./lark-messenger.ts";
 import type { ConnectionState, FeishuMetrics } from "./metrics.ts";
 import { createFeishuRuntime, type FeishuCore, type FeishuRuntime } from "./runtime.ts";
@@ -28,6 +29,8 @@ type StartOptions = {
   signInLink?: (userId: string) => Promise<{ url: string; expiresAt: number }>;
   /** Where the channel reports PATCHes, callbacks, limiter waits and the connection (`/metrics`). */
   metrics?: FeishuMetrics;
+  /** One of several instances on one Postgres (issue 27): the budget shared, one long connection per app. */
+  cluster?: FeishuCluster;
 };
 
 /** Every app's runtime, run as one: what main.ts starts, routes, repairs and closes. */
@@ -117,6 +120,7 @@ export async function startFeishu(
     ...(config.asks ? { asks: config.asks } : {}),
     ...(options.signInLink ? { signInLink: options.signInLink } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.cluster ? { cluster: options.cluster } : {}),
     inbound:
       feishu.transport === "webhook"
         ? {

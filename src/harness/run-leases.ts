@@ -4,7 +4,7 @@ import { StaleFenceError } from "../cluster/errors.ts";
 import type { RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import type { Store } from "../store/repos.ts";
+import { Store } from "../store/repos.ts";
 import { run, type StoreSql } from "../store/sql.ts";
 import type { RunOwnership } from "./run-ownership.ts";
 
@@ -72,17 +72,9 @@ export class RunLeases implements RunOwnership {
     return this.#held.size;
   }
 
-  async sessionBusy(tx: StoreSql, sessionId: string): Promise<boolean> {
+  sessionBusy(tx: StoreSql, sessionId: string): Promise<boolean> {
     // The session's row lock serialises every intake of the session across instances until this commits.
-    await sql`SELECT 1 FROM sessions WHERE id = ${sessionId} FOR UPDATE`.execute(tx.db);
-    const row = await tx.db
-      .selectFrom("runs")
-      .select("id")
-      .where("session_id", "=", sessionId)
-      .where("status", "in", UNFINISHED)
-      .limit(1)
-      .executeTakeFirst();
-    return row !== undefined;
+    return new Store(tx, Date.now).hasUnfinishedRun(sessionId);
   }
 
   async claim(tx: StoreSql, runId: string): Promise<void> {
@@ -115,15 +107,9 @@ export class RunLeases implements RunOwnership {
 
   async adopt(store: Store): Promise<RunView[]> {
     // Unfinished runs whose lease lapsed or was given up (a run is never written without one: claim).
-    const orphans = await run(this.#sql, () =>
-      sql<{ id: string }>`
-        SELECT r.id FROM runs r
-        LEFT JOIN cluster_leases l ON l.name = 'run:' || r.id
-        WHERE r.status IN ('running', 'recovering') AND (l.name IS NULL OR l.expires_at <= now())
-        ORDER BY r.started_at`.execute(this.#sql.db),
-    );
+    const orphans = await store.unheldRuns();
     const adopted: RunView[] = [];
-    for (const { id } of orphans.rows) {
+    for (const id of orphans) {
       if (!(await this.#acquire(id))) continue; // another instance adopted it first
       const view = await store.getRun(id);
       // Ended between the look and the lease (its holder's last write landed): nothing to resume.

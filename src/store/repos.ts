@@ -1,8 +1,12 @@
+import { sql } from "kysely";
 import type { HistoryMessage, RunStatus, RunView, SessionInfo } from "../domain/types.ts";
 import type { Db } from "./db.ts";
 import { QueueRows } from "./queue-rows.ts";
 import { parseSource, runFromRow, sessionFromRow, toolCallsSchema } from "./run-rows.ts";
 import { insertionOrder, run, type StoreSql, transaction } from "./sql.ts";
+
+/** A run not ended yet: under way, or resumed and not at its first step again. */
+const UNFINISHED: RunStatus[] = ["running", "recovering"];
 
 /**
  * Repositories of the bot's sessions, runs, messages and queue, on either dialect (sql.ts): the SQLite file
@@ -160,12 +164,46 @@ export class Store {
       db
         .selectFrom("runs")
         .selectAll()
-        .where("status", "in", ["running", "recovering"])
+        .where("status", "in", UNFINISHED)
         .orderBy("started_at")
         .orderBy(insertionOrder(this.sql))
         .execute(),
     );
     return rows.map(runFromRow);
+  }
+
+  /**
+   * Whether the session has an unfinished run. Inside a transaction on Postgres the session's row is locked
+   * first, until the transaction ends: two instances taking in messages of one session take turns (issue 27).
+   */
+  async hasUnfinishedRun(sessionId: string): Promise<boolean> {
+    if (this.sql.inTransaction && this.sql.dialect === "postgres")
+      await sql`SELECT 1 FROM sessions WHERE id = ${sessionId} FOR UPDATE`.execute(this.sql.db);
+    const row = await this.#run((db) =>
+      db
+        .selectFrom("runs")
+        .select("id")
+        .where("session_id", "=", sessionId)
+        .where("status", "in", UNFINISHED)
+        .limit(1)
+        .executeTakeFirst(),
+    );
+    return row !== undefined;
+  }
+
+  /**
+   * Postgres, several instances (harness/run-leases.ts): the unfinished runs nobody holds, their lease
+   * `run:<id>` in `cluster_leases` expired or given up (or missing), oldest first.
+   */
+  async unheldRuns(): Promise<string[]> {
+    const rows = await this.#run(() =>
+      sql<{ id: string }>`
+        SELECT r.id FROM runs r
+        LEFT JOIN cluster_leases l ON l.name = 'run:' || r.id
+        WHERE r.status IN ('running', 'recovering') AND (l.name IS NULL OR l.expires_at <= now())
+        ORDER BY r.started_at`.execute(this.sql.db),
+    );
+    return rows.rows.map((row) => row.id);
   }
 
   // messages ------------------------------------------------------------------------------------------

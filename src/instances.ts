@@ -1,0 +1,78 @@
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import { connectAskWakeups } from "./ask-wakeups.ts";
+import type { AskRegistry } from "./asks/registry.ts";
+import { createWakeups, type Wakeups } from "./cluster/wakeups.ts";
+import type { FeishuCluster } from "./feishu/cluster-options.ts";
+import { RunLeases } from "./harness/run-leases.ts";
+import type { Logger } from "./logger.ts";
+import type { OpenedStore } from "./store/open.ts";
+
+/**
+ * What one instance of several on one Postgres needs beside its store (issue 27, docs/several-instances.md):
+ * an id of its own, the leases of the runs it runs (harness/run-leases.ts), the Feishu channel's share of the
+ * app (one long connection per app, the budget shared: feishu/cluster-options.ts), and the wake-ups that tell
+ * it of an answer given on another instance (ask-wakeups.ts). On the SQLite file there is none of this: one
+ * process is the whole bot.
+ */
+export interface SeveralInstances {
+  /** `host:pid:random`, unique among live instances; it names the holder in `cluster_leases`. */
+  instance: string;
+  ownership: RunLeases;
+  feishu: FeishuCluster;
+  /** Starts listening for wake-ups and hands the registry's to the others. */
+  connect(registry: AskRegistry): void;
+  close(): Promise<void>;
+}
+
+/** One channel per database: a wake-up is an id the receiver re-reads, so another deployment's is harmless. */
+export const WAKEUP_CHANNEL = "feishu_progress_bot";
+
+/**
+ * `leaseMs` (INSTANCE_LEASE_MS, default 10 s) sets the run leases and the long-connection lease alike: each is
+ * renewed every fifth of it and given up locally a fifth before it can expire, and standbys look for what to
+ * take over every fifth, so a dead instance's runs and connection are taken over within 1.2 × leaseMs. The
+ * asks it waits on are re-read every 5 s whatever the wake-ups say (sooner with a short lease).
+ */
+export function severalInstances(
+  store: OpenedStore,
+  database: { url: string; leaseMs: number },
+  logger: Logger,
+): SeveralInstances | undefined {
+  if (store.dialect !== "postgres") return undefined;
+  const instance = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const log = logger.child({ module: "instances" });
+  const ttlMs = database.leaseMs;
+  const fifth = Math.max(100, Math.floor(ttlMs / 5));
+  const ownership = new RunLeases({
+    sql: store.sql,
+    instance,
+    log,
+    ttlMs,
+    renewEveryMs: fifth,
+    marginMs: fifth,
+    adoptEveryMs: fifth,
+  });
+  let wakeups: Wakeups | undefined;
+  let disconnect: (() => void) | undefined;
+  return {
+    instance,
+    ownership,
+    feishu: { db: store.pool, instance, holder: { ttlMs, renewEveryMs: fifth, marginMs: fifth } },
+    connect(registry) {
+      wakeups = createWakeups({
+        connectionString: database.url,
+        channel: WAKEUP_CHANNEL,
+        log,
+        pollIntervalMs: Math.min(5_000, Math.max(200, Math.floor(ttlMs / 2))),
+      });
+      disconnect = connectAskWakeups(registry, wakeups, { db: store.pool, channel: WAKEUP_CHANNEL, log });
+      wakeups.start();
+    },
+    async close() {
+      disconnect?.();
+      await wakeups?.close();
+      await ownership.close();
+    },
+  };
+}
