@@ -1,0 +1,145 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Emulator, startEmulator } from "../src/local/emulator/index.ts";
+import { type MainProcess, startMain } from "./helpers/main-process.ts";
+import { usePostgres } from "./helpers/postgres.ts";
+import { until as waitUntil } from "./helpers/wait.ts";
+
+/**
+ * Several instances of the real entry point (`npm start`) on one Postgres behind one app (issue 27), in
+ * webhook mode against the emulator: any instance takes any POST, a redelivery to another instance makes no
+ * second card, and when the instance running a task is killed (SIGKILL) another adopts it at the waiting
+ * question, and an answer given through a third instance ends the original task, on the same card.
+ */
+
+const ALICE = "ou_alice000000000000000000000000000";
+const ENCRYPT_KEY = "test-encrypt-key-123";
+const LEASE_MS = 2_000;
+const pg = usePostgres();
+const running: { bots: MainProcess[]; emulator?: Emulator }[] = [];
+
+afterEach(async () => {
+  for (const { bots, emulator } of running.splice(0).reverse()) {
+    await Promise.all(bots.map((bot) => bot.kill()));
+    await emulator?.close();
+  }
+});
+
+const until = <T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  ms = 20_000,
+) => waitUntil(probe, what, ms, 25);
+
+async function startBots(emulator: Emulator, count: number): Promise<MainProcess[]> {
+  return Promise.all(
+    Array.from({ length: count }, () =>
+      startMain({
+        env: {
+          LOG_LEVEL: "info",
+          DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "fpb-instance-")),
+          DATABASE_URL: pg().url,
+          INSTANCE_LEASE_MS: String(LEASE_MS),
+          FEISHU_APP_ID: emulator.appId,
+          FEISHU_APP_SECRET: emulator.appSecret,
+          FEISHU_DOMAIN: emulator.url,
+          FEISHU_TRANSPORT: "webhook",
+          FEISHU_ENCRYPT_KEY: ENCRYPT_KEY,
+          AUTH_SECRET: "several-instances-test-secret-0123456789",
+          DEMO_STEP_MS: "10",
+          CARD_PATCH_INTERVAL_MS: "200",
+        },
+      }),
+    ),
+  );
+}
+
+/** The holder of each unfinished run's lease: `host:pid:random`. */
+async function runHolders(): Promise<{ name: string; holder: string; fence: number }[]> {
+  const rows = await pg()
+    .pool()
+    .query<{ name: string; holder: string; fence: string }>(
+      "SELECT name, holder, fence FROM cluster_leases WHERE name LIKE 'run:%' AND expires_at > now()",
+    );
+  return rows.rows.map((row) => ({ ...row, fence: Number(row.fence) }));
+}
+
+const pidOf = (holder: string) => Number(holder.split(":").at(-2));
+const hook = (bot: MainProcess) => `http://127.0.0.1:${bot.port}/feishu/events`;
+
+describe("several instances on one Postgres (webhook)", () => {
+  it("adopts a killed instance's task at its question, answered through a third, on one card", async () => {
+    const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
+    const entry: { bots: MainProcess[]; emulator?: Emulator } = { bots: [], emulator };
+    running.push(entry);
+    entry.bots = await startBots(emulator, 3);
+    const [first, second] = entry.bots as [MainProcess, MainProcess, MainProcess];
+
+    const message = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+    expect((await emulator.deliverWebhook(hook(first), message)).status).toBe(200);
+    // Feishu redelivers what it did not see acknowledged, to any instance: no second run, no second card.
+    expect((await emulator.deliverWebhook(hook(second), message)).status).toBe(200);
+    const messageId = message.event.message.message_id;
+    const cards = () =>
+      emulator.messages.listMessages().filter((m) => m.parentId === messageId && m.msgType === "interactive");
+    const cardId = await until(() => cards()[0]?.messageId, "the progress card");
+    const withForm = await until(() => {
+      const content = emulator.messages.getMessage(cardId)?.content ?? "";
+      return content.includes('"tag":"form"') && content;
+    }, "the form on the card");
+    const requestId = /"requestId":"([^"]+)"/.exec(withForm)?.[1] ?? "";
+    const sessionId = /"sessionId":"([^"]+)"/.exec(withForm)?.[1] ?? "";
+
+    const [held] = await runHolders();
+    if (!held) throw new Error("no run lease");
+    const owner = entry.bots.find((bot) => bot.child.pid === pidOf(held.holder));
+    if (!owner) throw new Error(`no bot with the holder's pid: ${held.holder}`);
+    expect(owner).toBe(first);
+    const killedAt = Date.now();
+    await owner.kill();
+    const rest = entry.bots.filter((bot) => bot !== owner);
+
+    const adopted = await until(async () => {
+      const [now] = await runHolders();
+      return now && now.holder !== held.holder ? now : undefined;
+    }, "another instance to adopt the run");
+    const takeoverMs = Date.now() - killedAt;
+    expect(adopted.fence).toBe(held.fence + 1);
+    // The lease's TTL, then at most one look (a fifth of it), with slack for a loaded machine.
+    expect(takeoverMs).toBeLessThan(LEASE_MS * 5);
+    const adopter = rest.find((bot) => bot.child.pid === pidOf(adopted.holder));
+    const other = rest.find((bot) => bot !== adopter);
+    if (!adopter || !other) throw new Error("the adopter is not one of the live instances");
+
+    // The answer goes to the instance that does not run the task: it is decided by the ask's row.
+    const click = emulator.cardAction({
+      messageId: cardId,
+      operatorOpenId: ALICE,
+      name: "ask0_submit",
+      value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
+      formValue: { ask0_q0: "0", ask0_q1: ["2"] },
+    });
+    const answered = await emulator.deliverWebhook(hook(other), click);
+    expect(answered.status).toBe(200);
+    expect(answered.body).toMatchObject({ toast: { type: "success" } });
+    expect(answered.durationMs).toBeLessThan(3000);
+    await until(
+      () => emulator.messages.getMessage(cardId)?.content.includes('"template":"green"'),
+      "the completed card",
+    );
+    const done = emulator.messages.getMessage(cardId)?.content ?? "";
+    expect(done).toContain("Kubernetes");
+    expect(cards()).toHaveLength(1);
+
+    const asks = await pg()
+      .pool()
+      .query<{ status: string; answered_via: string }>("SELECT status, answered_via FROM asks");
+    expect(asks.rows).toEqual([{ status: "answered", answered_via: "feishu" }]);
+    const runs = await pg().pool().query<{ status: string }>("SELECT status FROM runs");
+    expect(runs.rows).toEqual([{ status: "completed" }]);
+    expect(await runHolders()).toEqual([]);
+    for (const bot of rest) expect(bot.output()).not.toMatch(/"level":(50|60)/);
+  }, 90_000);
+});
