@@ -59,11 +59,11 @@ export type DeclineOutcome =
  * (`declinable`: an outside agent gets status "declined"); the bot's own runs have 取消任务 instead.
  */
 export async function declineAsk(
-  registry: Pick<AskRegistry, "get" | "decline">,
+  registry: Pick<AskRegistry, "open" | "decline">,
   target: { sessionId: string; requestId: string },
   by: { surface: string; userId: string },
 ): Promise<DeclineOutcome> {
-  const ask = registry.get(target.requestId);
+  const ask = await registry.open(target.requestId);
   if (!ask || ask.sessionId !== target.sessionId) return { ok: false, reason: "gone" };
   // Who first (the registry would refuse it too), then which: a stranger learns nothing of the ask.
   if (ask.answererId !== by.userId) return { ok: false, reason: "forbidden" };

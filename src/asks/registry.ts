@@ -301,6 +301,17 @@ export class AskRegistry {
     return this.#held.get(requestId)?.ask;
   }
 
+  /**
+   * A pending ask, held here or, with several instances, only in its row (another instance waits on it): what an
+   * answer from a card, a page or a socket checks before it is decided by the row's compare-and-set.
+   */
+  async open(requestId: string): Promise<PendingAsk | undefined> {
+    const held = this.#held.get(requestId)?.ask;
+    if (held || !this.#deps.store) return held;
+    const row = await this.#deps.store.get(requestId);
+    return row?.status === "pending" ? pendingFromRow(row) : undefined;
+  }
+
   /** An ask by id, pending or settled (settled ones from the rows; memory-only registries forget them). */
   state(requestId: string): Promise<AskState | undefined> {
     return this.#lookups.state(requestId);

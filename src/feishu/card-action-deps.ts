@@ -18,7 +18,10 @@ export interface CardActionDeps {
     SessionRuns,
     "activeRun" | "currentRun" | "cancel" | "replace" | "retry" | "queued" | "promote" | "unqueue"
   >;
-  registry: Pick<AskRegistry, "get" | "complete" | "respond" | "decline" | "getPendingForSession" | "extend">;
+  registry: Pick<
+    AskRegistry,
+    "get" | "open" | "complete" | "respond" | "decline" | "getPendingForSession" | "extend"
+  >;
   store: Pick<FeishuStore, "cardForRun">;
   /** The live progress cards (the channel): which card a click came from, and that card as it is now. */
   cards: {

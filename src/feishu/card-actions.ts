@@ -110,7 +110,7 @@ async function submitAnswer(
   active: ActiveCard | undefined,
 ): Promise<CallbackResult> {
   const { registry } = deps;
-  const ask = registry.get(value.requestId);
+  const ask = await registry.open(value.requestId);
   if (!ask || ask.sessionId !== value.sessionId) {
     // After a restart, or once answered elsewhere: the waiting tool call is gone (seed §4.5).
     return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
@@ -192,10 +192,13 @@ async function submitStack(
   active: ActiveCard | undefined,
 ): Promise<CallbackResult> {
   const { registry } = deps;
-  const held = readStack(stack).flatMap(({ askIndex, requestId }) => {
-    const ask = registry.get(requestId);
-    return ask ? [{ ask, formName: formFields.form(askIndex) }] : [];
-  });
+  const opened = await Promise.all(
+    readStack(stack).map(async ({ askIndex, requestId }) => ({
+      ask: await registry.open(requestId),
+      formName: formFields.form(askIndex),
+    })),
+  );
+  const held = opened.flatMap(({ ask, formName }) => (ask ? [{ ask, formName }] : []));
   if (held.length === 0)
     return withCard(toast("warning", strings.feishu.askExpired), active && deps.cards.render(active));
   const other = held.find(({ ask }) => ask.answererId !== operator);

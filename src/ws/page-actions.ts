@@ -70,7 +70,7 @@ export async function answerFromPage(
   rawAnswers: unknown,
 ): Promise<Refusal | undefined> {
   const { userId, sessionId, requestId } = at;
-  const ask = d.registry.get(requestId);
+  const ask = await d.registry.open(requestId);
   if (!ask || ask.sessionId !== sessionId) return { code: "stale_request", message: STALE, requestId };
   // Said before the answers are checked; the registry's settle refuses a wrong answerer all the same.
   if (ask.answererId !== userId) return { code: "forbidden", message: NOT_ANSWERER, requestId };
