@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+import fs from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { connectAskWakeups } from "./ask-wakeups.ts";
 import type { AskRegistry } from "./asks/registry.ts";
 import { createWakeups, type Wakeups } from "./cluster/wakeups.ts";
@@ -16,7 +18,7 @@ import type { OpenedStore } from "./store/open.ts";
  * process is the whole bot.
  */
 export interface SeveralInstances {
-  /** `host:pid:random`, unique among live instances; it names the holder in `cluster_leases`. */
+  /** `host:pid:random:home`, unique among live instances; it names the holder in `cluster_leases`. */
   instance: string;
   ownership: RunLeases;
   feishu: FeishuCluster;
@@ -36,17 +38,20 @@ export const WAKEUP_CHANNEL = "feishu_progress_bot";
  */
 export function severalInstances(
   store: OpenedStore,
-  database: { url: string; leaseMs: number },
+  config: { dataDir: string; database: { url: string; leaseMs: number } },
   logger: Logger,
 ): SeveralInstances | undefined {
   if (store.dialect !== "postgres") return undefined;
-  const instance = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const { database } = config;
+  const home = homeOf(config.dataDir);
+  const instance = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}:${home}`;
   const log = logger.child({ module: "instances" });
   const ttlMs = database.leaseMs;
   const fifth = Math.max(100, Math.floor(ttlMs / 5));
   const ownership = new RunLeases({
     sql: store.sql,
     instance,
+    home,
     log,
     ttlMs,
     renewEveryMs: fifth,
@@ -75,4 +80,23 @@ export function severalInstances(
       await ownership.close();
     },
   };
+}
+
+/**
+ * The id of this DATA_DIR, made once and kept in it (`DATA_DIR/instance-home`): what a run whose agent lives on
+ * its host (an ACP agent's process and workspace) is pinned to. A restart on the same DATA_DIR is at home; a
+ * new container with a fresh volume is not, whatever its hostname.
+ */
+export function homeOf(dataDir: string): string {
+  const file = path.join(dataDir, "instance-home");
+  try {
+    const kept = fs.readFileSync(file, "utf8").trim();
+    if (/^[0-9a-f]{12}$/.test(kept)) return kept;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  const made = randomBytes(6).toString("hex");
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(file, `${made}\n`, { mode: 0o600 });
+  return made;
 }

@@ -65,7 +65,9 @@ async function main(): Promise<void> {
     throw error;
   });
   const instances =
-    config.database.kind === "postgres" ? severalInstances(store, config.database, logger) : undefined;
+    config.database.kind === "postgres"
+      ? severalInstances(store, { dataDir: config.dataDir, database: config.database }, logger)
+      : undefined;
   const authSecret = resolveAuthSecret(config.authSecret, config.dataDir);
   // Where ACP agents, their terminals and MCP stdio servers run: said once, before any starts.
   const isolation = resolveIsolation(config.isolation);

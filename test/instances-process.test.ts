@@ -57,7 +57,7 @@ async function startBots(emulator: Emulator, count: number): Promise<MainProcess
   );
 }
 
-/** The holder of each unfinished run's lease: `host:pid:random`. */
+/** The holder of each unfinished run's lease: `host:pid:random:home`. */
 async function runHolders(): Promise<{ name: string; holder: string; fence: number }[]> {
   const rows = await pg()
     .pool()
@@ -67,7 +67,7 @@ async function runHolders(): Promise<{ name: string; holder: string; fence: numb
   return rows.rows.map((row) => ({ ...row, fence: Number(row.fence) }));
 }
 
-const pidOf = (holder: string) => Number(holder.split(":").at(-2));
+const pidOf = (holder: string) => Number(holder.split(":")[1]);
 const hook = (bot: MainProcess) => `http://127.0.0.1:${bot.port}/feishu/events`;
 
 describe("several instances on one Postgres (webhook)", () => {

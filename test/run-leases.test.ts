@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { ensureClusterSchema } from "../src/cluster/schema.ts";
 import { type Core, createCore } from "../src/core.ts";
+import type { Agent } from "../src/harness/agents/agent.ts";
 import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
 import { type RunLeaseOptions, RunLeases } from "../src/harness/run-leases.ts";
 import { createLogger } from "../src/logger.ts";
 import { ensureStoreSchema, STORE_PG_TYPES } from "../src/store/pg-schema.ts";
 import { postgresSql } from "../src/store/sql.ts";
+import { strings } from "../src/strings/index.ts";
 import { fakeSurface, privateSession } from "./helpers/core.ts";
 import { usePostgres } from "./helpers/postgres.ts";
 import { until } from "./helpers/wait.ts";
@@ -26,17 +28,28 @@ interface Instance {
   started: string[];
 }
 
-async function instance(name: string, leases: Partial<RunLeaseOptions> = {}): Promise<Instance> {
+async function instance(
+  name: string,
+  leases: Partial<RunLeaseOptions> = {},
+  agent: Agent = createDemoAgent(),
+): Promise<Instance> {
   const pool = pg().pool({ types: STORE_PG_TYPES });
   await ensureClusterSchema(pool);
   await ensureStoreSchema(pool);
   const sql = postgresSql(pool);
-  const ownership = new RunLeases({ sql, instance: name, log, adoptEveryMs: 60_000, ...leases });
+  const ownership = new RunLeases({
+    sql,
+    instance: `${name}:home-${name}`,
+    home: `home-${name}`,
+    log,
+    adoptEveryMs: 60_000,
+    ...leases,
+  });
   let id = 0;
   const core = await createCore({
     sql,
     logger: log,
-    agent: createDemoAgent(),
+    agent,
     tools: createDemoTools({ stepMs: 0 }),
     askTimeoutMs: 60_000,
     authSecret: "test-secret-0123456789",
@@ -82,7 +95,9 @@ describe("runs across instances", () => {
       const session = await a.core.runner.ensureSession(privateSession("ou_a"));
       const first = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
       expect(first.kind).toBe("started");
-      expect(await runLeases()).toEqual([{ name: `run:${a.started[0]}`, holder: "a", fence: 1, live: true }]);
+      expect(await runLeases()).toEqual([
+        { name: `run:${a.started[0]}`, holder: "a:home-a", fence: 1, live: true },
+      ]);
       // The same session through the other instance (a webhook POST behind a load balancer): it waits.
       const second = await b.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "/quick" });
       expect(second).toMatchObject({ kind: "queued", position: 1 });
@@ -123,12 +138,12 @@ describe("runs across instances", () => {
 
       await a.core.runner.stop();
       expect(await runLeases()).toEqual([
-        { name: `run:${started.run.id}`, holder: "a", fence: 1, live: false },
+        { name: `run:${started.run.id}`, holder: "a:home-a", fence: 1, live: false },
       ]);
       const resumed = await b.core.runner.recover();
       expect(resumed.map((run) => run.id)).toEqual([started.run.id]);
       expect(await runLeases()).toEqual([
-        { name: `run:${started.run.id}`, holder: "b", fence: 2, live: true },
+        { name: `run:${started.run.id}`, holder: "b:home-b", fence: 2, live: true },
       ]);
       const again = await pendingAsk(b.core, session.id);
       expect(again.requestId).toBe(asked.requestId);
@@ -155,7 +170,7 @@ describe("runs across instances", () => {
       const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
       if (started.kind !== "started") throw new Error("expected a start");
       const asked = await pendingAsk(a.core, session.id);
-      await pg().pool().query("UPDATE cluster_leases SET expires_at = now() WHERE holder = 'a'");
+      await pg().pool().query("UPDATE cluster_leases SET expires_at = now() WHERE holder = 'a:home-a'");
 
       expect((await b.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
       const again = await pendingAsk(b.core, session.id);
@@ -190,6 +205,53 @@ describe("runs across instances", () => {
       expect(await runLeases()).toEqual([]);
     } finally {
       await close(a, b);
+    }
+  });
+
+  it("ends a run whose agent lives on its host when an instance of another home adopts it, saying why", async () => {
+    // An ACP agent's process and workspace stay on the disk that ran it (the demo agent, pinned like one).
+    const pinned = (): Agent => ({ ...createDemoAgent(), pinned: async () => true });
+    const a = await instance("a", {}, pinned());
+    const elsewhere = await instance("b", {}, pinned());
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      if (started.kind !== "started") throw new Error("expected a start");
+      const asked = await pendingAsk(a.core, session.id);
+      await a.core.runner.stop();
+
+      expect((await elsewhere.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
+      await elsewhere.core.runner.idle();
+      const run = await elsewhere.core.runner.getRun(started.run.id);
+      expect(run).toMatchObject({ status: "failed", error: strings.acp.hostGone });
+      expect(await elsewhere.core.registry.state(asked.requestId)).toMatchObject({ status: "cancelled" });
+      expect(await runLeases()).toEqual([]);
+    } finally {
+      await close(a, elsewhere);
+    }
+  });
+
+  it("resumes a pinned run on the instance that restarts on its DATA_DIR", async () => {
+    const pinned = (): Agent => ({ ...createDemoAgent(), pinned: async () => true });
+    const before = await instance("a", {}, pinned());
+    const session = await before.core.runner.ensureSession(privateSession("ou_a"));
+    const started = await before.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+    if (started.kind !== "started") throw new Error("expected a start");
+    const asked = await pendingAsk(before.core, session.id);
+    await close(before);
+    // The same home (the id kept in its DATA_DIR), a new process.
+    const after = await instance("a", { instance: "a2:home-a" }, pinned());
+    try {
+      expect((await after.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
+      const again = await pendingAsk(after.core, session.id);
+      expect(again.requestId).toBe(asked.requestId);
+      expect(await after.core.registry.complete(session.id, again.requestId, answersTo(again), by)).toEqual({
+        ok: true,
+      });
+      await after.core.runner.idle();
+      expect(await after.core.runner.getRun(started.run.id)).toMatchObject({ status: "completed" });
+    } finally {
+      await close(after);
     }
   });
 });

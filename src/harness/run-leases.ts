@@ -1,12 +1,11 @@
 import { performance } from "node:perf_hooks";
 import { sql } from "kysely";
 import { StaleFenceError } from "../cluster/errors.ts";
-import type { RunView } from "../domain/types.ts";
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { Store } from "../store/repos.ts";
 import { run, type StoreSql } from "../store/sql.ts";
-import type { RunOwnership } from "./run-ownership.ts";
+import type { Adopted, RunOwnership } from "./run-ownership.ts";
 
 /**
  * Run ownership across instances on one Postgres (issue 27): the lease `run:<id>` in `cluster_leases`
@@ -22,6 +21,11 @@ export interface RunLeaseOptions {
   sql: StoreSql;
   /** This instance's id, unique among the live ones (the lease holder). */
   instance: string;
+  /**
+   * Where its DATA_DIR is (instances.ts: an id kept in it): a run last held by an instance of the same home was
+   * run from this disk (a restart), any other was run from elsewhere (a takeover).
+   */
+  home: string;
   log: Logger;
   /** Default 10 s: a dead instance's runs are adopted this long after its last renewal, plus one adopt pass. */
   ttlMs?: number;
@@ -41,12 +45,15 @@ interface Held {
 
 const UNFINISHED = ["running", "recovering"] as const;
 const leaseName = (runId: string) => `run:${runId}`;
+/** A holder is `host:pid:random:home` (instances.ts); its home is the last part. */
+const homeOf = (holder: string) => holder.slice(holder.lastIndexOf(":") + 1);
 const interval = (ms: number) => sql`now() + make_interval(secs => ${ms}::double precision / 1000)`;
 
 export class RunLeases implements RunOwnership {
   readonly adoptEveryMs: number;
   readonly #sql: StoreSql;
   readonly #instance: string;
+  readonly #home: string;
   readonly #log: Logger;
   readonly #ttlMs: number;
   readonly #marginMs: number;
@@ -59,6 +66,7 @@ export class RunLeases implements RunOwnership {
     if (options.sql.dialect !== "postgres") throw new Error("run leases need the Postgres store");
     this.#sql = options.sql;
     this.#instance = options.instance;
+    this.#home = options.home;
     this.#log = options.log;
     this.#ttlMs = options.ttlMs ?? 10_000;
     this.#marginMs = options.marginMs ?? 2_000;
@@ -105,19 +113,19 @@ export class RunLeases implements RunOwnership {
     });
   }
 
-  async adopt(store: Store): Promise<RunView[]> {
+  async adopt(store: Store): Promise<Adopted[]> {
     // Unfinished runs whose lease lapsed or was given up (a run is never written without one: claim).
-    const orphans = await store.unheldRuns();
-    const adopted: RunView[] = [];
-    for (const id of orphans) {
-      if (!(await this.#acquire(id))) continue; // another instance adopted it first
+    const adopted: Adopted[] = [];
+    for (const id of await store.unheldRuns()) {
+      const previous = await this.#acquire(id);
+      if (previous === undefined) continue; // another instance adopted it first
       const view = await store.getRun(id);
       // Ended between the look and the lease (its holder's last write landed): nothing to resume.
       if (!view || !UNFINISHED.some((status) => status === view.status)) {
         await this.ended(id);
         continue;
       }
-      adopted.push(view);
+      adopted.push({ run: view, home: homeOf(previous) === this.#home ? "here" : "elsewhere" });
     }
     return adopted;
   }
@@ -196,21 +204,23 @@ export class RunLeases implements RunOwnership {
       if (hold.until <= now) this.#lose(runId, "its lease ran out before a renewal was confirmed");
   }
 
-  async #acquire(runId: string): Promise<boolean> {
+  /** Takes the lapsed lease of a run; the previous holder ("" when there was no row), undefined when refused. */
+  async #acquire(runId: string): Promise<string | undefined> {
     const sent = performance.now();
     const row = await run(this.#sql, () =>
-      sql<{ fence: number }>`
+      sql<{ fence: number; previous: string | null }>`
+        WITH previous AS (SELECT holder FROM cluster_leases WHERE name = ${leaseName(runId)})
         INSERT INTO cluster_leases AS l (name, holder, fence, acquired_at, expires_at)
         VALUES (${leaseName(runId)}, ${this.#instance}, 1, now(), ${interval(this.#ttlMs)})
         ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at,
           fence = l.fence + 1, acquired_at = now()
         WHERE l.expires_at <= now()
-        RETURNING fence`.execute(this.#sql.db),
+        RETURNING fence, (SELECT holder FROM previous) AS previous`.execute(this.#sql.db),
     );
-    const fence = row.rows[0]?.fence;
-    if (fence === undefined) return false;
-    this.#held.set(runId, { fence: Number(fence), until: sent + this.#ttlMs - this.#marginMs });
-    return true;
+    const taken = row.rows[0];
+    if (taken === undefined) return undefined;
+    this.#held.set(runId, { fence: Number(taken.fence), until: sent + this.#ttlMs - this.#marginMs });
+    return taken.previous ?? "";
   }
 
   #lose(runId: string, why: string): void {

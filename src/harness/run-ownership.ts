@@ -27,7 +27,7 @@ export interface RunOwnership {
    * The unfinished runs this process may resume now, each held by it from here on: on one process every one
    * (after a restart, DESIGN §8); on several, those whose holder is gone (its lease expired, or was given up).
    */
-  adopt(store: Store): Promise<RunView[]>;
+  adopt(store: Store): Promise<Adopted[]>;
   /** Whether this process holds the run still, by its own clock (a lost run's end is not its to write). */
   holds(runId: string): boolean;
   /** The run ended here: nobody needs to hold it any more. */
@@ -42,12 +42,21 @@ export interface RunOwnership {
   close(): Promise<void>;
 }
 
+/**
+ * A run to resume, and whether it was last run from this DATA_DIR (a restart here) or from another instance's
+ * (a takeover): a run whose agent lives on its host (an ACP agent) resumes only at home.
+ */
+export interface Adopted {
+  run: RunView;
+  home: "here" | "elsewhere";
+}
+
 /** One process, its own store: every run is its own, nothing is ever lost to another. */
 export const soleOwner: RunOwnership = {
   sessionBusy: async () => false,
   claim: async () => {},
   guarded: (store, _runId, body) => body(store),
-  adopt: (store) => store.unfinishedRuns(),
+  adopt: async (store) => (await store.unfinishedRuns()).map((run) => ({ run, home: "here" })),
   holds: () => true,
   ended: async () => {},
   released: async () => {},

@@ -3,6 +3,7 @@ import type { RunView, SessionInfo } from "../domain/types.ts";
 import type { Logger } from "../logger.ts";
 import type { Store } from "../store/repos.ts";
 import type { PendingTurn, TurnStore } from "../store/turns.ts";
+import { strings } from "../strings/index.ts";
 import { every, type Repeating } from "../util/every.ts";
 import type { KeyedLock } from "../util/keyed-lock.ts";
 import type { RunOwnership } from "./run-ownership.ts";
@@ -30,6 +31,10 @@ export interface RecoveryDeps {
     waiting: PendingTurn[],
     card: CardPlacement | undefined,
   ) => RunView;
+  /** The run's agent lives on its host (an ACP agent): it cannot resume anywhere else. */
+  pinned: (runId: string) => Promise<boolean>;
+  /** Ends a resumed run with `reason`, before its agent starts (its asks end with the reason too). */
+  abandon: (runId: string, reason: string) => void;
   /** Starts the session's next queued message unless a run of it is under way here. */
   drain: (sessionId: string) => void;
 }
@@ -37,7 +42,7 @@ export interface RecoveryDeps {
 export async function resumeInterrupted(deps: RecoveryDeps): Promise<RunView[]> {
   const { store, turns } = deps;
   const resumed: RunView[] = [];
-  for (const run of await deps.ownership.adopt(store)) {
+  for (const { run, home } of await deps.ownership.adopt(store)) {
     await deps.sessions.run(run.sessionId, async () => {
       deps.resuming.delete(run.sessionId);
       const session = await store.getSession(run.sessionId);
@@ -47,7 +52,10 @@ export async function resumeInterrupted(deps: RecoveryDeps): Promise<RunView[]> 
       await deps.holdAsks(run.id);
       // Busy here meanwhile: the session keeps the run it has, and this one is left for a later look.
       if (!session || deps.busy(session.id)) return void (await deps.ownership.released(run.id));
+      // An ACP agent's process and workspace stayed on the host that ran it: its card says so, and it ends.
+      const stranded = home === "elsewhere" && (await deps.pinned(run.id));
       resumed.push(deps.resume(session, run, waiting, card));
+      if (stranded) deps.abandon(run.id, strings.acp.hostGone);
     });
   }
   deps.resuming.clear();

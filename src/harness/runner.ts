@@ -189,6 +189,8 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       resuming: this.#resuming,
       ownership: this.#owner,
       holdAsks: (runId) => this.#deps.registry.holdRun(runId),
+      pinned: async (runId) => (await this.#deps.agent.pinned?.(runId)) ?? false,
+      abandon: (runId, reason) => void this.abandon(runId, reason),
       busy: (sessionId) => this.live.active.has(sessionId) || this.#stopping,
       resume: (session, run, waiting, card) =>
         this.#begin(session, interrupted(run, waiting), { resumed: card ?? null }),
@@ -273,6 +275,7 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
     try {
       // Let the caller see the run before the agent does anything (and before a synchronous agent finishes).
       await Promise.resolve();
+      if (controller.signal.aborted) throw abortReason(controller.signal); // ended before it began (abandon)
       const context = await agentContext(this.#context, session, run, controller.signal, resumed);
       const result = await agent.run(context);
       if (controller.signal.aborted) throw abortReason(controller.signal);

@@ -53,6 +53,7 @@ export const zhAgents = {
     notStarted: (command: string, reason: string) =>
       `无法启动 ACP 智能体 ${command}：${reason}（检查 ACP_COMMAND / ACP_ARGS）`,
     exited: (detail: string) => `ACP 智能体进程意外退出（${detail}），下一条消息会重新启动它`,
+    hostGone: "ACP 智能体所在的实例已停止，它的进程和工作区无法迁移到其他实例：请重新发送消息开始",
     hung: (seconds: number) =>
       `ACP 智能体 ${seconds} 秒没有任何进展，已停止它（ACP_IDLE_TIMEOUT_MS）；下一条消息会重新启动它`,
     failed: (detail: string) => `ACP 智能体出错：${detail}`,
@@ -166,6 +167,8 @@ export const enAgents: typeof zhAgents = {
       `Could not start the ACP agent ${command}: ${reason} (check ACP_COMMAND / ACP_ARGS)`,
     exited: (detail: string) =>
       `The ACP agent process exited unexpectedly (${detail}); the next message will start it again`,
+    hostGone:
+      "The instance running this ACP agent stopped, and its process and workspace cannot move to another instance: send the message again to start over",
     hung: (seconds: number) =>
       `The ACP agent made no progress for ${seconds} s, so it was stopped (ACP_IDLE_TIMEOUT_MS); the next message will start it again`,
     failed: (detail: string) => `The ACP agent failed: ${detail}`,

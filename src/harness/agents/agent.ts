@@ -95,4 +95,10 @@ export interface Agent {
   run(context: AgentContext): Promise<AgentResult>;
   /** Stops what the agent keeps between runs (an ACP agent's child processes); called once on shutdown. */
   close?(): Promise<void>;
+  /**
+   * Whether the run's agent lives on its host (an ACP agent: its process and workspace are on that disk), so
+   * that the run cannot move to another instance (issue 27): with several instances only an instance with the
+   * same DATA_DIR resumes it. Absent: the run resumes anywhere (its state is all in the store).
+   */
+  pinned?(runId: string): Promise<boolean>;
 }

@@ -48,6 +48,9 @@ export function createPerAppAgent(options: PerAppAgentOptions): AgentWithTools {
     async close() {
       await Promise.all(all.map((choice) => choice.agent.close?.()));
     },
+    async pinned(runId) {
+      return (await (await choiceOf(runId)).agent.pinned?.(runId)) ?? false;
+    },
   };
   const names = [...new Set(all.flatMap((choice) => choice.tools.map((tool) => tool.definition.name)))];
   const tools = names.map((name): ToolImpl => {

@@ -261,6 +261,8 @@ export function createAcpAgent(options: AcpAgentOptions): AcpAgent {
 
   return {
     name: "acp",
+    // The agent's process and its workspace are on this host's disk: neither moves to another instance.
+    pinned: async () => true,
     run,
     async close() {
       for (const timer of idleTimers.values()) clearTimeout(timer);
