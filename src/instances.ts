@@ -2,11 +2,15 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { z } from "zod";
 import { connectAskWakeups } from "./ask-wakeups.ts";
 import type { AskRegistry } from "./asks/registry.ts";
-import { createWakeups, type Wakeups } from "./cluster/wakeups.ts";
+import { createClaims } from "./cluster/claims.ts";
+import type { Db } from "./cluster/pool.ts";
+import { createWakeups, notify, type Wakeups } from "./cluster/wakeups.ts";
+import { describeError } from "./errors.ts";
 import type { FeishuCluster } from "./feishu/cluster-options.ts";
-import { RunLeases } from "./harness/run-leases.ts";
+import { type CommandRelay, RunLeases } from "./harness/run-leases.ts";
 import type { Logger } from "./logger.ts";
 import type { OpenedStore } from "./store/open.ts";
 
@@ -48,6 +52,12 @@ export function severalInstances(
   const log = logger.child({ module: "instances" });
   const ttlMs = database.leaseMs;
   const fifth = Math.max(100, Math.floor(ttlMs / 5));
+  const wakeups = createWakeups({
+    connectionString: database.url,
+    channel: WAKEUP_CHANNEL,
+    log,
+    pollIntervalMs: Math.min(5_000, Math.max(200, Math.floor(ttlMs / 2))),
+  });
   const ownership = new RunLeases({
     sql: store.sql,
     instance,
@@ -57,27 +67,77 @@ export function severalInstances(
     renewEveryMs: fifth,
     marginMs: fifth,
     adoptEveryMs: fifth,
+    relay: commandRelay(store.pool, wakeups, instance, log),
   });
-  let wakeups: Wakeups | undefined;
   let disconnect: (() => void) | undefined;
   return {
     instance,
     ownership,
     feishu: { db: store.pool, instance, holder: { ttlMs, renewEveryMs: fifth, marginMs: fifth } },
     connect(registry) {
-      wakeups = createWakeups({
-        connectionString: database.url,
-        channel: WAKEUP_CHANNEL,
-        log,
-        pollIntervalMs: Math.min(5_000, Math.max(200, Math.floor(ttlMs / 2))),
-      });
       disconnect = connectAskWakeups(registry, wakeups, { db: store.pool, channel: WAKEUP_CHANNEL, log });
       wakeups.start();
     },
     async close() {
       disconnect?.();
-      await wakeups?.close();
+      await wakeups.close();
       await ownership.close();
+    },
+  };
+}
+
+/** A command as another instance may send it: anything else in a work row is logged and dropped. */
+const RunCommandSchema = z.object({
+  kind: z.enum(["cancel", "replace"]),
+  runId: z.string().min(1).max(200),
+  sessionId: z.string().min(1).max(500),
+  userId: z.string().min(1).max(200),
+});
+
+/**
+ * A person's 取消 or 取消并处理新消息 that reached an instance that does not run the task (a webhook POST to
+ * any instance, or the long connection's holder): a work row addressed to the run's holder, and a wake-up
+ * naming it. The holder claims its rows at the wake-up, or at the next poll if the wake-up was lost.
+ */
+function commandRelay(db: Db, wakeups: Wakeups, instance: string, log: Logger): CommandRelay {
+  const claims = createClaims(db);
+  const kindFor = (holder: string) => `command:${holder}`;
+  return {
+    async send(holder, command) {
+      await claims.enqueue(kindFor(holder), command);
+      await notify(db, WAKEUP_CHANNEL, "command", holder).catch((error: unknown) =>
+        log.warn({ err: describeError(error) }, "command wake-up not sent; the holder's next poll finds it"),
+      );
+    },
+    listen(deliver) {
+      let draining: Promise<void> | undefined;
+      const drain = async () => {
+        for (;;) {
+          const items = await claims.claimWork(instance, {
+            kinds: [kindFor(instance)],
+            limit: 20,
+            claimMs: 10_000,
+          });
+          if (items.length === 0) return;
+          for (const item of items) {
+            const command = RunCommandSchema.safeParse(item.payload);
+            if (command.success) deliver(command.data);
+            else log.warn({ workId: item.id }, "a forwarded run command that is not one: dropped");
+            await claims.complete(item);
+          }
+        }
+      };
+      wakeups.subscribe("command", (wake) => {
+        if (wake.reason === "notify" && wake.id !== instance) return;
+        draining ??= drain()
+          .catch((error: unknown) =>
+            log.warn({ err: describeError(error) }, "forwarded run commands not read"),
+          )
+          .finally(() => {
+            draining = undefined;
+          });
+        return draining;
+      });
     },
   };
 }

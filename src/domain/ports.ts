@@ -33,7 +33,8 @@ export interface RunCommands<Tx = unknown> {
     input: { session: SessionInfo; senderId: string; text: string; source?: Record<string, unknown> },
     claim: (tx: Tx) => Promise<boolean>,
   ): Promise<SubmitResult | undefined>;
-  cancel(sessionId: string, userId: string): ActionResult;
+  /** A promise when the run is another instance's (several instances): the answer waits for its row. */
+  cancel(sessionId: string, userId: string): ActionResult | Promise<ActionResult>;
   abandon(runId: string, reason: string): ActionResult;
   replace(sessionId: string, userId: string): Promise<ActionResult>;
   retry(

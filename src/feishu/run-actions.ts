@@ -25,9 +25,10 @@ async function cancelRun(
   active: ActiveCard | undefined,
 ): Promise<CallbackResult> {
   const { runner } = deps;
-  const run = runner.activeRun(value.sessionId);
+  // Here, or (several instances) the session's unfinished run in the store, run by another instance.
+  const run = runner.activeRun(value.sessionId) ?? (await runner.currentRun(value.sessionId));
   if (!run || run.id !== value.runId) return toast("info", strings.feishu.taskNotRunning);
-  const result = runner.cancel(value.sessionId, operator);
+  const result = await runner.cancel(value.sessionId, operator);
   if (!result.ok)
     return toast(
       "error",

@@ -4,6 +4,7 @@ import type { ActionResult, SubmitResult } from "../domain/ports.ts";
 import type { RunView } from "../domain/types.ts";
 import type { Store } from "../store/repos.ts";
 import { AbandonedError, CancelledError } from "./run-context.ts";
+import type { RunCommand } from "./run-ownership.ts";
 import type { LiveRuns } from "./run-reads.ts";
 
 /**
@@ -17,6 +18,8 @@ export interface CommandDeps {
   emitQueue: (sessionId: string) => void;
   /** The session's latest run, this process's newest state of it included (run-reads.ts currentRun). */
   latest: (sessionId: string) => Promise<RunView | undefined>;
+  /** Several instances: hands a command to the instance running the run (run-ownership.ts). */
+  forward?: ((command: RunCommand) => Promise<boolean>) | undefined;
   submit: (input: {
     sessionId: string;
     senderId: string;
@@ -25,10 +28,18 @@ export interface CommandDeps {
   }) => Promise<SubmitResult>;
 }
 
-/** Only the run's sender may cancel it. */
-export function cancelRun(deps: CommandDeps, sessionId: string, userId: string): ActionResult {
+/**
+ * Only the run's sender may cancel it. A run another instance runs (issue 27) is cancelled there: checked here
+ * against its row, then forwarded (so the answer is a promise then).
+ */
+export function cancelRun(
+  deps: CommandDeps,
+  sessionId: string,
+  userId: string,
+): ActionResult | Promise<ActionResult> {
   const active = deps.live.active.get(sessionId);
-  if (!active) return { ok: false, reason: "not_running" };
+  if (!active)
+    return deps.forward ? elsewhere(deps, "cancel", sessionId, userId) : { ok: false, reason: "not_running" };
   if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
   // Fail the asks first so the waiting tool call returns "Session cancelled", then abort the run.
   void deps.registry.failAllForSession(sessionId, ASK_ERRORS.cancelled);
@@ -59,7 +70,10 @@ export async function replaceRun(
   userId: string,
 ): Promise<ActionResult> {
   const active = deps.live.active.get(sessionId);
-  if (!active) return { ok: false, reason: "not_running" };
+  if (!active)
+    return deps.forward
+      ? elsewhere(deps, "replace", sessionId, userId)
+      : { ok: false, reason: "not_running" };
   if (active.run.senderId !== userId) return { ok: false, reason: "forbidden" };
   if ((await deps.store.queue.count(sessionId)) === 0) return { ok: false, reason: "not_found" };
   // The run may have ended while the queue was read: then there is nothing to replace.
@@ -121,4 +135,29 @@ export async function unqueueMessage(
   if (!(await deps.store.queue.remove(queueId))) return { ok: false, reason: "not_found" };
   deps.emitQueue(queued.sessionId);
   return { ok: true };
+}
+
+/** A command for a run this process does not run: the same rules, read from the run's row, then forwarded. */
+async function elsewhere(
+  deps: CommandDeps,
+  kind: RunCommand["kind"],
+  sessionId: string,
+  userId: string,
+): Promise<ActionResult> {
+  const run = await deps.latest(sessionId);
+  if (!run || (run.status !== "running" && run.status !== "recovering"))
+    return { ok: false, reason: "not_running" };
+  if (run.senderId !== userId) return { ok: false, reason: "forbidden" };
+  if (kind === "replace" && (await deps.store.queue.count(sessionId)) === 0)
+    return { ok: false, reason: "not_found" };
+  const sent = await deps.forward?.({ kind, runId: run.id, sessionId, userId });
+  return sent ? { ok: true } : { ok: false, reason: "not_running" };
+}
+
+/** A command another instance forwarded (it checked it): done here if the run is still this process's. */
+export async function obeyForwarded(deps: CommandDeps, command: RunCommand): Promise<void> {
+  if (deps.live.active.get(command.sessionId)?.run.id !== command.runId) return;
+  const local = { ...deps, forward: undefined };
+  if (command.kind === "cancel") cancelRun(local, command.sessionId, command.userId);
+  else await replaceRun(local, command.sessionId, command.userId);
 }

@@ -5,7 +5,7 @@ import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { Store } from "../store/repos.ts";
 import { run, type StoreSql } from "../store/sql.ts";
-import type { Adopted, RunOwnership } from "./run-ownership.ts";
+import type { Adopted, RunCommand, RunOwnership } from "./run-ownership.ts";
 
 /**
  * Run ownership across instances on one Postgres (issue 27): the lease `run:<id>` in `cluster_leases`
@@ -35,6 +35,14 @@ export interface RunLeaseOptions {
   marginMs?: number;
   /** How often to look for runs whose holder is gone (default 2 s). */
   adoptEveryMs?: number;
+  /** Carries commands to the instance holding a run (instances.ts: work rows and a wake-up); none: not forwarded. */
+  relay?: CommandRelay;
+}
+
+export interface CommandRelay {
+  send(holder: string, command: RunCommand): Promise<void>;
+  /** Calls `deliver` with each command sent to this instance. */
+  listen(deliver: (command: RunCommand) => void): void;
 }
 
 interface Held {
@@ -54,6 +62,7 @@ export class RunLeases implements RunOwnership {
   readonly #sql: StoreSql;
   readonly #instance: string;
   readonly #home: string;
+  readonly #relay: CommandRelay | undefined;
   readonly #log: Logger;
   readonly #ttlMs: number;
   readonly #marginMs: number;
@@ -67,6 +76,7 @@ export class RunLeases implements RunOwnership {
     this.#sql = options.sql;
     this.#instance = options.instance;
     this.#home = options.home;
+    this.#relay = options.relay;
     this.#log = options.log;
     this.#ttlMs = options.ttlMs ?? 10_000;
     this.#marginMs = options.marginMs ?? 2_000;
@@ -158,6 +168,25 @@ export class RunLeases implements RunOwnership {
           WHERE name = ${leaseName(runId)} AND holder = ${this.#instance} AND fence = ${held.fence}
             AND expires_at > now()`.execute(this.#sql.db),
     );
+  }
+
+  async forward(command: RunCommand): Promise<boolean> {
+    const relay = this.#relay;
+    if (!relay) return false;
+    const holder = await run(this.#sql, () =>
+      sql<{ holder: string }>`
+        SELECT holder FROM cluster_leases WHERE name = ${leaseName(command.runId)} AND expires_at > now()`.execute(
+        this.#sql.db,
+      ),
+    );
+    const to = holder.rows[0]?.holder;
+    if (to === undefined || to === this.#instance) return false;
+    await relay.send(to, command);
+    return true;
+  }
+
+  onCommand(listener: (command: RunCommand) => void): void {
+    this.#relay?.listen(listener);
   }
 
   onLost(listener: (runId: string) => void): void {

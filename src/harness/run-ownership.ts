@@ -36,10 +36,25 @@ export interface RunOwnership {
   released(runId: string): Promise<void>;
   /** `listener` hears a run this process lost (its hold not renewed in time): the run must stop here, unwritten. */
   onLost(listener: (runId: string) => void): void;
+  /**
+   * Several instances: hands a person's command for a run another instance runs to that instance, which does
+   * it (`onCommand`). False when no live instance holds the run (it is being adopted: try again shortly).
+   */
+  forward?(command: RunCommand): Promise<boolean>;
+  /** Hears the commands other instances forwarded to this one. */
+  onCommand?(listener: (command: RunCommand) => void): void;
   /** How often to look for runs to adopt; undefined: only on start (one process has nobody to take over from). */
   readonly adoptEveryMs?: number;
   /** Stops renewing (what is still held lapses, and is adopted elsewhere, unless released first). */
   close(): Promise<void>;
+}
+
+/** What a person asked of a run another instance runs (the sender is checked before it is forwarded). */
+export interface RunCommand {
+  kind: "cancel" | "replace";
+  runId: string;
+  sessionId: string;
+  userId: string;
 }
 
 /**

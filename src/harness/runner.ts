@@ -112,7 +112,9 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       emitQueue: (sessionId) => this.#emitQueue(sessionId),
       latest: (sessionId) => this.currentRun(sessionId),
       submit: (input) => this.submit(input),
+      forward: this.#owner.forward?.bind(this.#owner),
     };
+    this.#owner.onCommand?.((command) => void commands.obeyForwarded(this.#commands, command));
     this.#context = {
       store: deps.store,
       dispatcher: deps.dispatcher,
@@ -150,10 +152,9 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
   }
 
   /**
-   * A channel's inbound message, made durable before the channel acknowledges it: `claim` (the channel's
-   * de-duplication row), the session, and the run or queue row are written in ONE transaction. `claim`
-   * returning false (a redelivery) writes nothing and returns undefined. A failed write throws and leaves
-   * nothing behind, so the channel can refuse the delivery and Feishu sends it again.
+   * A channel's inbound message, made durable before the channel acknowledges it: `claim` (its de-duplication
+   * row), the session, and the run or queue row in ONE transaction; `claim` false (a redelivery) writes nothing
+   * and gives undefined. A failed write throws, leaving nothing: the channel refuses, Feishu sends it again.
    */
   accept(
     input: { session: SessionInfo; senderId: string; text: string; source?: Record<string, unknown> },
@@ -177,8 +178,8 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
   }
 
   /**
-   * On start: resume runs a crash left unfinished, then run what is queued. With several instances, the runs
-   * and queues whose instance is gone, and again every `adoptEveryMs` (takeover).
+   * On start: resume runs a crash left unfinished, then run what is queued; with several instances, again
+   * every `adoptEveryMs`: the runs and queues whose instance is gone (takeover).
    */
   recover(): Promise<RunView[]> {
     if (!this.#stopping) this.#adopting ??= adoptEvery(this.#owner, () => this.recover(), this.#deps.logger);

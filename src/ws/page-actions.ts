@@ -112,8 +112,8 @@ export async function cancelFromPage(
   // Strangers learn nothing, not even whether something is running.
   if (!(await d.runs.canView(userId, sessionId)))
     return refuse("forbidden", "only the person who started the task may cancel it");
-  const run = d.runs.activeRun(sessionId);
-  const result = d.commands.cancel(sessionId, userId);
+  const run = d.runs.activeRun(sessionId) ?? (await d.runs.currentRun(sessionId));
+  const result = await d.commands.cancel(sessionId, userId);
   if (result.ok && run) return { cancelled: run.id };
   if (!result.ok && result.reason === "forbidden")
     return refuse("forbidden", "only the person who started the task may cancel it");
