@@ -9,7 +9,7 @@ import { createClaims } from "./cluster/claims.ts";
 import type { Db } from "./cluster/pool.ts";
 import { createWakeups, notify, type Wakeups } from "./cluster/wakeups.ts";
 import { describeError } from "./errors.ts";
-import type { FeishuCluster } from "./feishu/cluster-options.ts";
+import type { EventRelay, FeishuCluster } from "./feishu/cluster-options.ts";
 import { type CommandRelay, RunLeases } from "./harness/run-leases.ts";
 import type { Logger } from "./logger.ts";
 import type { OpenedStore } from "./store/open.ts";
@@ -73,7 +73,12 @@ export function severalInstances(
   return {
     instance,
     ownership,
-    feishu: { db: store.pool, instance, holder: { ttlMs, renewEveryMs: fifth, marginMs: fifth } },
+    feishu: {
+      db: store.pool,
+      instance,
+      holder: { ttlMs, renewEveryMs: fifth, marginMs: fifth },
+      events: eventRelay(store.pool, wakeups, instance, log),
+    },
     connect(registry) {
       disconnect = connectAskWakeups(registry, wakeups, { db: store.pool, channel: WAKEUP_CHANNEL, log });
       wakeups.start();
@@ -133,6 +138,90 @@ function commandRelay(db: Db, wakeups: Wakeups, instance: string, log: Logger): 
           .catch((error: unknown) =>
             log.warn({ err: describeError(error) }, "forwarded run commands not read"),
           )
+          .finally(() => {
+            draining = undefined;
+          });
+        return draining;
+      });
+    },
+  };
+}
+
+/** A message waits this long for a claimer that died with it before another instance takes it in. */
+const EVENT_CLAIM_MS = 30_000;
+/** Tries of one stored message before it is dropped (a minute of the store refusing it, at 1 s apart: more). */
+const EVENT_ATTEMPTS = 60;
+const PRUNE_EVERY_MS = 3_600_000;
+const DONE_KEPT_MS = 86_400_000;
+
+/**
+ * The long connection's messages (issue 27): its holder stores each as a `cluster_work` row (one per message id,
+ * so a redelivery adds none) and acknowledges Feishu once it is durable; every instance of the app claims rows
+ * at the wake-up `feishu-message:<app id>` (or its next poll) and takes the message in as a webhook POST would
+ * be. A claimer that dies with a row loses it after EVENT_CLAIM_MS and another takes it; taking in twice is
+ * harmless (the inbound row decides). A row the store refuses is tried again a second later.
+ */
+export function eventRelay(db: Db, wakeups: Wakeups, instance: string, log: Logger): EventRelay {
+  const claims = createClaims(db);
+  const kindFor = (appId: string) => `feishu-message:${appId}`;
+  return {
+    async hand(appId, data) {
+      const messageId = (data as { message?: { message_id?: unknown } }).message?.message_id;
+      const dedupeKey =
+        typeof messageId === "string" && messageId.length <= 150 ? `${appId}:${messageId}` : undefined;
+      await claims.enqueue(kindFor(appId), data, dedupeKey ? { dedupeKey } : {});
+      await notify(db, WAKEUP_CHANNEL, "feishu-message", appId).catch((error: unknown) =>
+        log.warn({ err: describeError(error) }, "message wake-up not sent; the next poll takes the message"),
+      );
+    },
+    take(appId, take) {
+      let draining: Promise<void> | undefined;
+      const drain = async () => {
+        for (;;) {
+          const items = await claims.claimWork(instance, {
+            kinds: [kindFor(appId)],
+            limit: 5,
+            claimMs: EVENT_CLAIM_MS,
+          });
+          if (items.length === 0) return;
+          await Promise.all(
+            items.map(async (item) => {
+              try {
+                await take(item.payload as Record<string, unknown>);
+                await claims.complete(item);
+              } catch (error) {
+                // A message refused this often is not the store being away: it is dropped, loudly.
+                if (item.attempt >= EVENT_ATTEMPTS) {
+                  log.error(
+                    { err: describeError(error), workId: item.id },
+                    "stored message dropped after retries",
+                  );
+                  return claims.complete(item);
+                }
+                log.warn(
+                  { err: describeError(error), workId: item.id },
+                  "stored message not taken in; retried",
+                );
+                await claims.retry(item, 1_000);
+              }
+            }),
+          );
+        }
+      };
+      let pruned = 0;
+      return wakeups.subscribe("feishu-message", (wake) => {
+        if (wake.reason === "notify" && wake.id !== appId) return;
+        if (wake.reason === "poll" && Date.now() - pruned > PRUNE_EVERY_MS) {
+          pruned = Date.now();
+          // Done rows are kept a day (a late redelivery still finds its dedupe key), then go.
+          claims
+            .pruneDone(DONE_KEPT_MS)
+            .catch((error: unknown) =>
+              log.warn({ err: describeError(error) }, "done work rows not pruned; the next hour tries again"),
+            );
+        }
+        draining ??= drain()
+          .catch((error: unknown) => log.warn({ err: describeError(error) }, "stored messages not read"))
           .finally(() => {
             draining = undefined;
           });

@@ -30,6 +30,8 @@ export interface Claims {
   claimEvent(eventId: string, instance: string): Promise<EventClaim>;
   /** Forgets event claims older than `olderThanMs` (Feishu stops redelivering long before). Returns how many. */
   pruneEvents(olderThanMs: number): Promise<number>;
+  /** Forgets work done longer than `olderThanMs` ago (its dedupe key with it). Returns how many. */
+  pruneDone(olderThanMs: number): Promise<number>;
   /**
    * Queues work. With `dedupeKey`, a second enqueue of the same key is nothing (insert-or-nothing) and
    * returns undefined; otherwise the new row's id.
@@ -99,6 +101,16 @@ export function createClaims(db: Db): Claims {
       const result = await query(
         db,
         `DELETE FROM cluster_event_claims WHERE claimed_at < now() - ${interval("$1")}`,
+        [olderThanMs],
+      );
+      return result.rowCount ?? 0;
+    },
+
+    async pruneDone(olderThanMs) {
+      checkMs("olderThanMs", olderThanMs);
+      const result = await query(
+        db,
+        `DELETE FROM cluster_work WHERE done_at IS NOT NULL AND done_at < now() - ${interval("$1")}`,
         [olderThanMs],
       );
       return result.rowCount ?? 0;

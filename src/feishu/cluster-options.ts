@@ -18,4 +18,16 @@ export interface FeishuCluster {
   budget?: { heartbeatEveryMs?: number; ttlMs?: number; windows?: LimitWindows };
   /** The long-connection lease (defaults in cluster/holder.ts: TTL 10 s, renewed every 2 s). */
   holder?: { ttlMs?: number; renewEveryMs?: number; marginMs?: number };
+  /**
+   * The long connection's messages as rows any instance of the app takes in (src/instances.ts), so the tasks
+   * they start spread over the instances; absent, the holder takes in what it hears.
+   */
+  events?: EventRelay;
+}
+
+export interface EventRelay {
+  /** Stores a message the holder received for one of the app's instances; resolves once it is durable. */
+  hand(appId: string, data: Record<string, unknown>): Promise<void>;
+  /** Takes in the app's stored messages, each with `take` (resolved: done; rejected: tried again later). */
+  take(appId: string, take: (data: Record<string, unknown>) => Promise<void>): () => void;
 }

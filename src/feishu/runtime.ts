@@ -149,13 +149,22 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
 
   const routes: FeishuRuntime["routes"] = [];
   let connection: { ready: Promise<void>; close(): void | Promise<void> } | undefined;
+  let stopTaking: (() => void) | undefined;
   if (inbound.transport === "webhook") {
     const { transport: _t, now: webhookNow, ...webhook } = inbound;
     routes.push((app) => mountFeishuWebhook(app, { ...webhook, handlers, logger, now: webhookNow ?? now }));
   } else if (inbound.transport === "ws") {
     const { transport: _t, ...connect } = inbound;
     const options = { ...connect, handlers, logger, onState: metrics.connection };
-    connection = deps.cluster ? startHeldConnection(deps.cluster, options) : startLongConnection(options);
+    const relay = deps.cluster?.events;
+    if (deps.cluster && relay) {
+      // The holder stores each message (acknowledged once durable); every instance of the app takes them in.
+      const appId = deps.appId;
+      stopTaking = relay.take(appId, (data) => channel.handleMessage(data));
+      const held = { ...handlers, onMessage: (data: Record<string, unknown>) => relay.hand(appId, data) };
+      connection = startHeldConnection(deps.cluster, { ...options, handlers: held });
+    } else
+      connection = deps.cluster ? startHeldConnection(deps.cluster, options) : startLongConnection(options);
   }
   return {
     channel,
@@ -165,6 +174,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     ready: connection?.ready ?? Promise.resolve(),
     async close() {
       await connection?.close();
+      stopTaking?.();
       await channel.idle();
       await channel.close();
       await shared?.stop();
