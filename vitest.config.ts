@@ -17,6 +17,9 @@ const WIRE = [
   "test/acp-*.test.ts",
   // Each file starts its own Postgres server (or stops one, or starts child processes on it).
   "test/cluster/**/*.test.ts",
+  // Several instances as real processes on one Postgres, killed with SIGKILL (issue 27).
+  "test/instances-process.test.ts",
+  "test/chaos/**/*.test.ts",
 ];
 
 export default defineConfig({

@@ -18,6 +18,12 @@ const ALICE = "ou_alice000000000000000000000000000";
 const ENCRYPT_KEY = "test-encrypt-key-123";
 const LEASE_MS = 2_000;
 const pg = usePostgres();
+/** One pool per test for the test's own reads (each `pg().pool()` is a new one). */
+let shared: { url: string; pool: ReturnType<ReturnType<typeof pg>["pool"]> } | undefined;
+const db = () => {
+  if (shared?.url !== pg().url) shared = { url: pg().url, pool: pg().pool() };
+  return shared.pool;
+};
 const running: { bots: MainProcess[]; emulator?: Emulator }[] = [];
 
 afterEach(async () => {
@@ -59,11 +65,9 @@ async function startBots(emulator: Emulator, count: number): Promise<MainProcess
 
 /** The holder of each unfinished run's lease: `host:pid:random:home`. */
 async function runHolders(): Promise<{ name: string; holder: string; fence: number }[]> {
-  const rows = await pg()
-    .pool()
-    .query<{ name: string; holder: string; fence: string }>(
-      "SELECT name, holder, fence FROM cluster_leases WHERE name LIKE 'run:%' AND expires_at > now()",
-    );
+  const rows = await db().query<{ name: string; holder: string; fence: string }>(
+    "SELECT name, holder, fence FROM cluster_leases WHERE name LIKE 'run:%' AND expires_at > now()",
+  );
   return rows.rows.map((row) => ({ ...row, fence: Number(row.fence) }));
 }
 
@@ -138,7 +142,7 @@ describe("several instances on one Postgres (webhook)", () => {
       .pool()
       .query<{ status: string; answered_via: string }>("SELECT status, answered_via FROM asks");
     expect(asks.rows).toEqual([{ status: "answered", answered_via: "feishu" }]);
-    const runs = await pg().pool().query<{ status: string }>("SELECT status FROM runs");
+    const runs = await db().query<{ status: string }>("SELECT status FROM runs");
     expect(runs.rows).toEqual([{ status: "completed" }]);
     expect(await runHolders()).toEqual([]);
     for (const bot of rest) expect(bot.output()).not.toMatch(/"level":(50|60)/);

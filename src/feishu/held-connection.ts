@@ -14,9 +14,8 @@ import {
  * down. The others stand by; one of them opens it within 12 s of the holder's death (the lease's TTL plus a
  * try), at its next try after a holder that stops (`close`: closed first, then the lease released).
  *
- * The holder hands what it receives to this instance's own handlers, as one process does. Events as rows
- * that any instance claims (cluster_work) come with the store on Postgres: until then each instance's runs
- * and cards live in its own store, so the instance that heard the event is the one that can run it.
+ * The holder hands what it receives to the handlers it is given: with an event relay (runtime.ts, the cluster's
+ * `events`), messages become rows any instance of the app takes in; card callbacks are answered here.
  */
 export interface HeldConnection {
   /** Resolves after the first election: on the connection's first `ready` when elected, else at once. */
