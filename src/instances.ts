@@ -101,40 +101,41 @@ const RunCommandSchema = z.object({
 
 /**
  * A person's 取消 or 取消并处理新消息 that reached an instance that does not run the task (a webhook POST to
- * any instance, or the long connection's holder): a work row addressed to the run's holder, and a wake-up
- * naming it. The holder claims its rows at the wake-up, or at the next poll if the wake-up was lost.
+ * any instance, or the long connection's holder): a work row addressed to the run (`run-command:<run id>`) and a
+ * wake-up naming it. Whichever instance holds the run reads its rows at the wake-up, at each poll (for every run
+ * it holds), and so also after it adopts the run from an instance that died before reading them.
  */
 function commandRelay(db: Db, wakeups: Wakeups, instance: string, log: Logger): CommandRelay {
   const claims = createClaims(db);
-  const kindFor = (holder: string) => `command:${holder}`;
+  const kindFor = (runId: string) => `run-command:${runId}`;
   return {
-    async send(holder, command) {
-      await claims.enqueue(kindFor(holder), command);
-      await notify(db, WAKEUP_CHANNEL, "command", holder).catch((error: unknown) =>
+    async send(command) {
+      await claims.enqueue(kindFor(command.runId), command);
+      await notify(db, WAKEUP_CHANNEL, "command", command.runId).catch((error: unknown) =>
         log.warn({ err: describeError(error) }, "command wake-up not sent; the holder's next poll finds it"),
       );
     },
-    listen(deliver) {
+    listen(deliver, held) {
       let draining: Promise<void> | undefined;
-      const drain = async () => {
-        for (;;) {
-          const items = await claims.claimWork(instance, {
-            kinds: [kindFor(instance)],
-            limit: 20,
-            claimMs: 10_000,
-          });
-          if (items.length === 0) return;
-          for (const item of items) {
-            const command = RunCommandSchema.safeParse(item.payload);
-            if (command.success) deliver(command.data);
-            else log.warn({ workId: item.id }, "a forwarded run command that is not one: dropped");
-            await claims.complete(item);
-          }
+      const drain = async (runIds: string[]) => {
+        if (runIds.length === 0) return;
+        const items = await claims.claimWork(instance, {
+          kinds: runIds.map(kindFor),
+          limit: 50,
+          claimMs: 10_000,
+        });
+        for (const item of items) {
+          const command = RunCommandSchema.safeParse(item.payload);
+          if (!command.success)
+            log.warn({ workId: item.id }, "a forwarded run command that is not one: dropped");
+          if (!command.success || (await deliver(command.data))) await claims.complete(item);
+          else await claims.retry(item, 0);
         }
       };
       wakeups.subscribe("command", (wake) => {
-        if (wake.reason === "notify" && wake.id !== instance) return;
-        draining ??= drain()
+        const runIds = wake.reason === "notify" ? held().filter((id) => id === wake.id) : held();
+        if (runIds.length === 0) return;
+        draining ??= drain(runIds)
           .catch((error: unknown) =>
             log.warn({ err: describeError(error) }, "forwarded run commands not read"),
           )

@@ -109,7 +109,10 @@ describe.each(["sqlite", "postgres"] as const)("the ask rows on %s", (dialect) =
       expiresAt: written.expiresAt + 1_200_000,
       extendedMs: 1_200_000,
     });
-    await store.settle(written.requestId, { status: "timeout", at: 1 });
+    // A timeout before the (moved) deadline is a stale timer's, another instance's 延长 having moved it: refused.
+    const deadline = written.expiresAt + 1_200_000;
+    expect(await store.settle(written.requestId, { status: "timeout", at: deadline - 1 })).toBe(false);
+    expect(await store.settle(written.requestId, { status: "timeout", at: deadline })).toBe(true);
     expect(await store.extend(written.requestId, 1, 10_000_000)).toBe(false);
   });
 

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { extendRunAsks } from "../src/asks/person-actions.ts";
 import { type Core, createCore } from "../src/core.ts";
 import { createDemoAgent, createDemoTools } from "../src/harness/agents/demo.ts";
 import { type SeveralInstances, severalInstances } from "../src/instances.ts";
@@ -26,7 +27,7 @@ interface Instance {
   store: OpenedStore;
 }
 
-async function instance(name: string): Promise<Instance> {
+async function instance(name: string, askTimeoutMs = 60_000): Promise<Instance> {
   const store = await openStore({ database: { kind: "postgres", url: pg().url, leaseMs: 2_000 } });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `fpb-${name}-`));
   const instances = severalInstances(store, { dataDir, database: { url: pg().url, leaseMs: 2_000 } }, log);
@@ -37,7 +38,7 @@ async function instance(name: string): Promise<Instance> {
     logger: log,
     agent: createDemoAgent(),
     tools: createDemoTools({ stepMs: 0 }),
-    askTimeoutMs: 60_000,
+    askTimeoutMs,
     authSecret: "test-secret-0123456789",
     newId: () => `${name}-${++id}`,
     surfaces: [fakeSurface()],
@@ -113,6 +114,43 @@ describe("commands across instances", () => {
         ["/quick", "completed"],
         ["go", "cancelled"],
       ]);
+    } finally {
+      await close(a, b);
+    }
+  });
+
+  it("moves the deadline of a question another instance holds (延长), and its timer follows", async () => {
+    // A's question would time out 1.5 s after it is asked.
+    const a = await instance("a", 1_500);
+    const b = await instance("b");
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      if (started.kind !== "started") throw new Error("expected a start");
+      const ask = await until(
+        () => a.core.registry.getPendingForSession(session.id)[0],
+        "a pending ask",
+        10_000,
+        5,
+      );
+      const before = ask.expiresAt;
+      const extended: string[] = [];
+      a.core.registry.on("extended", (moved) => extended.push(moved.requestId));
+      const times = { extendMs: 60_000, extendMaxMs: 120_000 };
+      const run = { sessionId: session.id, runId: started.run.id };
+      expect(await extendRunAsks(b.core.registry, run, "ou_b", times)).toEqual({
+        ok: false,
+        reason: "forbidden",
+      });
+      expect(await extendRunAsks(b.core.registry, run, "ou_a", times)).toMatchObject({
+        ok: true,
+        earliest: before + 60_000,
+      });
+      // The holder hears of it (the wake-up), so its card can show it, and its timer waits for the new deadline.
+      await until(() => extended.includes(ask.requestId) || undefined, "A to hear of the 延长", 10_000);
+      expect(a.core.registry.get(ask.requestId)?.expiresAt).toBe(before + 60_000);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(await a.core.registry.state(ask.requestId)).toMatchObject({ status: "pending" });
     } finally {
       await close(a, b);
     }

@@ -29,6 +29,8 @@ export interface HeldAsksDeps {
   onReleased: (ask: PendingAsk, outcome: AskOutcome) => void;
   /** Our compare-and-set moved the ask's row out of pending. */
   onWritten: (requestId: string) => void;
+  /** A held ask's deadline moved by a 延长 written elsewhere. */
+  onMoved?: (ask: PendingAsk) => void;
 }
 
 /** How soon a settle whose row could not be written is tried again. */
@@ -151,8 +153,25 @@ export class HeldAsks {
       this.#deps.onWritten(requestId);
       return true;
     }
-    this.release(entry, outcomeOfRow(await store.get(requestId)));
+    const row = await store.get(requestId);
+    if (row?.status === "pending") {
+      // Still open: a timeout whose deadline another instance moved (延长). It waits for the new one.
+      this.moved(entry, row.expiresAt, row.extendedMs);
+      return false;
+    }
+    this.release(entry, outcomeOfRow(row));
     return false;
+  }
+
+  /** The row says the ask's deadline is later now (延长 elsewhere): the timer follows it. */
+  moved(entry: HeldAsk, expiresAt: number, extendedMs: number): boolean {
+    if (!this.holds(entry) || expiresAt <= entry.ask.expiresAt) return false;
+    entry.ask.expiresAt = expiresAt;
+    entry.ask.extendedMs = extendedMs;
+    clearTimeout(entry.timer);
+    entry.timer = this.timer(entry.ask);
+    this.#deps.onMoved?.(entry.ask);
+    return true;
   }
 
   /** Lets go of `entry` with its final outcome; false when it was no longer held (settled by someone else). */

@@ -1,7 +1,7 @@
 import type { AskStore } from "../store/asks.ts";
 import type { HeldAsks } from "./held-asks.ts";
-import type { AnswerResult, AskState } from "./pending.ts";
-import { stateFromRow } from "./rows.ts";
+import type { AnswerResult, AskState, PendingAsk } from "./pending.ts";
+import { pendingFromRow, stateFromRow } from "./rows.ts";
 
 /**
  * Reading asks (registry.ts): a held ask is pending as memory says; any other is what its row says (settled,
@@ -14,6 +14,32 @@ export class AskLookups {
   constructor(held: HeldAsks, store: AskStore | undefined) {
     this.#held = held;
     this.#store = store;
+  }
+
+  /**
+   * A pending ask, held here or, with several instances, only in its row (another instance waits on it): what an
+   * answer from a card, a page or a socket checks before it is decided by the row's compare-and-set.
+   */
+  async open(requestId: string): Promise<PendingAsk | undefined> {
+    const held = this.#held.get(requestId)?.ask;
+    if (held || !this.#store) return held;
+    const row = await this.#store.get(requestId);
+    return row?.status === "pending" ? pendingFromRow(row) : undefined;
+  }
+
+  /** The run's pending asks: those held here, else (another instance holds them) their rows. */
+  async pendingOfRun(sessionId: string, runId: string): Promise<PendingAsk[]> {
+    const held = this.#held.pendingOf(sessionId).filter((ask) => ask.runId === runId);
+    if (held.length > 0 || !this.#store) return held;
+    return (await this.#store.pending()).filter((row) => row.runId === runId).map(pendingFromRow);
+  }
+
+  /** 延长 of an ask only its row holds here: the row moves within its bound; the ask as it is now. */
+  async extendRow(requestId: string, byMs: number, maxTotalMs: number): Promise<PendingAsk | undefined> {
+    const row = await this.#store?.get(requestId);
+    if (!this.#store || row?.status !== "pending" || !(await this.#store.extend(requestId, byMs, maxTotalMs)))
+      return undefined;
+    return { ...pendingFromRow(row), expiresAt: row.expiresAt + byMs, extendedMs: row.extendedMs + byMs };
   }
 
   /** An ask by id, pending or settled. */

@@ -31,13 +31,12 @@ export type ExtendOutcome =
 
 /** 延长: the answerer moves every pending deadline of the run, each within its bound. */
 export async function extendRunAsks(
-  registry: Pick<AskRegistry, "getPendingForSession" | "extend">,
+  registry: Pick<AskRegistry, "pendingOfRun" | "extend">,
   run: { sessionId: string; runId: string },
   userId: string,
   times: ExtendTimes,
 ): Promise<ExtendOutcome> {
-  const ofRun = () => registry.getPendingForSession(run.sessionId).filter((ask) => ask.runId === run.runId);
-  const asks = ofRun();
+  const asks = await registry.pendingOfRun(run.sessionId, run.runId);
   if (asks.length === 0) return { ok: false, reason: "none" };
   if (asks.some((ask) => ask.answererId !== userId)) return { ok: false, reason: "forbidden" };
   const extended = await Promise.all(
@@ -45,7 +44,8 @@ export async function extendRunAsks(
   );
   const moved = extended.flatMap((ask) => ask ?? []);
   if (moved.length === 0) return { ok: false, reason: "limit" };
-  const earliest = Math.min(...ofRun().map((ask) => ask.expiresAt));
+  const byId = new Map(moved.map((ask) => [ask.requestId, ask.expiresAt]));
+  const earliest = Math.min(...asks.map((ask) => byId.get(ask.requestId) ?? ask.expiresAt));
   return { ok: true, moved, earliest };
 }
 

@@ -55,6 +55,7 @@ export class AskRegistry {
       onError: deps.onListenerError,
       onReleased: (ask, outcome) => this.#events.emit("settled", { ask, outcome }),
       onWritten: (requestId) => this.#events.emit("written", requestId),
+      onMoved: (ask) => this.#events.emit("extended", ask),
     });
     this.#lookups = new AskLookups(this.#held, deps.store);
     this.#events = new Emitter<AskRegistryEvents>((error, event) =>
@@ -249,9 +250,17 @@ export class AskRegistry {
     return settled.reduce((count, row) => count + this.#settledElsewhere(row), 0);
   }
 
-  /** A row another instance settled: the held ask ends with its outcome (unless a settle of ours is writing). */
+  /**
+   * A row another instance settled: the held ask ends with its outcome (unless a settle of ours is writing).
+   * A row still pending whose deadline another instance moved (延长): the held ask's timer follows it.
+   */
   #settledElsewhere(row: AskRow | undefined): 0 | 1 {
-    const entry = row && row.status !== "pending" ? this.#held.get(row.requestId) : undefined;
+    const held = row ? this.#held.get(row.requestId) : undefined;
+    if (row?.status === "pending" && held) {
+      this.#held.moved(held, row.expiresAt, row.extendedMs);
+      return 0;
+    }
+    const entry = row && row.status !== "pending" ? held : undefined;
     if (!row || !entry || entry.settling) return 0;
     this.#held.release(entry, outcomeOfRow(row));
     return 1;
@@ -285,31 +294,32 @@ export class AskRegistry {
    */
   async extend(requestId: string, byMs: number, maxTotalMs: number): Promise<PendingAsk | undefined> {
     const entry = this.#held.get(requestId);
-    if (!entry || entry.settling || entry.ask.extendedMs + byMs > maxTotalMs) return undefined;
+    if (!entry) {
+      // Another instance holds it: its row moves, and the wake-up tells the holder (`reconcile`).
+      const moved = await this.#lookups.extendRow(requestId, byMs, maxTotalMs);
+      if (moved) this.#events.emit("written", requestId);
+      return moved;
+    }
+    if (entry.settling || entry.ask.extendedMs + byMs > maxTotalMs) return undefined;
     const { store } = this.#deps;
     if (store && !(await store.extend(requestId, byMs, maxTotalMs))) return undefined;
     if (!this.#held.holds(entry)) return undefined;
-    entry.ask.expiresAt += byMs;
-    entry.ask.extendedMs += byMs;
-    clearTimeout(entry.timer);
-    entry.timer = this.#held.timer(entry.ask);
-    this.#events.emit("extended", entry.ask);
+    this.#held.moved(entry, entry.ask.expiresAt + byMs, entry.ask.extendedMs + byMs);
     return entry.ask;
+  }
+
+  /** The run's pending asks: held here, or (several instances) in their rows while another instance holds them. */
+  pendingOfRun(sessionId: string, runId: string): Promise<PendingAsk[]> {
+    return this.#lookups.pendingOfRun(sessionId, runId);
   }
 
   get(requestId: string): PendingAsk | undefined {
     return this.#held.get(requestId)?.ask;
   }
 
-  /**
-   * A pending ask, held here or, with several instances, only in its row (another instance waits on it): what an
-   * answer from a card, a page or a socket checks before it is decided by the row's compare-and-set.
-   */
-  async open(requestId: string): Promise<PendingAsk | undefined> {
-    const held = this.#held.get(requestId)?.ask;
-    if (held || !this.#deps.store) return held;
-    const row = await this.#deps.store.get(requestId);
-    return row?.status === "pending" ? pendingFromRow(row) : undefined;
+  /** A pending ask, held here or (several instances) only in its row: what an answer checks before its CAS. */
+  open(requestId: string): Promise<PendingAsk | undefined> {
+    return this.#lookups.open(requestId);
   }
 
   /** An ask by id, pending or settled (settled ones from the rows; memory-only registries forget them). */

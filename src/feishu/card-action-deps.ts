@@ -20,7 +20,7 @@ export interface CardActionDeps {
   >;
   registry: Pick<
     AskRegistry,
-    "get" | "open" | "complete" | "respond" | "decline" | "getPendingForSession" | "extend"
+    "get" | "open" | "pendingOfRun" | "complete" | "respond" | "decline" | "getPendingForSession" | "extend"
   >;
   store: Pick<FeishuStore, "cardForRun">;
   /** The live progress cards (the channel): which card a click came from, and that card as it is now. */

@@ -154,10 +154,17 @@ async function elsewhere(
   return sent ? { ok: true } : { ok: false, reason: "not_running" };
 }
 
-/** A command another instance forwarded (it checked it): done here if the run is still this process's. */
-export async function obeyForwarded(deps: CommandDeps, command: RunCommand): Promise<void> {
-  if (deps.live.active.get(command.sessionId)?.run.id !== command.runId) return;
+/**
+ * A command another instance forwarded (it checked it), for a run this process holds: done once the run is under
+ * way here; not yet (false) while it is being resumed; dropped once the run has ended.
+ */
+export async function obeyForwarded(deps: CommandDeps, command: RunCommand): Promise<boolean> {
+  if (deps.live.active.get(command.sessionId)?.run.id !== command.runId) {
+    const run = await deps.latest(command.sessionId);
+    return !(run?.id === command.runId && (run.status === "running" || run.status === "recovering"));
+  }
   const local = { ...deps, forward: undefined };
   if (command.kind === "cancel") cancelRun(local, command.sessionId, command.userId);
   else await replaceRun(local, command.sessionId, command.userId);
+  return true;
 }

@@ -35,14 +35,21 @@ export interface RunLeaseOptions {
   marginMs?: number;
   /** How often to look for runs whose holder is gone (default 2 s). */
   adoptEveryMs?: number;
-  /** Carries commands to the instance holding a run (instances.ts: work rows and a wake-up); none: not forwarded. */
+  /** Carries commands to whichever instance holds a run (instances.ts: work rows and a wake-up); none: not forwarded. */
   relay?: CommandRelay;
 }
 
+/**
+ * Commands are addressed to the run, not to an instance: the run's holder when it is sent may die before it
+ * reads it, and its adopter must find it.
+ */
 export interface CommandRelay {
-  send(holder: string, command: RunCommand): Promise<void>;
-  /** Calls `deliver` with each command sent to this instance. */
-  listen(deliver: (command: RunCommand) => void): void;
+  send(command: RunCommand): Promise<void>;
+  /**
+   * Calls `deliver` with each command for a run `held` says this instance holds; `deliver` true: done with it,
+   * false: not now (the run is being adopted here, or went elsewhere), given back to be read again.
+   */
+  listen(deliver: (command: RunCommand) => Promise<boolean>, held: () => string[]): void;
 }
 
 interface Held {
@@ -171,22 +178,13 @@ export class RunLeases implements RunOwnership {
   }
 
   async forward(command: RunCommand): Promise<boolean> {
-    const relay = this.#relay;
-    if (!relay) return false;
-    const holder = await run(this.#sql, () =>
-      sql<{ holder: string }>`
-        SELECT holder FROM cluster_leases WHERE name = ${leaseName(command.runId)} AND expires_at > now()`.execute(
-        this.#sql.db,
-      ),
-    );
-    const to = holder.rows[0]?.holder;
-    if (to === undefined || to === this.#instance) return false;
-    await relay.send(to, command);
+    if (!this.#relay || this.#held.has(command.runId)) return false;
+    await this.#relay.send(command);
     return true;
   }
 
-  onCommand(listener: (command: RunCommand) => void): void {
-    this.#relay?.listen(listener);
+  onCommand(listener: (command: RunCommand) => Promise<boolean>): void {
+    this.#relay?.listen(listener, () => [...this.#held.keys()]);
   }
 
   onLost(listener: (runId: string) => void): void {

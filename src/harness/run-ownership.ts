@@ -37,12 +37,12 @@ export interface RunOwnership {
   /** `listener` hears a run this process lost (its hold not renewed in time): the run must stop here, unwritten. */
   onLost(listener: (runId: string) => void): void;
   /**
-   * Several instances: hands a person's command for a run another instance runs to that instance, which does
-   * it (`onCommand`). False when no live instance holds the run (it is being adopted: try again shortly).
+   * Several instances: hands a person's command for a run another instance runs (or will, once it adopts it)
+   * to whichever holds it, which does it (`onCommand`). False when it cannot be sent.
    */
   forward?(command: RunCommand): Promise<boolean>;
-  /** Hears the commands other instances forwarded to this one. */
-  onCommand?(listener: (command: RunCommand) => void): void;
+  /** Hears the commands for the runs this process holds; the listener's false: not yet, ask again later. */
+  onCommand?(listener: (command: RunCommand) => Promise<boolean>): void;
   /** How often to look for runs to adopt; undefined: only on start (one process has nobody to take over from). */
   readonly adoptEveryMs?: number;
   /** Stops renewing (what is still held lapses, and is adopted elsewhere, unless released first). */

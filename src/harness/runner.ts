@@ -114,7 +114,7 @@ export class SessionRunner extends RunReads implements SessionRuns<StoreSql>, Ru
       submit: (input) => this.submit(input),
       forward: this.#owner.forward?.bind(this.#owner),
     };
-    this.#owner.onCommand?.((command) => void commands.obeyForwarded(this.#commands, command));
+    this.#owner.onCommand?.((command) => commands.obeyForwarded(this.#commands, command));
     this.#context = {
       store: deps.store,
       dispatcher: deps.dispatcher,

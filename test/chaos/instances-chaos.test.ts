@@ -253,13 +253,29 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
       }
     }
     await replacement;
-    await until(async () => {
-      const ended = await db().query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM runs WHERE id = ANY($1) AND ended_at IS NOT NULL",
-        [scenarios.map((s) => s.runId)],
+    const ids = scenarios.map((s) => s.runId);
+    try {
+      await until(async () => {
+        const ended = await db().query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM runs WHERE id = ANY($1) AND ended_at IS NOT NULL",
+          [ids],
+        );
+        return ended.rows[0]?.n === scenarios.length || undefined;
+      }, `round ${round}'s tasks to end`);
+    } catch (error) {
+      // Which tasks, in which state, held by whom: what a failure needs to be understood.
+      const rows = await db().query("SELECT id, status, ended_at FROM runs WHERE id = ANY($1)", [ids]);
+      const leases = await db().query(
+        "SELECT name, holder, fence, expires_at > now() AS live FROM cluster_leases",
       );
-      return ended.rows[0]?.n === scenarios.length || undefined;
-    }, `round ${round}'s tasks to end`);
+      const asks = await db().query("SELECT request_id, run_id, status FROM asks WHERE run_id = ANY($1)", [
+        ids,
+      ]);
+      const tails = fleet.bots.map((bot) => `--- pid ${bot.child.pid}\n${bot.output().slice(-3000)}`);
+      throw new Error(
+        `${String(error)}\n${JSON.stringify({ scenarios, runs: rows.rows, leases: leases.rows, asks: asks.rows }, null, 1)}\n${tails.join("\n")}`,
+      );
+    }
     all.push(...scenarios);
   }
 
