@@ -52,10 +52,16 @@ export interface Core {
   hub: WsHub;
   revocations: StoreTokenRevocations;
   /**
-   * Every run, the runner's and whatever joins later (agents-api adds its tasks): what the hub and the
-   * session pages read (domain/run-feed.ts).
+   * Every run this instance runs, the runner's and whatever joins later (agents-api adds its tasks): what the
+   * Feishu cards and the activity log follow (domain/run-feed.ts). A card has one writer, its run's instance.
    */
   runs: JoinedFeed;
+  /**
+   * What the hub and the session pages show: `runs`, and with several instances on one Postgres the others'
+   * runs as their wake-ups announce them (harness/remote-runs.ts joins here), so a page sees a run live
+   * whichever instance runs it.
+   */
+  shown: JoinedFeed;
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
@@ -100,11 +106,12 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   await runner.prepareRecovery();
   const revocations = new StoreTokenRevocations(sql);
   const runs = joinFeeds(runner);
+  const shown = joinFeeds(runs);
   // One info line per task started and finished, question asked and ended, whoever runs or answers it.
   logActivity({ runs, registry, logger: options.logger, now });
   const hub = new WsHub({
     registry,
-    runs,
+    runs: shown,
     commands: runner,
     ...(options.askExtendMaxMs !== undefined ? { askTimes: { extendMaxMs: options.askExtendMaxMs } } : {}),
     authSecret: options.authSecret,
@@ -115,5 +122,5 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
-  return { store, registry, dispatcher, runner, hub, revocations, runs };
+  return { store, registry, dispatcher, runner, hub, revocations, runs, shown };
 }

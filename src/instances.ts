@@ -5,12 +5,14 @@ import path from "node:path";
 import { z } from "zod";
 import { connectAskWakeups } from "./ask-wakeups.ts";
 import type { AskRegistry } from "./asks/registry.ts";
+
 import { createClaims } from "./cluster/claims.ts";
 import type { Db } from "./cluster/pool.ts";
 import { createWakeups, notify, type Wakeups } from "./cluster/wakeups.ts";
 import { describeError } from "./errors.ts";
 import type { EventRelay, FeishuCluster } from "./feishu/cluster-options.ts";
-import { type CommandRelay, RunLeases } from "./harness/run-leases.ts";
+import type { CommandRelay, RunLeases } from "./harness/run-leases.ts";
+import { AnnouncedRunLeases, connectRunWakeups, type RunFeeds } from "./harness/run-wakeups.ts";
 import type { Logger } from "./logger.ts";
 import type { OpenedStore } from "./store/open.ts";
 
@@ -18,16 +20,16 @@ import type { OpenedStore } from "./store/open.ts";
  * What one instance of several on one Postgres needs beside its store (issue 27, docs/several-instances.md):
  * an id of its own, the leases of the runs it runs (harness/run-leases.ts), the Feishu channel's share of the
  * app (one long connection per app, the budget shared: feishu/cluster-options.ts), and the wake-ups that tell
- * it of an answer given on another instance (ask-wakeups.ts). On the SQLite file there is none of this: one
- * process is the whole bot.
+ * it of an answer given on another instance (ask-wakeups.ts) and show its pages the runs the others run
+ * (harness/run-wakeups.ts). On the SQLite file there is none of this: one process is the whole bot.
  */
 export interface SeveralInstances {
   /** `host:pid:random:home`, unique among live instances; it names the holder in `cluster_leases`. */
   instance: string;
   ownership: RunLeases;
   feishu: FeishuCluster;
-  /** Starts listening for wake-ups and hands the registry's to the others. */
-  connect(registry: AskRegistry): void;
+  /** Starts listening for wake-ups, and announces this instance's asks and runs to the others. */
+  connect(core: { registry: AskRegistry } & RunFeeds): void;
   close(): Promise<void>;
 }
 
@@ -58,7 +60,7 @@ export function severalInstances(
     log,
     pollIntervalMs: Math.min(5_000, Math.max(200, Math.floor(ttlMs / 2))),
   });
-  const ownership = new RunLeases({
+  const ownership = new AnnouncedRunLeases({
     sql: store.sql,
     instance,
     home,
@@ -69,7 +71,7 @@ export function severalInstances(
     adoptEveryMs: fifth,
     relay: commandRelay(store.pool, wakeups, instance, log),
   });
-  let disconnect: (() => void) | undefined;
+  let disconnect: (() => Promise<void>) | undefined;
   return {
     instance,
     ownership,
@@ -79,12 +81,18 @@ export function severalInstances(
       holder: { ttlMs, renewEveryMs: fifth, marginMs: fifth },
       events: eventRelay(store.pool, wakeups, instance, log),
     },
-    connect(registry) {
-      disconnect = connectAskWakeups(registry, wakeups, { db: store.pool, channel: WAKEUP_CHANNEL, log });
+    connect(core) {
+      const sending = { db: store.pool, channel: WAKEUP_CHANNEL, log };
+      const offAsks = connectAskWakeups(core.registry, wakeups, sending);
+      const runs = connectRunWakeups({ ...core, ...sending, leases: ownership, wakeups });
+      disconnect = async () => {
+        offAsks();
+        await runs.close();
+      };
       wakeups.start();
     },
     async close() {
-      disconnect?.();
+      await disconnect?.();
       await wakeups.close();
       await ownership.close();
     },

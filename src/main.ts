@@ -103,8 +103,9 @@ async function main(): Promise<void> {
   });
   // An MCP server's questions (elicitation) become forms on the card, through the same registry as the model's.
   mcp?.setElicitationHandler(elicitThrough(core.dispatcher, logger));
-  // An answer given on another instance reaches the call waiting here (and ours reach theirs).
-  instances?.connect(core.registry);
+  // An answer given on another instance reaches the call waiting here (and ours reach theirs), and the runs
+  // the others run are shown live on this instance's pages.
+  instances?.connect(core);
 
   // Whatever has started so far is stopped on the way out; shutdown may come at any point, and has a deadline.
   const started: { feishu?: FeishuApps; emulator?: Emulator; server?: Server; agents?: AgentTasks } = {};

@@ -17,7 +17,7 @@ import { mountSessionPages } from "./web/session-page.ts";
  */
 export function serviceRoutes(options: {
   feishu: Pick<FeishuRuntime, "routes">;
-  core: Pick<Core, "runs"> & Partial<Pick<Core, "revocations">>;
+  core: Pick<Core, "shown"> & Partial<Pick<Core, "revocations">>;
   authSecret: string;
   logger: Logger;
   now: () => number;
@@ -38,7 +38,7 @@ export function serviceRoutes(options: {
     ...options.feishu.routes,
     (app: Express) =>
       mountSessionPages(app, {
-        runs: core.runs,
+        runs: core.shown,
         authSecret,
         ...(core.revocations ? { revocations: core.revocations } : {}),
         ...(options.signInTtlMs !== undefined ? { signInTtlMs: options.signInTtlMs } : {}),

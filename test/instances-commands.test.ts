@@ -44,7 +44,7 @@ async function instance(name: string, askTimeoutMs = 60_000): Promise<Instance> 
     surfaces: [fakeSurface()],
     ownership: instances.ownership,
   });
-  instances.connect(core.registry);
+  instances.connect(core);
   return { core, instances, store };
 }
 

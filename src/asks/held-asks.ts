@@ -13,7 +13,14 @@ export interface HeldAsk {
   ask: PendingAsk;
   promise: Promise<AskOutcome>;
   resolve: (outcome: AskOutcome) => void;
-  timer: ReturnType<typeof setTimeout>;
+  /** The deadline's; none for a copy. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Held to be shown and answered here while another instance waits on it (issue 27: registry.mirror). Its
+   * deadline is that instance's, judged by the clock that set it, so a copy never times out by itself: its end
+   * comes from the row (a wake-up or a poll). Owned (`own`) once a call here waits on it.
+   */
+  copy?: true;
   /** When it was asked among asks of the same millisecond: the order `register` was called in. */
   order: number;
   /** The settle whose row write is under way: a second one waits for it (one `settled` event per ask). */
@@ -29,8 +36,8 @@ export interface HeldAsksDeps {
   onReleased: (ask: PendingAsk, outcome: AskOutcome) => void;
   /** Our compare-and-set moved the ask's row out of pending. */
   onWritten: (requestId: string) => void;
-  /** A held ask's deadline moved by a 延长 written elsewhere. */
-  onMoved?: (ask: PendingAsk) => void;
+  /** The deadline moved, read from the row at the old one (延长 on another instance whose wake-up was lost). */
+  onMoved: (ask: PendingAsk) => void;
 }
 
 /** How soon a settle whose row could not be written is tried again. */
@@ -86,23 +93,58 @@ export class HeldAsks {
     return this.#order;
   }
 
-  track(ask: PendingAsk, order = this.nextOrder()): void {
+  track(ask: PendingAsk, order = this.nextOrder(), copy = false): void {
     let resolve!: (outcome: AskOutcome) => void;
     const promise = new Promise<AskOutcome>((r) => {
       resolve = r;
     });
-    this.#entries.set(ask.requestId, { ask, promise, resolve, timer: this.timer(ask), order });
+    const timer = copy ? undefined : this.#timer(ask);
+    this.#entries.set(ask.requestId, { ask, promise, resolve, timer, order, ...(copy ? { copy } : {}) });
     const ids = this.#bySession.get(ask.sessionId) ?? new Set<string>();
     ids.add(ask.requestId);
     this.#bySession.set(ask.sessionId, ids);
   }
 
+  /** A call here waits on the ask now (its run was adopted, or resumed here): its deadline is ours from here. */
+  own(entry: HeldAsk): void {
+    if (!entry.copy || !this.holds(entry)) return;
+    delete entry.copy;
+    entry.timer = this.#timer(entry.ask);
+  }
+
+  /** 延长, here or (read from the row) on another instance: the deadline moves, and its timer with it. */
+  moveDeadline(entry: HeldAsk, expiresAt: number, extendedMs: number): void {
+    entry.ask.expiresAt = expiresAt;
+    entry.ask.extendedMs = extendedMs;
+    clearTimeout(entry.timer);
+    entry.timer = entry.copy ? undefined : this.#timer(entry.ask);
+  }
+
   /** The deadline is absolute (from the moment of asking, resume seed D3): a restart does not restart it. */
-  timer(ask: PendingAsk): ReturnType<typeof setTimeout> {
+  #timer(ask: PendingAsk): ReturnType<typeof setTimeout> {
     const delay = Math.max(0, ask.expiresAt - this.#deps.now());
-    const timer = setTimeout(() => void this.settleRetrying(ask.requestId, { kind: "timeout" }), delay);
+    const timer = setTimeout(() => void this.#due(ask.requestId), delay);
     timer.unref?.();
     return timer;
+  }
+
+  /**
+   * The deadline came. Another instance may have moved it (延长 on a page it serves) and its wake-up been lost,
+   * so the row is read first: a later deadline there is the deadline. Unread (the store away), it times out.
+   */
+  async #due(requestId: string): Promise<void> {
+    const entry = this.#entries.get(requestId);
+    const { store } = this.#deps;
+    if (!entry) return;
+    if (store && !entry.ask.elicitation) {
+      const row = await store.get(requestId).catch(() => undefined);
+      if (row?.status === "pending" && row.expiresAt > entry.ask.expiresAt && this.holds(entry)) {
+        this.moveDeadline(entry, row.expiresAt, row.extendedMs);
+        this.#deps.onMoved(entry.ask);
+        return;
+      }
+    }
+    await this.settleRetrying(requestId, { kind: "timeout" });
   }
 
   /**
@@ -153,25 +195,8 @@ export class HeldAsks {
       this.#deps.onWritten(requestId);
       return true;
     }
-    const row = await store.get(requestId);
-    if (row?.status === "pending") {
-      // Still open: a timeout whose deadline another instance moved (延长). It waits for the new one.
-      this.moved(entry, row.expiresAt, row.extendedMs);
-      return false;
-    }
-    this.release(entry, outcomeOfRow(row));
+    this.release(entry, outcomeOfRow(await store.get(requestId)));
     return false;
-  }
-
-  /** The row says the ask's deadline is later now (延长 elsewhere): the timer follows it. */
-  moved(entry: HeldAsk, expiresAt: number, extendedMs: number): boolean {
-    if (!this.holds(entry) || expiresAt <= entry.ask.expiresAt) return false;
-    entry.ask.expiresAt = expiresAt;
-    entry.ask.extendedMs = extendedMs;
-    clearTimeout(entry.timer);
-    entry.timer = this.timer(entry.ask);
-    this.#deps.onMoved?.(entry.ask);
-    return true;
   }
 
   /** Lets go of `entry` with its final outcome; false when it was no longer held (settled by someone else). */

@@ -1,10 +1,11 @@
-import type { AskRow, AskStore } from "../store/asks.ts";
+import type { AskStore } from "../store/asks.ts";
 import { Emitter } from "../util/emitter.ts";
 import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
 import { HeldAsks } from "./held-asks.ts";
 import { AskLookups } from "./lookups.ts";
 import type { AnswerResult, AskOutcome, AskState, PendingAsk } from "./pending.ts";
-import { outcomeOfRow, pendingFromRow, settleOf } from "./rows.ts";
+import { RowFollow } from "./row-follow.ts";
+import { pendingFromRow, settleOf } from "./rows.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
 /**
@@ -16,7 +17,8 @@ import type { AskAnswer, AskQuestion } from "./schema.ts";
  * (`restore`).
  *
  * A person's answer (`complete`, `respond`, `decline`) is decided by the row, so it resolves once the row is
- * written. An ask this registry does not hold (another instance's) is answered from its row alone; the
+ * written. Another instance's ask is held here as a copy once its wake-up or a poll says it was asked
+ * (`mirror`), so this instance's surfaces show it; one not held yet is answered from its row alone. The
  * instance that waits on it learns of it by `reconcile` (a wake-up or a poll re-reads the row). The settles the
  * bot makes itself (timeout, cancel, supersede) never reject: a write the database refuses leaves the ask
  * pending and is tried again, so a refused disk or an unreachable Postgres cannot lose one.
@@ -28,7 +30,9 @@ export interface AskRegistryEvents extends Record<string, unknown> {
   registered: PendingAsk;
   settled: { ask: PendingAsk; outcome: AskOutcome };
   extended: PendingAsk;
-  /** This registry's compare-and-set moved an ask's row out of pending (other instances re-read it). */
+  /** An ask another instance asked, held here from its row so that this instance's surfaces show it (`mirror`). */
+  mirrored: PendingAsk;
+  /** This registry wrote an ask's row (asked, extended, settled): the other instances re-read it. */
   written: string;
 }
 
@@ -44,6 +48,7 @@ export interface AskRegistryDeps {
 export class AskRegistry {
   readonly #held: HeldAsks;
   readonly #lookups: AskLookups;
+  readonly #rows: RowFollow;
   readonly #events: Emitter<AskRegistryEvents>;
   readonly #deps: AskRegistryDeps;
 
@@ -58,6 +63,7 @@ export class AskRegistry {
       onMoved: (ask) => this.#events.emit("extended", ask),
     });
     this.#lookups = new AskLookups(this.#held, deps.store);
+    this.#rows = new RowFollow(this.#held, deps.store, (event, ask) => this.#events.emit(event, ask));
     this.#events = new Emitter<AskRegistryEvents>((error, event) =>
       deps.onListenerError(error, String(event)),
     );
@@ -105,6 +111,7 @@ export class AskRegistry {
     if (!ask.elicitation) await this.#deps.store?.insert(ask);
     this.#held.track(ask, order);
     this.#events.emit("registered", ask);
+    if (!ask.elicitation && this.#deps.store) this.#events.emit("written", ask.requestId);
     return ask;
   }
 
@@ -125,10 +132,16 @@ export class AskRegistry {
   }
 
   /** A run adopted from another instance (issue 27): its pending asks are held here from now on, as on start. */
-  async holdRun(runId: string): Promise<void> {
-    for (const row of (await this.#deps.store?.pending()) ?? [])
-      if (row.runId === runId && !this.#held.has(row.requestId)) this.#held.track(pendingFromRow(row));
-  }
+  holdRun = (runId: string): Promise<void> => this.#rows.holdRun(runId);
+
+  /**
+   * An ask another instance asked (its wake-up, issue 27): held here too from its row, so that this instance's
+   * surfaces show it and an answer here settles it as any held ask (asks/row-follow.ts). The ask when new here.
+   */
+  mirror = (requestId: string): Promise<PendingAsk | undefined> => this.#rows.mirror(requestId);
+
+  /** `mirror` for every pending row not held here, in one read (a poll). How many were new. */
+  mirrorPending = (): Promise<number> => this.#rows.mirrorPending();
 
   /**
    * Resolves when the ask settles, however it settles; an ask settled earlier (or before a restart) at once. A
@@ -136,6 +149,7 @@ export class AskRegistry {
    */
   async waitForAnswer(requestId: string): Promise<AskOutcome> {
     const entry = this.#held.get(requestId);
+    if (entry) this.#held.own(entry);
     if (entry) return entry.promise;
     const row = await this.#deps.store?.get(requestId);
     if (row?.status === "pending" && !this.#held.has(requestId)) this.#held.track(pendingFromRow(row));
@@ -233,38 +247,13 @@ export class AskRegistry {
   }
 
   /**
-   * Re-reads an ask this registry holds (a wake-up said its row changed, or a poll): a row another instance
-   * settled settles it here with that outcome, without writing. True when it did.
+   * Re-reads an ask this registry holds (a wake-up said its row changed): a row another instance settled settles
+   * it here with that outcome, without writing; a deadline another moved (延长) moves here. True when it settled.
    */
-  async reconcile(requestId: string): Promise<boolean> {
-    const entry = this.#held.get(requestId);
-    if (!entry || entry.ask.elicitation || !this.#deps.store) return false;
-    return this.#settledElsewhere(await this.#deps.store.get(requestId)) === 1;
-  }
+  reconcile = (requestId: string): Promise<boolean> => this.#rows.reconcile(requestId);
 
   /** `reconcile` for every ask held here, in one read (a poll, or the wake-up connection came back). */
-  async reconcileAll(): Promise<number> {
-    const held = [...this.#held.values()].filter((entry) => !entry.ask.elicitation);
-    if (!this.#deps.store || held.length === 0) return 0;
-    const settled = await this.#deps.store.settledAmong(held.map((entry) => entry.ask.requestId));
-    return settled.reduce((count, row) => count + this.#settledElsewhere(row), 0);
-  }
-
-  /**
-   * A row another instance settled: the held ask ends with its outcome (unless a settle of ours is writing).
-   * A row still pending whose deadline another instance moved (延长): the held ask's timer follows it.
-   */
-  #settledElsewhere(row: AskRow | undefined): 0 | 1 {
-    const held = row ? this.#held.get(row.requestId) : undefined;
-    if (row?.status === "pending" && held) {
-      this.#held.moved(held, row.expiresAt, row.extendedMs);
-      return 0;
-    }
-    const entry = row && row.status !== "pending" ? held : undefined;
-    if (!row || !entry || entry.settling) return 0;
-    this.#held.release(entry, outcomeOfRow(row));
-    return 1;
-  }
+  reconcileAll = (): Promise<number> => this.#rows.reconcileAll();
 
   /** Settles every pending ask of one session (and only that session). Resolves to how many it settled. */
   failAllForSession(sessionId: string, reason = "Session cancelled"): Promise<number> {
@@ -295,7 +284,7 @@ export class AskRegistry {
   async extend(requestId: string, byMs: number, maxTotalMs: number): Promise<PendingAsk | undefined> {
     const entry = this.#held.get(requestId);
     if (!entry) {
-      // Another instance holds it: its row moves, and the wake-up tells the holder (`reconcile`).
+      // Not even a copy here (its wake-up not read yet): the row moves, and the wake-up tells its holder.
       const moved = await this.#lookups.extendRow(requestId, byMs, maxTotalMs);
       if (moved) this.#events.emit("written", requestId);
       return moved;
@@ -304,13 +293,10 @@ export class AskRegistry {
     const { store } = this.#deps;
     if (store && !(await store.extend(requestId, byMs, maxTotalMs))) return undefined;
     if (!this.#held.holds(entry)) return undefined;
-    this.#held.moved(entry, entry.ask.expiresAt + byMs, entry.ask.extendedMs + byMs);
+    this.#held.moveDeadline(entry, entry.ask.expiresAt + byMs, entry.ask.extendedMs + byMs);
+    this.#events.emit("extended", entry.ask);
+    if (store) this.#events.emit("written", requestId);
     return entry.ask;
-  }
-
-  /** The run's pending asks: held here, or (several instances) in their rows while another instance holds them. */
-  pendingOfRun(sessionId: string, runId: string): Promise<PendingAsk[]> {
-    return this.#lookups.pendingOfRun(sessionId, runId);
   }
 
   get(requestId: string): PendingAsk | undefined {
@@ -320,6 +306,11 @@ export class AskRegistry {
   /** A pending ask, held here or (several instances) only in its row: what an answer checks before its CAS. */
   open(requestId: string): Promise<PendingAsk | undefined> {
     return this.#lookups.open(requestId);
+  }
+
+  /** The run's pending asks: held here, or (several instances) in their rows while another instance holds them. */
+  pendingOfRun(sessionId: string, runId: string): Promise<PendingAsk[]> {
+    return this.#lookups.pendingOfRun(sessionId, runId);
   }
 
   /** An ask by id, pending or settled (settled ones from the rows; memory-only registries forget them). */

@@ -130,9 +130,6 @@ export class AskStore {
         })
         .where("request_id", "=", requestId)
         .where("status", "=", "pending")
-        // A timeout only once the deadline has passed: a 延长 written by another instance (or process) after
-        // this one armed its timer moved it, and the stale timer loses.
-        .$if(settle.status === "timeout", (query) => query.where("expires_at", "<=", settle.at))
         .executeTakeFirst(),
     );
     return result.numUpdatedRows === 1n;

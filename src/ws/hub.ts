@@ -93,14 +93,13 @@ export class WsHub implements AskSurface {
     // ws closes the socket (1009) above maxPayload; below it, our own 1 MiB check answers with an error frame.
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
     this.#unsubscribe.push(
-      // An MCP elicitation (ask.elicitation) is shown on the Feishu card only: the page has no form for it.
-      deps.registry.on("registered", (ask) => {
-        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask, this.#times));
-      }),
-      // 延长 moved the deadline: the same ask again, with its new expiresAt (clients keep one per request id).
-      deps.registry.on("extended", (ask) => {
-        if (!ask.elicitation) this.#sendAround(ask, askFrame(ask, this.#times));
-      }),
+      // Asked here, asked on another instance (mirrored), or 延长 moved the deadline: the ask with its expiresAt
+      // (clients keep one per request id). An MCP elicitation is shown on the Feishu card only: no page form.
+      ...(["registered", "mirrored", "extended"] as const).map((event) =>
+        deps.registry.on(event, (ask) => {
+          if (!ask.elicitation) this.#sendAround(ask, askFrame(ask, this.#times));
+        }),
+      ),
       deps.registry.on("settled", ({ ask, outcome }) => {
         // A connection still writing its answer hears this after its "accepted" (answers-in-flight.ts).
         if (!ask.elicitation) this.#sendAround(ask, cancelledFrame(ask, outcome));
