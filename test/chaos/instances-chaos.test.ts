@@ -284,7 +284,7 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
   for (const s of all) {
     expect(cardsOf(s.messageId)).toHaveLength(1);
     const run = await pool.query<{ status: string; text: string | null }>(
-      "SELECT status, text FROM runs WHERE id = $1",
+      "SELECT status, final_text AS text FROM runs WHERE id = $1",
       [s.runId],
     );
     const ask = await pool.query<{ status: string; answer: string | null }>(
