@@ -9,6 +9,7 @@ import { runCluster } from "./cluster.ts";
 import { runClusterBudget } from "./cluster-budget.ts";
 import { type BenchOptions, benchOptions, formatRunInfo, hasGc, machine, runInfo } from "./common.ts";
 import { runDurable } from "./durable.ts";
+import { runInstances } from "./instances.ts";
 import { runManyCards } from "./many-cards.ts";
 import { runOneCard } from "./one-card.ts";
 import { runScale } from "./scale.ts";
@@ -34,6 +35,7 @@ export const BENCHMARKS: Readonly<Record<string, Benchmark>> = {
   cluster: (options) => runCluster(options),
   "ask-rows": (options) => runAskRows(options),
   "cluster-budget": (options) => runClusterBudget(options),
+  instances: (options) => runInstances(options),
 };
 
 export async function runSuite(
