@@ -131,17 +131,22 @@ describe("the app limiter of several instances, on one Postgres", () => {
 });
 
 describe("shareWindow", () => {
+  const share = (perSecond: number, perMinute: number, byRank = [perSecond, perMinute]) => ({
+    perSecond,
+    perMinute,
+    byRank: { perSecond: byRank[0] ?? 0, perMinute: byRank[1] ?? 0 },
+  });
   it("applies a smaller share at once and a larger one once each window has passed", () => {
     let t = 0;
     const held = shareWindow({ secondMs: 100, minuteMs: 2_000 }, () => t);
     expect(held.limits()).toEqual({ perSecond: 0, perMinute: 0 });
-    held.record({ perSecond: 50, perMinute: 1000 });
+    held.record(share(50, 1000));
     expect(held.limits()).toEqual({ perSecond: 50, perMinute: 1000 });
     t = 10;
-    held.record({ perSecond: 17, perMinute: 334 });
+    held.record(share(17, 334));
     expect(held.limits()).toEqual({ perSecond: 17, perMinute: 334 });
     t = 500;
-    held.record({ perSecond: 25, perMinute: 500 });
+    held.record(share(25, 500));
     expect(held.limits()).toEqual({ perSecond: 17, perMinute: 334 });
     // The windows are (t - ms, t]: the smaller share's last moment was just before 500.
     t = 599;
@@ -152,13 +157,26 @@ describe("shareWindow", () => {
     expect(held.limits()).toEqual({ perSecond: 25, perMinute: 334 });
     t = 2_501;
     expect(held.limits()).toEqual({ perSecond: 25, perMinute: 500 });
-    // A newcomer's grace (0) holds it back for a whole window after it ends.
-    held.record({ perSecond: 0, perMinute: 0 });
-    t = 2_600;
-    held.record({ perSecond: 16, perMinute: 333 });
-    t = 2_701;
-    expect(held.limits()).toEqual({ perSecond: 16, perMinute: 0 });
-    t = 4_601;
+  });
+
+  it("holds a newcomer's second back a second after its grace, and its minute to its room, which may grow at once", () => {
+    let t = 0;
+    const held = shareWindow({ secondMs: 100, minuteMs: 2_000 }, () => t);
+    held.record(share(0, 0, [16, 333]));
+    expect(held.limits()).toEqual({ perSecond: 0, perMinute: 0 });
+    t = 1_000;
+    held.record(share(16, 100, [16, 333]));
+    expect(held.limits()).toEqual({ perSecond: 0, perMinute: 100 });
+    t = 1_101;
+    expect(held.limits()).toEqual({ perSecond: 16, perMinute: 100 });
+    held.record(share(16, 333, [16, 333]));
     expect(held.limits()).toEqual({ perSecond: 16, perMinute: 333 });
+    // Its share by rank still keeps to the smallest of the window: a larger one waits the window out.
+    t = 1_200;
+    held.record(share(25, 500, [25, 500]));
+    t = 3_199;
+    expect(held.limits()).toEqual({ perSecond: 25, perMinute: 333 });
+    t = 3_201;
+    expect(held.limits()).toEqual({ perSecond: 25, perMinute: 500 });
   });
 });
