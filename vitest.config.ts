@@ -19,6 +19,7 @@ const WIRE = [
   "test/cluster/**/*.test.ts",
   // Several instances as real processes on one Postgres, killed with SIGKILL (issue 27).
   "test/instances-process.test.ts",
+  "test/instances-outage.test.ts",
   "test/chaos/**/*.test.ts",
 ];
 

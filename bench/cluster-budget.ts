@@ -13,8 +13,10 @@ import { type BenchOptions, clock, fmtInt, printTable, seededRandom, sleep } fro
  * a quarter of the callers urgent (so the urgent lane's headroom is spent too, inside the share). Every call's start is recorded; a violation is a call that is the 51st in some second
  * or the 1,001st in some minute, across all members.
  * 1. one process, its own limiter;
- * 2. 3 members, once each holds its share (a newcomer waits its grace and a whole minute: cluster-budget.ts);
- * 3. the same 3, then one leaves: the other two take its share once its calls have left each window.
+ * 2. 3 members started together, once each holds its share (the later two after their grace and a heartbeat:
+ *    cluster-budget.ts); how long each waited for its first call, as an instance's start-up botInfo does;
+ * 3. the same 3, then one leaves: the other two take its share once its calls have left each window;
+ * 4. the two, busy, then a newcomer joins: it spends what their published counts leave it (budget.ts roomOf).
  * Full: the platform's windows, 90 s per row. `--quick`: the windows ten times shorter (100 ms and 6 s, the
  * same 50 and 1,000 in them) and 9 s per row, so rates are given per window-second.
  */
@@ -62,6 +64,13 @@ export function violations(
   return { count, busiest };
 }
 
+/** How long a limiter made just now waits for its first call (an instance's start-up botInfo). */
+async function firstCall(limiter: Limiter): Promise<number> {
+  const started = clock();
+  await limiter(async () => undefined);
+  return clock() - started;
+}
+
 /** Drives `limiter` until `until()`, recording each call's start in `times`. */
 function drive(limiter: Limiter, times: number[], scale: number, random: () => number, until: () => boolean) {
   return Promise.all(
@@ -87,6 +96,9 @@ export async function runClusterBudget(
   const rowMs = 90_000 / scale;
   const budget = { heartbeatEveryMs: options.quick ? 100 : 500, ttlMs: options.quick ? 300 : 1_500, windows };
   const random = seededRandom(27);
+  // The limiters on the clock the calls are counted with: Date.now's whole milliseconds against
+  // performance.now's fractions put a call at a window's edge inside one and outside the other (51 in a
+  // "second" at --quick's 100 ms windows, none of them over in the limiter's own count).
   const own = env.BENCH_DATABASE_URL ? undefined : await startEmbeddedPostgres({ fsync: true });
   const url = env.BENCH_DATABASE_URL ?? own?.url ?? "";
   const pools: Db[] = [1, 2, 3].map(() => createClusterPool({ connectionString: url }));
@@ -108,18 +120,16 @@ export async function runClusterBudget(
 
     const alone: number[] = [];
     const aloneUntil = clock() + rowMs;
-    await drive(createAppLimiter({ windows }), alone, scale, random, () => clock() >= aloneUntil);
+    await drive(createAppLimiter({ windows, now: clock }), alone, scale, random, () => clock() >= aloneUntil);
     row("one process", alone, alone, rowMs);
 
-    const members = pools.map((db, i) =>
-      createClusterLimiter({ cluster: { db, instance: `m${i}`, budget }, appId, windows }),
-    );
-    // Until each holds its share: the grace of the later ones, then a whole minute.
     const warmedAt = clock();
-    while (
-      members.some((m) => m.limits().perMinute !== m.budget.share().perMinute || m.limits().perMinute === 0)
-    )
-      await sleep(50);
+    const members = pools.map((db, i) =>
+      createClusterLimiter({ cluster: { db, instance: `m${i}`, budget }, appId, windows, now: clock }),
+    );
+    const firstCallMs = await Promise.all(members.map((m) => firstCall(m.limiter)));
+    // Until each holds its share by rank (the first alone takes the whole budget at once, and shrinks).
+    while (members.some((m) => m.limits().perMinute !== m.budget.share().byRank.perMinute)) await sleep(50);
     const warmUpMs = clock() - warmedAt;
 
     const three: number[] = [];
@@ -136,7 +146,25 @@ export async function runClusterBudget(
     await Promise.all([a, b].map((m) => drive(m.limiter, two, scale, random, () => clock() >= twoUntil)));
     // Violations across both rows: the leaver's calls are still in the windows the two spend in.
     row("3 members, then one leaves", two, [...three, ...two], rowMs);
-    await Promise.all([a.stop(), b.stop()]);
+
+    // A newcomer while the two are busy: the windows are full of their calls under halves.
+    const older: number[] = [];
+    const newer: number[] = [];
+    const joinUntil = clock() + rowMs;
+    const joinedAt = clock();
+    const d = createClusterLimiter({
+      cluster: { db: pools[2] as Db, instance: "m3", budget },
+      appId,
+      windows,
+    });
+    await Promise.all([
+      drive(d.limiter, newer, scale, random, () => clock() >= joinUntil),
+      ...[a, b].map((m) => drive(m.limiter, older, scale, random, () => clock() >= joinUntil)),
+    ]);
+    const newcomerFirstMs = (newer[0] ?? joinUntil) - joinedAt;
+    const joined = [...older, ...newer];
+    row("2 busy members, then one joins", joined, [...two, ...joined], rowMs);
+    await Promise.all([a.stop(), b.stop(), d.stop()]);
 
     const unit = options.quick ? "per window-second" : "per second";
     printTable(
@@ -152,6 +180,12 @@ export async function runClusterBudget(
         fmtInt(r.busiestMinute),
         fmtInt(r.violations),
       ]),
+    );
+    const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+    console.log(
+      `\nFirst call of each of the 3 started together (heartbeat every ${budget.heartbeatEveryMs} ms, grace ${
+        budget.heartbeatEveryMs + 1000
+      } ms): ${firstCallMs.map(seconds).join(", ")}; the newcomer to the 2 busy members: ${seconds(newcomerFirstMs)}`,
     );
     return clusterBudgetChecks(rows);
   } finally {

@@ -38,6 +38,25 @@ describe("createAppLimiter", () => {
     expect(starts[50]).toBe(1500);
   });
 
+  it("says how many calls the minute window holds: in flight, and settled within the last minute", async () => {
+    const limiter = createAppLimiter();
+    expect(limiter.used()).toBe(0);
+    let finish: () => void = () => undefined;
+    const slow = limiter(() => new Promise<void>((resolve) => (finish = resolve)));
+    const quick = [limiter(async () => undefined), limiter(async (slot) => slot.unused())];
+    await vi.advanceTimersByTimeAsync(0);
+    await Promise.all(quick);
+    // The slow call in flight and the quick one settled; the one that made no call is not counted.
+    expect(limiter.used()).toBe(2);
+    await vi.advanceTimersByTimeAsync(30_000);
+    finish();
+    await slow;
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(limiter.used()).toBe(1);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(limiter.used()).toBe(0);
+  });
+
   it("does not count a job that made no call: its slot goes to the next job at once", async () => {
     const limiter = createAppLimiter({ perSecond: 2 });
     const starts: { kind: string; at: number }[] = [];

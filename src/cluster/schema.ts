@@ -50,6 +50,10 @@ const MIGRATIONS: readonly string[] = [
      expires_at timestamptz NOT NULL,
      PRIMARY KEY (app_id, member)
    )`,
+  // budget.ts: each member publishes, at every heartbeat, its calls in its trailing minute window and the minute
+  // share it keeps to, so a newcomer can spend what is left instead of waiting a whole minute; a member that
+  // goes stays a row (expired) for a minute more, its last count still in the windows. Null: not yet published.
+  `ALTER TABLE cluster_members ADD COLUMN minute_calls integer, ADD COLUMN minute_share integer`,
 ];
 
 /** An arbitrary constant: the advisory lock key that serialises schema changes. */

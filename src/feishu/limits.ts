@@ -78,7 +78,7 @@ export function createAppLimiter(
     /** The two windows' lengths (default 1 s and 1 min, the platform's); tests shorten them. */
     windows?: LimitWindows;
   } = {},
-): Limiter & { pending(): number; wake(): void } {
+): Limiter & { pending(): number; wake(): void; used(): number } {
   const fixed: AppLimits = { perSecond: options.perSecond ?? 50, perMinute: options.perMinute ?? 1000 };
   const now = options.now ?? Date.now;
   const { secondMs, minuteMs } = options.windows ?? PLATFORM_WINDOWS;
@@ -262,8 +262,11 @@ export function createAppLimiter(
         timer = undefined;
       }
       pump();
-    })) as Limiter & { pending(): number; wake(): void };
+    })) as Limiter & { pending(): number; wake(): void; used(): number };
   limiter.pending = queued;
+  // The calls the minute's limit counts now (in flight, and settled within the last minute): what an instance
+  // among several publishes in its heartbeat, for a newcomer to know what is still in the window.
+  limiter.used = () => all.inFlight + all.settled.length - firstAfter(all.settled, now() - minuteMs);
   limiter.wake = () => {
     if (timer === undefined) return; // not waiting: nothing queued, or a pump is running
     clearTimeout(timer);

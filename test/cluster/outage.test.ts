@@ -30,6 +30,7 @@ describe("a Postgres outage", () => {
       db,
       appId: "cli_a",
       member: "m1",
+      calls: () => 0,
       heartbeatEveryMs: 500,
       ttlMs: 20_000,
     });
