@@ -166,7 +166,10 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
   const all: Scenario[] = [];
   let reheldMs = 0;
 
+  const replacements: Promise<MainProcess>[] = [];
   for (let round = 0; round < ROUNDS; round++) {
+    // Two live instances at least before one is killed: one to take over, one to answer through.
+    while (fleet.alive().length < 2 && replacements.length > 0) await replacements.shift();
     const scenarios: Scenario[] = [];
     for (let k = 0; k < PER_ROUND; k++) {
       const user = `ou_chaos_${transport}_${round}_${k}`.padEnd(35, "0");
@@ -199,7 +202,9 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
     const victim = pick(running.length > 0 ? running : fleet.alive());
     const killedAt = Date.now();
     await fleet.kill(victim);
-    const replacement = fleet.start();
+    // The replacement comes up in the background: a newcomer after a kill may wait up to a minute for its share
+    // of the app's budget (the dead instance's last minute of calls still counts), and the others serve meanwhile.
+    replacements.push(fleet.start());
     if (transport === "ws") {
       await until(() => emulator.longConnection.online === 1, "the long connection held again", 15_000);
       reheldMs = Math.max(reheldMs, Date.now() - killedAt);
@@ -252,7 +257,6 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
         expect(late).toMatchObject({ type: "error", code: "stale_request" });
       }
     }
-    await replacement;
     const ids = scenarios.map((s) => s.runId);
     try {
       await until(async () => {
@@ -278,6 +282,9 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
     }
     all.push(...scenarios);
   }
+
+  // The replacements still starting are waited for, so none outlives the test (cleanup kills the fleet).
+  await Promise.allSettled(replacements);
 
   // Each scenario, from the rows and the emulator.
   const pool = db();
