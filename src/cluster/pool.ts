@@ -41,6 +41,13 @@ export function createClusterPool(options: ClusterPoolOptions): Db {
   pool.on("error", (error) => {
     options.log?.warn({ err: error.message }, "postgres idle connection lost");
   });
+  // A connection checked out between two statements (a transaction awaiting its next one) has no pool listener:
+  // the server going away (57P01 on a restart) would be an unhandled `error` event. Its statement fails instead.
+  pool.on("connect", (client) => {
+    client.on("error", (error) => {
+      options.log?.warn({ err: error.message }, "postgres connection lost while in use");
+    });
+  });
   return pool;
 }
 
