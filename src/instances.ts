@@ -10,7 +10,7 @@ import { createClaims } from "./cluster/claims.ts";
 import type { Db } from "./cluster/pool.ts";
 import { createWakeups, notify, type Wakeups } from "./cluster/wakeups.ts";
 import { describeError } from "./errors.ts";
-import type { EventRelay, FeishuCluster } from "./feishu/cluster-options.ts";
+import type { CallbackRelay, EventRelay, FeishuCluster } from "./feishu/cluster-options.ts";
 import type { CommandRelay, RunLeases } from "./harness/run-leases.ts";
 import { AnnouncedRunLeases, connectRunWakeups, type RunFeeds } from "./harness/run-wakeups.ts";
 import type { Logger } from "./logger.ts";
@@ -80,6 +80,7 @@ export function severalInstances(
       instance,
       holder: { ttlMs, renewEveryMs: fifth, marginMs: fifth },
       events: eventRelay(store.pool, wakeups, instance, log),
+      callbacks: callbackRelay(store.pool, wakeups, log),
     },
     connect(core) {
       const sending = { db: store.pool, channel: WAKEUP_CHANNEL, log };
@@ -95,6 +96,26 @@ export function severalInstances(
       await disconnect?.();
       await wakeups.close();
       await ownership.close();
+    },
+  };
+}
+
+/**
+ * A card's callback answered by an instance that does not run its task: `card:<message id>` tells the card's
+ * instance, which holds its PATCHes meanwhile (feishu/progress/remote-answers.ts). A wake-up lost costs that
+ * instance the rest of the callback's 3 s, nothing more: no row is needed.
+ */
+function callbackRelay(db: Db, wakeups: Wakeups, log: Logger): CallbackRelay {
+  return {
+    responded(messageId) {
+      notify(db, WAKEUP_CHANNEL, "card", messageId).catch((error: unknown) =>
+        log.warn({ err: describeError(error) }, "card answer wake-up not sent; its instance waits 3 s"),
+      );
+    },
+    onResponded(listener) {
+      return wakeups.subscribe("card", (wake) => {
+        if (wake.reason === "notify") listener(wake.id);
+      });
     },
   };
 }

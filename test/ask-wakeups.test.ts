@@ -61,10 +61,18 @@ async function instance(
   const settled: AskOutcome[] = [];
   const mirrored: string[] = [];
   const extended: number[] = [];
-  registry.on("settled", ({ outcome }) => settled.push(outcome));
+  /** In order: `elsewhere` (the registry's settledElsewhere) must come before the `settled` it announces. */
+  const order: string[] = [];
+  registry.on("settledElsewhere", ({ ask, settledAt }) =>
+    order.push(`elsewhere ${ask.requestId} ${settledAt !== undefined}`),
+  );
+  registry.on("settled", ({ ask, outcome }) => {
+    settled.push(outcome);
+    order.push(`settled ${ask.requestId}`);
+  });
   registry.on("mirrored", (ask) => mirrored.push(ask.requestId));
   registry.on("extended", (ask) => extended.push(ask.expiresAt));
-  return { registry, settled, mirrored, extended, pool };
+  return { registry, settled, mirrored, extended, pool, order };
 }
 
 const ask = (registry: AskRegistry, timeoutMs?: number) =>
@@ -108,6 +116,9 @@ describe("asks across instances", () => {
     await expect(waiting).resolves.toMatchObject({ kind: "answered", surface: "page", answers: ANSWERS });
     await until(() => a.settled.length === 1, "a's settled event");
     expect(a.registry.get(asked.requestId)).toBeUndefined();
+    // Told as settled elsewhere, with the settle's time, just before it settles (a card holds its PATCH).
+    expect(a.order).toEqual([`elsewhere ${asked.requestId} true`, `settled ${asked.requestId}`]);
+    expect(b.order).toEqual([`settled ${asked.requestId}`]);
     // The copy ended where it was answered (its sockets withdraw the question), once.
     expect(b.settled).toEqual([expect.objectContaining({ kind: "answered", surface: "page" })]);
     expect(b.registry.get(asked.requestId)).toBeUndefined();

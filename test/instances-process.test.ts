@@ -118,18 +118,23 @@ describe("several instances on one Postgres (webhook)", () => {
     const other = rest.find((bot) => bot !== adopter);
     if (!adopter || !other) throw new Error("the adopter is not one of the live instances");
 
-    // The answer goes to the instance that does not run the task: it is decided by the ask's row.
-    const click = emulator.cardAction({
+    // The click goes to the instance that does not run the task: the ask's row decides, and the click is
+    // answered with the card as the rows have it, the form gone, while the card's instance holds its PATCH
+    // until that answer is in (Feishu would revert it), then PATCHes it for everyone else.
+    emulator.subscribe({ mode: "webhook", url: hook(other) });
+    const answered = await emulator.click({
       messageId: cardId,
       operatorOpenId: ALICE,
       name: "ask0_submit",
       value: { kind: "feishu_ask", act: "submit", sessionId, requestId, sender: ALICE },
       formValue: { ask0_q0: "0", ask0_q1: ["2"] },
     });
-    const answered = await emulator.deliverWebhook(hook(other), click);
-    expect(answered.status).toBe(200);
-    expect(answered.body).toMatchObject({ toast: { type: "success" } });
+    expect(answered).toMatchObject({ status: 200, toast: { type: "success" }, card: "applied" });
+    expect(answered.revertedUpdates).toBeUndefined();
     expect(answered.durationMs).toBeLessThan(3000);
+    const shown = JSON.stringify((answered.answer as { card?: { data?: unknown } }).card?.data ?? null);
+    expect(shown).toContain(sessionId);
+    expect(shown).not.toContain('"tag":"form"');
     await until(
       () => emulator.messages.getMessage(cardId)?.content.includes('"template":"green"'),
       "the completed card",

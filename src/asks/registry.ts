@@ -4,7 +4,7 @@ import type { ElicitationAsk, ElicitResponse } from "./elicitation.ts";
 import { HeldAsks } from "./held-asks.ts";
 import { AskLookups } from "./lookups.ts";
 import type { AnswerResult, AskOutcome, AskState, PendingAsk } from "./pending.ts";
-import { RowFollow } from "./row-follow.ts";
+import { RowFollow, type SettledElsewhere } from "./row-follow.ts";
 import { pendingFromRow, settleOf } from "./rows.ts";
 import type { AskAnswer, AskQuestion } from "./schema.ts";
 
@@ -32,6 +32,11 @@ export interface AskRegistryEvents extends Record<string, unknown> {
   extended: PendingAsk;
   /** An ask another instance asked, held here from its row so that this instance's surfaces show it (`mirror`). */
   mirrored: PendingAsk;
+  /**
+   * An ask held here was settled by another instance (its row says so), told just before its `settled`: the
+   * card of a question answered on another instance's card waits for that instance's callback answer.
+   */
+  settledElsewhere: SettledElsewhere;
   /** This registry wrote an ask's row (asked, extended, settled): the other instances re-read it. */
   written: string;
 }
@@ -63,7 +68,12 @@ export class AskRegistry {
       onMoved: (ask) => this.#events.emit("extended", ask),
     });
     this.#lookups = new AskLookups(this.#held, deps.store);
-    this.#rows = new RowFollow(this.#held, deps.store, (event, ask) => this.#events.emit(event, ask));
+    this.#rows = new RowFollow(
+      this.#held,
+      deps.store,
+      (event, ask) => this.#events.emit(event, ask),
+      (settled) => this.#events.emit("settledElsewhere", settled),
+    );
     this.#events = new Emitter<AskRegistryEvents>((error, event) =>
       deps.onListenerError(error, String(event)),
     );

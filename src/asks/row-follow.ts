@@ -1,7 +1,14 @@
 import type { AskRow, AskStore } from "../store/asks.ts";
 import type { HeldAsks } from "./held-asks.ts";
-import type { PendingAsk } from "./pending.ts";
+import type { AskOutcome, PendingAsk } from "./pending.ts";
 import { outcomeOfRow, pendingFromRow } from "./rows.ts";
+
+/** An ask held here that another instance settled, as its row says (`settledAt` by that instance's clock). */
+export interface SettledElsewhere {
+  ask: PendingAsk;
+  outcome: AskOutcome;
+  settledAt?: number;
+}
 
 /**
  * The registry's asks as other instances change their rows (issue 27, registry.ts): an ask another instance
@@ -13,15 +20,18 @@ export class RowFollow {
   readonly #held: HeldAsks;
   readonly #store: AskStore | undefined;
   readonly #emit: (event: "mirrored" | "extended", ask: PendingAsk) => void;
+  readonly #elsewhere: (settled: SettledElsewhere) => void;
 
   constructor(
     held: HeldAsks,
     store: AskStore | undefined,
     emit: (event: "mirrored" | "extended", ask: PendingAsk) => void,
+    elsewhere: (settled: SettledElsewhere) => void = () => undefined,
   ) {
     this.#held = held;
     this.#store = store;
     this.#emit = emit;
+    this.#elsewhere = elsewhere;
   }
 
   /** Every pending ask of the run is held here, owned: a copy held before becomes this instance's to time out. */
@@ -74,8 +84,15 @@ export class RowFollow {
   /** A row another instance settled: the held ask ends with its outcome (unless a settle of ours is writing). */
   #settledElsewhere(row: AskRow | undefined): 0 | 1 {
     const entry = row && row.status !== "pending" ? this.#held.get(row.requestId) : undefined;
-    if (!row || !entry || entry.settling) return 0;
-    this.#held.release(entry, outcomeOfRow(row));
+    if (!row || !entry || entry.settling || !this.#held.holds(entry)) return 0;
+    const outcome = outcomeOfRow(row);
+    // Told before the settle's own event: a card answered on another instance holds its PATCH first.
+    this.#elsewhere({
+      ask: entry.ask,
+      outcome,
+      ...(row.settledAt !== undefined ? { settledAt: row.settledAt } : {}),
+    });
+    this.#held.release(entry, outcome);
     return 1;
   }
 }

@@ -5,6 +5,7 @@ import type { FeishuStore } from "../store/feishu.ts";
 import { currentLocale, type Localized, bilingual as strings } from "../strings/index.ts";
 import type { AskTimes } from "./ask-deadline.ts";
 import type { ActiveCard } from "./progress/card-book.ts";
+import type { RemoteAnswers } from "./progress/remote-answers.ts";
 import type { QueuedCards } from "./queued-cards.ts";
 
 /**
@@ -33,6 +34,8 @@ export interface CardActionDeps {
     nameOf(userId: string): string | undefined;
   };
   queuedCards: Pick<QueuedCards, "cardFor" | "forget" | "afterAnswer">;
+  /** Several instances: cards whose tasks other instances run (progress/remote-answers.ts). */
+  remote?: Pick<RemoteAnswers, "cardFromRows" | "responded">;
   times: Pick<AskTimes, "extendMs" | "extendMaxMs" | "timeZone">;
   now: () => number;
   /** The app whose card was clicked (feishu/apps.ts): a retry's new card goes out through it too. */

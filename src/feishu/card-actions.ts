@@ -51,7 +51,14 @@ export async function handleCardAction(
   const operator = action.value.operatorOpenId;
   // A click on a card in a chat proves the operator is in that chat: they may view its runs (access.ts).
   if (action.value.chatId) noteMember(deps, action.value.chatId, operator, logger);
-  const active = action.value.messageId ? deps.cards.cardByMessage(action.value.messageId) : undefined;
+  const { messageId } = action.value;
+  const mine = messageId ? deps.cards.cardByMessage(messageId) : undefined;
+  // Several instances: a question on a card another instance runs is answered with the card from the rows.
+  const theirs =
+    !mine && messageId && value.value.kind === "feishu_ask" && deps.remote
+      ? await cardFromRows(deps.remote, messageId, logger)
+      : undefined;
+  const active = mine ?? theirs;
   const release = active?.publisher?.hold();
   let result: CallbackResult;
   try {
@@ -61,6 +68,7 @@ export async function handleCardAction(
     // publisher never PATCHes again, and shutdown would wait for it for ever. The platform shows what it
     // showed; the caller answers the click with the error toast.
     release?.(undefined);
+    if (theirs && messageId) deps.remote?.responded(messageId);
     throw error;
   }
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
@@ -69,9 +77,24 @@ export async function handleCardAction(
     response: result.response,
     afterResponse: (delivered) => {
       release?.(delivered ? answered : undefined);
+      if (theirs && messageId) deps.remote?.responded(messageId);
       result.afterResponse?.(delivered);
     },
   };
+}
+
+/** Best effort: a card the database did not give is a toast without the card (its instance PATCHes it). */
+async function cardFromRows(
+  remote: NonNullable<CardActionDeps["remote"]>,
+  messageId: string,
+  logger: Logger,
+): Promise<ActiveCard | undefined> {
+  try {
+    return await remote.cardFromRows(messageId);
+  } catch (error) {
+    logger.warn({ err: describeError(error), messageId }, "card not read from the rows: answered without it");
+    return undefined;
+  }
 }
 
 /** Best effort: a note the database refuses costs a later page view, not this click. */

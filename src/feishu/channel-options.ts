@@ -7,6 +7,7 @@ import type { FeishuStore } from "../store/feishu.ts";
 import type { StoreSql } from "../store/sql.ts";
 import type { AskTimes } from "./ask-deadline.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
+import type { CallbackRelay } from "./cluster-options.ts";
 import type { Limiter } from "./limits.ts";
 import type { FeishuMessenger } from "./messenger.ts";
 import type { FeishuMetrics } from "./metrics.ts";
@@ -56,4 +57,6 @@ export interface FeishuChannelOptions {
   replyInThread?: boolean;
   /** FEISHU_CARD_TRANSPORT=cardkit: progress cards are CardKit entities (cardkit/transport.ts). */
   cardkit?: { api: CardKitApi; store: CardEntityStore };
+  /** With several instances: clicks another instance answered on this instance's cards (cluster-options.ts). */
+  callbacks?: CallbackRelay;
 }

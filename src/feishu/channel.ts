@@ -16,6 +16,7 @@ import { Background } from "./progress/background.ts";
 import { type ActiveCard, CardBook } from "./progress/card-book.ts";
 import { CardLifecycle } from "./progress/lifecycle.ts";
 import { Pings } from "./progress/pings.ts";
+import { RemoteAnswers } from "./progress/remote-answers.ts";
 import { QueuedCards } from "./queued-cards.ts";
 import { isSignInCommand, signInReply } from "./sign-in.ts";
 import { withThreadFallback } from "./thread-fallback.ts";
@@ -27,10 +28,10 @@ export type { ActiveCard } from "./progress/card-book.ts";
  * The Feishu channel: messages in, one live progress card per run out, and the run's questions as forms on
  * that card (seed feishu-card-ask). It is an ask surface: a run with an active card can always be asked.
  *
- * This class is the facade that wires the parts and takes the inbound messages: the card book
- * (progress/card-book.ts: which card shows which run, rendered from the runner and the registry), the
- * lifecycle (progress/lifecycle.ts and placement.ts: send, publish, forget, gone), the pings (progress/pings.ts: @-mentions
- * and deadline reminders) and the queued-message cards (queued-cards.ts). Built by runtime.ts.
+ * The facade that wires the parts and takes the inbound messages: the card book (progress/card-book.ts: which
+ * card shows which run), the lifecycle (progress/lifecycle.ts, placement.ts: send, publish, forget, gone), the
+ * pings (progress/pings.ts: @-mentions, reminders), the queued-message cards (queued-cards.ts) and, with several
+ * instances, the clicks other instances take (progress/remote-answers.ts). Built by runtime.ts.
  */
 
 export class FeishuChannel implements AskSurface {
@@ -44,6 +45,7 @@ export class FeishuChannel implements AskSurface {
   readonly #lifecycle: CardLifecycle;
   /** Card records the database refused (a card sent is shown whatever the database says): retried. */
   readonly #writes: RetriedWrites;
+  readonly remote: RemoteAnswers | undefined;
   #botOpenId: string | undefined;
   readonly queuedCards: QueuedCards;
   readonly times: AskTimes;
@@ -114,6 +116,7 @@ export class FeishuChannel implements AskSurface {
       ...(options.sleep ? { sleep: options.sleep } : {}),
       ...(options.cardkit ? { cardkit: options.cardkit } : {}),
     });
+    this.remote = options.callbacks && new RemoteAnswers({ ...options, book, relay: options.callbacks });
   }
 
   async start(): Promise<void> {
@@ -147,9 +150,8 @@ export class FeishuChannel implements AskSurface {
   }
 
   /**
-   * Cards a kill left without their run's final state get it now (one PATCH each, paced by the limiter).
-   * Called by the composition root once the service listens, beside the runner's recovery: a card renders
-   * its 会话详情 link, and with PORT=0 the public URL is known only then (public-url.ts).
+   * Cards a kill left without their run's final state get it now (one PATCH each, paced by the limiter), once
+   * the service listens: a card renders its 会话详情 link, and with PORT=0 the URL is known only then.
    */
   async repairEnded(): Promise<number> {
     const repaired = await this.#lifecycle.repairEnded();
@@ -167,6 +169,7 @@ export class FeishuChannel implements AskSurface {
   /** Resolves once the records still waiting had their last try (the database may be closed after). */
   async close(): Promise<void> {
     this.#pings.close();
+    this.remote?.close();
     for (const off of this.#off.splice(0)) off();
     // Every publisher, not only the live cards': a forgotten card's late retry must not fire after close.
     this.#lifecycle.close();
@@ -315,15 +318,11 @@ export class FeishuChannel implements AskSurface {
   /** Someone the allow-list leaves out: told once (a redelivery is not answered again), nothing runs. */
   async #notAllowed(message: InboundMessage): Promise<void> {
     if (!(await this.#o.store.markInbound(message.messageId))) return this.#redelivered(message);
-    this.#log.info(
-      { userId: message.senderOpenId, chatId: message.chatId },
-      "message outside the allow-list",
-    );
-    const where = { chatId: message.chatId };
-    const reply = { replyTo: message.messageId };
-    this.#background.track(
-      this.#o.appLimiter(() => this.#o.messenger.sendText(where, strings.feishu.notAllowed, reply)),
-    );
+    const { senderOpenId: userId, chatId, messageId } = message;
+    this.#log.info({ userId, chatId }, "message outside the allow-list");
+    const text = strings.feishu.notAllowed;
+    const send = () => this.#o.messenger.sendText({ chatId }, text, { replyTo: messageId });
+    this.#background.track(this.#o.appLimiter(send));
   }
 
   #redelivered = (message: InboundMessage): void =>

@@ -23,6 +23,20 @@ export interface FeishuCluster {
    * they start spread over the instances; absent, the holder takes in what it hears.
    */
   events?: EventRelay;
+  /** Card callbacks answered on an instance that does not run the card's task (progress/remote-answers.ts). */
+  callbacks?: CallbackRelay;
+}
+
+/**
+ * A click on a card answered by an instance other than the one that runs its task: the card's instance holds
+ * its PATCHes until the answer is sent (Feishu reverts an update made while a callback is answered), as it
+ * does for a click it answers itself.
+ */
+export interface CallbackRelay {
+  /** The callback for this message was answered here (its response sent, or given up on). */
+  responded(messageId: string): void;
+  /** Another instance answered a callback for this message. */
+  onResponded(listener: (messageId: string) => void): () => void;
 }
 
 export interface EventRelay {

@@ -112,6 +112,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
   const channel = new FeishuChannel({
     ...channelOptions,
     ...(entities && cardkit ? { cardkit: { api: cardkit, store: entities } } : {}),
+    ...(deps.cluster?.callbacks ? { callbacks: deps.cluster.callbacks } : {}),
     runner: core.runner,
     runs: core.runs,
     registry: core.registry,
@@ -127,6 +128,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     registry: core.registry,
     store,
     cards: channel,
+    ...(channel.remote ? { remote: channel.remote } : {}),
     queuedCards: channel.queuedCards,
     times: channel.times,
     now,

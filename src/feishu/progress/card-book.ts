@@ -95,7 +95,30 @@ export class CardBook {
     where: { chatId: string; sourceMessageId: string; reminded?: boolean },
     session: { chatType?: ChatType | "none"; topic?: SessionTopic } | undefined,
   ) {
-    const card: ActiveCard = {
+    const card = this.#card(run, where, session);
+    this.#cards.set(run.id, card);
+    if (!this.#queued.has(run.sessionId)) this.#countQueue(card);
+    return card;
+  }
+
+  /**
+   * A card of a run another instance runs (several instances), as the rows have it, kept nowhere here: a click
+   * on it is answered with it (card-actions.ts), and its own instance stays its only writer.
+   */
+  detached(
+    run: RunView,
+    where: { chatId: string; sourceMessageId: string; messageId: string },
+    session: { chatType?: ChatType | "none"; topic?: SessionTopic } | undefined,
+  ): ActiveCard {
+    return { ...this.#card(run, where, session), messageId: where.messageId };
+  }
+
+  #card(
+    run: RunView,
+    where: { chatId: string; sourceMessageId: string; reminded?: boolean },
+    session: { chatType?: ChatType | "none"; topic?: SessionTopic } | undefined,
+  ): ActiveCard {
+    return {
       runId: run.id,
       run,
       sessionId: run.sessionId,
@@ -112,9 +135,6 @@ export class CardBook {
       gone: false,
       ...(run.agent !== undefined ? { agent: { name: run.agent } } : {}),
     };
-    this.#cards.set(run.id, card);
-    if (!this.#queued.has(run.sessionId)) this.#countQueue(card);
-    return card;
   }
 
   /** The queue of a card's session read once (after a restart no queue event has said it yet). */

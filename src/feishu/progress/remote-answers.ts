@@ -1,0 +1,105 @@
+import type { AskRegistry } from "../../asks/registry.ts";
+import type { SettledElsewhere } from "../../asks/row-follow.ts";
+import type { RunFeed } from "../../domain/run-feed.ts";
+import type { FeishuStore } from "../../store/feishu.ts";
+import type { CallbackRelay } from "../cluster-options.ts";
+import type { ActiveCard, CardBook } from "./card-book.ts";
+
+/**
+ * Card clicks with several instances (issue 27): any instance may get a click on any card. One on a card whose
+ * task another instance runs is answered here with the card as the rows have it (`cardFromRows`,
+ * card-actions.ts), and that instance is told once the answer is sent (`responded`).
+ *
+ * A question on one of this instance's cards answered by a click that another instance took: this one, the
+ * card's only writer, holds the card's PATCHes until it hears that the answer was sent, as
+ * it does for a click it answers itself (publisher.ts `hold`): Feishu reverts an update made while a callback
+ * is answered. Then the state of now goes out in one PATCH, for everyone the answer's card did not reach.
+ * Without word from the other instance the hold ends when the platform's 3 s for the answer are over.
+ */
+
+/** How long Feishu waits for a callback's answer: no answer can land later than this after the click. */
+export const CALLBACK_ANSWER_MS = 3_000;
+
+interface Hold {
+  release: () => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export interface RemoteAnswersDeps {
+  registry: Pick<AskRegistry, "on">;
+  book: Pick<CardBook, "get" | "detached">;
+  /** The app's card rows. */
+  store: Pick<FeishuStore, "cardByMessage">;
+  runs: Pick<RunFeed, "getRun" | "session">;
+  relay: CallbackRelay;
+  now: () => number;
+}
+
+export class RemoteAnswers {
+  readonly #d: RemoteAnswersDeps;
+  /** By the card's message id: one hold per card, whatever number of its questions the click answered. */
+  readonly #holds = new Map<string, Hold>();
+  readonly #offs: (() => void)[];
+
+  constructor(deps: RemoteAnswersDeps) {
+    this.#d = deps;
+    this.#offs = [
+      deps.relay.onResponded((messageId) => this.#release(messageId)),
+      // Told before the settle's own event, whose PATCH the hold then defers.
+      deps.registry.on("settledElsewhere", (settled) => this.#settled(settled)),
+    ];
+  }
+
+  /**
+   * A card this app sent whose task another instance runs, drawn from the rows: its card row, its run as last
+   * written, its session, and the questions this instance holds copies of. Undefined when the app sent no such
+   * card, or it is gone. Three reads; the card is kept nowhere here.
+   */
+  async cardFromRows(messageId: string): Promise<ActiveCard | undefined> {
+    const row = await this.#d.store.cardByMessage(messageId);
+    if (!row || row.gone) return undefined;
+    const run = await this.#d.runs.getRun(row.runId);
+    if (!run) return undefined;
+    return this.#d.book.detached(run, row, await this.#d.runs.session(run.sessionId));
+  }
+
+  /** A click on a card drawn from the rows was answered here: its instance may PATCH it again. */
+  responded(messageId: string): void {
+    this.#d.relay.responded(messageId);
+  }
+
+  #settled({ ask, outcome, settledAt }: SettledElsewhere): void {
+    if (outcome.kind !== "answered" && outcome.kind !== "declined") return;
+    if (outcome.surface !== "feishu") return;
+    const card = this.#d.book.get(ask.runId);
+    if (!card?.messageId || !card.publisher || card.gone || this.#holds.has(card.messageId)) return;
+    // Measured from the settle by the other instance's clock, bounded both ways: a settle this instance heard
+    // of late (its poll, not the wake-up) holds nothing, and a clock far behind cannot hold for longer.
+    const now = this.#d.now();
+    const left = Math.min(CALLBACK_ANSWER_MS, (settledAt ?? now) + CALLBACK_ANSWER_MS - now);
+    if (left <= 0) return;
+    const messageId = card.messageId;
+    const release = card.publisher.hold();
+    const timer = setTimeout(() => this.#release(messageId), left);
+    timer.unref?.();
+    this.#holds.set(messageId, { release: () => release(undefined), timer });
+  }
+
+  /** How many cards wait for another instance's answer now (tests). */
+  get holding(): number {
+    return this.#holds.size;
+  }
+
+  close(): void {
+    for (const off of this.#offs.splice(0)) off();
+    for (const messageId of [...this.#holds.keys()]) this.#release(messageId);
+  }
+
+  #release(messageId: string): void {
+    const hold = this.#holds.get(messageId);
+    if (!hold) return;
+    this.#holds.delete(messageId);
+    clearTimeout(hold.timer);
+    hold.release();
+  }
+}
