@@ -68,6 +68,19 @@ describe.each(["sqlite", "postgres"] as const)("the Feishu channel's rows on %s"
     expect(await store.cardByMessage("om_nobody")).toBeUndefined();
   });
 
+  it("keep each app's bot identity, the latest one said, as numbers and text read back", async () => {
+    const [sql] = await handles(dialect);
+    const a = new FeishuStore(sql!, () => T0, { appId: A });
+    const b = new FeishuStore(sql!, () => T0, { appId: B, first: false });
+    expect(await a.botIdentity()).toBeUndefined();
+    await a.saveBotIdentity({ openId: "ou_bot_a", name: "进度助手", checkedAt: T0 });
+    await b.saveBotIdentity({ openId: "ou_bot_b", name: "Other", checkedAt: T0 + 1 });
+    await a.saveBotIdentity({ openId: "ou_bot_a", name: "进度助手 2", checkedAt: T0 + 2 });
+    expect(await a.botIdentity()).toEqual({ openId: "ou_bot_a", name: "进度助手 2", checkedAt: T0 + 2 });
+    expect(await b.botIdentity()).toEqual({ openId: "ou_bot_b", name: "Other", checkedAt: T0 + 1 });
+    expect(await new FeishuStore(sql!, () => T0).botIdentity()).toBeUndefined();
+  });
+
   it("mark a card gone and its final state landed; a card saved again starts over", async () => {
     const [sql] = await handles(dialect);
     const store = new FeishuStore(sql!, () => T0);

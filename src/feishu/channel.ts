@@ -8,6 +8,7 @@ import { RetriedWrites } from "../store/write-retry.ts";
 import { strings } from "../strings/index.ts";
 import { allowedBy, feishuSource, ownsPlacement } from "./apps.ts";
 import { type AskTimes, askTimes } from "./ask-deadline.ts";
+import { botIdentity } from "./bot-identity.ts";
 import { answerByReply, cardRepliedTo, isAboutQuestion } from "./card-replies.ts";
 import type { FeishuChannelOptions } from "./channel-options.ts";
 import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.ts";
@@ -120,8 +121,8 @@ export class FeishuChannel implements AskSurface {
   }
 
   async start(): Promise<void> {
-    // Through the app limiter like every call: a restart's burst of recovery PATCHes must not make it the 51st.
-    const bot = await this.#o.appLimiter(() => this.#o.messenger.botInfo(), { urgent: true });
+    const identity = { ...this.#o, log: this.#log, background: this.#background };
+    const bot = await botIdentity(identity, (fresh) => (this.#botOpenId = fresh.openId));
     this.#botOpenId = bot.openId;
     const { runs, registry } = this.#o;
     const lifecycle = this.#lifecycle;

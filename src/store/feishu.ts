@@ -17,6 +17,13 @@ import { insertionOrder, run, type StoreSql, sqliteSql } from "./sql.ts";
 
 export type { AskPingRow, ProgressCardRow, QueuedCardRow } from "./feishu-rows.ts";
 
+export interface BotIdentityRow {
+  openId: string;
+  name: string;
+  /** When the platform last said so. */
+  checkedAt: number;
+}
+
 /** Feishu refuses to PATCH a message older than this (230031): an older card is not repaired after a restart. */
 export const CARD_PATCHABLE_MS = 14 * 24 * 60 * 60 * 1000;
 
@@ -280,6 +287,34 @@ export class FeishuStore {
   async deleteQueuedCard(queueId: string): Promise<void> {
     const { db } = this.#store;
     await run(this.#store, () => db.deleteFrom("queued_cards").where("queue_id", "=", queueId).execute());
+  }
+
+  /**
+   * The app's bot as the platform last described it (bot/v3/info), so that a start needs no call before it
+   * listens (feishu/bot-identity.ts). Keyed by the store's app ('' for a store of every app).
+   */
+  async botIdentity(): Promise<BotIdentityRow | undefined> {
+    const { db } = this.#store;
+    const row = await run(this.#store, () =>
+      db
+        .selectFrom("bot_identities")
+        .selectAll()
+        .where("app_id", "=", this.#app ?? "")
+        .executeTakeFirst(),
+    );
+    return row && { openId: row.open_id, name: row.name, checkedAt: row.checked_at };
+  }
+
+  async saveBotIdentity(identity: BotIdentityRow): Promise<void> {
+    const { db } = this.#store;
+    const update = { open_id: identity.openId, name: identity.name, checked_at: identity.checkedAt };
+    await run(this.#store, () =>
+      db
+        .insertInto("bot_identities")
+        .values({ app_id: this.#app ?? "", ...update })
+        .onConflict((conflict) => conflict.column("app_id").doUpdateSet(update))
+        .execute(),
+    );
   }
 
   /** A select on `table` that sees this store's app's rows only (every app's when it has none). */

@@ -25,4 +25,11 @@ export const LATER_MIGRATIONS: readonly string[] = [
   // The bot keeps an "always" (issue 30): 1 when the agent offered no "once" option, so it was sent its own
   // "always" and keeps it too (a revoke here cannot reach it; the card and the page say so).
   "ALTER TABLE standing_permissions ADD COLUMN agent_keeps INTEGER NOT NULL DEFAULT 0",
+  // The app's bot as bot/v3/info last said (issue 27): a start, a replacement after a kill included, listens
+  // without waiting for that call's turn in the app's budget (feishu/bot-identity.ts).
+  `
+  CREATE TABLE bot_identities (
+    app_id TEXT PRIMARY KEY, open_id TEXT NOT NULL, name TEXT NOT NULL, checked_at INTEGER NOT NULL
+  );
+  `,
 ];

@@ -6,9 +6,8 @@ import { applyMigrations } from "../cluster/schema.ts";
  * The store's tables on Postgres (issue 27), recorded in `store_migrations` so each runs once per database,
  * beside the cluster's own (src/cluster/schema.ts). SQLite's history (migrations.ts) is fifteen steps of a
  * released file and is never edited; a Postgres database starts at today's shape instead, so its first
- * migration is the baseline of the tables whose repositories run on both dialects, and it grows with each
- * table that moves to Kysely (src/store/sql.ts). Until `DATABASE_URL` selects Postgres for the whole store,
- * nothing here has been released and the baseline may still change; from then on, append only.
+ * migration is the baseline of the tables whose repositories run on both dialects. `DATABASE_URL` selects it
+ * (issue 27), so operators hold such databases: append only, never edit a migration here.
  *
  * Column types mirror SQLite's: JSON as text (the repositories parse it with zod either way), booleans as
  * 0/1 integers, times as bigint milliseconds since the epoch, read back as numbers (`STORE_PG_TYPES`).
@@ -249,6 +248,13 @@ const MIGRATIONS: readonly string[] = [
      app_id       text
    );
    CREATE INDEX ask_pings_by_time ON ask_pings (sent_at);`,
+  // The app's bot as bot/v3/info last said: a start listens without that call (feishu/bot-identity.ts).
+  `CREATE TABLE bot_identities (
+     app_id      text PRIMARY KEY,
+     open_id     text NOT NULL,
+     name        text NOT NULL,
+     checked_at  bigint NOT NULL
+   );`,
 ];
 
 /** The migrations' text, for the boundary test's table-ownership check. */

@@ -97,6 +97,7 @@ export interface StoreTables extends RunTables {
   ask_pings: AskPingsTable;
   ask_reminders: { run_id: string; sent_at: number };
   inbound_messages: { message_id: string; received_at: number };
+  bot_identities: { app_id: string; open_id: string; name: string; checked_at: number };
 }
 
 export type Dialect = "sqlite" | "postgres";

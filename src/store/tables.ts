@@ -22,6 +22,7 @@ export const TABLE_OWNERS: Readonly<Record<string, readonly string[]>> = {
   ask_reminders: ["src/store/feishu.ts"],
   ask_pings: ["src/store/feishu.ts"],
   inbound_messages: ["src/store/feishu.ts"],
+  bot_identities: ["src/store/feishu.ts"],
   // "always allow" on ACP permission forms (harness/agents/acp, the session page)
   standing_permissions: ["src/store/permissions.ts"],
   // CardKit card entities (FEISHU_CARD_TRANSPORT=cardkit)
