@@ -32,6 +32,8 @@ export interface Fleet {
   rows: Rows;
   /** The instances not killed. */
   alive(): MainProcess[];
+  /** One more instance, as the others were started (a replacement); in `bots` once it listens. */
+  add(): Promise<MainProcess>;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,11 @@ export async function startFleet(options: {
     bots,
     rows,
     alive: () => bots.filter((bot) => bot.child.exitCode === null && bot.child.signalCode === null),
+    async add() {
+      const bot = await start();
+      bots.push(bot);
+      return bot;
+    },
     async close() {
       await Promise.all(bots.map((bot) => bot.kill()));
       await rows.close();

@@ -33,6 +33,13 @@ export interface TakeoverRow {
   formsBack: number;
   formP50: number;
   formMax: number;
+  /**
+   * A replacement started at the kill: until it listens (its bot identity kept in the store), and until its
+   * first Open API call (the background bot/v3/info, once its share of the budget lets it), which is when a
+   * start that had to ask first would have listened.
+   */
+  replacementListenMs: number;
+  replacementFirstCallMs: number;
   /** Answers a survivor accepted, of `tasks`. */
   accepted: number;
   outcome: Outcome;
@@ -85,6 +92,8 @@ export async function measureTakeover(options: {
     });
     killedAt = clock();
     await victim.kill();
+    const killedWall = Date.now();
+    const replacement = fleet.add().then(() => Date.now() - killedWall);
 
     const adopted = new Map<string, number>();
     const deadline = clock() + leaseMs * 3 + 30_000;
@@ -103,8 +112,10 @@ export async function measureTakeover(options: {
     }
     off();
 
+    const replacementListenMs = await replacement;
     const accepted = await answerThroughSurvivors(fleet, tasks, leaseMs);
     const outcome = await settled(fleet, tasks, tasks.length * 300 + 60_000);
+    const replacementFirstCallMs = await firstBotInfoAfter(fleet, killedWall, 120_000);
     const adoptedMs = [...adopted.values()];
     const formMs = [...formBack.values()];
     return {
@@ -116,6 +127,8 @@ export async function measureTakeover(options: {
       formsBack: formBack.size,
       formP50: percentile(formMs, 50),
       formMax: formMs.length < tasks.length ? Number.POSITIVE_INFINITY : percentile(formMs, 100),
+      replacementListenMs,
+      replacementFirstCallMs,
       accepted,
       outcome,
       calls: countCalls(fleet.emulator.calls),
@@ -127,6 +140,17 @@ export async function measureTakeover(options: {
     });
   } finally {
     await fleet.close();
+  }
+}
+
+/** Ms from `since` (wall clock) to the first bot/v3/info call after it (only a starting instance makes one). */
+async function firstBotInfoAfter(fleet: Fleet, since: number, waitMs: number): Promise<number> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const call = fleet.emulator.calls.find((c) => c.path === "/open-apis/bot/v3/info" && c.at >= since);
+    if (call) return call.at - since;
+    if (Date.now() > deadline) return Number.POSITIVE_INFINITY;
+    await sleep(100);
   }
 }
 

@@ -27,6 +27,8 @@ export interface AppDeps {
   hostPolicy?: HostPolicy;
   /** Overrides of SERVER_LIMITS (tests use short timeouts to keep a slowloris run short). */
   serverLimits?: Partial<ServerLimits>;
+  /** Whether the service can serve now (`/readyz`; feishu/runtime.ts serving); absent: whenever it listens. */
+  serving?: () => boolean;
 }
 
 /**
@@ -72,6 +74,12 @@ export function createApp(deps: AppDeps): { app: express.Express; server: Server
 
   app.get("/healthz", (_req, res) => {
     res.json({ ok: true });
+  });
+  // Readiness, for a load balancer in front of several instances: alive but not ready while an instance waits
+  // for its share of the app's budget (a newcomer right after another was killed), so traffic goes elsewhere.
+  app.get("/readyz", (_req, res) => {
+    const ready = deps.serving?.() ?? true;
+    res.status(ready ? 200 : 503).json({ ready });
   });
 
   const metrics =

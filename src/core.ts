@@ -4,7 +4,7 @@ import { type JoinedFeed, joinFeeds } from "./domain/run-feed.ts";
 import { logActivity } from "./harness/activity-log.ts";
 import type { Agent } from "./harness/agents/agent.ts";
 import { type AskSurface, ToolDispatcher, type ToolImpl } from "./harness/dispatcher.ts";
-import type { RunOwnership } from "./harness/run-ownership.ts";
+import { type RunOwnership, soleOwner } from "./harness/run-ownership.ts";
 import { SessionRunner } from "./harness/runner.ts";
 import type { Logger } from "./logger.ts";
 import { AskStore } from "./store/asks.ts";
@@ -62,6 +62,8 @@ export interface Core {
    * whichever instance runs it.
    */
   shown: JoinedFeed;
+  /** Which runs this process runs (harness/run-ownership.ts): all of them, unless several instances share. */
+  ownership: RunOwnership;
 }
 
 /** Wires the channel-independent heart of the service; `main.ts` and the tests share it. */
@@ -102,6 +104,9 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     members: new SessionMembers(sql),
     ...(options.ownership ? { ownership: options.ownership } : {}),
   });
+  const ownership = options.ownership ?? soleOwner;
+  // A run lost to another instance: the call there waits on its asks, and their deadlines are its to keep.
+  ownership.onLost((runId) => registry.letGoOfRun(runId));
   // Before any message is taken in: a session whose run a crash interrupted queues until recover() resumes it.
   await runner.prepareRecovery();
   const revocations = new StoreTokenRevocations(sql);
@@ -122,5 +127,5 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(options.wsLimits ? { limits: options.wsLimits } : {}),
   });
   dispatcher.addSurface(hub);
-  return { store, registry, dispatcher, runner, hub, revocations, runs, shown };
+  return { store, registry, dispatcher, runner, hub, revocations, runs, shown, ownership };
 }

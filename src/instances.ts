@@ -204,7 +204,7 @@ export function eventRelay(db: Db, wakeups: Wakeups, instance: string, log: Logg
         log.warn({ err: describeError(error) }, "message wake-up not sent; the next poll takes the message"),
       );
     },
-    take(appId, take) {
+    take(appId, take, serving = () => true) {
       let draining: Promise<void> | undefined;
       const drain = async () => {
         for (;;) {
@@ -241,6 +241,9 @@ export function eventRelay(db: Db, wakeups: Wakeups, instance: string, log: Logg
       let pruned = 0;
       return wakeups.subscribe("feishu-message", (wake) => {
         if (wake.reason === "notify" && wake.id !== appId) return;
+        // Without its share of the budget yet (a newcomer after a kill), the instances that can serve take the
+        // messages at their wake-up; this one at its next poll, only what they left (none may serve yet).
+        if (wake.reason === "notify" && !serving()) return;
         if (wake.reason === "poll" && Date.now() - pruned > PRUNE_EVERY_MS) {
           pruned = Date.now();
           // Done rows are kept a day (a late redelivery still finds its dedupe key), then go.

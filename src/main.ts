@@ -232,7 +232,10 @@ async function main(): Promise<void> {
     maxConnections: cap.maxConnections,
     maxConnectionsPerAddress: config.connections.perAddress,
   };
-  const { server } = createApp({ ...core, logger, routes, hostPolicy, metrics, serverLimits });
+  // Several instances: a newcomer without its share of the budget yet is not ready (/readyz), adopts nothing.
+  const serving = () => started.feishu?.serving() ?? true;
+  instances?.ownership.serveWhen(serving);
+  const { server } = createApp({ ...core, logger, routes, hostPolicy, metrics, serverLimits, serving });
   started.server = server;
   port = await listen(server, {
     port: config.port,

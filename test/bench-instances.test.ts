@@ -41,6 +41,8 @@ const takeover: TakeoverRow = {
   formsBack: 20,
   formP50: 2500,
   formMax: 3500,
+  replacementListenMs: 4000,
+  replacementFirstCallMs: 30_000,
   accepted: 20,
   outcome: { ...outcome, completed: 20, green: 20 },
   calls,

@@ -568,20 +568,30 @@ describe("the Helm chart", () => {
     expect(evaluateGuard(guard, { replicaCount: 2, databaseUrl: "" })).toMatch(
       /needs databaseUrl \(DATABASE_URL\)/,
     );
-    // Until the bot reads DATABASE_URL, more than one replica is refused with it too (docs/several-instances.md).
-    expect(evaluateGuard(guard, { replicaCount: 3, databaseUrl: "postgres://db/fpb" })).toMatch(
-      /does not read DATABASE_URL yet/,
-    );
+    // With Postgres, several instances serve one app (docs/several-instances.md).
+    expect(evaluateGuard(guard, { replicaCount: 3, databaseUrl: "postgres://db/fpb" })).toBeUndefined();
     expect(() => evaluateGuard('{{- if eq 1 1 }}{{ fail "x" }}{{- end }}', {})).toThrow(/unknown condition/);
   });
 
-  it("runs one pod at a time on its PVC, as non-root, probed on /healthz", () => {
-    expect(deployment).toMatch(/strategy:\n\s+type: Recreate\n/);
+  it("runs one pod at a time on its PVC, or rolls pods on emptyDirs with Postgres; non-root, probed", () => {
+    // Each branch of the strategy, the volume and the PVC, picked by databaseUrl.
+    expect(deployment).toMatch(
+      /strategy:\n\s+\{\{- if \.Values\.databaseUrl \}\}\n(\s+#.*\n)*\s+type: RollingUpdate\n\s+rollingUpdate:\n\s+maxUnavailable: 0\n/,
+    );
+    expect(deployment).toMatch(/\{\{- else \}\}\n(\s+#.*\n)*\s+type: Recreate\n\s+\{\{- end \}\}/);
+    expect(deployment).toMatch(
+      /- name: data\n\s+\{\{- if \.Values\.databaseUrl \}\}\n(\s+#.*\n)*\s+emptyDir: \{\}\n\s+\{\{- else \}\}\n\s+persistentVolumeClaim:/,
+    );
+    expect(read(`${CHART}/templates/pvc.yaml`).split("\n")[0]).toBe("{{- if not .Values.databaseUrl }}");
     expect(deployment).toMatch(/runAsNonRoot: true/);
     const uid = /runAsUser: (\d+)/.exec(deployment)?.[1];
     expect(Number(uid)).toBeGreaterThan(0);
-    for (const probe of ["livenessProbe", "readinessProbe"])
-      expect(deployment).toMatch(new RegExp(`${probe}:\\n\\s+httpGet:\\n\\s+path: /healthz\\n`));
+    for (const [probe, route] of [
+      ["startupProbe", "/healthz"],
+      ["livenessProbe", "/healthz"],
+      ["readinessProbe", "/readyz"],
+    ])
+      expect(deployment).toMatch(new RegExp(`${probe}:\\n\\s+httpGet:\\n\\s+path: ${route}\\n`));
     expect(deployment).toMatch(/- name: data\n\s+mountPath: \/data\n/);
     expect(deployment).toMatch(
       /persistentVolumeClaim:\n\s+claimName: \{\{ include "feishu-progress-bot.fullname" \. \}\}-data/,

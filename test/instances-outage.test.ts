@@ -113,6 +113,8 @@ describe("several instances while Postgres is away", () => {
         "the task to end",
         15_000,
       );
+      // The run's state is said before its last message lands (runner.ts): read the history once it has.
+      await holder.core.runner.idle();
       const history = await holder.core.store.history(session.id);
       expect(history.filter((m) => m.toolName === "ask_user_questions")).toHaveLength(1);
       expect(history.filter((m) => m.role === "assistant" && m.content.startsWith("**完成**"))).toHaveLength(

@@ -152,4 +152,83 @@ describe("several instances on one Postgres (webhook)", () => {
     expect(await runHolders()).toEqual([]);
     for (const bot of rest) expect(bot.output()).not.toMatch(/"level":(50|60)/);
   }, 240_000);
+
+  it("the app's sweeper sends the final state of a task whose instance was killed before it landed", async () => {
+    const emulator = await startEmulator({ encryptKey: ENCRYPT_KEY });
+    const entry: { bots: MainProcess[]; emulator?: Emulator } = { bots: [], emulator };
+    running.push(entry);
+    entry.bots = await startBots(emulator, 2);
+    const [first] = entry.bots as [MainProcess, MainProcess];
+    const message = emulator.userMessage({ chatType: "p2p", senderOpenId: ALICE, text: "帮我部署" });
+    expect((await emulator.deliverWebhook(hook(first), message)).status).toBe(200);
+    const messageId = message.event.message.message_id;
+    const cardId = await until(
+      () =>
+        emulator.messages.listMessages().find((m) => m.parentId === messageId && m.msgType === "interactive")
+          ?.messageId,
+      "the progress card",
+    );
+    const withForm = await until(() => {
+      const content = emulator.messages.getMessage(cardId)?.content ?? "";
+      return content.includes('"tag":"form"') && content;
+    }, "the form on the card");
+    const requestId = /"requestId":"([^"]+)"/.exec(withForm)?.[1] ?? "";
+    const [held] = await runHolders();
+    const owner = entry.bots.find((bot) => bot.child.pid === pidOf(held?.holder ?? ""));
+    const survivor = entry.bots.find((bot) => bot !== owner);
+    if (!owner || !survivor) throw new Error("no run holder among the instances");
+
+    // Every PATCH of the card fails from now on: the task ends, its final state never lands.
+    const refused = emulator.injectFault({
+      match: { method: "PATCH", path: `/open-apis/im/v1/messages/${cardId}` },
+      times: 10_000,
+      response: { httpStatus: 500, code: 1, msg: "unavailable" },
+    });
+    // Answered by a reply quoting the card, taken by the instance that does not run the task: it finds the
+    // card in the rows, so the reply answers the question rather than queueing a task of its own.
+    const reply = emulator.userMessage({
+      chatType: "p2p",
+      senderOpenId: ALICE,
+      text: "1:1 2:1",
+      parentId: cardId,
+    });
+    expect((await emulator.deliverWebhook(hook(survivor), reply)).status).toBe(200);
+    await until(async () => {
+      const runs = await db().query<{ status: string }>("SELECT status FROM runs");
+      return runs.rows[0]?.status === "completed";
+    }, "the task to end");
+    await owner.kill();
+    refused.cancel();
+    expect(emulator.messages.getMessage(cardId)?.content).not.toContain('"template":"green"');
+
+    // Nobody restarts: the surviving instance, holding the app's sweeper lease, sends it.
+    await until(
+      () => emulator.messages.getMessage(cardId)?.content.includes('"template":"green"'),
+      "the final state, sent by the sweeper",
+      30_000,
+    ).catch((error) => {
+      const calls = emulator.calls.filter((c) => c.path.includes(cardId) || c.messageId === cardId);
+      console.log("DEBUGCALLS", JSON.stringify(calls.map((c) => [c.at, c.method, c.status, c.code])));
+      console.log("DEBUGCARD", emulator.messages.getMessage(cardId)?.content.slice(0, 600));
+      console.log("DEBUG", survivor.output().slice(-6000));
+      throw error;
+    });
+    const sweeper = await db().query<{ holder: string }>(
+      "SELECT holder FROM cluster_leases WHERE name LIKE 'sweeper:%' AND expires_at > now()",
+    );
+    expect(sweeper.rows.map((row) => pidOf(row.holder))).toEqual([survivor.child.pid]);
+    expect(survivor.output()).toContain("sent final states their instances left unsent");
+    const landed = await db().query<{ final_landed_at: number | null }>(
+      "SELECT final_landed_at FROM progress_cards",
+    );
+    expect(landed.rows[0]?.final_landed_at).not.toBeNull();
+    const asks = await db().query<{ request_id: string; status: string }>(
+      "SELECT request_id, status FROM asks",
+    );
+    expect(asks.rows).toEqual([{ request_id: requestId, status: "answered" }]);
+    const queued = await db().query("SELECT 1 FROM queued_messages");
+    expect(queued.rows).toEqual([]);
+    const cards = emulator.messages.listMessages().filter((m) => m.msgType === "interactive");
+    expect(cards.map((m) => m.messageId)).toEqual([cardId]);
+  }, 240_000);
 });

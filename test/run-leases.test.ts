@@ -32,6 +32,8 @@ async function instance(
   name: string,
   leases: Partial<RunLeaseOptions> = {},
   agent: Agent = createDemoAgent(),
+  now?: () => number,
+  askTimeoutMs = 60_000,
 ): Promise<Instance> {
   const pool = pg().pool({ types: STORE_PG_TYPES });
   await ensureClusterSchema(pool);
@@ -51,11 +53,12 @@ async function instance(
     logger: log,
     agent,
     tools: createDemoTools({ stepMs: 0 }),
-    askTimeoutMs: 60_000,
+    askTimeoutMs,
     authSecret: "test-secret-0123456789",
     newId: () => `${name}-${++id}`,
     surfaces: [fakeSurface()],
     ownership,
+    ...(now ? { now } : {}),
   });
   const started: string[] = [];
   core.runner.on("run_started", ({ run }) => started.push(run.id));
@@ -193,9 +196,6 @@ describe("runs across instances", () => {
       const run = await b.core.runner.getRun(started.run.id);
       expect(run?.status).toBe("completed");
       const history = await b.core.store.history(session.id);
-      console.log(
-        JSON.stringify(history.map((m) => [m.role, m.toolName, m.runId, String(m.content).slice(0, 40)])),
-      );
       // One answer, one ending: the old holder's turns and its last message were refused.
       expect(history.filter((m) => m.role === "assistant" && m.content.startsWith("**完成**"))).toHaveLength(
         1,
@@ -203,8 +203,78 @@ describe("runs across instances", () => {
       expect(history.filter((m) => m.toolName === "ask_user_questions")).toHaveLength(1);
       expect(a.core.runner.activeRun(session.id)).toBeUndefined();
       expect(await runLeases()).toEqual([]);
+      // A may not write the run's card any more (feishu/card-transport.ts fencedTransport); B did.
+      expect(a.leases.lapsed(started.run.id)).toBe(true);
+      expect(b.leases.lapsed(started.run.id)).toBe(false);
     } finally {
       await close(a, b);
+    }
+  });
+
+  it("an instance paused past its lease sees the run lapsed at once, before a renewal; its asks' deadlines go", async () => {
+    // A's hold is good for 0.8 s by its clock and never renewed; its question is due in 3 s; B, which adopts
+    // it, runs ten minutes behind and so times it out far later.
+    const hold = { ttlMs: 1_000, marginMs: 200, renewEveryMs: 600_000 };
+    const a = await instance("a", hold, createDemoAgent(), undefined, 3_000);
+    const b = await instance("b", {}, createDemoAgent(), () => Date.now() - 600_000);
+    const pool = pg().pool();
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      if (started.kind !== "started") throw new Error("expected a start");
+      const asked = await pendingAsk(a.core, session.id);
+      // Paused past its hold: A's own clock says so before any renewal or write could (no card PATCH goes out).
+      await until(() => a.leases.lapsed(started.run.id) || undefined, "A's hold to lapse", 5_000, 5);
+      const expired = async () => (await runLeases())[0]?.live === false || undefined;
+      await until(expired, "the lease to expire", 5_000, 20);
+      expect((await b.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
+      // A's renewal finds the run gone: lost, so its question's deadline is not A's any more.
+      await a.leases.renew();
+      const stopped = () => a.core.runner.activeRun(session.id) === undefined || undefined;
+      await until(stopped, "A to stop", 10_000, 5);
+      // Past the deadline by A's clock: A times nothing out (B will, by its own, ten minutes later).
+      await new Promise((resolve) => setTimeout(resolve, asked.expiresAt + 1_000 - Date.now()));
+      const row = await pool.query<{ status: string }>("SELECT status FROM asks");
+      expect(row.rows).toEqual([{ status: "pending" }]);
+      expect(a.core.registry.get(asked.requestId)).toBeDefined(); // a copy: it shows, it times out nothing
+    } finally {
+      await close(a, b);
+    }
+  });
+
+  it("leaves runs to the instances that can serve for a TTL while it cannot; adopts them after if nobody did", async () => {
+    const a = await instance("a");
+    const b = await instance("b", { ttlMs: 800, marginMs: 100, renewEveryMs: 100 });
+    const c = await instance("c");
+    try {
+      const session = await a.core.runner.ensureSession(privateSession("ou_a"));
+      const started = await a.core.runner.submit({ sessionId: session.id, senderId: "ou_a", text: "go" });
+      if (started.kind !== "started") throw new Error("expected a start");
+      await pendingAsk(a.core, session.id);
+      await a.core.runner.stop();
+      let serving = false;
+      b.leases.serveWhen(() => serving);
+      expect(await b.core.runner.recover()).toEqual([]);
+      expect((await runLeases())[0]).toMatchObject({ holder: "a:home-a", live: false });
+      // Serving now: at once.
+      serving = true;
+      expect((await b.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
+      expect(await c.core.runner.recover()).toEqual([]);
+
+      // Given up again, and nobody serves: left for a TTL (0.8 s), then adopted all the same.
+      await b.core.runner.stop();
+      serving = false;
+      const d = await instance("d", { ttlMs: 800, marginMs: 100, renewEveryMs: 100 });
+      try {
+        d.leases.serveWhen(() => false);
+        expect(await d.core.runner.recover()).toEqual([]);
+        await new Promise((resolve) => setTimeout(resolve, 900));
+        expect((await d.core.runner.recover()).map((run) => run.id)).toEqual([started.run.id]);
+      } finally {
+        await close(d);
+      }
+    } finally {
+      await close(a, b, c);
     }
   });
 
@@ -224,7 +294,10 @@ describe("runs across instances", () => {
       await elsewhere.core.runner.idle();
       const run = await elsewhere.core.runner.getRun(started.run.id);
       expect(run).toMatchObject({ status: "failed", error: strings.acp.hostGone });
-      expect(await elsewhere.core.registry.state(asked.requestId)).toMatchObject({ status: "cancelled" });
+      // The run's end cancels its questions without waiting for the rows (runner.ts): read once they landed.
+      const cancelled = async () =>
+        (await elsewhere.core.registry.state(asked.requestId))?.status === "cancelled" || undefined;
+      await until(cancelled, "the question cancelled", 10_000, 10);
       expect(await runLeases()).toEqual([]);
     } finally {
       await close(a, elsewhere);

@@ -112,6 +112,14 @@ export class HeldAsks {
     entry.timer = this.#timer(entry.ask);
   }
 
+  /** The call waiting on the ask went to another instance (its run did): a copy here, its deadline theirs. */
+  disown(entry: HeldAsk): void {
+    if (entry.copy || !this.holds(entry)) return;
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.copy = true;
+  }
+
   /** 延长, here or (read from the row) on another instance: the deadline moves, and its timer with it. */
   moveDeadline(entry: HeldAsk, expiresAt: number, extendedMs: number): void {
     entry.ask.expiresAt = expiresAt;

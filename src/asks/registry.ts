@@ -262,6 +262,9 @@ export class AskRegistry {
    */
   reconcile = (requestId: string): Promise<boolean> => this.#rows.reconcile(requestId);
 
+  /** Its run went to another instance (run-ownership.ts onLost): its asks are copies here, timed out there. */
+  letGoOfRun = (runId: string): void => this.#rows.letGoRun(runId);
+
   /** `reconcile` for every ask held here, in one read (a poll, or the wake-up connection came back). */
   reconcileAll = (): Promise<number> => this.#rows.reconcileAll();
 
@@ -287,10 +290,7 @@ export class AskRegistry {
     return won.filter(Boolean).length;
   }
 
-  /**
-   * 延长: moves a pending ask's deadline by `byMs`, unless the asks's extensions would pass `maxTotalMs`.
-   * Returns the ask with its new deadline, or undefined when it is not pending or the bound is reached.
-   */
+  /** 延长: the deadline moves by `byMs`, its extensions within `maxTotalMs`; the ask as moved, else undefined. */
   async extend(requestId: string, byMs: number, maxTotalMs: number): Promise<PendingAsk | undefined> {
     const entry = this.#held.get(requestId);
     if (!entry) {

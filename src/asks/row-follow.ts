@@ -44,6 +44,11 @@ export class RowFollow {
     }
   }
 
+  /** The run went to another instance: every ask of it held here is a copy from now on (no timer). */
+  letGoRun(runId: string): void {
+    for (const entry of this.#held.values()) if (entry.ask.runId === runId) this.#held.disown(entry);
+  }
+
   async mirror(requestId: string): Promise<PendingAsk | undefined> {
     const row = this.#held.has(requestId) ? undefined : await this.#store?.get(requestId);
     return row?.status === "pending" ? this.#copy(row) : undefined;

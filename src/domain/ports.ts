@@ -69,3 +69,17 @@ export interface AskSurface {
   readonly name: string;
   canReach(target: { sessionId: string; runId: string; userId: string }): boolean;
 }
+
+/**
+ * Which runs this process may still write (several instances: harness/run-leases.ts; one process: all). A
+ * channel asks it before it writes a run's card: a run lost to another instance is that instance's to show.
+ */
+export interface RunWriters {
+  /**
+   * Whether this process held the run and no longer may write it, by its own clock: its hold ran out (a pause
+   * past its lease, before a renewal said so) or was lost. Its card is then the new holder's to write.
+   */
+  lapsed(runId: string): boolean;
+  /** `listener` hears a run this process lost (its hold not renewed in time): the run must stop here, unwritten. */
+  onLost(listener: (runId: string) => void): void;
+}

@@ -34,3 +34,34 @@ export function imTransport(messenger: Pick<FeishuMessenger, "patchCard">, messa
     close: () => undefined,
   };
 }
+
+/** An update refused because this instance no longer runs the card's task (fencedTransport). */
+export class CardWriterLostError extends Error {
+  constructor() {
+    super("the card's task runs on another instance now: this one does not write its card");
+    this.name = "CardWriterLostError";
+  }
+}
+
+/**
+ * Several instances (issue 27): a card's one writer is the instance that runs its task. `lapsed` says, by this
+ * instance's clock and at each update, that its hold on the task ran out or was lost (run-leases.ts), so an
+ * instance paused past its lease sends nothing once it wakes, even before its renewal finds out. The update
+ * is refused and `onLapsed` told (the card is let go: its new instance writes it).
+ */
+export function fencedTransport(
+  inner: CardTransport,
+  lapsed: () => boolean,
+  onLapsed: () => void,
+): CardTransport {
+  return {
+    kind: inner.kind,
+    update: (card, shape, mode) => {
+      if (!lapsed()) return inner.update(card, shape, mode);
+      setImmediate(onLapsed);
+      return Promise.reject(new CardWriterLostError());
+    },
+    ...(inner.pending ? { pending: inner.pending.bind(inner) } : {}),
+    close: () => inner.close(),
+  };
+}

@@ -1,5 +1,5 @@
 import type { AskRegistry } from "../asks/registry.ts";
-import type { SessionRuns } from "../domain/ports.ts";
+import type { RunWriters, SessionRuns } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import type { Logger } from "../logger.ts";
 import type { CardEntityStore } from "../store/cardkit.ts";
@@ -59,4 +59,6 @@ export interface FeishuChannelOptions {
   cardkit?: { api: CardKitApi; store: CardEntityStore };
   /** With several instances: clicks another instance answered on this instance's cards (cluster-options.ts). */
   callbacks?: CallbackRelay;
+  /** Which runs this instance runs (core.ownership): a card whose run went elsewhere is not written here. */
+  ownership?: RunWriters;
 }

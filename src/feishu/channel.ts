@@ -15,7 +15,7 @@ import { type InboundMessage, parseMessageEvent, stripMentions } from "./events.
 import { PeopleNames } from "./people.ts";
 import { Background } from "./progress/background.ts";
 import { type ActiveCard, CardBook } from "./progress/card-book.ts";
-import { CardLifecycle } from "./progress/lifecycle.ts";
+import { CardLifecycle, type RepairScope } from "./progress/lifecycle.ts";
 import { Pings } from "./progress/pings.ts";
 import { RemoteAnswers } from "./progress/remote-answers.ts";
 import { QueuedCards } from "./queued-cards.ts";
@@ -96,26 +96,16 @@ export class FeishuChannel implements AskSurface {
       log,
       background,
     });
+    // The options as given (the messenger with its thread fallback), and the parts built here.
     this.#lifecycle = new CardLifecycle({
+      ...options,
       book,
       times: this.times,
       writes,
       pings: this.#pings,
       background,
       queuedCards: this.queuedCards,
-      messenger,
-      runs,
-      runner,
-      registry,
-      store,
-      appLimiter,
       log,
-      now,
-      cardPatchIntervalMs: options.cardPatchIntervalMs,
-      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-      ...(options.metrics ? { metrics: options.metrics } : {}),
-      ...(options.sleep ? { sleep: options.sleep } : {}),
-      ...(options.cardkit ? { cardkit: options.cardkit } : {}),
     });
     this.remote = options.callbacks && new RemoteAnswers({ ...options, book, relay: options.callbacks });
   }
@@ -154,8 +144,8 @@ export class FeishuChannel implements AskSurface {
    * Cards a kill left without their run's final state get it now (one PATCH each, paced by the limiter), once
    * the service listens: a card renders its 会话详情 link, and with PORT=0 the URL is known only then.
    */
-  async repairEnded(): Promise<number> {
-    const repaired = await this.#lifecycle.repairEnded();
+  async repairEnded(only?: RepairScope): Promise<number> {
+    const repaired = await this.#lifecycle.repairEnded(only);
     if (repaired > 0) this.#log.info({ cards: repaired }, "sending final states a restart left unsent");
     return repaired;
   }
@@ -207,7 +197,8 @@ export class FeishuChannel implements AskSurface {
     const message = parsed.value;
     if (message.senderType !== "user") return;
     // A reply quoting a card that asks something is for the bot, @-mention or not (card-replies.ts).
-    const repliesTo = cardRepliedTo(this.#book, message);
+    const repliesTo =
+      cardRepliedTo(this.#book, message) ?? (await this.remote?.repliedTo(message, this.#log));
     const replyDeps = {
       book: this.#book,
       registry: this.#o.registry,

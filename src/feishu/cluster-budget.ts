@@ -62,6 +62,15 @@ export interface ClusterLimiterOptions {
   windows?: LimitWindows;
 }
 
+/**
+ * Whether an instance's share lets it serve the app: some calls a second, and at least a quarter of its minute
+ * share by rank. A newcomer in its grace, or one whose room a killed instance's last minute still fills, does
+ * not: it adopts no run and takes no stored message (the others do), and `/readyz` says so, until it does.
+ */
+export function servingShare(share: Share): boolean {
+  return share.perSecond > 0 && share.perMinute > 0 && share.perMinute * 4 >= share.byRank.perMinute;
+}
+
 export function createClusterLimiter(options: ClusterLimiterOptions): ClusterLimiter {
   const now = options.now ?? Date.now;
   const { windows: clusterWindows, ...heartbeats } = options.cluster.budget ?? {};

@@ -42,6 +42,13 @@ export interface CallbackRelay {
 export interface EventRelay {
   /** Stores a message the holder received for one of the app's instances; resolves once it is durable. */
   hand(appId: string, data: Record<string, unknown>): Promise<void>;
-  /** Takes in the app's stored messages, each with `take` (resolved: done; rejected: tried again later). */
-  take(appId: string, take: (data: Record<string, unknown>) => Promise<void>): () => void;
+  /**
+   * Takes in the app's stored messages, each with `take` (resolved: done; rejected: tried again later), while
+   * `serving` says this instance can serve what they start (else the others take them).
+   */
+  take(
+    appId: string,
+    take: (data: Record<string, unknown>) => Promise<void>,
+    serving?: () => boolean,
+  ): () => void;
 }

@@ -41,6 +41,8 @@ export interface FeishuApps {
   /** Resolves once every app can receive events. */
   ready: Promise<void>;
   repairEnded(): Promise<number>;
+  /** Every app's runtime can serve (runtime.ts serving). */
+  serving(): boolean;
   close(): Promise<void>;
 }
 
@@ -79,9 +81,10 @@ export async function startFeishuApps(options: StartOptions): Promise<FeishuApps
     routes: runtimes.flatMap((runtime) => runtime.routes),
     ready: Promise.all(runtimes.map((runtime) => runtime.ready)).then(() => undefined),
     repairEnded: async () => {
-      const repaired = await Promise.all(runtimes.map((runtime) => runtime.channel.repairEnded()));
+      const repaired = await Promise.all(runtimes.map((runtime) => runtime.repairEnded()));
       return repaired.reduce((sum, count) => sum + count, 0);
     },
+    serving: () => runtimes.every((runtime) => runtime.serving()),
     async close() {
       await Promise.allSettled(runtimes.map((runtime) => runtime.close()));
     },

@@ -1,6 +1,7 @@
 import type { Express } from "express";
 import type { AskRegistry } from "../asks/registry.ts";
-import type { AskSurface, SessionRuns } from "../domain/ports.ts";
+import { HOLDER_DEFAULTS } from "../cluster/holder.ts";
+import type { AskSurface, RunWriters, SessionRuns } from "../domain/ports.ts";
 import type { RunFeed } from "../domain/run-feed.ts";
 import { CardEntityStore } from "../store/cardkit.ts";
 import { FeishuStore } from "../store/feishu.ts";
@@ -10,13 +11,15 @@ import { handleCardAction } from "./card-actions.ts";
 import type { CardKitApi } from "./cardkit/api.ts";
 import { FeishuChannel } from "./channel.ts";
 import type { FeishuChannelOptions } from "./channel-options.ts";
-import { createClusterLimiter } from "./cluster-budget.ts";
+import { createClusterLimiter, servingShare } from "./cluster-budget.ts";
 import type { FeishuCluster } from "./cluster-options.ts";
 import { startHeldConnection } from "./held-connection.ts";
 import { createAppLimiter, type Limiter } from "./limits.ts";
 import { type LongConnectionOptions, startLongConnection } from "./long-connection.ts";
 import type { FeishuMessenger } from "./messenger.ts";
 import { type FeishuMetrics, NO_FEISHU_METRICS } from "./metrics.ts";
+import type { RepairScope } from "./progress/lifecycle.ts";
+import { type Sweeper, startSweeper } from "./sweeper.ts";
 import type { FeishuEventHandlers } from "./transport.ts";
 import { type FeishuWebhookOptions, mountFeishuWebhook } from "./webhook.ts";
 
@@ -35,6 +38,8 @@ export interface FeishuCore {
   registry: AskRegistry;
   store: { sql: StoreSql };
   dispatcher: { addSurface(surface: AskSurface): void };
+  /** Which runs this instance runs (core.ts); with several instances a card whose run went elsewhere stops. */
+  ownership?: RunWriters;
 }
 
 /**
@@ -77,6 +82,17 @@ export interface FeishuRuntime {
   routes: ((app: Express) => void)[];
   /** Resolves once events can arrive: at once for the webhook, on the first connection for the long one. */
   ready: Promise<void>;
+  /**
+   * Called once the service listens: the final states a kill left unsent go out. Alone, now; with several
+   * instances, by the app's sweeper, from its election on (sweeper.ts). Resolves to how many were sent now.
+   */
+  repairEnded(): Promise<number>;
+  /**
+   * Whether this instance can serve the app now: alone, always; one of several, once its share of the app's
+   * budget lets it send cards (cluster-budget.ts servingShare). `/readyz` says it, and until then the other
+   * instances adopt the runs and take the stored messages.
+   */
+  serving(): boolean;
   close(): Promise<void>;
 }
 
@@ -113,6 +129,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     ...channelOptions,
     ...(entities && cardkit ? { cardkit: { api: cardkit, store: entities } } : {}),
     ...(deps.cluster?.callbacks ? { callbacks: deps.cluster.callbacks } : {}),
+    ...(deps.cluster && core.ownership ? { ownership: core.ownership } : {}),
     runner: core.runner,
     runs: core.runs,
     registry: core.registry,
@@ -149,6 +166,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     },
   };
 
+  const serving = () => shared === undefined || servingShare(shared.budget.share());
   const routes: FeishuRuntime["routes"] = [];
   let connection: { ready: Promise<void>; close(): void | Promise<void> } | undefined;
   let stopTaking: (() => void) | undefined;
@@ -162,19 +180,31 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     if (deps.cluster && relay) {
       // The holder stores each message (acknowledged once durable); every instance of the app takes them in.
       const appId = deps.appId;
-      stopTaking = relay.take(appId, (data) => channel.handleMessage(data));
+      stopTaking = relay.take(appId, (data) => channel.handleMessage(data), serving);
       const held = { ...handlers, onMessage: (data: Record<string, unknown>) => relay.hand(appId, data) };
       connection = startHeldConnection(deps.cluster, { ...options, handlers: held });
     } else
       connection = deps.cluster ? startHeldConnection(deps.cluster, options) : startLongConnection(options);
   }
+  let sweeper: Sweeper | undefined;
   return {
     channel,
     messenger: deps.messenger,
     handlers,
     routes,
     ready: connection?.ready ?? Promise.resolve(),
+    serving,
+    async repairEnded() {
+      if (!deps.cluster) return channel.repairEnded();
+      // The lease's TTL sets the pace: a sweep every 3 TTLs, of runs that ended at least that long ago.
+      const leaseMs = deps.cluster.holder?.ttlMs ?? HOLDER_DEFAULTS.ttlMs;
+      const pace = { everyMs: 3 * leaseMs, graceMs: 3 * leaseMs };
+      const repair = (only: RepairScope) => channel.repairEnded(only);
+      sweeper ??= startSweeper(deps.cluster, { appId: deps.appId, repair, now, log: logger, ...pace });
+      return 0;
+    },
     async close() {
+      await sweeper?.close();
       await connection?.close();
       stopTaking?.();
       await channel.idle();

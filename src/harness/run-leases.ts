@@ -59,6 +59,8 @@ interface Held {
 }
 
 const UNFINISHED = ["running", "recovering"] as const;
+/** Lost runs remembered: a card still open here for one is written by its new holder, never from here. */
+const MAX_LAPSED = 1_000;
 const leaseName = (runId: string) => `run:${runId}`;
 /** A holder is `host:pid:random:home` (instances.ts); its home is the last part. */
 const homeOf = (holder: string) => holder.slice(holder.lastIndexOf(":") + 1);
@@ -75,7 +77,12 @@ export class RunLeases implements RunOwnership {
   readonly #marginMs: number;
   readonly #held = new Map<string, Held>();
   readonly #lost = new Set<(runId: string) => void>();
+  /** Runs lost here lately, oldest first (bounded): their cards must not be written from here. */
+  readonly #lapsed = new Set<string>();
   readonly #timer: NodeJS.Timeout;
+  #serving: () => boolean = () => true;
+  /** While not serving: when each unheld run was first seen unheld here. */
+  readonly #unheldSince = new Map<string, number>();
   #renewing: Promise<void> | undefined;
 
   constructor(options: RunLeaseOptions) {
@@ -130,10 +137,20 @@ export class RunLeases implements RunOwnership {
     });
   }
 
+  /**
+   * While `serving` says this instance cannot serve (feishu/runtime.ts: its share of the app's budget does not
+   * let it send cards yet), it leaves unheld runs to the instances that can for a TTL, and adopts those still
+   * unheld after it: when no instance can serve (all of them new), the runs are held all the same.
+   */
+  serveWhen(serving: () => boolean): void {
+    this.#serving = serving;
+  }
+
   async adopt(store: Store): Promise<Adopted[]> {
     // Unfinished runs whose lease lapsed or was given up (a run is never written without one: claim).
+    const unheld = await store.unheldRuns();
     const adopted: Adopted[] = [];
-    for (const id of await store.unheldRuns()) {
+    for (const id of this.#serving() ? unheld : this.#leftLongEnough(unheld)) {
       const previous = await this.#acquire(id);
       if (previous === undefined) continue; // another instance adopted it first
       const view = await store.getRun(id);
@@ -147,9 +164,22 @@ export class RunLeases implements RunOwnership {
     return adopted;
   }
 
+  /** Of `unheld`, those this instance saw unheld a TTL ago or more (it keeps only the runs still unheld). */
+  #leftLongEnough(unheld: readonly string[]): string[] {
+    const now = performance.now();
+    for (const id of this.#unheldSince.keys()) if (!unheld.includes(id)) this.#unheldSince.delete(id);
+    for (const id of unheld) if (!this.#unheldSince.has(id)) this.#unheldSince.set(id, now);
+    return unheld.filter((id) => now - (this.#unheldSince.get(id) ?? now) >= this.#ttlMs);
+  }
+
   holds(runId: string): boolean {
     const held = this.#held.get(runId);
     return held !== undefined && held.until > performance.now();
+  }
+
+  lapsed(runId: string): boolean {
+    const held = this.#held.get(runId);
+    return held === undefined ? this.#lapsed.has(runId) : held.until <= performance.now();
   }
 
   async ended(runId: string): Promise<void> {
@@ -247,11 +277,15 @@ export class RunLeases implements RunOwnership {
     const taken = row.rows[0];
     if (taken === undefined) return undefined;
     this.#held.set(runId, { fence: Number(taken.fence), until: sent + this.#ttlMs - this.#marginMs });
+    this.#lapsed.delete(runId);
     return taken.previous ?? "";
   }
 
   #lose(runId: string, why: string): void {
     this.#held.delete(runId);
+    this.#lapsed.add(runId);
+    const oldest = this.#lapsed.size > MAX_LAPSED ? this.#lapsed.values().next().value : undefined;
+    if (oldest !== undefined) this.#lapsed.delete(oldest);
     this.#log.warn({ runId }, `run given up here: ${why}`);
     for (const listener of this.#lost) {
       try {

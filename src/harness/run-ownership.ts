@@ -1,3 +1,4 @@
+import type { RunWriters } from "../domain/ports.ts";
 import type { RunView } from "../domain/types.ts";
 import type { Store } from "../store/repos.ts";
 import type { StoreSql } from "../store/sql.ts";
@@ -9,7 +10,7 @@ import type { StoreSql } from "../store/sql.ts";
  * writer, a run whose holder died is adopted by another instance through the restart path, and a session has
  * one unfinished run at a time across all of them.
  */
-export interface RunOwnership {
+export interface RunOwnership extends RunWriters {
   /**
    * Inside a message's intake transaction, before a run is written: whether the session has an unfinished run
    * in the store that this process does not run (another instance's, or one waiting to be adopted). The
@@ -34,8 +35,6 @@ export interface RunOwnership {
   ended(runId: string): Promise<void>;
   /** The run stopped here without ending (a deploy): another process may adopt it at once. */
   released(runId: string): Promise<void>;
-  /** `listener` hears a run this process lost (its hold not renewed in time): the run must stop here, unwritten. */
-  onLost(listener: (runId: string) => void): void;
   /**
    * Several instances: hands a person's command for a run another instance runs (or will, once it adopts it)
    * to whichever holds it, which does it (`onCommand`). False when it cannot be sent.
@@ -73,6 +72,7 @@ export const soleOwner: RunOwnership = {
   guarded: (store, _runId, body) => body(store),
   adopt: async (store) => (await store.unfinishedRuns()).map((run) => ({ run, home: "here" })),
   holds: () => true,
+  lapsed: () => false,
   ended: async () => {},
   released: async () => {},
   onLost: () => {},

@@ -1,5 +1,5 @@
 import type { AskOutcome, PendingAsk } from "../../asks/pending.ts";
-import type { RunCommands } from "../../domain/ports.ts";
+import type { RunCommands, RunWriters } from "../../domain/ports.ts";
 import type { RunEvents, RunFeed } from "../../domain/run-feed.ts";
 import { isTerminal, type RunView } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
@@ -17,7 +17,9 @@ import { CardPlacement, type PlacementDeps } from "./placement.ts";
  * its questions change, forgotten once its last state has landed, and ended — with its run — when the
  * platform says the card is gone. The card book says what it shows; the publisher when a PATCH goes out.
  */
-export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone"> {
+export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone" | "ownership" | "runLost"> {
+  /** Several instances: a run lost to another instance leaves its card to that one (runLost). */
+  ownership?: RunWriters;
   pings: Pings;
   /** The zone a card writes an answer's time in (已在网页端回答（15:42）). */
   times: Pick<AskTimes, "timeZone">;
@@ -30,6 +32,15 @@ export interface LifecycleDeps extends Omit<PlacementDeps, "cardGone"> {
 
 type SendPlacement = Extract<NonNullable<RunEvents["run_started"]["card"]>, { kind: "send" }>;
 
+/**
+ * Which owed final states a repair sends (feishu/sweeper.ts): of runs that ended at or before `endedBefore`
+ * (their own instance had that long to land them), and not those in `tried`, which it adds to.
+ */
+export interface RepairScope {
+  endedBefore?: number;
+  tried?: Set<string>;
+}
+
 export class CardLifecycle {
   readonly #d: LifecycleDeps;
   /** Runs whose card is being looked up (one lookup at a time per card). */
@@ -41,7 +52,21 @@ export class CardLifecycle {
 
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
-    this.#place = new CardPlacement({ ...deps, cardGone: (card) => this.cardGone(card) });
+    const runLost = (runId: string) => this.runLost(runId);
+    this.#place = new CardPlacement({ ...deps, cardGone: (card) => this.cardGone(card), runLost });
+    deps.ownership?.onLost(runLost);
+  }
+
+  /**
+   * The run went to another instance (its lease lost here, or lapsed by this instance's clock): that one writes
+   * its card from now on, so this one stops its publisher and lets the card go, unwritten.
+   */
+  runLost(runId: string): void {
+    const card = this.#d.book.get(runId);
+    if (!card) return;
+    this.#d.log.info({ runId }, "task went to another instance: its card is written there");
+    this.#place.stop(card);
+    this.#d.book.forget(card);
   }
 
   runStarted(event: RunEvents["run_started"]): void {
@@ -136,18 +161,22 @@ export class CardLifecycle {
   }
 
   /**
-   * After a restart: every recorded card whose run ended before its final state landed (a kill during the
-   * PATCH interval, a back-off, a late retry) gets that state by one PATCH, on the path of a resumed run's
-   * first PATCH (#recover, paced by the app limiter). Cards Feishu would refuse as too old are left alone.
+   * After a restart, and with several instances at each sweep (feishu/sweeper.ts): every recorded card whose
+   * run ended before its final state landed (a kill during the PATCH interval, a back-off, a late retry) gets
+   * that state by one PATCH, on the path of a resumed run's first PATCH (#recover, paced by the app limiter).
+   * Cards Feishu would refuse as too old are left alone.
    * One rule for every run the feed holds, outside agents' tasks included.
    */
-  async repairEnded(): Promise<number> {
+  async repairEnded(only: RepairScope = {}): Promise<number> {
     const { store, book, runs, now, background } = this.#d;
     let repaired = 0;
     for (const row of await store.finalPending(now() - CARD_PATCHABLE_MS)) {
+      if (only.tried?.has(row.runId)) continue;
       // Whose run it is the feed knows (the card table names no run table): only ended runs are owed.
       const run = await runs.getRun(row.runId);
       if (!run || !isTerminal(run) || book.get(row.runId)) continue;
+      if (only.endedBefore !== undefined && (run.endedAt ?? 0) > only.endedBefore) continue;
+      only.tried?.add(row.runId);
       const session = await runs.session(run.sessionId);
       if (book.get(row.runId)) continue;
       const card = book.open(run, { chatId: row.chatId, sourceMessageId: row.sourceMessageId }, session);

@@ -1,5 +1,6 @@
 import type { AskRegistry } from "../../asks/registry.ts";
 import type { Rendering } from "../../cards/progress-body.ts";
+import type { RunWriters } from "../../domain/ports.ts";
 import { isTerminal } from "../../domain/types.ts";
 import { describeError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
@@ -7,7 +8,7 @@ import type { CardEntityStore } from "../../store/cardkit.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import type { RetriedWrites } from "../../store/write-retry.ts";
 import { strings } from "../../strings/index.ts";
-import type { CardTransport } from "../card-transport.ts";
+import { type CardTransport, fencedTransport, imTransport } from "../card-transport.ts";
 import type { CardKitApi } from "../cardkit/api.ts";
 import type { CardJson } from "../cardkit/card-shape.ts";
 import { CARDKIT_INTERVAL_MS } from "../cardkit/transport.ts";
@@ -50,6 +51,10 @@ export interface PlacementDeps {
   cardGone: (card: ActiveCard) => void;
   /** FEISHU_CARD_TRANSPORT=cardkit: cards are CardKit entities (cardkit/transport.ts); else IM PATCH. */
   cardkit?: { api: CardKitApi; store: CardEntityStore };
+  /** Several instances: a card whose task went to another instance is not written from here (fencedTransport). */
+  ownership?: Pick<RunWriters, "lapsed">;
+  /** That card is let go here. */
+  runLost?: (runId: string) => void;
 }
 
 export class CardPlacement {
@@ -268,10 +273,13 @@ export class CardPlacement {
     const { book, registry, metrics } = this.#d;
     if (this.#closed) return transport?.close();
     book.placed(card, messageId);
+    const { ownership, runLost } = this.#d;
+    const wire = transport ?? imTransport(this.#d.messenger, messageId);
+    const lapsed = () => ownership?.lapsed(card.runId) === true;
     const publisher = new CardPublisher({
       messageId,
       messenger: this.#d.messenger,
-      ...(transport ? { transport } : {}),
+      transport: ownership ? fencedTransport(wire, lapsed, () => runLost?.(card.runId)) : wire,
       shape: () => book.shape(card),
       render: (level, redaction) => book.render(card, { level, redaction }),
       degradeLevel: rung.level,

@@ -1,6 +1,8 @@
 import type { AskRegistry } from "../../asks/registry.ts";
 import type { SettledElsewhere } from "../../asks/row-follow.ts";
 import type { RunFeed } from "../../domain/run-feed.ts";
+import { describeError } from "../../errors.ts";
+import type { Logger } from "../../logger.ts";
 import type { FeishuStore } from "../../store/feishu.ts";
 import type { CallbackRelay } from "../cluster-options.ts";
 import type { ActiveCard, CardBook } from "./card-book.ts";
@@ -61,6 +63,26 @@ export class RemoteAnswers {
     const run = await this.#d.runs.getRun(row.runId);
     if (!run) return undefined;
     return this.#d.book.detached(run, row, await this.#d.runs.session(run.sessionId));
+  }
+
+  /**
+   * The card a message replies to (its parent, else its root) when another instance runs its task, drawn from
+   * the rows: a reply to it may answer its question here (card-replies.ts). Undefined when it is no such card,
+   * or the database did not say (then the message is an ordinary one, as on one process for a card not ours).
+   */
+  async repliedTo(
+    message: { parentId?: string | undefined; rootId?: string | undefined },
+    log: Logger,
+  ): Promise<ActiveCard | undefined> {
+    for (const id of [message.parentId, message.rootId]) {
+      if (id === undefined) continue;
+      const card = await this.cardFromRows(id).catch((error: unknown) => {
+        log.warn({ err: describeError(error), messageId: id }, "replied-to card not read from the rows");
+        return undefined;
+      });
+      if (card) return card;
+    }
+    return undefined;
   }
 
   /** A click on a card drawn from the rows was answered here: its instance may PATCH it again. */

@@ -26,15 +26,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/*
 One instance per DATA_DIR: the bot keeps its state in SQLite and locks DATA_DIR, so a second replica on the
 same volume exits at start, and one on a volume of its own would be a second bot with its own questions and
-cards. replicaCount > 1 is refused without databaseUrl (DATABASE_URL). The bot does not read DATABASE_URL yet
-(docs/several-instances.md, "What remains"), so it is refused with it too until then: drop that second fail
-when the bot runs on Postgres.
+cards. replicaCount > 1 needs databaseUrl (DATABASE_URL): several instances on one Postgres serve one app
+(docs/several-instances.md), each with a DATA_DIR of its own.
 */}}
 {{- define "feishu-progress-bot.guards" -}}
 {{- if gt (int .Values.replicaCount) 1 -}}
 {{- if not .Values.databaseUrl -}}
-{{- fail (printf "replicaCount is %d, but more than 1 needs databaseUrl (DATABASE_URL): without Postgres every replica is a separate bot on its own SQLite, and the bot locks DATA_DIR. Keep replicaCount: 1." (int .Values.replicaCount)) -}}
+{{- fail (printf "replicaCount is %d, but more than 1 needs databaseUrl (DATABASE_URL): without Postgres every replica is a separate bot on its own SQLite, and the bot locks DATA_DIR. Keep replicaCount: 1, or set databaseUrl." (int .Values.replicaCount)) -}}
 {{- end -}}
-{{- fail (printf "replicaCount is %d: this version of the bot does not read DATABASE_URL yet (docs/several-instances.md), so it runs as one instance. Keep replicaCount: 1." (int .Values.replicaCount)) -}}
 {{- end -}}
 {{- end -}}
