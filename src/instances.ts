@@ -101,21 +101,30 @@ export function severalInstances(
 }
 
 /**
- * A card's callback answered by an instance that does not run its task: `card:<message id>` tells the card's
- * instance, which holds its PATCHes meanwhile (feishu/progress/remote-answers.ts). A wake-up lost costs that
- * instance the rest of the callback's 3 s, nothing more: no row is needed.
+ * A card's callback answered by an instance that does not run its task: `card-click:<message id>` at its
+ * arrival and `card:<message id>` once answered tell the card's instance, which holds its PATCHes in between
+ * (feishu/progress/remote-answers.ts). A wake-up lost costs at most the callback's 3 s: no row is needed.
  */
 function callbackRelay(db: Db, wakeups: Wakeups, log: Logger): CallbackRelay {
+  const send = (topic: string, messageId: string) =>
+    notify(db, WAKEUP_CHANNEL, topic, messageId).catch((error: unknown) =>
+      log.warn({ err: describeError(error), topic }, "card callback wake-up not sent"),
+    );
   return {
-    responded(messageId) {
-      notify(db, WAKEUP_CHANNEL, "card", messageId).catch((error: unknown) =>
-        log.warn({ err: describeError(error) }, "card answer wake-up not sent; its instance waits 3 s"),
-      );
-    },
-    onResponded(listener) {
-      return wakeups.subscribe("card", (wake) => {
-        if (wake.reason === "notify") listener(wake.id);
-      });
+    answering: (messageId) => void send("card-click", messageId),
+    responded: (messageId) => void send("card", messageId),
+    onCallback(listener) {
+      const offs = [
+        wakeups.subscribe("card-click", (wake) => {
+          if (wake.reason === "notify") listener("answering", wake.id);
+        }),
+        wakeups.subscribe("card", (wake) => {
+          if (wake.reason === "notify") listener("responded", wake.id);
+        }),
+      ];
+      return () => {
+        for (const off of offs) off();
+      };
     },
   };
 }

@@ -102,6 +102,10 @@ describe("several instances on one Postgres (webhook)", () => {
     const owner = entry.bots.find((bot) => bot.child.pid === pidOf(held.holder));
     if (!owner) throw new Error(`no bot with the holder's pid: ${held.holder}`);
     expect(owner).toBe(first);
+    let lastPatch: number | undefined;
+    const offPatched = emulator.on("message_patched", ({ message: patched }) => {
+      if (patched.messageId === cardId) lastPatch = Date.now();
+    });
     const killedAt = Date.now();
     await owner.kill();
     const rest = entry.bots.filter((bot) => bot !== owner);
@@ -114,6 +118,14 @@ describe("several instances on one Postgres (webhook)", () => {
     expect(adopted.fence).toBe(held.fence + 1);
     // The lease's TTL, then at most one look (a fifth of it), with slack for a loaded machine.
     expect(takeoverMs).toBeLessThan(LEASE_MS * 5);
+    // The adopter writes the card again (its form, as it resumes) before the click, and then leaves it be for
+    // a second: the click meets a card nobody is updating, so no update may land while it is answered.
+    await until(
+      () => lastPatch !== undefined && Date.now() - lastPatch > 1_000,
+      "the adopter's card written, then quiet",
+    );
+    offPatched();
+    expect(emulator.messages.getMessage(cardId)?.content).toContain('"tag":"form"');
     const adopter = rest.find((bot) => bot.child.pid === pidOf(adopted.holder));
     const other = rest.find((bot) => bot !== adopter);
     if (!adopter || !other) throw new Error("the adopter is not one of the live instances");
@@ -201,18 +213,14 @@ describe("several instances on one Postgres (webhook)", () => {
     refused.cancel();
     expect(emulator.messages.getMessage(cardId)?.content).not.toContain('"template":"green"');
 
-    // Nobody restarts: the surviving instance, holding the app's sweeper lease, sends it.
+    // Nobody restarts: the surviving instance, holding the app's sweeper lease, sends it. Within a minute at
+    // most: both instances are in their first minute, and the survivor's share of the budget may be 0 until
+    // the calls the other made under its larger share have left the window (cluster/budget.ts).
     await until(
       () => emulator.messages.getMessage(cardId)?.content.includes('"template":"green"'),
       "the final state, sent by the sweeper",
-      30_000,
-    ).catch((error) => {
-      const calls = emulator.calls.filter((c) => c.path.includes(cardId) || c.messageId === cardId);
-      console.log("DEBUGCALLS", JSON.stringify(calls.map((c) => [c.at, c.method, c.status, c.code])));
-      console.log("DEBUGCARD", emulator.messages.getMessage(cardId)?.content.slice(0, 600));
-      console.log("DEBUG", survivor.output().slice(-6000));
-      throw error;
-    });
+      90_000,
+    );
     const sweeper = await db().query<{ holder: string }>(
       "SELECT holder FROM cluster_leases WHERE name LIKE 'sweeper:%' AND expires_at > now()",
     );

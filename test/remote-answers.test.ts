@@ -27,10 +27,11 @@ function world() {
     },
   } as unknown as ActiveCard;
   let settledElsewhere: ((settled: SettledElsewhere) => void) | undefined;
-  const heard = new Set<(messageId: string) => void>();
+  const heard = new Set<(event: "answering" | "responded", messageId: string) => void>();
   const relay: CallbackRelay = {
+    answering: (messageId) => events.push(`answering ${messageId}`),
     responded: (messageId) => events.push(`responded ${messageId}`),
-    onResponded: (listener) => {
+    onCallback: (listener) => {
       heard.add(listener);
       return () => heard.delete(listener);
     },
@@ -44,7 +45,11 @@ function world() {
         };
       }) as never,
     },
-    book: { get: (runId) => (runId === card.runId ? card : undefined), detached: () => card },
+    book: {
+      get: (runId) => (runId === card.runId ? card : undefined),
+      byMessage: (messageId) => (messageId === card.messageId ? card : undefined),
+      detached: () => card,
+    },
     store: { cardByMessage: async () => undefined },
     runs: { getRun: async () => undefined, session: async () => undefined },
     relay,
@@ -57,7 +62,10 @@ function world() {
     settle: (outcome: AskOutcome, settledAt = Date.now(), of = ask) =>
       settledElsewhere?.({ ask: of, outcome, settledAt }),
     answeredElsewhere: (messageId: string) => {
-      for (const listener of heard) listener(messageId);
+      for (const listener of heard) listener("responded", messageId);
+    },
+    clickedElsewhere: (messageId: string) => {
+      for (const listener of heard) listener("answering", messageId);
     },
     listening: () => settledElsewhere !== undefined || heard.size > 0,
   };
@@ -86,6 +94,23 @@ describe("a card's question answered by a click another instance took", () => {
     vi.advanceTimersByTime(CALLBACK_ANSWER_MS * 2);
     expect(w.events).toEqual(["hold", "release"]);
     expect(w.remote.holding).toBe(0);
+  });
+
+  it("holds from the click's arrival on the other instance, the settle adding no second hold", () => {
+    vi.useFakeTimers({ now: T0 });
+    const w = world();
+    w.clickedElsewhere("om_other"); // not a card of this instance
+    expect(w.events).toEqual([]);
+    w.clickedElsewhere("om_card");
+    expect(w.events).toEqual(["hold"]);
+    w.settle(byCard);
+    expect(w.events).toEqual(["hold"]);
+    w.answeredElsewhere("om_card");
+    expect(w.events).toEqual(["hold", "release"]);
+    // Without word of the answer, the hold ends with the callback's 3 s.
+    w.clickedElsewhere("om_card");
+    vi.advanceTimersByTime(CALLBACK_ANSWER_MS);
+    expect(w.events).toEqual(["hold", "release", "hold", "release"]);
   });
 
   it("lets go when the platform's 3 s for the answer are over, counted from the settle", () => {
@@ -130,7 +155,8 @@ describe("a card's question answered by a click another instance took", () => {
     w.remote.close();
     expect(w.events).toEqual(["hold", "release"]);
     expect(w.listening()).toBe(false);
+    w.remote.answering("om_card");
     w.remote.responded("om_card");
-    expect(w.events).toEqual(["hold", "release", "responded om_card"]);
+    expect(w.events).toEqual(["hold", "release", "answering om_card", "responded om_card"]);
   });
 });

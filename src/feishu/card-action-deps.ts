@@ -35,7 +35,7 @@ export interface CardActionDeps {
   };
   queuedCards: Pick<QueuedCards, "cardFor" | "forget" | "afterAnswer">;
   /** Several instances: cards whose tasks other instances run (progress/remote-answers.ts). */
-  remote?: Pick<RemoteAnswers, "cardFromRows" | "responded">;
+  remote?: Pick<RemoteAnswers, "answering" | "cardFromRows" | "responded">;
   times: Pick<AskTimes, "extendMs" | "extendMaxMs" | "timeZone">;
   now: () => number;
   /** The app whose card was clicked (feishu/apps.ts): a retry's new card goes out through it too. */

@@ -54,10 +54,10 @@ export async function handleCardAction(
   const { messageId } = action.value;
   const mine = messageId ? deps.cards.cardByMessage(messageId) : undefined;
   // Several instances: a question on a card another instance runs is answered with the card from the rows.
-  const theirs =
-    !mine && messageId && value.value.kind === "feishu_ask" && deps.remote
-      ? await cardFromRows(deps.remote, messageId, logger)
-      : undefined;
+  const remote = !mine && messageId && value.value.kind === "feishu_ask" ? deps.remote : undefined;
+  // Said before anything is read, so the card's instance holds its PATCHes from the click's arrival.
+  if (remote && messageId) remote.answering(messageId);
+  const theirs = remote && messageId ? await cardFromRows(remote, messageId, logger) : undefined;
   const active = mine ?? theirs;
   const release = active?.publisher?.hold();
   let result: CallbackResult;
@@ -68,7 +68,7 @@ export async function handleCardAction(
     // publisher never PATCHes again, and shutdown would wait for it for ever. The platform shows what it
     // showed; the caller answers the click with the error toast.
     release?.(undefined);
-    if (theirs && messageId) deps.remote?.responded(messageId);
+    if (remote && messageId) remote.responded(messageId);
     throw error;
   }
   // The card the platform shows once a delivered answer carried one: the publisher compares against it.
@@ -77,7 +77,7 @@ export async function handleCardAction(
     response: result.response,
     afterResponse: (delivered) => {
       release?.(delivered ? answered : undefined);
-      if (theirs && messageId) deps.remote?.responded(messageId);
+      if (remote && messageId) remote.responded(messageId);
       result.afterResponse?.(delivered);
     },
   };

@@ -33,10 +33,12 @@ export interface FeishuCluster {
  * does for a click it answers itself.
  */
 export interface CallbackRelay {
+  /** A callback for this message is being answered here (from its arrival, before anything is read). */
+  answering(messageId: string): void;
   /** The callback for this message was answered here (its response sent, or given up on). */
   responded(messageId: string): void;
-  /** Another instance answered a callback for this message. */
-  onResponded(listener: (messageId: string) => void): () => void;
+  /** Another instance is answering (`answering`), or has answered, a callback for this message. */
+  onCallback(listener: (event: "answering" | "responded", messageId: string) => void): () => void;
 }
 
 export interface EventRelay {

@@ -10,13 +10,14 @@ import type { ActiveCard, CardBook } from "./card-book.ts";
 /**
  * Card clicks with several instances (issue 27): any instance may get a click on any card. One on a card whose
  * task another instance runs is answered here with the card as the rows have it (`cardFromRows`,
- * card-actions.ts), and that instance is told once the answer is sent (`responded`).
+ * card-actions.ts); that instance is told when the click arrives (`answering`) and once its answer is sent
+ * (`responded`). A reply quoting such a card is read the same way (`repliedTo`, card-replies.ts).
  *
- * A question on one of this instance's cards answered by a click that another instance took: this one, the
- * card's only writer, holds the card's PATCHes until it hears that the answer was sent, as
- * it does for a click it answers itself (publisher.ts `hold`): Feishu reverts an update made while a callback
- * is answered. Then the state of now goes out in one PATCH, for everyone the answer's card did not reach.
- * Without word from the other instance the hold ends when the platform's 3 s for the answer are over.
+ * On the card's own instance, its only writer, the card's PATCHes are held from the first word of such a click
+ * (its arrival, or the settle of its question if that word was lost) until its answer is sent, as for a click
+ * it answers itself (publisher.ts `hold`): Feishu reverts an update that lands while a callback is answered.
+ * Then the state of now goes out in one PATCH, for everyone the answer's card did not reach. Without word from
+ * the other instance the hold ends when the platform's 3 s for the answer are over.
  */
 
 /** How long Feishu waits for a callback's answer: no answer can land later than this after the click. */
@@ -29,7 +30,7 @@ interface Hold {
 
 export interface RemoteAnswersDeps {
   registry: Pick<AskRegistry, "on">;
-  book: Pick<CardBook, "get" | "detached">;
+  book: Pick<CardBook, "get" | "byMessage" | "detached">;
   /** The app's card rows. */
   store: Pick<FeishuStore, "cardByMessage">;
   runs: Pick<RunFeed, "getRun" | "session">;
@@ -46,7 +47,12 @@ export class RemoteAnswers {
   constructor(deps: RemoteAnswersDeps) {
     this.#d = deps;
     this.#offs = [
-      deps.relay.onResponded((messageId) => this.#release(messageId)),
+      deps.relay.onCallback((event, messageId) => {
+        if (event === "responded") return this.#release(messageId);
+        // From the click's arrival there, as a click here holds from its arrival (publisher.ts `hold`).
+        const card = deps.book.byMessage(messageId);
+        if (card) this.#hold(card, CALLBACK_ANSWER_MS);
+      }),
       // Told before the settle's own event, whose PATCH the hold then defers.
       deps.registry.on("settledElsewhere", (settled) => this.#settled(settled)),
     ];
@@ -94,17 +100,26 @@ export class RemoteAnswers {
     if (outcome.kind !== "answered" && outcome.kind !== "declined") return;
     if (outcome.surface !== "feishu") return;
     const card = this.#d.book.get(ask.runId);
-    if (!card?.messageId || !card.publisher || card.gone || this.#holds.has(card.messageId)) return;
+    if (!card) return;
     // Measured from the settle by the other instance's clock, bounded both ways: a settle this instance heard
     // of late (its poll, not the wake-up) holds nothing, and a clock far behind cannot hold for longer.
     const now = this.#d.now();
-    const left = Math.min(CALLBACK_ANSWER_MS, (settledAt ?? now) + CALLBACK_ANSWER_MS - now);
-    if (left <= 0) return;
-    const messageId = card.messageId;
-    const release = card.publisher.hold();
-    const timer = setTimeout(() => this.#release(messageId), left);
+    this.#hold(card, Math.min(CALLBACK_ANSWER_MS, (settledAt ?? now) + CALLBACK_ANSWER_MS - now));
+  }
+
+  /** Holds the card's PATCHes for at most `ms`, unless it is held already (one hold per card). */
+  #hold(card: ActiveCard, ms: number): void {
+    const { messageId, publisher } = card;
+    if (ms <= 0 || !messageId || !publisher || card.gone || this.#holds.has(messageId)) return;
+    const release = publisher.hold();
+    const timer = setTimeout(() => this.#release(messageId), ms);
     timer.unref?.();
     this.#holds.set(messageId, { release: () => release(undefined), timer });
+  }
+
+  /** A click on a card drawn from the rows is being answered here: its instance holds its PATCHes. */
+  answering(messageId: string): void {
+    this.#d.relay.answering(messageId);
   }
 
   /** How many cards wait for another instance's answer now (tests). */
