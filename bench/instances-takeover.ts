@@ -34,9 +34,9 @@ export interface TakeoverRow {
   formP50: number;
   formMax: number;
   /**
-   * A replacement started at the kill: until it listens (its bot identity kept in the store), and until its
-   * first Open API call (the background bot/v3/info, once its share of the budget lets it), which is when a
-   * start that had to ask first would have listened.
+   * A replacement started once the tasks are back on their cards, within the dead instance's minute: until it
+   * listens (its bot identity kept in the store), and until its first Open API call (the background
+   * bot/v3/info, once its share of the budget lets it), which is when a start that had to ask first listened.
    */
   replacementListenMs: number;
   replacementFirstCallMs: number;
@@ -92,8 +92,6 @@ export async function measureTakeover(options: {
     });
     killedAt = clock();
     await victim.kill();
-    const killedWall = Date.now();
-    const replacement = fleet.add().then(() => Date.now() - killedWall);
 
     const adopted = new Map<string, number>();
     const deadline = clock() + leaseMs * 3 + 30_000;
@@ -112,10 +110,14 @@ export async function measureTakeover(options: {
     }
     off();
 
-    const replacementListenMs = await replacement;
+    // A replacement, once the survivors have taken the tasks over (a replacement started at the very kill, in
+    // a fleet this young, would take a share of the budget the survivors need for the forms: docs).
+    const replacedAt = Date.now();
+    await fleet.add();
+    const replacementListenMs = Date.now() - replacedAt;
     const accepted = await answerThroughSurvivors(fleet, tasks, leaseMs);
     const outcome = await settled(fleet, tasks, tasks.length * 300 + 60_000);
-    const replacementFirstCallMs = await firstBotInfoAfter(fleet, killedWall, 120_000);
+    const replacementFirstCallMs = await firstBotInfoAfter(fleet, replacedAt, 120_000);
     const adoptedMs = [...adopted.values()];
     const formMs = [...formBack.values()];
     return {

@@ -28,7 +28,8 @@ import type { ActiveCard } from "./progress/card-book.ts";
 import { progressAction, queueAction } from "./run-actions.ts";
 
 /**
- * card.action.trigger (DESIGN §6). Answered within 3 s from memory only: never awaits a PATCH or the agent.
+ * card.action.trigger (DESIGN §6). Answered within 3 s: never awaits a PATCH or the agent; the card comes from
+ * memory, or (several instances, a card another instance runs) from a few reads of its rows.
  * While it is answered, the card's PATCHes are held; `afterResponse` releases them once the response is
  * sent, because Feishu reverts an update made before or in parallel with the response.
  */

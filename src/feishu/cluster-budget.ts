@@ -63,12 +63,15 @@ export interface ClusterLimiterOptions {
 }
 
 /**
- * Whether an instance's share lets it serve the app: some calls a second, and at least a quarter of its minute
- * share by rank. A newcomer in its grace, or one whose room a killed instance's last minute still fills, does
- * not: it adopts no run and takes no stored message (the others do), and `/readyz` says so, until it does.
+ * Whether an instance's limits in force (`limits()`, what its limiter spends by) let it serve the app now: it
+ * may make a call this second and this minute. A
+ * newcomer in its grace, or one whose room a killed instance's last minute still fills, may not: it leaves runs
+ * and stored messages to the others (run-leases.ts, instances.ts), and `/readyz` says so, until it may. Any room
+ * counts: an instance with a little can still send a card's form, where one with none sends nothing for a
+ * minute.
  */
-export function servingShare(share: Share): boolean {
-  return share.perSecond > 0 && share.perMinute > 0 && share.perMinute * 4 >= share.byRank.perMinute;
+export function servingShare(limits: AppLimits): boolean {
+  return limits.perSecond > 0 && limits.perMinute > 0;
 }
 
 export function createClusterLimiter(options: ClusterLimiterOptions): ClusterLimiter {

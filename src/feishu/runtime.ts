@@ -166,7 +166,7 @@ export async function createFeishuRuntime(deps: FeishuRuntimeDeps): Promise<Feis
     },
   };
 
-  const serving = () => shared === undefined || servingShare(shared.budget.share());
+  const serving = () => shared === undefined || servingShare(shared.limits());
   const routes: FeishuRuntime["routes"] = [];
   let connection: { ready: Promise<void>; close(): void | Promise<void> } | undefined;
   let stopTaking: (() => void) | undefined;
