@@ -186,6 +186,8 @@ function commandRelay(db: Db, wakeups: Wakeups, instance: string, log: Logger): 
   };
 }
 
+/** An instance that cannot serve yet takes a stored message only once it has waited this long for the others. */
+const EVENT_LEFT_MS = 10_000;
 /** A message waits this long for a claimer that died with it before another instance takes it in. */
 const EVENT_CLAIM_MS = 30_000;
 /** Tries of one stored message before it is dropped (a minute of the store refusing it, at 1 s apart: more). */
@@ -215,12 +217,14 @@ export function eventRelay(db: Db, wakeups: Wakeups, instance: string, log: Logg
     },
     take(appId, take, serving = () => true) {
       let draining: Promise<void> | undefined;
-      const drain = async () => {
+      // An instance that cannot serve takes only what the others left for EVENT_LEFT_MS (none of them may serve).
+      const drain = async (leftForMs: number) => {
         for (;;) {
           const items = await claims.claimWork(instance, {
             kinds: [kindFor(appId)],
             limit: 5,
             claimMs: EVENT_CLAIM_MS,
+            leftForMs,
           });
           if (items.length === 0) return;
           await Promise.all(
@@ -251,8 +255,9 @@ export function eventRelay(db: Db, wakeups: Wakeups, instance: string, log: Logg
       return wakeups.subscribe("feishu-message", (wake) => {
         if (wake.reason === "notify" && wake.id !== appId) return;
         // Without its share of the budget yet (a newcomer after a kill), the instances that can serve take the
-        // messages at their wake-up; this one at its next poll, only what they left (none may serve yet).
-        if (wake.reason === "notify" && !serving()) return;
+        // messages at their wake-up; this one at its polls, only what they left (none of them may serve yet).
+        const able = serving();
+        if (wake.reason === "notify" && !able) return;
         if (wake.reason === "poll" && Date.now() - pruned > PRUNE_EVERY_MS) {
           pruned = Date.now();
           // Done rows are kept a day (a late redelivery still finds its dedupe key), then go.
@@ -262,7 +267,7 @@ export function eventRelay(db: Db, wakeups: Wakeups, instance: string, log: Logg
               log.warn({ err: describeError(error) }, "done work rows not pruned; the next hour tries again"),
             );
         }
-        draining ??= drain()
+        draining ??= drain(able ? 0 : EVENT_LEFT_MS)
           .catch((error: unknown) => log.warn({ err: describeError(error) }, "stored messages not read"))
           .finally(() => {
             draining = undefined;

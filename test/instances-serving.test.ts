@@ -96,7 +96,7 @@ describe("serving, with several instances", () => {
     }
   });
 
-  it("still takes at its poll what nobody took while it cannot serve (no instance may serve yet)", async () => {
+  it("still takes at its poll what nobody took for 10 s while it cannot serve (none may serve yet)", async () => {
     const pool = pg().pool();
     await ensureClusterSchema(pool);
     const wakeups = createWakeups({
@@ -117,7 +117,10 @@ describe("serving, with several instances", () => {
     );
     try {
       await relay.hand(APP, { message: { message_id: "om_alone" } });
-      await until(() => taken.length >= 1 || undefined, "the message taken at the poll", 10_000, 10);
+      // Not at once: the instances that can serve have 10 s to take it first.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(taken).toEqual([]);
+      await until(() => taken.length >= 1 || undefined, "the message taken at the poll", 15_000, 10);
       expect(taken).toEqual(["om_alone"]);
     } finally {
       off();

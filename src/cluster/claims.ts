@@ -42,9 +42,10 @@ export interface Claims {
     options?: { dedupeKey?: string; delayMs?: number },
   ): Promise<string | undefined>;
   /** Claims up to `limit` ready rows of `kinds` for `claimMs`; oldest first; never a row another holds. */
+  /** `leftForMs`: only rows ready for at least that long (what other instances left), default any. */
   claimWork(
     instance: string,
-    options: { kinds: readonly string[]; limit?: number; claimMs: number },
+    options: { kinds: readonly string[]; limit?: number; claimMs: number; leftForMs?: number },
   ): Promise<WorkItem[]>;
   /** Marks a claimed row done. StaleClaimError when the claim lapsed and another instance claimed it since. */
   complete(item: WorkItem): Promise<void>;
@@ -134,6 +135,8 @@ export function createClaims(db: Db): Claims {
 
     async claimWork(instance, options) {
       checkMs("claimMs", options.claimMs);
+      const leftForMs = options.leftForMs ?? 0;
+      checkMs("leftForMs", leftForMs);
       const limit = options.limit ?? 10;
       if (!Number.isInteger(limit) || limit < 1)
         throw new RangeError(`limit must be a positive integer, got ${limit}`);
@@ -142,7 +145,7 @@ export function createClaims(db: Db): Claims {
         `UPDATE cluster_work w SET claimed_by = $1, claimed_until = now() + ${interval("$2")}, attempt = w.attempt + 1
          FROM (
            SELECT id FROM cluster_work
-           WHERE done_at IS NULL AND kind = ANY($3) AND available_at <= now()
+           WHERE done_at IS NULL AND kind = ANY($3) AND available_at <= now() - ${interval("$5")}
              AND (claimed_until IS NULL OR claimed_until <= now())
            ORDER BY id
            LIMIT $4
@@ -150,7 +153,7 @@ export function createClaims(db: Db): Claims {
          ) ready
          WHERE w.id = ready.id
          RETURNING w.id, w.kind, w.payload, w.claimed_by, w.attempt`,
-        [instance, options.claimMs, options.kinds, limit],
+        [instance, options.claimMs, options.kinds, limit, leftForMs],
       );
       return result.rows
         .map((row) => ({

@@ -89,6 +89,29 @@ class Fleet {
     return this.bots.filter((bot) => bot.child.exitCode === null && bot.child.signalCode === null);
   }
 
+  /** The live instances whose /readyz answers 200; all live ones when none does. */
+  async ready(): Promise<MainProcess[]> {
+    const serving = await this.#serving();
+    return serving.length > 0 ? serving : this.alive();
+  }
+
+  async readyCount(): Promise<number> {
+    return (await this.#serving()).length;
+  }
+
+  async #serving(): Promise<MainProcess[]> {
+    const alive = this.alive();
+    const ready = await Promise.all(
+      alive.map((bot) =>
+        fetch(`http://127.0.0.1:${bot.port}/readyz`).then(
+          (res) => res.status === 200,
+          () => false,
+        ),
+      ),
+    );
+    return alive.filter((_, i) => ready[i]);
+  }
+
   async kill(bot: MainProcess): Promise<void> {
     await bot.kill();
   }
@@ -159,7 +182,12 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
 
   const deliver = async (payload: Parameters<Emulator["deliverWebhook"]>[1]) => {
     if (transport === "ws") return emulator.longConnection.deliver(payload, { timeoutMs: 10_000 });
-    return emulator.deliverWebhook(`http://127.0.0.1:${pick(fleet.alive()).port}/feishu/events`, payload);
+    // As a load balancer with a readiness check would: to an instance whose /readyz says it can serve (a
+    // replacement right after a kill may not have its share of the budget yet), any live one if none can.
+    return emulator.deliverWebhook(
+      `http://127.0.0.1:${pick(await fleet.ready()).port}/feishu/events`,
+      payload,
+    );
   };
   const cardsOf = (messageId: string) =>
     emulator.messages.listMessages().filter((m) => m.parentId === messageId && m.msgType === "interactive");
@@ -168,8 +196,14 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
 
   const replacements: Promise<MainProcess>[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    // Two live instances at least before one is killed: one to take over, one to answer through.
+    // Two instances that can serve at least before one is killed: one to take over, one to answer through. A
+    // replacement listens at once but may have no share of the budget for up to a minute after a kill (/readyz).
     while (fleet.alive().length < 2 && replacements.length > 0) await replacements.shift();
+    await until(
+      async () => (await fleet.readyCount()) >= 2 || undefined,
+      "two instances ready (/readyz)",
+      120_000,
+    );
     const scenarios: Scenario[] = [];
     for (let k = 0; k < PER_ROUND; k++) {
       const user = `ou_chaos_${transport}_${round}_${k}`.padEnd(35, "0");
