@@ -229,10 +229,13 @@ describe("several instances on one Postgres (webhook)", () => {
     );
     expect(sweeper.rows.map((row) => pidOf(row.holder))).toEqual([survivor.child.pid]);
     expect(survivor.output()).toContain("sent final states their instances left unsent");
-    const landed = await db().query<{ final_landed_at: number | null }>(
-      "SELECT final_landed_at FROM progress_cards",
-    );
-    expect(landed.rows[0]?.final_landed_at).not.toBeNull();
+    // Recorded once the PATCH's answer is in (a write after it): read until it is.
+    await until(async () => {
+      const landed = await db().query<{ final_landed_at: number | null }>(
+        "SELECT final_landed_at FROM progress_cards",
+      );
+      return landed.rows[0]?.final_landed_at != null || undefined;
+    }, "the final state recorded as landed");
     const asks = await db().query<{ request_id: string; status: string }>(
       "SELECT request_id, status FROM asks",
     );

@@ -38,6 +38,7 @@ function world() {
   };
   const remote = new RemoteAnswers({
     registry: {
+      mirrorPending: async () => 0,
       on: ((_event: "settledElsewhere", listener: (settled: SettledElsewhere) => void) => {
         settledElsewhere = listener;
         return () => {

@@ -29,7 +29,7 @@ interface Hold {
 }
 
 export interface RemoteAnswersDeps {
-  registry: Pick<AskRegistry, "on">;
+  registry: Pick<AskRegistry, "on" | "mirrorPending">;
   book: Pick<CardBook, "get" | "byMessage" | "detached">;
   /** The app's card rows. */
   store: Pick<FeishuStore, "cardByMessage">;
@@ -60,14 +60,17 @@ export class RemoteAnswers {
 
   /**
    * A card this app sent whose task another instance runs, drawn from the rows: its card row, its run as last
-   * written, its session, and the questions this instance holds copies of. Undefined when the app sent no such
-   * card, or it is gone. Three reads; the card is kept nowhere here.
+   * written, its session, and its questions as copies held here. Undefined when the app sent no such card, or
+   * it is gone. Four reads; the card is kept nowhere here.
    */
   async cardFromRows(messageId: string): Promise<ActiveCard | undefined> {
     const row = await this.#d.store.cardByMessage(messageId);
     if (!row || row.gone) return undefined;
     const run = await this.#d.runs.getRun(row.runId);
     if (!run) return undefined;
+    // Its questions as copies here, should a wake-up not have brought them yet (one read of the pending rows):
+    // the card answered with, and a reply read against, show every question the run waits on.
+    await this.#d.registry.mirrorPending();
     return this.#d.book.detached(run, row, await this.#d.runs.session(run.sessionId));
   }
 
