@@ -32,6 +32,8 @@ export interface HolderOptions {
   /** How often the holder renews and a standby tries to acquire. */
   renewEveryMs?: number;
   marginMs?: number;
+  /** What the lease holds, in log lines (default "long connection"; the app's sweeper says "sweeper"). */
+  role?: string;
   /** Open the long connection (a throw releases the lease so another instance tries). */
   onElected: (lease: Lease) => void | Promise<void>;
   /** Close it, at once: another instance may hold the lease soon. */
@@ -56,6 +58,8 @@ export function createHolderElection(options: HolderOptions): HolderElection {
   const ttlMs = options.ttlMs ?? HOLDER_DEFAULTS.ttlMs;
   const renewEveryMs = options.renewEveryMs ?? HOLDER_DEFAULTS.renewEveryMs;
   const marginMs = options.marginMs ?? HOLDER_DEFAULTS.marginMs;
+  const role = options.role ?? "long connection";
+  const holderOf = `${options.role ?? "long-connection"} holder`;
   if (renewEveryMs * 2 + marginMs > ttlMs) {
     throw new RangeError(
       `renewEveryMs ${renewEveryMs} is too long for ttlMs ${ttlMs}: at least two renewals must fit`,
@@ -80,11 +84,11 @@ export function createHolderElection(options: HolderOptions): HolderElection {
     const lease = held;
     held = undefined;
     clearTimeout(deadlineTimer);
-    log?.warn({ lease: name, fence: lease.fence, reason }, "long-connection holder stepping down");
+    log?.warn({ lease: name, fence: lease.fence, reason }, `${holderOf} stepping down`);
     try {
       await options.onDemoted(reason);
     } catch (error) {
-      log?.error({ err: describe(error) }, "closing the long connection failed");
+      log?.error({ err: describe(error) }, `closing the ${role} failed`);
     }
   };
 
@@ -125,14 +129,11 @@ export function createHolderElection(options: HolderOptions): HolderElection {
       }
       held = won;
       holdUntil(sentAt);
-      log?.info({ lease: name, fence: won.fence }, "long-connection holder elected");
+      log?.info({ lease: name, fence: won.fence }, `${holderOf} elected`);
       try {
         await options.onElected(won);
       } catch (error) {
-        log?.error(
-          { err: describe(error) },
-          "opening the long connection failed; letting another instance try",
-        );
+        log?.error({ err: describe(error) }, `opening the ${role} failed; letting another instance try`);
         await demote("failed");
         await leases.release(won).catch(() => false);
       }

@@ -59,6 +59,7 @@ export function startSweeper(cluster: FeishuCluster, options: SweeperOptions): S
   const election: HolderElection = createHolderElection({
     leases: createLeases(cluster.db),
     name: sweeperLeaseName(options.appId),
+    role: "sweeper",
     instance: cluster.instance,
     ...cluster.holder,
     log,
