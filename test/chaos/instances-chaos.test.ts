@@ -181,7 +181,18 @@ async function runChaos(transport: Transport, seed: number): Promise<void> {
   if (transport === "ws") await until(() => emulator.longConnection.online === 1, "the long connection");
 
   const deliver = async (payload: Parameters<Emulator["deliverWebhook"]>[1]) => {
-    if (transport === "ws") return emulator.longConnection.deliver(payload, { timeoutMs: 10_000 });
+    if (transport === "ws") {
+      // Feishu sends an event it saw no ack for again: a connection closed under a delivery (its holder
+      // stepped down, a renewal late on a loaded machine) gets it again once the connection is held again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await emulator.longConnection.deliver(payload, { timeoutMs: 10_000 });
+        } catch (error) {
+          if (!(error instanceof Error && error.name === "NotDeliveredError") || attempt >= 5) throw error;
+          await until(() => emulator.longConnection.online === 1, "the long connection held again", 15_000);
+        }
+      }
+    }
     // As a load balancer with a readiness check would: to an instance whose /readyz says it can serve (a
     // replacement right after a kill may not have its share of the budget yet), any live one if none can.
     return emulator.deliverWebhook(
